@@ -1,0 +1,34 @@
+//===- GraphInterfaces.td - Interfaces of graph ops --------*- tablegen -*-===//
+
+#ifndef CLEAVE_DIALECT_GRAPH_IR_GRAPHINTERFACES_TD
+#define CLEAVE_DIALECT_GRAPH_IR_GRAPHINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Graph_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::cleave::graph";
+  let description = [{
+    The work one forward evaluation of an op does for its (static) shapes:
+    floating-point operations and bytes read and written from memory. The
+    cost model turns these into time with a roofline and, when a profile is
+    given, measured tables. Convention: a multiply-add counts 2 FLOPs; every
+    other arithmetic or transcendental evaluation counts 1 per element and
+    per operation it takes (documented per op). Bytes assume each operand is
+    read once and each result written once, unless the op knows better
+    (a gather reads only the rows it selects).
+  }];
+  let methods = [
+    InterfaceMethod<"Floating-point operations of one forward evaluation.",
+      "int64_t", "getFlops", (ins)>,
+    InterfaceMethod<"Bytes the op reads from memory.",
+      "int64_t", "getBytesRead", (ins), [{}], [{
+        return ::cleave::graph::sumTensorBytes($_op->getOperands());
+      }]>,
+    InterfaceMethod<"Bytes the op writes to memory.",
+      "int64_t", "getBytesWritten", (ins), [{}], [{
+        return ::cleave::graph::sumTensorBytes($_op->getResults());
+      }]>,
+  ];
+}
+
+#endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHINTERFACES_TD

@@ -1,0 +1,109 @@
+//===- ShapeInference.h - Shape rules of graph ops --------------*- C++ -*-===//
+//
+// Shape rules as free functions, so that the ops' type inference, their
+// verifiers, the importers and the zoo builders share one definition
+// (StableHLO keeps its TypeInference.h for the same reason). Each returns
+// failure after emitting a diagnostic at `loc` when one is given.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_DIALECT_GRAPH_IR_SHAPEINFERENCE_H
+#define CLEAVE_DIALECT_GRAPH_IR_SHAPEINFERENCE_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/TypeRange.h"
+#include "mlir/IR/ValueRange.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include <optional>
+
+namespace cleave::graph {
+
+using Shape = llvm::SmallVector<int64_t, 6>;
+
+/// Number of elements of a static tensor type (1 for a scalar).
+int64_t numElements(mlir::Type type);
+/// Bytes a static tensor of `type` occupies (i1 counts one byte).
+int64_t tensorBytes(mlir::Type type);
+/// Sum of tensorBytes over the types of `values`.
+int64_t sumTensorBytes(mlir::ValueRange values);
+
+/// Numpy broadcasting of several shapes; failure when they are incompatible.
+mlir::FailureOr<Shape> broadcastShapes(std::optional<mlir::Location> loc,
+                                       llvm::ArrayRef<Shape> shapes);
+
+/// Result type of an elementwise op over `operands` (all float operands
+/// must share the element type; an i1 condition may come first).
+llvm::LogicalResult
+inferBroadcastResult(std::optional<mlir::Location> loc,
+                     llvm::ArrayRef<mlir::Type> operands,
+                     llvm::SmallVectorImpl<mlir::Type> &results);
+
+llvm::LogicalResult inferMatmulResult(std::optional<mlir::Location> loc,
+                                      mlir::Type lhs, mlir::Type rhs,
+                                      bool transposeLhs, bool transposeRhs,
+                                      llvm::SmallVectorImpl<mlir::Type> &results);
+
+llvm::LogicalResult inferReduceResult(std::optional<mlir::Location> loc,
+                                      mlir::Type input,
+                                      llvm::ArrayRef<int64_t> axes,
+                                      bool keepdims,
+                                      llvm::SmallVectorImpl<mlir::Type> &results);
+
+llvm::LogicalResult inferPool2dResult(std::optional<mlir::Location> loc,
+                                      mlir::Type input,
+                                      llvm::ArrayRef<int64_t> kernel,
+                                      llvm::ArrayRef<int64_t> strides,
+                                      llvm::ArrayRef<int64_t> padding,
+                                      llvm::SmallVectorImpl<mlir::Type> &results);
+
+llvm::LogicalResult inferConv2dResult(std::optional<mlir::Location> loc,
+                                      mlir::Type input, mlir::Type filter,
+                                      mlir::Type bias,
+                                      llvm::ArrayRef<int64_t> strides,
+                                      llvm::ArrayRef<int64_t> padding,
+                                      llvm::ArrayRef<int64_t> dilations,
+                                      int64_t groups,
+                                      llvm::SmallVectorImpl<mlir::Type> &results);
+
+llvm::LogicalResult inferGatherResult(std::optional<mlir::Location> loc,
+                                      mlir::Type data, mlir::Type indices,
+                                      int64_t axis,
+                                      llvm::SmallVectorImpl<mlir::Type> &results);
+
+llvm::LogicalResult inferTransposeResult(std::optional<mlir::Location> loc,
+                                         mlir::Type input,
+                                         llvm::ArrayRef<int64_t> permutation,
+                                         llvm::SmallVectorImpl<mlir::Type> &results);
+
+llvm::LogicalResult inferSliceResult(std::optional<mlir::Location> loc,
+                                     mlir::Type input,
+                                     llvm::ArrayRef<int64_t> starts,
+                                     llvm::ArrayRef<int64_t> limits,
+                                     llvm::ArrayRef<int64_t> strides,
+                                     llvm::SmallVectorImpl<mlir::Type> &results);
+
+llvm::LogicalResult inferConcatResult(std::optional<mlir::Location> loc,
+                                      mlir::TypeRange inputs, int64_t axis,
+                                      llvm::SmallVectorImpl<mlir::Type> &results);
+
+llvm::LogicalResult inferSplitResult(std::optional<mlir::Location> loc,
+                                     mlir::Type input, int64_t axis,
+                                     llvm::ArrayRef<int64_t> sizes,
+                                     llvm::SmallVectorImpl<mlir::Type> &results);
+
+/// Checks that `axis` indexes a dimension of a rank-`rank` tensor.
+llvm::LogicalResult verifyAxis(std::optional<mlir::Location> loc,
+                               llvm::StringRef what, int64_t axis,
+                               int64_t rank);
+
+/// Checks that the normalisation parameter `param` (scale or bias) has the
+/// shape input.shape[axis:] and the input's element type.
+llvm::LogicalResult verifyNormParam(std::optional<mlir::Location> loc,
+                                    llvm::StringRef what, mlir::Type input,
+                                    int64_t axis, mlir::Type param);
+
+} // namespace cleave::graph
+
+#endif // CLEAVE_DIALECT_GRAPH_IR_SHAPEINFERENCE_H
