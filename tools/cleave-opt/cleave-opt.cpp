@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Transforms/Autodiff.h"
+#include "cleave/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -14,6 +16,8 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<cleave::graph::GraphDialect, mlir::func::FuncDialect>();
+  cleave::registerAutodiffExternalModels(registry);
+  cleave::registerCleavePasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   return mlir::asMainReturnCode(

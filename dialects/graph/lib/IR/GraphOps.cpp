@@ -76,6 +76,41 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                               types);
 }
 
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  SmallVector<Type> broadcast;
+  if (failed(inferBroadcastResult(
+          loc, {adaptor.getLhs().getType(), adaptor.getRhs().getType()},
+          broadcast)))
+    return failure();
+  types.push_back(cast<RankedTensorType>(broadcast[0])
+                      .clone(IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult CompareOp::verify() {
+  if (!llvm::is_contained({"eq", "ne", "lt", "le", "gt", "ge"},
+                          getPredicate()))
+    return emitOpError("unknown predicate '")
+           << getPredicate() << "' (expected eq, ne, lt, le, gt or ge)";
+  return success();
+}
+
+LogicalResult BroadcastToOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getType());
+  FailureOr<Shape> shape =
+      broadcastShapes(getLoc(), {Shape(in.getShape()), Shape(out.getShape())});
+  if (failed(shape))
+    return failure();
+  if (ArrayRef<int64_t>(*shape) != out.getShape() ||
+      in.getElementType() != out.getElementType())
+    return emitOpError("cannot broadcast ") << in << " to " << out;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//

@@ -31,4 +31,24 @@ def Graph_CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def Graph_AutodiffOpInterface : OpInterface<"AutodiffOpInterface"> {
+  let cppNamespace = "::cleave::graph";
+  let description = [{
+    The op's reverse-mode derivative rule: given the gradients of its
+    results (a null Value where no gradient flows into a result), build ops
+    at the builder's insertion point that compute the gradient of each
+    operand, and append one Value per operand to `operandGrads` (null for
+    operands that have none, such as integer indices). The rules live in
+    the compiler as external models (compiler/lib/Transforms/Autodiff), so
+    the dialect stays IR only; the training-step pass drives them.
+  }];
+  let methods = [
+    InterfaceMethod<"Builds the gradients of the operands.",
+      "::llvm::LogicalResult", "buildGradients",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::mlir::ValueRange":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
 #endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHINTERFACES_TD

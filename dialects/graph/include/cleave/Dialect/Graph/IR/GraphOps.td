@@ -188,6 +188,46 @@ def Graph_WhereOp : Graph_Op<"where", [Pure, InferTypeOpAdaptor,
   }];
 }
 
+def Graph_CompareOp : Graph_Op<"compare", [Pure, InferTypeOpAdaptor,
+                                           Graph_CostOpInterface]> {
+  let summary = "Elementwise comparison with broadcasting, giving i1";
+  let description = [{
+    `predicate` is one of eq, ne, lt, le, gt, ge. Used by ONNX's Equal and
+    Less and by the backward pass of max, min and relu.
+
+    ```mlir
+    %m = graph.compare ge, %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$predicate, Graph_FloatTensor:$lhs,
+                       Graph_FloatTensor:$rhs);
+  let results = (outs Graph_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getFlops() { return ::cleave::graph::numElements(getType()); }
+  }];
+}
+
+def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure,
+                                                    Graph_CostOpInterface]> {
+  let summary = "Broadcasts a tensor to a larger shape (numpy rules)";
+  let description = [{
+    ONNX's Expand, and the backward pass of reductions.
+
+    ```mlir
+    %b = graph.broadcast_to %x : tensor<4x1xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$input);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{ int64_t getFlops() { return 0; } }];
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//
@@ -331,12 +371,16 @@ def Graph_RopeOp : Graph_Op<"rope", [Pure, SameOperandsAndResultType,
   let description = [{
     Rotates pairs (i, i + head_dim/2) of the last dimension by the angle
     pos * theta^(-2i/head_dim), pos being the index along dimension 1 plus
-    `offset` (LLaMA's rotate-half convention). FLOPs: 3 per element.
+    `offset` (LLaMA's rotate-half convention); `inverse` rotates by the
+    negated angle, which is the backward pass. FLOPs: 3 per element.
   }];
   let arguments = (ins Graph_FloatTensor:$input, F64Attr:$theta,
-                       DefaultValuedAttr<I64Attr, "0">:$offset);
+                       DefaultValuedAttr<I64Attr, "0">:$offset,
+                       UnitAttr:$inverse);
   let results = (outs Graph_FloatTensor:$result);
-  let assemblyFormat = "$input `theta` `=` $theta attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input `theta` `=` $theta (`inverse` $inverse^)? attr-dict `:` type($input)
+  }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getFlops() { return 3 * ::cleave::graph::numElements(getType()); }
@@ -644,5 +688,7 @@ def Graph_MoeCombineOp : Graph_Op<"moe_combine", [Pure, InferTypeOpAdaptor,
     }
   }];
 }
+
+include "cleave/Dialect/Graph/IR/GraphGradOps.td"
 
 #endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHOPS_TD

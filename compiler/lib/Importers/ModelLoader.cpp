@@ -1,0 +1,83 @@
+//===- ModelLoader.cpp - One entry point for every model source -----------===//
+
+#include "cleave/Importers/ModelLoader.h"
+
+#include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Importers/ModelZoo.h"
+#include "cleave/Importers/OnnxImporter.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+
+namespace cleave {
+
+void registerCleaveDialects(DialectRegistry &registry) {
+  registry.insert<graph::GraphDialect, func::FuncDialect>();
+}
+
+Operation *getForwardFunction(ModuleOp module) {
+  return module.lookupSymbol<func::FuncOp>("forward");
+}
+
+static OwningOpRef<ModuleOp> loadMlir(MLIRContext &ctx, llvm::StringRef path,
+                                      const ImportOptions &options) {
+  Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
+  if (options.batch || options.seq || !options.dims.empty()) {
+    emitError(fileLoc) << "--batch, --seq and --dim bind ONNX and zoo "
+                          "models; MLIR text already has static shapes";
+    return nullptr;
+  }
+  llvm::SourceMgr sourceMgr;
+  std::string includedFile;
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  if (!buffer) {
+    emitError(fileLoc) << "cannot read file: " << buffer.getError().message();
+    return nullptr;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!module)
+    return nullptr;
+  if (!getForwardFunction(*module)) {
+    emitError(fileLoc) << "expected a func.func @forward holding the model";
+    return nullptr;
+  }
+  return module;
+}
+
+OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::StringRef model,
+                                const ImportOptions &options) {
+  DialectRegistry registry;
+  registerCleaveDialects(registry);
+  ctx.appendDialectRegistry(registry);
+  ctx.loadAllAvailableDialects();
+
+  if (model.consume_front("zoo:")) {
+    auto module = buildZooModel(ctx, model, options);
+    if (!module) {
+      emitError(NameLoc::get(StringAttr::get(&ctx, "zoo:" + model)))
+          << llvm::toString(module.takeError());
+      return nullptr;
+    }
+    return std::move(*module);
+  }
+  Location fileLoc = FileLineColLoc::get(&ctx, model, 0, 0);
+  if (model.ends_with(".onnx")) {
+    if (!llvm::sys::fs::exists(model)) {
+      emitError(fileLoc) << "no such file";
+      return nullptr;
+    }
+    return importOnnxFile(ctx, model, options);
+  }
+  if (model.ends_with(".mlir") || model == "-")
+    return loadMlir(ctx, model, options);
+  emitError(fileLoc) << "unknown model kind: expected a .onnx or .mlir file "
+                        "or zoo:NAME (see `cleave zoo`)";
+  return nullptr;
+}
+
+} // namespace cleave

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs cleave on a Debian bookworm machine (as root, or
+# with sudo available).
+#
+#   scripts/setup.sh run    install what is missing, build, run the main job
+#   scripts/setup.sh test   install what is missing, build, run every test
+#   scripts/setup.sh build  install what is missing and build
+#
+# Idempotent: packages already present are not reinstalled, and an existing
+# build directory is reused (Ninja and ccache make a rebuild quick).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUILD_DIR=${CLEAVE_BUILD_DIR:-$ROOT/build}
+MODE=${1:-run}
+
+# Every Debian package the project builds, tests or runs with; docs/
+# dependencies.md says why each is there.
+PACKAGES=(
+  cmake ninja-build ccache g++ python3
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  libprotobuf-dev protobuf-compiler libabsl-dev
+  libgtest-dev libgmock-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev
+  libonnx-dev coinor-libcbc-dev
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing: ${missing[*]}"
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
+fi
+
+case "$MODE" in
+  build)
+    ninja -C "$BUILD_DIR"
+    ;;
+  run)
+    ninja -C "$BUILD_DIR" cleave
+    # The main job on the embedded default: import GPT-3 175B from the model
+    # zoo and summarise it.
+    "$BUILD_DIR/tools/cleave/cleave" summary zoo:gpt3-175b
+    ;;
+  test)
+    ninja -C "$BUILD_DIR"
+    "$BUILD_DIR/tools/cleave/cleave" summary zoo:gpt3-175b
+    ninja -C "$BUILD_DIR" check-cleave
+    ;;
+  *)
+    echo "usage: scripts/setup.sh [run|test|build]" >&2
+    exit 2
+    ;;
+esac

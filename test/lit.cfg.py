@@ -1,0 +1,24 @@
+# lit configuration for cleave: FileCheck tests of passes and ops,
+# -verify-diagnostics tests of every error, and runs of the tools.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "cleave"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "models", "unit", "lit.cfg.py",
+                   "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.cleave_obj_root, "test")
+
+config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
+
+llvm_config.use_default_substitutions()
+tool_dirs = [os.path.join(config.cleave_tools_dir, "cleave"),
+             os.path.join(config.cleave_tools_dir, "cleave-opt"),
+             config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["cleave-opt", "cleave", "FileCheck", "not",
+                                    "count", "split-file"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
