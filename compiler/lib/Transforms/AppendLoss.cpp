@@ -29,7 +29,7 @@ struct AppendLossPass : public cleave::impl::AppendLossBase<AppendLossPass> {
     auto ret = cast<func::ReturnOp>(forward.front().getTerminator());
     if (output >= ret.getNumOperands()) {
       forward.emitError("output ")
-          << output << " does not exist; @forward has "
+          << unsigned(output) << " does not exist; @forward has "
           << ret.getNumOperands() << " results";
       return signalPassFailure();
     }
@@ -37,7 +37,7 @@ struct AppendLossPass : public cleave::impl::AppendLossBase<AppendLossPass> {
     auto type = cast<RankedTensorType>(logits.getType());
     if (type.getRank() < 1 || !isa<FloatType>(type.getElementType())) {
       forward.emitError("output ")
-          << output << " of type " << type
+          << unsigned(output) << " of type " << type
           << " cannot be logits: expected a float tensor [..., classes]";
       return signalPassFailure();
     }

@@ -13,8 +13,9 @@ using namespace cleave::graph;
 /// Emits an error unless `forward` (the forward op's inferred result) is
 /// `expected`.
 static LogicalResult expectForward(Operation *op, LogicalResult inferred,
-                                   ArrayRef<Type> forward, Type expected,
-                                   StringRef what) {
+                                   const SmallVectorImpl<Type> &forward,
+                                   Type expected, StringRef what) {
+  // `forward` is read only here, after `inferred` has filled it.
   if (failed(inferred))
     return failure();
   if (forward.empty() || forward.front() != expected)
