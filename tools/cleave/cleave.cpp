@@ -9,10 +9,13 @@
 #include "cleave/Analysis/ModelSummary.h"
 #include "cleave/Importers/ModelLoader.h"
 #include "cleave/Importers/ModelZoo.h"
+#include "cleave/Pipelines.h"
+#include "cleave/Transforms/Autodiff.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -58,6 +61,11 @@ cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
                             cl::sub(importCmd));
 cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(summaryCmd),
                    cl::sub(zooCmd));
+cl::opt<bool> trainingStep(
+    "training-step",
+    cl::desc("Also build @train_step (backward and AdamW update); a graph "
+             "without a scalar loss gets cross-entropy on its first output"),
+    cl::sub(importCmd));
 
 int badUsage(const Twine &message) {
   WithColor::error(errs(), "cleave") << message << "\n";
@@ -89,6 +97,32 @@ bool parseImportOptions(cleave::ImportOptions &options) {
   return true;
 }
 
+/// Prints a diagnostic as "where: error: message", where is the file
+/// position, the ONNX node or the zoo spec that the location names.
+void printDiagnostic(mlir::Diagnostic &diag, raw_ostream &os) {
+  std::string where;
+  llvm::raw_string_ostream w(where);
+  mlir::Location loc = diag.getLocation();
+  if (auto file = dyn_cast<mlir::FileLineColLoc>(loc)) {
+    w << file.getFilename().getValue();
+    if (file.getLine())
+      w << ":" << file.getLine() << ":" << file.getColumn();
+  } else if (auto name = dyn_cast<mlir::NameLoc>(loc)) {
+    w << name.getName().getValue();
+  } else if (!isa<mlir::UnknownLoc>(loc)) {
+    loc.print(w);
+  }
+  StringRef severity = diag.getSeverity() == mlir::DiagnosticSeverity::Error
+                           ? "error"
+                       : diag.getSeverity() == mlir::DiagnosticSeverity::Warning
+                           ? "warning"
+                           : "note";
+  os << (where.empty() ? "cleave" : where) << ": " << severity << ": " << diag
+     << "\n";
+  for (mlir::Diagnostic &note : diag.getNotes())
+    printDiagnostic(note, os);
+}
+
 int runZoo() {
   std::vector<cleave::ZooEntry> entries = cleave::listZooModels();
   if (json) {
@@ -111,15 +145,33 @@ int runModelCommand() {
   cleave::ImportOptions options;
   if (!parseImportOptions(options))
     return kBadInput;
-  mlir::MLIRContext ctx;
-  llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
+  mlir::DialectRegistry registry;
+  cleave::registerCleaveDialects(registry);
+  cleave::registerAutodiffExternalModels(registry);
+  mlir::MLIRContext ctx(registry);
+  mlir::ScopedDiagnosticHandler diagnostics(&ctx, [](mlir::Diagnostic &diag) {
+    printDiagnostic(diag, errs());
+    return mlir::success();
+  });
   mlir::OwningOpRef<mlir::ModuleOp> module =
       cleave::loadModel(ctx, model, options);
   if (!module)
     return kBadInput;
 
+  // The training step: printed by `import --training-step`, counted by
+  // `summary` (which falls back to an estimate when the model cannot be
+  // differentiated, e.g. an integer output).
+  auto buildTrainingStep = [&](mlir::ModuleOp m) {
+    mlir::PassManager pm(&ctx);
+    cleave::TrainingPipelineOptions options;
+    options.appendLoss = cleave::needsLoss(m);
+    cleave::buildTrainingPipeline(pm, options);
+    return pm.run(m);
+  };
+
   if (importCmd) {
+    if (trainingStep && failed(buildTrainingStep(*module)))
+      return kFailed;
     std::string error;
     auto file = mlir::openOutputFile(output, &error);
     if (!file) {
@@ -132,7 +184,17 @@ int runModelCommand() {
     file->keep();
     return kOk;
   }
-  cleave::ModelSummary summary = cleave::summarizeModel(*module);
+  // Summarise a copy that also holds @train_step; diagnostics of a model
+  // that cannot be trained become a note, and FLOPs are then estimated.
+  mlir::OwningOpRef<mlir::ModuleOp> withStep(module->clone());
+  {
+    mlir::ScopedDiagnosticHandler quiet(&ctx, [](mlir::Diagnostic &) {
+      return mlir::success();
+    });
+    if (failed(buildTrainingStep(*withStep)))
+      withStep = module->clone();
+  }
+  cleave::ModelSummary summary = cleave::summarizeModel(*withStep);
   if (json)
     outs() << formatv("{0:2}", cleave::toJson(summary)) << "\n";
   else

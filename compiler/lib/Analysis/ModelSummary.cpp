@@ -31,7 +31,7 @@ ModelSummary summarizeModel(ModuleOp module) {
     s.outputs.push_back(typeString(t));
 
   func.walk([&](Operation *op) {
-    if (isa<func::FuncOp>(op))
+    if (isa<func::FuncOp, func::ReturnOp>(op))
       return;
     s.opHistogram[op->getName().getStringRef().str()]++;
     if (auto input = dyn_cast<gr::InputOp>(op)) {
@@ -60,6 +60,11 @@ ModelSummary summarizeModel(ModuleOp module) {
     if (!isa<gr::ConstantOp>(op))
       s.activationBytes += cost.getBytesWritten();
   });
+  if (auto step = module.lookupSymbol<func::FuncOp>("train_step")) {
+    s.trainingFlops = 0;
+    s.trainingFlopsCounted = true;
+    step.walk([&](gr::CostOpInterface op) { s.trainingFlops += op.getFlops(); });
+  }
   return s;
 }
 
@@ -91,8 +96,11 @@ llvm::json::Value toJson(const ModelSummary &s) {
            {"training_per_step", s.trainingFlops},
            {"training_per_sample", double(s.trainingFlops) / samples},
            {"training_method",
-            "estimate: backward = 2x forward for matmul and conv2d, 1x "
-            "for other ops"}}},
+            s.trainingFlopsCounted
+                ? "counted on the training-step graph (forward, backward, "
+                  "optimizer)"
+                : "estimate: backward = 2x forward for matmul and conv2d, 1x "
+                  "for other ops"}}},
       {"bytes",
        llvm::json::Object{{"read", s.bytesRead},
                           {"written", s.bytesWritten},
@@ -130,7 +138,10 @@ void printSummary(const ModelSummary &s, llvm::raw_ostream &os) {
      << " per sample, " << human(double(s.forwardFlops)) << " per step\n";
   os << "training FLOPs:   " << human(double(s.trainingFlops) / samples)
      << " per sample, " << human(double(s.trainingFlops))
-     << " per step (estimated: backward = 2x forward for matmul/conv)\n";
+     << " per step ("
+     << (s.trainingFlopsCounted ? "forward, backward and optimizer, counted"
+                                : "estimated: backward = 2x forward")
+     << ")\n";
   os << "activations:      " << human(double(s.activationBytes), "B")
      << " per step (all forward intermediates, no reuse)\n";
   os << "ops:\n";

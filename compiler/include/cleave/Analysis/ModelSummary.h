@@ -35,11 +35,13 @@ struct ModelSummary {
   /// Parameters whose weights the module holds (imported initializers).
   int64_t paramsWithValues = 0;
   int64_t forwardFlops = 0;
-  /// Forward plus backward. Until the training-graph pass produces real
-  /// backward ops this is an estimate: each matmul and convolution costs
-  /// twice its forward FLOPs backward (one GEMM per operand gradient), every
-  /// other op once.
+  /// FLOPs of one training step (forward, backward, optimizer), counted
+  /// on the module's @train_step when it has one (see
+  /// `trainingFlopsCounted`); otherwise estimated: each matmul and
+  /// convolution costs twice its forward FLOPs backward (one GEMM per
+  /// operand gradient), every other op once.
   int64_t trainingFlops = 0;
+  bool trainingFlopsCounted = false;
   int64_t bytesRead = 0;
   int64_t bytesWritten = 0;
   /// Bytes of every forward intermediate (no reuse): what a step without

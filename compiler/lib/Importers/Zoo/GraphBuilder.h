@@ -37,8 +37,11 @@ public:
     GraphBuilder &builder;
   };
   Scope scope(llvm::StringRef name) { return Scope(*this, name); }
+  /// "h" and 3 give "h.3"; a prefix ending in '_' is joined directly
+  /// ("encoder_layer_3"), as torchvision names ViT layers.
   Scope scope(llvm::StringRef prefix, int64_t index) {
-    return Scope(*this, (prefix + llvm::Twine(index)).str());
+    llvm::StringRef sep = prefix.ends_with("_") ? "" : ".";
+    return Scope(*this, (prefix + sep + llvm::Twine(index)).str());
   }
 
   mlir::Value input(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
