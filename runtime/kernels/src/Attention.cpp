@@ -1,0 +1,156 @@
+//===- Attention.cpp - Softmax and rotary embeddings ----------------------===//
+
+#include "cleave/runtime/kernels/Attention.h"
+
+#include "Support.h"
+
+#include <cmath>
+#include <limits>
+
+namespace cleave::kernels {
+namespace {
+
+/// Softmax of the first `valid` of `n` elements spaced `stride` apart; the
+/// rest are masked to 0. Rows along the last axis (the common case) are
+/// compiled with a constant unit stride so that their loops vectorise.
+template <bool UnitStride>
+void softmaxRow(const float *x, float *y, int64_t n, int64_t valid,
+                int64_t rowStride) {
+  int64_t stride = UnitStride ? 1 : rowStride;
+  if (valid <= 0) {
+    for (int64_t j = 0; j < n; ++j)
+      y[j * stride] = 0.0f;
+    return;
+  }
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < valid; ++j)
+    max = std::max(max, x[j * stride]);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < valid; ++j) {
+    float e = std::exp(x[j * stride] - max);
+    y[j * stride] = e;
+    sum += e;
+  }
+  float inv = 1.0f / sum;
+  for (int64_t j = 0; j < valid; ++j)
+    y[j * stride] *= inv;
+  for (int64_t j = valid; j < n; ++j)
+    y[j * stride] = 0.0f;
+}
+
+template <bool UnitStride>
+void softmaxBackwardRow(const float *y, const float *g, float *d, int64_t n,
+                        int64_t rowStride) {
+  int64_t stride = UnitStride ? 1 : rowStride;
+  float dot = 0.0f;
+  for (int64_t j = 0; j < n; ++j)
+    dot += y[j * stride] * g[j * stride];
+  for (int64_t j = 0; j < n; ++j)
+    d[j * stride] = y[j * stride] * (g[j * stride] - dot);
+}
+
+/// [outer, axis, inner] view of a tensor around `axis`.
+struct AxisSplit {
+  int64_t outer, length, inner;
+};
+
+AxisSplit splitAt(const Shape &shape, int64_t axis) {
+  return {detail::product(shape, 0, axis), shape[axis],
+          detail::product(shape, axis + 1, shape.size())};
+}
+
+/// Rotates each (x[i], x[i + d/2]) pair by +angle (forward) or -angle.
+void rotate(ConstTensorRef in, double theta, int64_t offset, TensorRef out,
+            bool inverse, const char *kernel) {
+  CLEAVE_CHECK_IN(kernel, in.rank() == 4,
+                  "expects [batch, seq, heads, head_dim], got " +
+                      shapeString(in.shape));
+  CLEAVE_CHECK_IN(kernel, in.shape[3] % 2 == 0, "head_dim must be even");
+  CLEAVE_CHECK_IN(kernel, theta > 0, "theta must be positive");
+  detail::checkShape(out, in.shape, kernel, "result");
+  int64_t batch = in.shape[0], seq = in.shape[1], heads = in.shape[2];
+  int64_t dim = in.shape[3], half = dim / 2;
+  std::vector<float> cosines(half), sines(half);
+  for (int64_t s = 0; s < seq; ++s) {
+    double pos = static_cast<double>(s + offset);
+    for (int64_t i = 0; i < half; ++i) {
+      double angle = pos * std::pow(theta, -2.0 * static_cast<double>(i) / dim);
+      cosines[i] = static_cast<float>(std::cos(angle));
+      sines[i] =
+          static_cast<float>(inverse ? -std::sin(angle) : std::sin(angle));
+    }
+    const float *c = cosines.data(), *sn = sines.data();
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads; ++h) {
+        int64_t base = ((b * seq + s) * heads + h) * dim;
+        const float *x = in.data + base;
+        float *y = out.data + base;
+        // Two passes so that out may alias in.
+        for (int64_t i = 0; i < half; ++i) {
+          float lo = x[i], hi = x[i + half];
+          y[i] = lo * c[i] - hi * sn[i];
+          y[i + half] = hi * c[i] + lo * sn[i];
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+void softmax(ConstTensorRef in, int64_t axis, bool causal, TensorRef out) {
+  detail::checkAxis(axis, in.rank(), "softmax");
+  detail::checkShape(out, in.shape, "softmax", "result");
+  CLEAVE_CHECK(!causal || (in.rank() >= 2 && axis == in.rank() - 1),
+               "causal softmax must run along the last axis of a [..., query, "
+               "key] tensor");
+  AxisSplit s = splitAt(in.shape, axis);
+  if (causal) {
+    int64_t keys = s.length, queries = in.shape[in.rank() - 2];
+    for (int64_t r = 0; r < s.outer; ++r) {
+      int64_t query = r % queries;
+      int64_t valid = std::min(keys, query + (keys - queries) + 1);
+      softmaxRow<true>(in.data + r * keys, out.data + r * keys, keys, valid, 1);
+    }
+    return;
+  }
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t i = 0; i < s.inner; ++i) {
+      int64_t base = o * s.length * s.inner + i;
+      if (s.inner == 1)
+        softmaxRow<true>(in.data + base, out.data + base, s.length, s.length,
+                         1);
+      else
+        softmaxRow<false>(in.data + base, out.data + base, s.length, s.length,
+                          s.inner);
+    }
+}
+
+void softmaxBackward(ConstTensorRef out, ConstTensorRef dOut, int64_t axis,
+                     TensorRef dIn) {
+  detail::checkAxis(axis, out.rank(), "softmaxBackward");
+  detail::checkShape(dOut, out.shape, "softmaxBackward", "dOut");
+  detail::checkShape(dIn, out.shape, "softmaxBackward", "dIn");
+  AxisSplit s = splitAt(out.shape, axis);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t i = 0; i < s.inner; ++i) {
+      int64_t base = o * s.length * s.inner + i;
+      if (s.inner == 1)
+        softmaxBackwardRow<true>(out.data + base, dOut.data + base,
+                                 dIn.data + base, s.length, 1);
+      else
+        softmaxBackwardRow<false>(out.data + base, dOut.data + base,
+                                  dIn.data + base, s.length, s.inner);
+    }
+}
+
+void rope(ConstTensorRef in, double theta, int64_t offset, TensorRef out) {
+  rotate(in, theta, offset, out, /*inverse=*/false, "rope");
+}
+
+void ropeBackward(ConstTensorRef dOut, double theta, int64_t offset,
+                  TensorRef dIn) {
+  rotate(dOut, theta, offset, dIn, /*inverse=*/true, "ropeBackward");
+}
+
+} // namespace cleave::kernels

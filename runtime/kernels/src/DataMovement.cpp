@@ -1,0 +1,309 @@
+//===- DataMovement.cpp - gather, transpose, slice, concat, split ---------===//
+
+#include "cleave/runtime/kernels/DataMovement.h"
+
+#include "Support.h"
+
+namespace cleave::kernels {
+namespace {
+
+/// Copies the box `dims` from `src` (strides srcStrides) to `dst` (strides
+/// dstStrides), merging dimensions that are contiguous in both so that the
+/// innermost loop is long; unit-stride rows are copied with memcpy.
+void copyStrided(Shape dims, Shape srcStrides, Shape dstStrides,
+                 const float *src, float *dst) {
+  // Drop size-1 dimensions and merge neighbours.
+  Shape sizes, ss, ds;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1)
+      continue;
+    if (dims[d] == 0)
+      return;
+    if (!sizes.empty() && ss.back() == srcStrides[d] * dims[d] &&
+        ds.back() == dstStrides[d] * dims[d]) {
+      sizes.back() *= dims[d];
+      ss.back() = srcStrides[d];
+      ds.back() = dstStrides[d];
+      continue;
+    }
+    sizes.push_back(dims[d]);
+    ss.push_back(srcStrides[d]);
+    ds.push_back(dstStrides[d]);
+  }
+  if (sizes.empty()) {
+    *dst = *src;
+    return;
+  }
+  size_t outer = sizes.size() - 1;
+  int64_t n = sizes.back(), sIn = ss.back(), dIn = ds.back();
+  Shape index(outer, 0);
+  int64_t so = 0, dOff = 0;
+  while (true) {
+    const float *s = src + so;
+    float *t = dst + dOff;
+    if (sIn == 1 && dIn == 1)
+      std::memcpy(t, s, sizeof(float) * n);
+    else
+      for (int64_t i = 0; i < n; ++i)
+        t[i * dIn] = s[i * sIn];
+    size_t d = outer;
+    while (true) {
+      if (d == 0)
+        return;
+      --d;
+      so += ss[d];
+      dOff += ds[d];
+      if (++index[d] < sizes[d])
+        break;
+      so -= ss[d] * sizes[d];
+      dOff -= ds[d] * sizes[d];
+      index[d] = 0;
+    }
+  }
+}
+
+struct SliceBox {
+  Shape dims, strides;
+  int64_t offset = 0;
+};
+
+/// The sliced elements of a tensor of `shape` as a strided box.
+SliceBox sliceBox(const Shape &shape, const std::vector<int64_t> &starts,
+                  const std::vector<int64_t> &limits,
+                  const std::vector<int64_t> &strides) {
+  Shape rowMajor = rowMajorStrides(shape);
+  SliceBox box;
+  box.dims = sliceShape(shape, starts, limits, strides);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    box.offset += starts[d] * rowMajor[d];
+    box.strides.push_back(rowMajor[d] * strides[d]);
+  }
+  return box;
+}
+
+void checkPermutation(const Shape &in, const std::vector<int64_t> &perm,
+                      const char *kernel) {
+  CLEAVE_CHECK_IN(kernel, perm.size() == in.size(),
+                  "permutation has " + std::to_string(perm.size()) +
+                      " entries for rank " + std::to_string(in.size()));
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    CLEAVE_CHECK_IN(kernel,
+                    p >= 0 && p < static_cast<int64_t>(perm.size()) && !seen[p],
+                    "invalid permutation " + shapeString(perm));
+    seen[p] = true;
+  }
+}
+
+/// [outer, axis, inner] sizes around `axis` of `shape`.
+void splitAround(const Shape &shape, int64_t axis, int64_t &outer,
+                 int64_t &inner) {
+  outer = detail::product(shape, 0, axis);
+  inner = detail::product(shape, axis + 1, shape.size());
+}
+
+/// Resolves negative indices and checks bounds once, before any copying.
+std::vector<int64_t> resolveIndices(IndexRef indices, int64_t size,
+                                    const char *kernel) {
+  std::vector<int64_t> resolved(indices.numElements());
+  for (size_t i = 0; i < resolved.size(); ++i) {
+    int64_t index = indices.data[i];
+    CLEAVE_CHECK_IN(kernel, index >= -size && index < size,
+                    "index " + std::to_string(index) +
+                        " is out of range for size " + std::to_string(size));
+    resolved[i] = index < 0 ? index + size : index;
+  }
+  return resolved;
+}
+
+} // namespace
+
+Shape gatherShape(const Shape &data, const Shape &indices, int64_t axis) {
+  detail::checkAxis(axis, static_cast<int64_t>(data.size()), "gather");
+  Shape out(data.begin(), data.begin() + axis);
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
+  return out;
+}
+
+void gather(ConstTensorRef data, IndexRef indices, int64_t axis,
+            TensorRef out) {
+  detail::checkShape(out, gatherShape(data.shape, indices.shape, axis),
+                     "gather", "result");
+  int64_t outer, inner, size = data.shape[axis];
+  splitAround(data.shape, axis, outer, inner);
+  std::vector<int64_t> rows = resolveIndices(indices, size, "gather");
+  int64_t count = static_cast<int64_t>(rows.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j)
+      std::memcpy(out.data + (o * count + j) * inner,
+                  data.data + (o * size + rows[j]) * inner,
+                  sizeof(float) * inner);
+}
+
+void gatherBackward(IndexRef indices, int64_t axis, ConstTensorRef dOut,
+                    TensorRef dData) {
+  detail::checkShape(dOut, gatherShape(dData.shape, indices.shape, axis),
+                     "gatherBackward", "dOut");
+  int64_t outer, inner, size = dData.shape[axis];
+  splitAround(dData.shape, axis, outer, inner);
+  std::vector<int64_t> rows = resolveIndices(indices, size, "gatherBackward");
+  int64_t count = static_cast<int64_t>(rows.size());
+  detail::zero(dData);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j) {
+      const float *g = dOut.data + (o * count + j) * inner;
+      float *d = dData.data + (o * size + rows[j]) * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        d[i] += g[i];
+    }
+}
+
+Shape transposeShape(const Shape &in, const std::vector<int64_t> &perm) {
+  checkPermutation(in, perm, "transpose");
+  Shape out;
+  for (int64_t p : perm)
+    out.push_back(in[p]);
+  return out;
+}
+
+void transpose(ConstTensorRef in, const std::vector<int64_t> &perm,
+               TensorRef out) {
+  detail::checkShape(out, transposeShape(in.shape, perm), "transpose",
+                     "result");
+  Shape inStrides = rowMajorStrides(in.shape), src;
+  for (int64_t p : perm)
+    src.push_back(inStrides[p]);
+  copyStrided(out.shape, src, rowMajorStrides(out.shape), in.data, out.data);
+}
+
+void transposeBackward(ConstTensorRef dOut, const std::vector<int64_t> &perm,
+                       TensorRef dIn) {
+  checkPermutation(dIn.shape, perm, "transposeBackward");
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[perm[i]] = static_cast<int64_t>(i);
+  transpose(dOut, inverse, dIn);
+}
+
+Shape sliceShape(const Shape &in, const std::vector<int64_t> &starts,
+                 const std::vector<int64_t> &limits,
+                 const std::vector<int64_t> &strides) {
+  size_t rank = in.size();
+  CLEAVE_CHECK_IN("slice",
+                  starts.size() == rank && limits.size() == rank &&
+                      strides.size() == rank,
+                  "needs one start, limit and stride per dimension (rank " +
+                      std::to_string(rank) + ")");
+  Shape out;
+  for (size_t d = 0; d < rank; ++d) {
+    CLEAVE_CHECK_IN("slice", strides[d] > 0, "strides must be positive");
+    CLEAVE_CHECK_IN(
+        "slice", starts[d] >= 0 && starts[d] <= limits[d] && limits[d] <= in[d],
+        "[" + std::to_string(starts[d]) + ", " + std::to_string(limits[d]) +
+            ") is out of bounds for dimension " + std::to_string(d) +
+            " of size " + std::to_string(in[d]));
+    out.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
+  }
+  return out;
+}
+
+void slice(ConstTensorRef in, const std::vector<int64_t> &starts,
+           const std::vector<int64_t> &limits,
+           const std::vector<int64_t> &strides, TensorRef out) {
+  SliceBox box = sliceBox(in.shape, starts, limits, strides);
+  detail::checkShape(out, box.dims, "slice", "result");
+  copyStrided(box.dims, box.strides, rowMajorStrides(box.dims),
+              in.data + box.offset, out.data);
+}
+
+void sliceBackward(ConstTensorRef dOut, const std::vector<int64_t> &starts,
+                   const std::vector<int64_t> &limits,
+                   const std::vector<int64_t> &strides, TensorRef dIn) {
+  SliceBox box = sliceBox(dIn.shape, starts, limits, strides);
+  detail::checkShape(dOut, box.dims, "sliceBackward", "dOut");
+  detail::zero(dIn);
+  copyStrided(box.dims, rowMajorStrides(box.dims), box.strides, dOut.data,
+              dIn.data + box.offset);
+}
+
+void sliceBackward(ConstTensorRef dOut, const std::vector<int64_t> &starts,
+                   const std::vector<int64_t> &strides, TensorRef dIn) {
+  CLEAVE_CHECK(starts.size() == dOut.shape.size() &&
+                   strides.size() == dOut.shape.size(),
+               "needs one start and stride per dimension of dOut " +
+                   shapeString(dOut.shape));
+  // The tightest limits that give dOut's shape.
+  std::vector<int64_t> limits(starts.size());
+  for (size_t d = 0; d < starts.size(); ++d)
+    limits[d] = dOut.shape[d] == 0
+                    ? starts[d]
+                    : starts[d] + (dOut.shape[d] - 1) * strides[d] + 1;
+  sliceBackward(dOut, starts, limits, strides, dIn);
+}
+
+Shape concatShape(const std::vector<Shape> &inputs, int64_t axis) {
+  CLEAVE_CHECK_IN("concat", !inputs.empty(), "needs at least one input");
+  const Shape &first = inputs.front();
+  detail::checkAxis(axis, static_cast<int64_t>(first.size()), "concat");
+  Shape out = first;
+  for (size_t k = 1; k < inputs.size(); ++k) {
+    const Shape &s = inputs[k];
+    bool same = s.size() == first.size();
+    for (size_t d = 0; same && d < s.size(); ++d)
+      same = static_cast<int64_t>(d) == axis || s[d] == first[d];
+    CLEAVE_CHECK_IN("concat", same,
+                    "inputs " + shapeString(first) + " and " + shapeString(s) +
+                        " differ outside axis " + std::to_string(axis));
+    out[axis] += s[axis];
+  }
+  return out;
+}
+
+void concat(const std::vector<ConstTensorRef> &inputs, int64_t axis,
+            TensorRef out) {
+  std::vector<Shape> shapes;
+  for (const ConstTensorRef &in : inputs)
+    shapes.push_back(in.shape);
+  detail::checkShape(out, concatShape(shapes, axis), "concat", "result");
+  int64_t outer, inner;
+  splitAround(out.shape, axis, outer, inner);
+  int64_t rowOut = out.shape[axis] * inner;
+  int64_t at = 0;
+  for (const ConstTensorRef &in : inputs) {
+    int64_t row = in.shape[axis] * inner;
+    for (int64_t o = 0; o < outer; ++o) {
+      float *dst = out.data + o * rowOut + at;
+      if (in.data)
+        std::memcpy(dst, in.data + o * row, sizeof(float) * row);
+      else
+        detail::zero(dst, row);
+    }
+    at += row;
+  }
+}
+
+void split(ConstTensorRef in, int64_t axis,
+           const std::vector<TensorRef> &outs) {
+  std::vector<Shape> shapes;
+  for (const TensorRef &o : outs)
+    shapes.push_back(o.shape);
+  CLEAVE_CHECK(concatShape(shapes, axis) == in.shape,
+               "the results do not add up to the input " +
+                   shapeString(in.shape) + " along axis " +
+                   std::to_string(axis));
+  int64_t outer, inner;
+  splitAround(in.shape, axis, outer, inner);
+  int64_t rowIn = in.shape[axis] * inner;
+  int64_t at = 0;
+  for (const TensorRef &out : outs) {
+    int64_t row = out.shape[axis] * inner;
+    if (out.data)
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(out.data + o * row, in.data + o * rowIn + at,
+                    sizeof(float) * row);
+    at += row;
+  }
+}
+
+} // namespace cleave::kernels

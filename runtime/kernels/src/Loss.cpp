@@ -1,0 +1,98 @@
+//===- Loss.cpp - Softmax cross-entropy -----------------------------------===//
+
+#include "cleave/runtime/kernels/Loss.h"
+
+#include "Support.h"
+
+#include <cmath>
+#include <limits>
+
+namespace cleave::kernels {
+namespace {
+
+struct LossDims {
+  int64_t rows, classes;
+};
+
+LossDims lossDims(ConstTensorRef logits, IndexRef labels, const char *kernel) {
+  CLEAVE_CHECK_IN(
+      kernel,
+      logits.rank() >= 1 &&
+          Shape(logits.shape.begin(), logits.shape.end() - 1) == labels.shape,
+      "labels " + shapeString(labels.shape) +
+          " must have the shape of the logits " + shapeString(logits.shape) +
+          " without the class dimension");
+  LossDims d{labels.numElements(), logits.shape.back()};
+  return d;
+}
+
+/// Whether row r counts, checking its label.
+bool counts(IndexRef labels, int64_t r, int64_t classes, int64_t ignoreIndex,
+            const char *kernel) {
+  int64_t label = labels.data[r];
+  if (label == ignoreIndex)
+    return false;
+  CLEAVE_CHECK_IN(kernel, label >= 0 && label < classes,
+                  "label " + std::to_string(label) + " is out of range for " +
+                      std::to_string(classes) + " classes");
+  return true;
+}
+
+/// max and log(sum(exp(x - max))) of a row.
+void logSumExp(const float *x, int64_t n, float &max, float &logSum) {
+  max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i)
+    max = std::max(max, x[i]);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i)
+    sum += std::exp(x[i] - max);
+  logSum = std::log(sum);
+}
+
+} // namespace
+
+void crossEntropy(ConstTensorRef logits, IndexRef labels, int64_t ignoreIndex,
+                  TensorRef loss) {
+  LossDims d = lossDims(logits, labels, "crossEntropy");
+  detail::checkShape(loss, {}, "crossEntropy", "loss");
+  double total = 0.0;
+  int64_t count = 0;
+  for (int64_t r = 0; r < d.rows; ++r) {
+    if (!counts(labels, r, d.classes, ignoreIndex, "crossEntropy"))
+      continue;
+    const float *x = logits.data + r * d.classes;
+    float max, logSum;
+    logSumExp(x, d.classes, max, logSum);
+    total += double(max) + logSum - x[labels.data[r]];
+    ++count;
+  }
+  loss.data[0] = count ? static_cast<float>(total / count) : 0.0f;
+}
+
+void crossEntropyBackward(ConstTensorRef logits, IndexRef labels,
+                          int64_t ignoreIndex, ConstTensorRef dLoss,
+                          TensorRef dLogits) {
+  LossDims d = lossDims(logits, labels, "crossEntropyBackward");
+  detail::checkShape(dLoss, {}, "crossEntropyBackward", "dLoss");
+  detail::checkShape(dLogits, logits.shape, "crossEntropyBackward", "dLogits");
+  int64_t count = 0;
+  for (int64_t r = 0; r < d.rows; ++r)
+    count += counts(labels, r, d.classes, ignoreIndex, "crossEntropyBackward");
+  float scale = count ? dLoss.data[0] / static_cast<float>(count) : 0.0f;
+  for (int64_t r = 0; r < d.rows; ++r) {
+    const float *x = logits.data + r * d.classes;
+    float *dx = dLogits.data + r * d.classes;
+    if (labels.data[r] == ignoreIndex) {
+      detail::zero(dx, d.classes);
+      continue;
+    }
+    float max, logSum;
+    logSumExp(x, d.classes, max, logSum);
+    float shift = max + logSum;
+    for (int64_t i = 0; i < d.classes; ++i)
+      dx[i] = std::exp(x[i] - shift) * scale;
+    dx[labels.data[r]] -= scale;
+  }
+}
+
+} // namespace cleave::kernels

@@ -1,0 +1,61 @@
+//===- Optimizer.cpp - In-place SGD and AdamW steps -----------------------===//
+
+#include "cleave/runtime/kernels/Optimizer.h"
+
+#include "Support.h"
+
+#include <cmath>
+
+namespace cleave::kernels {
+
+void sgdStep(TensorRef param, ConstTensorRef grad, TensorRef momentumBuffer,
+             const SgdOptions &options) {
+  detail::checkShape(grad, param.shape, "sgdStep", "grad");
+  CLEAVE_CHECK(options.momentum == 0.0f || momentumBuffer,
+               "momentum needs a momentum buffer");
+  detail::checkOptionalShape(momentumBuffer, param.shape, "sgdStep",
+                             "momentumBuffer");
+  int64_t n = param.numElements();
+  float lr = options.learningRate, mu = options.momentum,
+        wd = options.weightDecay;
+  float *p = param.data, *buf = momentumBuffer.data;
+  const float *g = grad.data;
+  if (!buf) {
+    for (int64_t i = 0; i < n; ++i)
+      p[i] -= lr * (g[i] + wd * p[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    float b = mu * buf[i] + (g[i] + wd * p[i]);
+    buf[i] = b;
+    p[i] -= lr * b;
+  }
+}
+
+void adamwStep(TensorRef param, ConstTensorRef grad, TensorRef m, TensorRef v,
+               int64_t step, const AdamWOptions &options) {
+  detail::checkShape(grad, param.shape, "adamwStep", "grad");
+  detail::checkShape(m, param.shape, "adamwStep", "m");
+  detail::checkShape(v, param.shape, "adamwStep", "v");
+  CLEAVE_CHECK(step >= 1, "step counts from 1, got " + std::to_string(step));
+  double b1 = options.beta1, b2 = options.beta2;
+  // As PyTorch: p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps).
+  double bc1 = 1.0 - std::pow(b1, double(step));
+  double bc2 = 1.0 - std::pow(b2, double(step));
+  float stepSize = static_cast<float>(options.learningRate / bc1);
+  float invSqrtBc2 = static_cast<float>(1.0 / std::sqrt(bc2));
+  float decay = 1.0f - options.learningRate * options.weightDecay;
+  float beta1 = options.beta1, beta2 = options.beta2, eps = options.epsilon;
+  int64_t n = param.numElements();
+  float *p = param.data, *pm = m.data, *pv = v.data;
+  const float *g = grad.data;
+  for (int64_t i = 0; i < n; ++i) {
+    float mi = beta1 * pm[i] + (1.0f - beta1) * g[i];
+    float vi = beta2 * pv[i] + (1.0f - beta2) * g[i] * g[i];
+    pm[i] = mi;
+    pv[i] = vi;
+    p[i] = p[i] * decay - stepSize * mi / (std::sqrt(vi) * invSqrtBc2 + eps);
+  }
+}
+
+} // namespace cleave::kernels
