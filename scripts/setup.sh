@@ -41,6 +41,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
+# Hash paths relative to the checkout, so that a fresh clone elsewhere (as CI
+# makes) still hits the compiler cache.
+export CCACHE_BASEDIR="$ROOT"
+
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
 fi

@@ -62,7 +62,8 @@ TEST(Zoo, PublishedCountsOfLargeModels) {
   EXPECT_EQ(params("llama3-8b"), 8030261248);
   EXPECT_NEAR(double(params("llama3-405b")), 405.8e9, 0.005 * 405.8e9);
   EXPECT_NEAR(double(params("vit-h14")), 632.0e6, 0.005 * 632.0e6);
-  EXPECT_NEAR(double(params("bert-large")), 340.0e6, 0.01 * 340.0e6);
+  // The BERT paper rounds BERT-Large to 340M; the architecture gives 336.2M.
+  EXPECT_NEAR(double(params("bert-large")), 340.0e6, 0.015 * 340.0e6);
 }
 
 TEST(Zoo, FrozenStateIsNotCounted) {
