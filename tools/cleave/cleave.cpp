@@ -7,6 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Analysis/ModelSummary.h"
+#include "cleave/Analysis/TransformerShape.h"
+#include "cleave/cost_model/Cluster.h"
+#include "cleave/cost_model/PlanKnobs.h"
+#include "cleave/cost_model/Profile.h"
 #include "cleave/Importers/ModelLoader.h"
 #include "cleave/Importers/ModelZoo.h"
 #include "cleave/Pipelines.h"
@@ -23,6 +27,9 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <optional>
+#include <sstream>
+
 using namespace llvm;
 
 namespace {
@@ -34,6 +41,9 @@ cl::SubCommand summaryCmd("summary",
                           "Print parameters, FLOPs, activation bytes and the "
                           "op histogram of MODEL");
 cl::SubCommand zooCmd("zoo", "List the model zoo's families and presets");
+cl::SubCommand compileCmd(
+    "compile", "Score a parallel training plan of MODEL on a cluster: step "
+               "time, TFLOP/s, MFU, memory per device, bubble");
 
 cl::OptionCategory modelCategory("Model options");
 
@@ -41,17 +51,20 @@ cl::opt<std::string> model(cl::Positional, cl::Required,
                            cl::desc("MODEL (a .onnx or .mlir file, or "
                                     "zoo:NAME[,key=value...])"),
                            cl::sub(importCmd), cl::sub(summaryCmd),
-                           cl::cat(modelCategory));
+                           cl::sub(compileCmd), cl::cat(modelCategory));
 cl::opt<int64_t> batch("batch", cl::desc("Bind the batch dimension"),
                        cl::value_desc("N"), cl::sub(importCmd),
-                       cl::sub(summaryCmd), cl::cat(modelCategory));
+                       cl::sub(summaryCmd), cl::sub(compileCmd),
+                       cl::cat(modelCategory));
 cl::opt<int64_t> seq("seq", cl::desc("Bind the sequence dimension"),
                      cl::value_desc("N"), cl::sub(importCmd),
-                     cl::sub(summaryCmd), cl::cat(modelCategory));
+                     cl::sub(summaryCmd), cl::sub(compileCmd),
+                     cl::cat(modelCategory));
 cl::list<std::string> dims("dim",
                            cl::desc("Bind a symbolic dimension by name"),
                            cl::value_desc("NAME=VALUE"), cl::sub(importCmd),
-                           cl::sub(summaryCmd), cl::cat(modelCategory));
+                           cl::sub(summaryCmd), cl::sub(compileCmd),
+                           cl::cat(modelCategory));
 cl::opt<bool> noWeights("no-weights",
                         cl::desc("Drop imported weights (keep shapes only)"),
                         cl::sub(importCmd), cl::sub(summaryCmd),
@@ -60,7 +73,32 @@ cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
                             cl::value_desc("FILE"), cl::init("-"),
                             cl::sub(importCmd));
 cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(summaryCmd),
-                   cl::sub(zooCmd));
+                   cl::sub(zooCmd), cl::sub(compileCmd));
+
+cl::OptionCategory planCategory("Plan options");
+cl::opt<std::string> clusterSpec(
+    "cluster",
+    cl::desc("Cluster preset or file, with overrides "
+             "(e.g. dgx-a100-80g,nodes=128; see `docs/cluster-format.md`)"),
+    cl::value_desc("SPEC"), cl::sub(compileCmd), cl::cat(planCategory));
+cl::opt<std::string> profilePath(
+    "profile", cl::desc("Measured profile replacing the formulas"),
+    cl::value_desc("FILE"), cl::sub(compileCmd), cl::cat(planCategory));
+cl::opt<int64_t> globalBatch("global-batch",
+                             cl::desc("Samples per training step"),
+                             cl::value_desc("B"), cl::sub(compileCmd),
+                             cl::cat(planCategory));
+cl::opt<std::string> fixKnobs(
+    "fix",
+    cl::desc("Plan knobs: dp, tp, pp, cp, ep, sp=on|off, zero=0-3, "
+             "microbatch, schedule=gpipe|1f1b|interleaved|zb-h1, vpp, "
+             "recompute=none|selective|full, precision (dp defaults to the "
+             "devices left over, the rest to 1/off/none)"),
+    cl::value_desc("KNOB=VALUE,..."), cl::sub(compileCmd),
+    cl::cat(planCategory));
+cl::opt<std::string> tracePath(
+    "trace", cl::desc("Write the simulated step as a Chrome trace (Perfetto)"),
+    cl::value_desc("FILE"), cl::sub(compileCmd), cl::cat(planCategory));
 cl::opt<bool> trainingStep(
     "training-step",
     cl::desc("Also build @train_step (backward and AdamW update); a graph "
@@ -201,6 +239,144 @@ int runModelCommand() {
     cleave::printSummary(summary, outs());
   return kOk;
 }
+int runCompile() {
+  if (clusterSpec.empty())
+    return badUsage("compile needs --cluster (e.g. --cluster dgx-a100-80g,nodes=4)");
+  if (globalBatch.getNumOccurrences() == 0 || globalBatch <= 0)
+    return badUsage("compile needs a positive --global-batch");
+  auto cluster = cleave::cost::parseCluster(clusterSpec);
+  if (!cluster.ok())
+    return badUsage("--cluster: " + Twine(std::string(cluster.status().message())));
+  std::optional<cleave::cost::Profile> profile;
+  if (!profilePath.empty()) {
+    auto loaded = cleave::cost::loadProfileFile(profilePath);
+    if (!loaded.ok())
+      return badUsage("--profile: " + Twine(std::string(loaded.status().message())));
+    profile = *std::move(loaded);
+  }
+  cleave::cost::ParallelConfig plan;
+  plan.globalBatch = globalBatch;
+  auto given = cleave::cost::applyPlanKnobs(fixKnobs, plan);
+  if (!given.ok())
+    return badUsage("--fix: " + Twine(std::string(given.status().message())));
+  bool dpGiven = llvm::is_contained(*given, "dp");
+  if (auto status = cleave::cost::inferDataParallel(cluster->numDevices(),
+                                                    dpGiven, plan);
+      !status.ok())
+    return badUsage("--fix: " + Twine(std::string(status.message())));
+
+  cleave::ImportOptions options;
+  if (!parseImportOptions(options))
+    return kBadInput;
+  mlir::DialectRegistry registry;
+  cleave::registerCleaveDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  mlir::ScopedDiagnosticHandler diagnostics(&ctx, [](mlir::Diagnostic &diag) {
+    printDiagnostic(diag, errs());
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      cleave::loadModel(ctx, model, options);
+  if (!module)
+    return kBadInput;
+  auto shape = cleave::getTransformerModel(*module);
+  if (failed(shape))
+    return kBadInput;
+
+  cleave::cost::TaskGraph graph;
+  cleave::cost::Timeline timeline;
+  auto predicted = cleave::cost::scoreTransformerPlan(
+      *shape, *cluster, plan, profile ? &*profile : nullptr, &graph, &timeline);
+  if (!predicted.ok()) {
+    WithColor::error(errs(), "cleave")
+        << "infeasible plan " << cleave::cost::planKnobsString(plan) << ": "
+        << std::string(predicted.status().message()) << "\n";
+    return kFailed;
+  }
+  if (!tracePath.empty()) {
+    std::error_code ec;
+    raw_fd_ostream file(tracePath, ec);
+    if (ec) {
+      WithColor::error(errs(), "cleave")
+          << "--trace " << tracePath << ": " << ec.message() << "\n";
+      return kFailed;
+    }
+    std::ostringstream trace;
+    cleave::cost::writeChromeTrace(graph, timeline, trace);
+    file << trace.str();
+  }
+
+  const cleave::cost::PlanPrediction &p = *predicted;
+  json::Array stages;
+  for (int64_t layers : p.layersPerStage)
+    stages.push_back(layers);
+  json::Object breakdown;
+  for (auto [name, value] : p.memory.items())
+    breakdown[std::string(name)] = value;
+  const cleave::cost::ParallelConfig &k = p.plan;
+  json::Object planJson{
+      {"dp", k.dp},
+      {"tp", k.tp},
+      {"pp", k.pp},
+      {"cp", k.cp},
+      {"ep", k.ep},
+      {"sp", k.sequenceParallel},
+      {"zero", k.zero},
+      {"microbatch_size", k.microbatchSize},
+      {"num_microbatches", p.numMicrobatches},
+      {"global_batch", k.globalBatch},
+      {"schedule", cleave::cost::scheduleName(k.schedule)},
+      {"vpp", k.chunks},
+      {"recompute", std::string(cleave::cost::recomputeName(k.recompute))},
+      {"precision", std::string(cleave::cost::precisionName(k.precision))},
+      {"stages", std::move(stages)}};
+  json::Object predictedJson{
+      {"step_time_s", p.stepSeconds},
+      {"tflops_per_device", p.tflopsPerDevice},
+      {"hw_tflops_per_device", p.hwTflopsPerDevice},
+      {"mfu", p.mfu},
+      {"peak_memory_bytes", p.peakMemoryBytes},
+      {"peak_memory_stage", p.peakMemoryStage},
+      {"memory_breakdown", std::move(breakdown)},
+      {"bubble_fraction", p.bubbleFraction},
+      {"model_flops_per_step", p.modelFlops}};
+  if (json) {
+    outs() << formatv("{0:2}",
+                      json::Value(json::Object{
+                          {"model", shape->name},
+                          {"cluster", cluster->name},
+                          {"devices", cluster->numDevices()},
+                          {"plan", std::move(planJson)},
+                          {"predicted", std::move(predictedJson)}}))
+           << "\n";
+    return kOk;
+  }
+  outs() << "model:        " << shape->name << " (" << formatv("{0:F2}", shape->parameters() / 1e9) << "B parameters)\n";
+  outs() << "cluster:      " << cluster->name << ", " << cluster->numDevices()
+         << " devices\n";
+  outs() << "plan:         " << cleave::cost::planKnobsString(k) << "\n";
+  outs() << "microbatches: " << p.numMicrobatches << " per step; layers per stage:";
+  for (int64_t layers : p.layersPerStage)
+    outs() << " " << layers;
+  outs() << "\n";
+  outs() << formatv("step time:    {0:F3} s\n", p.stepSeconds);
+  outs() << formatv("throughput:   {0:F1} TFLOP/s per device (model), {1:F1} "
+                    "with recomputation; MFU {2:F1}%\n",
+                    p.tflopsPerDevice, p.hwTflopsPerDevice, 100 * p.mfu);
+  outs() << formatv("bubble:       {0:F1}% of the step\n", 100 * p.bubbleFraction);
+  outs() << formatv("memory:       {0:F2} GB on stage {1} (", p.peakMemoryBytes / 1e9,
+                    p.peakMemoryStage);
+  bool first = true;
+  for (auto [name, value] : p.memory.items()) {
+    if (name == "total")
+      continue;
+    outs() << (first ? "" : ", ") << name << " " << formatv("{0:F2}", value / 1e9);
+    first = false;
+  }
+  outs() << ")\n";
+  return kOk;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -210,6 +386,8 @@ int main(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "cleave: automatic model partitioning\n\n"
                                    "  cleave import MODEL [-o out.mlir]\n"
+                                   "  cleave compile MODEL --cluster C "
+                                   "--global-batch B [--fix KNOBS] [--json]\n"
                                    "  cleave summary MODEL [--json]\n"
                                    "  cleave zoo [--json]\n",
                                    &errorStream)) {
@@ -218,6 +396,8 @@ int main(int argc, char **argv) {
   }
   if (importCmd || summaryCmd)
     return runModelCommand();
+  if (compileCmd)
+    return runCompile();
   if (zooCmd)
     return runZoo();
   cl::PrintHelpMessage();

@@ -1,0 +1,119 @@
+//===- TransformerPlan.h - Score a parallel plan of a transformer -*- C++ -*-===//
+//
+// Prices one training step of a transformer under a plan given as knobs
+// (data, tensor, pipeline, context and expert parallel degrees, sequence
+// parallelism, ZeRO stage, microbatch size, pipeline schedule,
+// recomputation, precision), the way Megatron-LM executes it: every GEMM
+// and memory-bound kernel of a layer priced by the operator model, the
+// tensor-parallel collectives on the critical path, pipeline transfers and
+// data-parallel gradient reduction on their own streams, the whole step
+// simulated event by event. This is how users score a hand-tuned
+// configuration and how the search ranks candidates.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_COST_MODEL_TRANSFORMERPLAN_H
+#define CLEAVE_COST_MODEL_TRANSFORMERPLAN_H
+
+#include "cleave/cost_model/Cluster.h"
+#include "cleave/cost_model/DType.h"
+#include "cleave/cost_model/Memory.h"
+#include "cleave/cost_model/PipelineSchedule.h"
+#include "cleave/cost_model/Simulator.h"
+
+#include <string>
+#include <vector>
+
+namespace cleave::cost {
+
+struct Profile;
+
+/// The shape of a decoder- or encoder-only transformer.
+struct TransformerModel {
+  std::string name;
+  int64_t layers = 0;
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  /// Key/value heads (grouped-query attention); 0 means `heads`.
+  int64_t kvHeads = 0;
+  /// MLP width; 0 means 4 * hidden.
+  int64_t ffn = 0;
+  int64_t vocab = 0;
+  int64_t seq = 0;
+  /// SwiGLU (three MLP matrices, no biases) instead of GELU (two, biased).
+  bool gatedMlp = false;
+  /// Learned position embeddings of `seq` rows (GPT, BERT).
+  bool learnedPositions = true;
+  bool tiedEmbedding = true;
+  /// Mixture of experts: every `moeEvery`-th MLP has `experts` experts of
+  /// which each token uses `topK`.
+  int64_t experts = 0;
+  int64_t topK = 1;
+  int64_t moeEvery = 1;
+  double capacityFactor = 1.25;
+
+  int64_t kv() const { return kvHeads ? kvHeads : heads; }
+  int64_t mlp() const { return ffn ? ffn : 4 * hidden; }
+  bool isMoeLayer(int64_t layer) const {
+    return experts > 0 && layer % moeEvery == moeEvery - 1;
+  }
+  /// Parameters of the whole model.
+  double parameters() const;
+};
+
+/// The knobs of a plan.
+struct ParallelConfig {
+  int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+  bool sequenceParallel = false;
+  int zero = 0;
+  int64_t microbatchSize = 1;
+  /// Samples per step, across all data-parallel replicas.
+  int64_t globalBatch = 1;
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  /// Model chunks per stage (interleaved schedule).
+  int64_t chunks = 1;
+  Recompute recompute = Recompute::None;
+  DType precision = DType::Bf16;
+};
+
+struct PlanPrediction {
+  ParallelConfig plan;
+  int64_t numMicrobatches = 0;
+  /// Transformer layers of each stage (all its chunks).
+  std::vector<int64_t> layersPerStage;
+  double stepSeconds = 0;
+  /// Model FLOPs (forward and backward, recomputation excluded) and the
+  /// FLOPs the hardware runs (recomputation included), per step.
+  double modelFlops = 0, hardwareFlops = 0;
+  double tflopsPerDevice = 0, hwTflopsPerDevice = 0;
+  double mfu = 0;
+  double bubbleFraction = 0;
+  /// The largest device's memory and its breakdown.
+  double peakMemoryBytes = 0;
+  int64_t peakMemoryStage = 0;
+  MemoryBreakdown memory;
+  /// Where a layer's forward time goes on one rank (seconds per microbatch).
+  double layerGemmSeconds = 0, layerElementwiseSeconds = 0,
+         layerTensorCommSeconds = 0;
+  double gradReduceSeconds = 0, pipelineSendSeconds = 0;
+};
+
+/// Checks the plan against the model and cluster (degrees multiply to the
+/// device count, divisibility, batch) and prices it. An infeasible plan
+/// fails with a message naming the reason; one that does not fit in memory
+/// names the stage and its memory breakdown. With `graph` and `timeline`,
+/// the simulated step is returned for a Chrome trace.
+absl::StatusOr<PlanPrediction>
+scoreTransformerPlan(const TransformerModel &model, const Cluster &cluster,
+                     const ParallelConfig &plan,
+                     const Profile *profile = nullptr,
+                     TaskGraph *graph = nullptr, Timeline *timeline = nullptr);
+
+/// Megatron-LM's FLOPs per step with full recomputation (Narayanan et al.
+/// 2021, eq. 3): 96 B s l h^2 (1 + s / 6h + V / 16lh).
+double megatronFlopsPerStep(const TransformerModel &model,
+                            int64_t globalBatch);
+
+} // namespace cleave::cost
+
+#endif // CLEAVE_COST_MODEL_TRANSFORMERPLAN_H

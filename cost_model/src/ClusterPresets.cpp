@@ -1,0 +1,195 @@
+//===- ClusterPresets.cpp - Built-in clusters with their sources ----------===//
+//
+// Each figure sits beside where it comes from. Peaks are dense (NVIDIA
+// datasheets print the 2:4-sparsity figure first, twice these). Memory is
+// the marketed capacity in decimal GB, a little under what nvidia-smi shows
+// (A100 80GB: 81920 MiB), which leaves room for the CUDA context.
+//
+// The efficiency fractions are what nccl-tests and GEMM benchmarks reach on
+// these machines; a profile (Profile.h) replaces them with measurements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Strings.h"
+#include "cleave/cost_model/Cluster.h"
+
+#include <functional>
+#include <utility>
+
+namespace cleave::cost {
+namespace {
+
+// NCCL's own tuning model (src/graph/tuning.cc, hwLat and baseLat, LL
+// protocol): 0.6 us per NVLink hop, 1.0 us per PCIe hop, 2.7 us per network
+// hop, and a base latency of 6.6 us per ring collective. We take the LL
+// (low-latency) figures with Simple-protocol bandwidth, the envelope NCCL
+// picks from: LL for small messages, Simple for large ones.
+constexpr double kNvLinkHopLatency = 0.6e-6;
+constexpr double kNetworkHopLatency = 2.7e-6;
+constexpr double kNcclBaseLatency = 6.6e-6;
+
+// A kernel in a busy stream costs its run time plus launch and the idle gap
+// before the next one, about 2 us without CUDA graphs.
+constexpr double kGpuKernelOverhead = 2e-6;
+
+// Stream-like kernels (BabelStream, STREAM triad) reach about 85-90% of
+// nominal HBM bandwidth on A100 and H100; we take the lower end.
+constexpr double kHbmEfficiency = 0.85;
+
+// The GEMM curve (OperatorCost.h): half of the size factor at
+// min(M,N,K) = 32, a quarter of the memory time not overlapped with math.
+// Chosen by hand, not fitted, to reproduce commonly reported cuBLAS
+// behaviour: large bf16 GEMMs at about 80% of peak on A100 and 75-80% on
+// H100 (power-limited clocks), 1024^3 near 60%, and GEMMs with M of 64 or
+// less against a large weight bandwidth-bound. The profiler replaces them.
+constexpr double kGemmHalfDim = 32;
+constexpr double kGemmExposedMemory = 0.25;
+
+Cluster dgxA100(std::string name, double memoryBytes, double memoryBandwidth,
+                std::string deviceName) {
+  Cluster c;
+  c.name = std::move(name);
+  c.nodes = 1;
+  c.devicesPerNode = 8; // DGX A100: 8 A100 SXM4
+  // NVIDIA A100 Tensor Core GPU datasheet: 19.5 TFLOP/s fp32, 156 tf32,
+  // 312 bf16/fp16 (dense); no fp8.
+  c.device.name = std::move(deviceName);
+  c.device.peakFp32 = 19.5e12;
+  c.device.peakTf32 = 156e12;
+  c.device.peakBf16 = 312e12;
+  c.device.peakFp16 = 312e12;
+  c.device.peakFp8 = 0;
+  c.device.memoryBytes = memoryBytes;
+  c.device.memoryBandwidth = memoryBandwidth;
+  // Third-generation NVLink through NVSwitch: 12 links x 25 GB/s = 300 GB/s
+  // per direction per GPU ("600 GB/s" counts both directions).
+  c.intraNode = {LinkKind::NvSwitch, 300e9, kNvLinkHopLatency};
+  // DGX A100 user guide: 8 single-port ConnectX-6 HDR InfiniBand (200 Gb/s
+  // = 25 GB/s each) for compute traffic; the storage NICs are not counted.
+  c.network = {8, 200e9 / 8, kNetworkHopLatency};
+  c.efficiency.gemmMax = 0.82;
+  c.efficiency.gemmHalfDim = kGemmHalfDim;
+  c.efficiency.gemmExposedMemory = kGemmExposedMemory;
+  c.efficiency.memory = kHbmEfficiency;
+  // nccl-tests all_reduce_perf inside a DGX A100 reaches about 230 GB/s bus
+  // bandwidth (NCCL's tuner caps sm80 at 235): 230 / 300.
+  c.efficiency.ncclIntraNode = 230.0 / 300.0;
+  // About 24 GB/s achieved per HDR NIC: 24 / 25.
+  c.efficiency.ncclInterNode = 24.0 / 25.0;
+  c.efficiency.kernelOverhead = kGpuKernelOverhead;
+  c.efficiency.collectiveOverhead = kNcclBaseLatency;
+  return c;
+}
+
+Cluster dgxH100(std::string name, double memoryBytes, double memoryBandwidth,
+                std::string deviceName) {
+  Cluster c;
+  c.name = std::move(name);
+  c.nodes = 1;
+  c.devicesPerNode = 8; // DGX H100 / HGX H100 and H200: 8 SXM5 GPUs
+  // NVIDIA H100 Tensor Core GPU datasheet (SXM): 67 TFLOP/s fp32, 494.7 tf32,
+  // 989.4 bf16/fp16, 1978.9 fp8 (dense; the datasheet's 989 tf32 and 1979
+  // bf16 are with sparsity). H200 SXM has the same compute.
+  c.device.name = std::move(deviceName);
+  c.device.peakFp32 = 67e12;
+  c.device.peakTf32 = 494.7e12;
+  c.device.peakBf16 = 989.4e12;
+  c.device.peakFp16 = 989.4e12;
+  c.device.peakFp8 = 1978.9e12;
+  c.device.memoryBytes = memoryBytes;
+  c.device.memoryBandwidth = memoryBandwidth;
+  // Fourth-generation NVLink through NVSwitch: 18 links, 900 GB/s per GPU
+  // both directions, 450 GB/s each way.
+  c.intraNode = {LinkKind::NvSwitch, 450e9, kNvLinkHopLatency};
+  // 8 ConnectX-7 NDR InfiniBand, 400 Gb/s = 50 GB/s each.
+  c.network = {8, 400e9 / 8, kNetworkHopLatency};
+  c.efficiency.gemmMax = 0.80;
+  c.efficiency.gemmHalfDim = kGemmHalfDim;
+  c.efficiency.gemmExposedMemory = kGemmExposedMemory;
+  c.efficiency.memory = kHbmEfficiency;
+  // nccl-tests all_reduce_perf inside a DGX H100: about 370 GB/s bus
+  // bandwidth over 450 GB/s per direction.
+  c.efficiency.ncclIntraNode = 370.0 / 450.0;
+  // NDR achieves about 46-48 GB/s per NIC: 47 / 50.
+  c.efficiency.ncclInterNode = 47.0 / 50.0;
+  c.efficiency.kernelOverhead = kGpuKernelOverhead;
+  c.efficiency.collectiveOverhead = kNcclBaseLatency;
+  return c;
+}
+
+// Ranks that are processes on this machine, run by the CPU runtime (fp32
+// kernels over OpenBLAS, collectives over MPI shared memory). Every figure
+// here is a PLACEHOLDER of the right order of magnitude for one core of a
+// current x86 server, not a measurement: the profiler is to measure them
+// and write a profile that replaces them.
+Cluster cpuLocal() {
+  Cluster c;
+  c.name = "cpu-local";
+  c.nodes = 1;
+  c.devicesPerNode = 1; // `cpu-local,devices=4` for four ranks
+  c.device.name = "cpu-rank";
+  // Placeholder: one core with AVX2 FMA peaks near 100 GFLOP/s fp32 (2 FMA
+  // units x 8 lanes x 2 FLOPs x ~3 GHz); OpenBLAS sustains about half.
+  c.device.peakFp32 = 100e9;
+  // The CPU kernels are fp32 only; the other types are unsupported.
+  c.device.memoryBytes = 4e9;      // placeholder share of host memory
+  c.device.memoryBandwidth = 10e9; // placeholder per-core DRAM bandwidth
+  // Placeholder: MPI shared-memory copies, a few GB/s, about 1 us a hop.
+  c.intraNode = {LinkKind::SharedMemory, 5e9, 1e-6};
+  // Placeholder: 10 GbE between hosts if nodes are added, ~50 us over TCP.
+  c.network = {1, 10e9 / 8, 50e-6};
+  c.efficiency.gemmMax = 0.5;
+  c.efficiency.gemmHalfDim = kGemmHalfDim;
+  c.efficiency.gemmExposedMemory = kGemmExposedMemory;
+  c.efficiency.memory = 0.7;
+  c.efficiency.ncclIntraNode = 0.5;
+  c.efficiency.ncclInterNode = 0.8;
+  c.efficiency.kernelOverhead = 1e-6;     // a function call and a barrier
+  c.efficiency.collectiveOverhead = 5e-6; // an MPI call on shared memory
+  return c;
+}
+
+const std::vector<std::pair<std::string, std::function<Cluster()>>> &presets() {
+  static const std::vector<std::pair<std::string, std::function<Cluster()>>>
+      table = {
+          // A100 SXM4 80GB: 2.039 TB/s HBM2e.
+          {"dgx-a100-80g",
+           [] {
+             return dgxA100("dgx-a100-80g", 80e9, 2.039e12, "A100-SXM4-80GB");
+           }},
+          // A100 SXM4 40GB: 1.555 TB/s HBM2.
+          {"dgx-a100-40g",
+           [] {
+             return dgxA100("dgx-a100-40g", 40e9, 1.555e12, "A100-SXM4-40GB");
+           }},
+          // H100 SXM5 80GB: 3.35 TB/s HBM3.
+          {"dgx-h100",
+           [] { return dgxH100("dgx-h100", 80e9, 3.35e12, "H100-SXM5-80GB"); }},
+          // H200 SXM 141GB: 4.8 TB/s HBM3e; HGX H200 keeps NVLink 4 and is
+          // deployed with 8 NDR NICs like DGX H100.
+          {"hgx-h200",
+           [] { return dgxH100("hgx-h200", 141e9, 4.8e12, "H200-SXM-141GB"); }},
+          {"cpu-local", cpuLocal},
+      };
+  return table;
+}
+
+} // namespace
+
+std::vector<std::string> clusterPresetNames() {
+  std::vector<std::string> names;
+  for (const auto &[name, make] : presets())
+    names.push_back(name);
+  return names;
+}
+
+absl::StatusOr<Cluster> clusterPreset(std::string_view name) {
+  for (const auto &[presetName, make] : presets())
+    if (presetName == name)
+      return make();
+  return absl::NotFoundError(cat("unknown cluster preset '", name,
+                                 "' (known: ", join(clusterPresetNames(), ", "),
+                                 "; or the path of a ", "cluster file)"));
+}
+
+} // namespace cleave::cost

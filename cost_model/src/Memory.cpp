@@ -1,0 +1,249 @@
+//===- Memory.cpp - Per-device memory of transformer training -------------===//
+
+#include "cleave/cost_model/Memory.h"
+#include "Strings.h"
+
+#include <algorithm>
+
+namespace cleave::cost {
+
+std::string_view pipelineScheduleName(PipelineSchedule schedule) {
+  switch (schedule) {
+  case PipelineSchedule::GPipe:
+    return "gpipe";
+  case PipelineSchedule::OneFOneB:
+    return "1f1b";
+  case PipelineSchedule::Interleaved1F1B:
+    return "interleaved-1f1b";
+  case PipelineSchedule::ZeroBubbleH1:
+    return "zb-h1";
+  }
+  return "1f1b";
+}
+
+std::string_view recomputeName(Recompute recompute) {
+  switch (recompute) {
+  case Recompute::None:
+    return "none";
+  case Recompute::Selective:
+    return "selective";
+  case Recompute::Full:
+    return "full";
+  }
+  return "none";
+}
+
+std::vector<std::pair<std::string_view, double>>
+MemoryBreakdown::items() const {
+  return {{"params", params},
+          {"grads", grads},
+          {"optimizer", optimizer},
+          {"activations", activations},
+          {"comm_buffers", commBuffers},
+          {"fragmentation", fragmentation},
+          {"total", total}};
+}
+
+double transformerLayerParams(int64_t hidden, int64_t tp) {
+  double h = static_cast<double>(hidden), t = static_cast<double>(tp);
+  return 12 * h * h / t + 7 * h / t + 6 * h;
+}
+
+namespace {
+
+// The paper's terms of one layer and one microbatch, split by what tensor
+// parallelism splits: `replicated` elements (layer-norm inputs, the inputs
+// of the QKV and first MLP GEMMs) and masks stay whole on every rank unless
+// sequence parallelism splits them too; `split` elements (Q, K, V, the
+// projection input, the GeLU input and output) are divided by t; the
+// attention-core terms (softmax output, its dropout mask and output) are
+// divided by t (heads are split) and are what selective recomputation drops.
+struct LayerActivations {
+  double replicated = 0; // bytes, before sequence parallelism
+  double split = 0;      // bytes, before tensor parallelism
+  double attentionCore = 0;
+};
+
+LayerActivations layerTerms(const TransformerMemoryConfig &c) {
+  double s = static_cast<double>(c.seqLength);
+  double b = static_cast<double>(c.microBatch);
+  double h = static_cast<double>(c.hidden);
+  double a = static_cast<double>(c.heads);
+  double d = c.activationBytes;
+  double sbh = s * b * h;
+  LayerActivations terms;
+  // Two layer-norm inputs, the QKV input and the first MLP input (4 d), and
+  // the two dropout masks after attention and MLP (1 byte each): 10 sbh.
+  terms.replicated = (4 * d + 2) * sbh;
+  // Q, K, V and the projection input (4 d), GeLU input and second MLP
+  // input (4 h wide each: 8 d): 24 sbh.
+  terms.split = 12 * d * sbh;
+  // Softmax output and its dropout output (2 d), the dropout mask (1 byte),
+  // a s^2 b each: 5 a s^2 b.
+  terms.attentionCore = (2 * d + 1) * a * s * s * b;
+  return terms;
+}
+
+} // namespace
+
+double layerActivationBytes(const TransformerMemoryConfig &c) {
+  double t = static_cast<double>(c.tp);
+  double sequenceSplit = c.sequenceParallel ? t : 1.0;
+  double sbh = static_cast<double>(c.seqLength) * c.microBatch * c.hidden;
+  if (c.recompute == Recompute::Full)
+    return c.activationBytes * sbh / sequenceSplit;
+  LayerActivations terms = layerTerms(c);
+  double bytes = terms.replicated / sequenceSplit + terms.split / t;
+  if (c.recompute == Recompute::None)
+    bytes += terms.attentionCore / t;
+  return bytes;
+}
+
+double microbatchesInFlight(const TransformerMemoryConfig &c) {
+  double m = static_cast<double>(c.microbatches);
+  if (c.pp == 1)
+    return 1; // gradient accumulation frees each microbatch before the next
+  double p = static_cast<double>(c.pp), i = static_cast<double>(c.stage);
+  switch (c.schedule) {
+  case PipelineSchedule::GPipe:
+    return m;
+  case PipelineSchedule::OneFOneB:
+  case PipelineSchedule::ZeroBubbleH1:
+    return std::min(p - i, m);
+  case PipelineSchedule::Interleaved1F1B: {
+    double v = static_cast<double>(c.virtualStages);
+    double chunks = std::min(2 * (p - i - 1) + (v - 1) * p + 1, m * v);
+    return chunks / v;
+  }
+  }
+  return 1;
+}
+
+ModelStateBytes modelStateBytes(double paramCount, int zeroStage, int64_t dp,
+                                double paramBytes, double gradBytes,
+                                double optimizerBytes) {
+  double n = static_cast<double>(dp);
+  ModelStateBytes states;
+  states.params = paramBytes * paramCount / (zeroStage >= 3 ? n : 1);
+  states.grads = gradBytes * paramCount / (zeroStage >= 2 ? n : 1);
+  states.optimizer = optimizerBytes * paramCount / (zeroStage >= 1 ? n : 1);
+  return states;
+}
+
+absl::Status validateMemoryConfig(const TransformerMemoryConfig &c) {
+  std::vector<std::string> problems;
+  auto require = [&](bool ok, std::string_view message) {
+    if (!ok)
+      problems.emplace_back(message);
+  };
+  require(c.seqLength >= 1, "seqLength must be at least 1");
+  require(c.microBatch >= 1, "microBatch must be at least 1");
+  require(c.hidden >= 1, "hidden must be at least 1");
+  require(c.heads >= 1, "heads must be at least 1");
+  require(c.layersPerStage >= 0, "layersPerStage must not be negative");
+  require(c.vocab >= 0, "vocab must not be negative");
+  require(c.tp >= 1, "tp must be at least 1");
+  require(c.pp >= 1, "pp must be at least 1");
+  require(c.dp >= 1, "dp must be at least 1");
+  require(c.microbatches >= 1, "microbatches must be at least 1");
+  require(c.virtualStages >= 1, "virtualStages must be at least 1");
+  require(c.stage >= 0 && c.stage < c.pp, "stage must be in [0, pp)");
+  require(c.zeroStage >= 0 && c.zeroStage <= 3, "zeroStage must be 0 to 3");
+  require(c.activationBytes > 0 && c.paramBytes >= 0 && c.gradBytes >= 0 &&
+              c.optimizerBytes >= 0,
+          "byte sizes must not be negative (activationBytes positive)");
+  require(c.dpBucketBytes >= 0 && c.ncclBytesPerCommunicator >= 0,
+          "buffer allowances must not be negative");
+  require(c.fragmentation >= 0 && c.fragmentation < 1,
+          "fragmentation must be in [0, 1)");
+  if (problems.empty()) {
+    require(c.hidden % c.heads == 0, "hidden must be a multiple of heads");
+    require(c.heads % c.tp == 0,
+            "heads must be a multiple of tp (tensor parallelism splits "
+            "heads)");
+    require(!c.sequenceParallel || c.seqLength % c.tp == 0,
+            "seqLength must be a multiple of tp with sequence parallelism");
+    require(c.virtualStages == 1 ||
+                c.schedule == PipelineSchedule::Interleaved1F1B,
+            "virtualStages > 1 needs the interleaved schedule");
+    require(c.layersPerStage % c.virtualStages == 0,
+            "layersPerStage must be a multiple of virtualStages");
+  }
+  if (problems.empty())
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      cat("transformer memory: ", join(problems, "; ")));
+}
+
+absl::StatusOr<MemoryBreakdown>
+estimateTransformerMemory(const TransformerMemoryConfig &c) {
+  if (absl::Status status = validateMemoryConfig(c); !status.ok())
+    return status;
+  double s = static_cast<double>(c.seqLength);
+  double b = static_cast<double>(c.microBatch);
+  double h = static_cast<double>(c.hidden);
+  double v = static_cast<double>(c.vocab);
+  double t = static_cast<double>(c.tp);
+  double sequenceSplit = c.sequenceParallel ? t : 1.0;
+  double sbh = s * b * h;
+  bool first = c.stage == 0, last = c.stage == c.pp - 1;
+
+  // Parameters: the layers, the vocabulary-parallel word embedding on the
+  // first stage, and on the last the final layer norm and the output
+  // projection, which with pp > 1 is Megatron's copy of the tied embedding.
+  double layerParams = transformerLayerParams(c.hidden, c.tp);
+  double params = static_cast<double>(c.layersPerStage) * layerParams;
+  if (first)
+    params += v * h / t;
+  if (last && c.vocab > 0)
+    params += 2 * h + (c.pp > 1 ? v * h / t : 0.0);
+  ModelStateBytes states = modelStateBytes(
+      params, c.zeroStage, c.dp, c.paramBytes, c.gradBytes, c.optimizerBytes);
+
+  MemoryBreakdown out;
+  out.params = states.params;
+  out.grads = states.grads;
+  out.optimizer = states.optimizer;
+
+  double inFlight = microbatchesInFlight(c);
+  double activations = static_cast<double>(c.layersPerStage) *
+                       layerActivationBytes(c) * inFlight;
+  if (c.recompute != Recompute::None && c.layersPerStage > 0) {
+    // Backward of a recomputed layer rebuilds what was dropped, for one
+    // layer and one microbatch at a time.
+    TransformerMemoryConfig whole = c;
+    whole.recompute = Recompute::None;
+    activations += layerActivationBytes(whole) - layerActivationBytes(c);
+  }
+  if (first && c.vocab > 0)
+    activations += sbh / sequenceSplit * inFlight; // embedding dropout mask
+  if (last && c.vocab > 0) {
+    // Final layer-norm and output-projection inputs, and fp32 logits for
+    // the cross entropy.
+    double output =
+        2 * c.activationBytes * sbh / sequenceSplit + 4 * s * b * v / t;
+    activations += output * inFlight;
+  }
+  out.activations = activations;
+
+  double comm = 0;
+  int communicators = (c.tp > 1) + (c.pp > 1) + (c.dp > 1);
+  comm += communicators * c.ncclBytesPerCommunicator;
+  if (c.pp > 1) // receive buffers for an activation and a gradient
+    comm += 2 * c.activationBytes * sbh / sequenceSplit;
+  if (c.dp > 1)
+    comm += c.dpBucketBytes;
+  if (c.dp > 1 && c.zeroStage == 3)
+    // ZeRO-3 gathers a layer's parameters before use and prefetches the
+    // next, and holds one layer's full gradients before reduce-scattering.
+    comm += (2 * c.paramBytes + c.gradBytes) * layerParams;
+  out.commBuffers = comm;
+
+  double allocated = out.params + out.grads + out.optimizer + out.activations +
+                     out.commBuffers;
+  out.fragmentation = c.fragmentation * allocated;
+  out.total = allocated + out.fragmentation;
+  return out;
+}
+
+} // namespace cleave::cost

@@ -1,0 +1,128 @@
+//===- PlanKnobs.cpp - Parse and print plans given as knobs ---------------===//
+
+#include "cleave/cost_model/PlanKnobs.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+#include <algorithm>
+
+namespace cleave::cost {
+
+std::string_view precisionName(DType dtype) { return dtypeName(dtype); }
+
+absl::StatusOr<std::vector<std::string>>
+applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
+  std::vector<std::string> given;
+  for (absl::string_view item :
+       absl::StrSplit(absl::string_view(knobs.data(), knobs.size()), ',',
+                      absl::SkipWhitespace())) {
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(item, absl::MaxSplits('=', 1));
+    std::string key(absl::StripAsciiWhitespace(kv.first));
+    std::string value(absl::StripAsciiWhitespace(kv.second));
+    if (key.empty() || value.empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected knob=value, got '", item, "'"));
+    auto integer = [&](int64_t &out, int64_t lo) -> absl::Status {
+      if (!absl::SimpleAtoi(value, &out) || out < lo)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "knob '", key, "' takes an integer >= ", lo, ", got '", value,
+            "'"));
+      return absl::OkStatus();
+    };
+    absl::Status status;
+    if (key == "dp")
+      status = integer(plan.dp, 1);
+    else if (key == "tp")
+      status = integer(plan.tp, 1);
+    else if (key == "pp")
+      status = integer(plan.pp, 1);
+    else if (key == "cp")
+      status = integer(plan.cp, 1);
+    else if (key == "ep")
+      status = integer(plan.ep, 1);
+    else if (key == "microbatch")
+      status = integer(plan.microbatchSize, 1);
+    else if (key == "vpp") {
+      status = integer(plan.chunks, 1);
+      if (status.ok() && plan.chunks > 1)
+        plan.schedule = ScheduleKind::Interleaved;
+    } else if (key == "zero") {
+      int64_t z;
+      status = integer(z, 0);
+      if (status.ok() && z > 3)
+        status = absl::InvalidArgumentError(
+            absl::StrCat("knob 'zero' takes 0, 1, 2 or 3, got ", z));
+      plan.zero = static_cast<int>(z);
+    } else if (key == "sp") {
+      if (value == "on" || value == "true" || value == "1")
+        plan.sequenceParallel = true;
+      else if (value == "off" || value == "false" || value == "0")
+        plan.sequenceParallel = false;
+      else
+        status = absl::InvalidArgumentError(
+            absl::StrCat("knob 'sp' takes on or off, got '", value, "'"));
+    } else if (key == "schedule") {
+      auto kind = parseSchedule(value);
+      if (kind.ok())
+        plan.schedule = *kind;
+      status = kind.status();
+    } else if (key == "recompute") {
+      if (value == "none")
+        plan.recompute = Recompute::None;
+      else if (value == "selective")
+        plan.recompute = Recompute::Selective;
+      else if (value == "full")
+        plan.recompute = Recompute::Full;
+      else
+        status = absl::InvalidArgumentError(absl::StrCat(
+            "knob 'recompute' takes none, selective or full, got '", value,
+            "'"));
+    } else if (key == "precision") {
+      auto dtype = parseDType(value);
+      if (dtype.ok())
+        plan.precision = *dtype;
+      status = dtype.status();
+    } else {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "unknown knob '", key,
+          "' (knobs: dp, tp, pp, cp, ep, sp, zero, microbatch, schedule, vpp, "
+          "recompute, precision)"));
+    }
+    if (!status.ok())
+      return status;
+    given.push_back(key);
+  }
+  return given;
+}
+
+absl::Status inferDataParallel(int64_t devices, bool dpGiven,
+                               ParallelConfig &plan) {
+  if (dpGiven)
+    return absl::OkStatus();
+  int64_t others = plan.tp * plan.pp * plan.cp;
+  if (devices % others)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tp x pp x cp = ", others, " does not divide the ", devices,
+        " devices"));
+  plan.dp = devices / others;
+  return absl::OkStatus();
+}
+
+std::string planKnobsString(const ParallelConfig &p) {
+  auto recompute = p.recompute == Recompute::Full        ? "full"
+                   : p.recompute == Recompute::Selective ? "selective"
+                                                         : "none";
+  return absl::StrCat("dp=", p.dp, ",tp=", p.tp, ",pp=", p.pp, ",cp=", p.cp,
+                      ",ep=", p.ep, ",sp=", p.sequenceParallel ? "on" : "off",
+                      ",zero=", p.zero, ",microbatch=", p.microbatchSize,
+                      ",schedule=", scheduleName(p.schedule), ",vpp=", p.chunks,
+                      ",recompute=", recompute, ",precision=",
+                      std::string(precisionName(p.precision)));
+}
+
+} // namespace cleave::cost

@@ -1,0 +1,550 @@
+//===- TransformerPlan.cpp - Score a parallel plan of a transformer -------===//
+//
+// Ranks are laid out as Megatron-LM does: tensor-parallel ranks fastest
+// (inside a node), then context, then data parallel, then pipeline stages:
+//   rank = ((stage * dp + d) * cp + c) * tp + t.
+// Costs are per microbatch on one tensor-parallel rank of a stage; every
+// rank of a stage runs the same timeline, so one rank stands for each stage.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/cost_model/TransformerPlan.h"
+
+#include "cleave/cost_model/Collectives.h"
+#include "cleave/cost_model/OperatorCost.h"
+#include "cleave/cost_model/PipelineSimulation.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cleave::cost {
+
+double TransformerModel::parameters() const {
+  double h = hidden, d = double(hidden) / heads, f = mlp();
+  double attention = h * (heads + 2 * kv()) * d + heads * d * h +
+                     (gatedMlp ? 0 : (heads + 2 * kv()) * d + h);
+  double dense = gatedMlp ? 3 * h * f : 2 * h * f + f + h;
+  double norms = gatedMlp ? 2 * h : 4 * h;
+  double total = 0;
+  for (int64_t l = 0; l < layers; ++l)
+    total += attention + norms +
+             (isMoeLayer(l) ? experts * dense + h * experts : dense);
+  total += double(vocab) * h * (tiedEmbedding ? 1 : 2);
+  if (learnedPositions)
+    total += double(seq) * h;
+  total += gatedMlp ? h : 2 * h; // final norm
+  return total;
+}
+
+double megatronFlopsPerStep(const TransformerModel &m, int64_t globalBatch) {
+  double B = globalBatch, s = m.seq, l = m.layers, h = m.hidden, V = m.vocab;
+  return 96.0 * B * s * l * h * h *
+         (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+}
+
+namespace {
+
+/// Seconds and FLOPs of one piece of work on one rank.
+struct Work {
+  double seconds = 0;
+  double flops = 0;
+  Work &operator+=(const Work &o) {
+    seconds += o.seconds;
+    flops += o.flops;
+    return *this;
+  }
+};
+
+Work operator+(Work a, const Work &b) { return a += b; }
+
+Work operator*(Work w, double k) {
+  w.seconds *= k;
+  w.flops *= k;
+  return w;
+}
+
+/// Prices the pieces of a plan on a cluster.
+class Pricer {
+public:
+  Pricer(const Cluster &cluster, const Profile *profile, DType dtype)
+      : cluster(cluster), profile(profile), dtype(dtype),
+        bytes(dtypeBytes(dtype)) {}
+
+  absl::StatusOr<Work> gemm(double m, double n, double k, double batch = 1) {
+    Gemm g;
+    g.m = std::max<int64_t>(1, std::llround(m));
+    g.n = std::max<int64_t>(1, std::llround(n));
+    g.k = std::max<int64_t>(1, std::llround(k));
+    g.batch = std::max<int64_t>(1, std::llround(batch));
+    g.dtype = dtype;
+    auto cost = estimateGemm(g, cluster, profile);
+    if (!cost.ok())
+      return cost.status();
+    return Work{cost->seconds, g.flops()};
+  }
+
+  /// GEMM forward, and its backward (two GEMMs of the same size).
+  absl::StatusOr<std::pair<Work, Work>> gemmTraining(double m, double n,
+                                                     double k,
+                                                     double batch = 1) {
+    auto fwd = gemm(m, n, k, batch);
+    if (!fwd.ok())
+      return fwd.status();
+    auto dx = gemm(m, k, n, batch);
+    auto dw = gemm(k, n, m, batch);
+    if (!dx.ok() || !dw.ok())
+      return dx.ok() ? dw.status() : dx.status();
+    return std::make_pair(*fwd, *dx + *dw);
+  }
+
+  /// A bandwidth-bound kernel touching `elements` values `passes` times
+  /// (reads plus writes).
+  absl::StatusOr<Work> memoryBound(double elements, double passes,
+                                   double flopsPerElement = 1) {
+    GenericOp op;
+    op.bytesRead = elements * bytes * passes / 2;
+    op.bytesWritten = elements * bytes * passes / 2;
+    op.flops = elements * flopsPerElement;
+    op.dtype = DType::Fp32;
+    auto cost = estimateGeneric(op, cluster, profile);
+    if (!cost.ok())
+      return cost.status();
+    return Work{cost->seconds, 0.0};
+  }
+
+  absl::StatusOr<double> collective(Collective kind, double bytesPerRank,
+                                    const Group &group,
+                                    int64_t concurrent = 1) {
+    if (group.ranks.size() <= 1 || bytesPerRank <= 0)
+      return 0.0;
+    CollectiveOptions options;
+    options.concurrentGroups = concurrent;
+    auto cost = estimateCollective(kind, bytesPerRank, group, cluster, profile,
+                                   options);
+    if (!cost.ok())
+      return cost.status();
+    return cost->seconds;
+  }
+
+  const Cluster &cluster;
+  const Profile *profile;
+  DType dtype;
+  double bytes;
+};
+
+#define CLEAVE_ASSIGN(lhs, expr)                                               \
+  auto lhs##OrStatus = (expr);                                                 \
+  if (!lhs##OrStatus.ok())                                                     \
+    return lhs##OrStatus.status();                                             \
+  auto lhs = *lhs##OrStatus;
+
+/// One layer, one microbatch, one tensor-parallel rank.
+struct LayerCost {
+  Work forward, backward, recompute;
+  double weightGradSeconds = 0;
+  double gemm = 0, elementwise = 0, tensorComm = 0;
+};
+
+absl::Status checkPlan(const TransformerModel &m, const Cluster &c,
+                       const ParallelConfig &p) {
+  auto fail = [](auto &&...parts) {
+    return absl::InvalidArgumentError(absl::StrCat(parts...));
+  };
+  for (auto [name, v] : {std::pair{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp},
+                         {"cp", p.cp}, {"ep", p.ep}, {"microbatch", p.microbatchSize},
+                         {"chunks", p.chunks}})
+    if (v < 1)
+      return fail(name, " must be at least 1, got ", v);
+  int64_t devices = p.dp * p.tp * p.pp * p.cp;
+  if (devices != c.numDevices())
+    return fail("dp x tp x pp x cp = ", p.dp, " x ", p.tp, " x ", p.pp, " x ",
+                p.cp, " = ", devices, " devices, but the cluster has ",
+                c.numDevices());
+  if (m.heads % p.tp || m.kv() % p.tp)
+    return fail("tp = ", p.tp, " must divide the attention heads (", m.heads,
+                ") and key/value heads (", m.kv(), ")");
+  if (m.mlp() % p.tp)
+    return fail("tp = ", p.tp, " must divide the MLP width ", m.mlp());
+  if (m.seq % p.cp)
+    return fail("cp = ", p.cp, " must divide the sequence length ", m.seq);
+  if (m.layers < p.pp * p.chunks)
+    return fail("pp x chunks = ", p.pp * p.chunks, " exceeds the ", m.layers,
+                " layers");
+  if (p.globalBatch % (p.dp * p.microbatchSize))
+    return fail("the global batch ", p.globalBatch,
+                " is not a multiple of dp x microbatch = ",
+                p.dp * p.microbatchSize);
+  if (p.zero < 0 || p.zero > 3)
+    return fail("zero must be 0, 1, 2 or 3, got ", p.zero);
+  if (p.ep > 1 && (m.experts == 0 || m.experts % p.ep || p.dp % p.ep))
+    return fail("ep = ", p.ep,
+                " needs a mixture-of-experts model whose expert count it "
+                "divides, and must divide dp = ",
+                p.dp);
+  if (p.schedule == ScheduleKind::Interleaved && p.chunks < 2)
+    return fail("the interleaved schedule needs chunks >= 2");
+  if (p.schedule != ScheduleKind::Interleaved && p.chunks != 1)
+    return fail("chunks > 1 needs the interleaved schedule");
+  return absl::OkStatus();
+}
+
+/// Memory-model schedule for a pipeline schedule.
+PipelineSchedule memorySchedule(ScheduleKind kind) {
+  switch (kind) {
+  case ScheduleKind::GPipe:
+    return PipelineSchedule::GPipe;
+  case ScheduleKind::OneFOneB:
+    return PipelineSchedule::OneFOneB;
+  case ScheduleKind::Interleaved:
+    return PipelineSchedule::Interleaved1F1B;
+  case ScheduleKind::ZeroBubbleH1:
+    return PipelineSchedule::ZeroBubbleH1;
+  }
+  return PipelineSchedule::OneFOneB;
+}
+
+} // namespace
+
+absl::StatusOr<PlanPrediction>
+scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
+                     const ParallelConfig &p, const Profile *profile,
+                     TaskGraph *graphOut, Timeline *timelineOut) {
+  if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.seq < 1 ||
+      m.vocab < 1 || m.hidden % m.heads)
+    return absl::InvalidArgumentError(
+        "the model needs positive layers, hidden, heads, seq and vocab, "
+        "with heads dividing hidden");
+  if (auto status = checkPlan(m, cluster, p); !status.ok())
+    return status;
+
+  Pricer price(cluster, profile, p.precision);
+  const double e = price.bytes;
+  const double b = p.microbatchSize, s = double(m.seq) / p.cp,
+               S = double(m.seq), h = m.hidden, a = m.heads, kv = m.kv(),
+               d = h / a, t = p.tp, f = m.mlp(), V = m.vocab;
+  const bool sp = p.sequenceParallel && p.tp > 1;
+  const int64_t microbatches = p.globalBatch / (p.dp * p.microbatchSize);
+  const int64_t ranksPerStage = p.dp * p.cp * p.tp;
+
+  // Groups of stage 0 (every stage's groups are placed alike).
+  Group tpGroup = Group::strided(0, p.tp, 1);
+  Group cpGroup = Group::strided(0, p.cp, p.tp);
+  Group dpGroup = Group::strided(0, p.dp, p.cp * p.tp);
+  Group epGroup = Group::strided(0, p.ep, p.cp * p.tp);
+  Group ppPair = p.pp > 1 ? Group{{0, ranksPerStage}} : Group{{0}};
+  // Every tensor- and context-parallel rank runs its own data-parallel
+  // reduction at the same time, sharing the links.
+  int64_t dpConcurrent = p.tp * p.cp;
+
+  // --- One transformer layer (dense or MoE) -------------------------------
+  auto layerCost = [&](bool moe) -> absl::StatusOr<LayerCost> {
+    LayerCost L;
+    double tokens = b * s;
+    // Attention GEMMs.
+    CLEAVE_ASSIGN(qkv, price.gemmTraining(tokens, (a + 2 * kv) * d / t, h));
+    CLEAVE_ASSIGN(scores, price.gemmTraining(s, S, d, b * a / t));
+    CLEAVE_ASSIGN(context, price.gemmTraining(s, d, S, b * a / t));
+    CLEAVE_ASSIGN(proj, price.gemmTraining(tokens, h, a * d / t));
+    // MLP GEMMs: a dense layer's, or each rank's share of the experts'.
+    double mlpTokens = tokens;
+    double mlpMatrices = m.gatedMlp ? 3 : 2;
+    if (moe)
+      mlpTokens = tokens * m.topK * m.capacityFactor;
+    CLEAVE_ASSIGN(up, price.gemmTraining(mlpTokens, f / t * (mlpMatrices - 1), h));
+    CLEAVE_ASSIGN(down, price.gemmTraining(mlpTokens, h, f / t));
+    std::pair<Work, Work> router{};
+    if (moe) {
+      CLEAVE_ASSIGN(r, price.gemmTraining(tokens, m.experts, h));
+      router = r;
+    }
+    Work gemmF = qkv.first + scores.first + context.first + proj.first +
+                 up.first + down.first + router.first;
+    Work gemmB = qkv.second + scores.second + context.second + proj.second +
+                 up.second + down.second + router.second;
+    Work attnCoreF = scores.first + context.first;
+
+    // Memory-bound kernels (fused as in Megatron-LM): two layer norms,
+    // scale-mask-softmax and attention dropout, bias-GELU, two
+    // bias-dropout-add. Sequence parallelism splits the token-wise ones.
+    double tokenShare = sp ? 1.0 / t : 1.0;
+    double hiddenElems = tokens * h * tokenShare;
+    double scoreElems = b * a / t * s * S;
+    double mlpElems = mlpTokens * f / t;
+    CLEAVE_ASSIGN(norms, price.memoryBound(2 * hiddenElems, 2, 8));
+    CLEAVE_ASSIGN(softmax, price.memoryBound(scoreElems, 2, 5));
+    CLEAVE_ASSIGN(attnDropout, price.memoryBound(scoreElems, 2.5, 2));
+    CLEAVE_ASSIGN(gelu, price.memoryBound(mlpElems, 2, 8));
+    CLEAVE_ASSIGN(residual, price.memoryBound(2 * hiddenElems, 3.5, 3));
+    Work elemF = norms + softmax + attnDropout + gelu + residual;
+    Work attnElemF = softmax + attnDropout;
+    // Backward kernels read the saved inputs and the output gradient and
+    // write the input gradient: about twice the forward traffic.
+    Work elemB = elemF * 2.0;
+
+    // Tensor parallelism: two all-reduces (or with sequence parallelism an
+    // all-gather and a reduce-scatter, each moving the same data) per
+    // direction per layer, on the critical path.
+    double act = tokens * h * e;
+    double tpComm = 0;
+    if (p.tp > 1) {
+      if (sp) {
+        CLEAVE_ASSIGN(ag, price.collective(Collective::AllGather, act, tpGroup));
+        CLEAVE_ASSIGN(rs, price.collective(Collective::ReduceScatter, act, tpGroup));
+        tpComm = 2 * (ag + rs) / 2;
+      } else {
+        CLEAVE_ASSIGN(ar, price.collective(Collective::AllReduce, act, tpGroup));
+        tpComm = 2 * ar;
+      }
+    }
+    // Context parallelism: keys and values travel around the ring, cp - 1
+    // steps forward, twice that backward (their gradients too).
+    double cpComm = 0;
+    if (p.cp > 1) {
+      double kvBytes = 2 * b * s * kv / t * d * e;
+      CLEAVE_ASSIGN(step, price.collective(Collective::SendRecv, kvBytes, cpGroup));
+      cpComm = (p.cp - 1) * step;
+    }
+    // Expert parallelism: tokens go to their experts and come back.
+    double epComm = 0;
+    if (moe && p.ep > 1) {
+      CLEAVE_ASSIGN(a2a, price.collective(Collective::AllToAll,
+                                          mlpTokens * h * e, epGroup,
+                                          p.dp / p.ep * p.tp * p.cp));
+      epComm = 2 * a2a;
+    }
+
+    double commF = tpComm + cpComm + epComm;
+    L.forward = gemmF + elemF;
+    L.forward.seconds += commF;
+    L.backward = gemmB + elemB;
+    L.backward.seconds += tpComm + 2 * cpComm + epComm;
+    // Recomputation runs (part of) the forward again inside the backward.
+    if (p.recompute == Recompute::Full) {
+      L.recompute = L.forward;
+    } else if (p.recompute == Recompute::Selective) {
+      L.recompute = attnCoreF + attnElemF;
+    }
+    L.backward.seconds += L.recompute.seconds;
+    // The weight-gradient GEMMs are half of the backward GEMMs.
+    L.weightGradSeconds = gemmB.seconds / 2;
+    L.gemm = gemmF.seconds;
+    L.elementwise = elemF.seconds;
+    L.tensorComm = commF;
+    return L;
+  };
+
+  CLEAVE_ASSIGN(dense, layerCost(false));
+  LayerCost moeLayer = dense;
+  if (m.experts > 0) {
+    CLEAVE_ASSIGN(mc, layerCost(true));
+    moeLayer = mc;
+  }
+
+  // --- Embedding and head -------------------------------------------------
+  double tokens = b * s;
+  CLEAVE_ASSIGN(embedF, price.memoryBound(tokens * h, 2, 1));
+  CLEAVE_ASSIGN(head, price.gemmTraining(tokens, V / t, h));
+  CLEAVE_ASSIGN(lossElem, price.memoryBound(tokens * V / t, 3, 5));
+  double embedComm = 0;
+  if (p.tp > 1) {
+    CLEAVE_ASSIGN(ar, price.collective(Collective::AllReduce, tokens * h * e,
+                                       tpGroup));
+    embedComm = ar;
+  }
+
+  // --- Stages -------------------------------------------------------------
+  int64_t chunksTotal = p.pp * p.chunks;
+  std::vector<int64_t> chunkLayers(chunksTotal, m.layers / chunksTotal);
+  // Spare layers go to the later chunks: the first stage carries the
+  // embedding and the most in-flight activations.
+  for (int64_t i = 0; i < m.layers % chunksTotal; ++i)
+    chunkLayers[chunksTotal - 1 - i] += 1;
+  std::vector<int64_t> chunkFirstLayer(chunksTotal, 0);
+  for (int64_t i = 1; i < chunksTotal; ++i)
+    chunkFirstLayer[i] = chunkFirstLayer[i - 1] + chunkLayers[i - 1];
+
+  double layerParamsDense = 0, layerParamsMoe = 0;
+  {
+    TransformerModel one = m;
+    one.layers = 1;
+    one.vocab = 0;
+    one.learnedPositions = false;
+    one.experts = 0;
+    layerParamsDense = one.parameters() - (m.gatedMlp ? h : 2 * h);
+    one.experts = m.experts;
+    one.moeEvery = 1;
+    layerParamsMoe = m.experts ? one.parameters() - (m.gatedMlp ? h : 2 * h)
+                               : layerParamsDense;
+  }
+
+  PipelineSpec spec;
+  spec.schedule = p.schedule;
+  spec.microbatches = static_cast<int>(microbatches);
+  PlanPrediction out;
+  out.plan = p;
+  out.numMicrobatches = microbatches;
+  out.layersPerStage.assign(p.pp, 0);
+  double sendBytes = tokens * h * e / (sp ? t : 1);
+  CLEAVE_ASSIGN(send, price.collective(Collective::SendRecv, sendBytes, ppPair));
+  out.pipelineSendSeconds = send;
+  std::vector<double> stageParams(p.pp, 0);
+
+  for (int64_t st = 0; st < p.pp; ++st) {
+    StageCosts stage;
+    for (int64_t c = 0; c < p.chunks; ++c) {
+      int64_t chunk = c * p.pp + st;
+      ChunkCosts cc;
+      double params = 0;
+      Work fwd, bwd, rec;
+      double wgrad = 0;
+      for (int64_t l = 0; l < chunkLayers[chunk]; ++l) {
+        bool moe = m.isMoeLayer(chunkFirstLayer[chunk] + l);
+        const LayerCost &L = moe ? moeLayer : dense;
+        fwd += L.forward;
+        bwd += L.backward;
+        rec += L.recompute;
+        wgrad += L.weightGradSeconds;
+        // Expert weights are split over the expert-parallel group.
+        params += moe ? (layerParamsMoe - (layerParamsMoe - layerParamsDense) *
+                                              (1.0 - 1.0 / p.ep))
+                      : layerParamsDense;
+      }
+      params /= t;
+      if (chunk == 0) {
+        fwd += embedF;
+        fwd.seconds += embedComm;
+        bwd += embedF * 2.0;
+        params += V * h / t + (m.learnedPositions ? S * h : 0);
+      }
+      if (chunk == chunksTotal - 1) {
+        fwd += head.first + lossElem;
+        bwd += head.second + lossElem * 2.0;
+        wgrad += head.second.seconds / 2;
+        if (!m.tiedEmbedding || p.pp > 1)
+          params += V * h / t;
+      }
+      cc.forward = fwd.seconds;
+      cc.backward = bwd.seconds;
+      cc.weightGrad = wgrad;
+      cc.forwardFlops = fwd.flops * p.tp;
+      cc.backwardFlops = bwd.flops * p.tp; // recomputation not included
+
+      cc.recomputeFlops = rec.flops * p.tp;
+      cc.sendForward = cc.sendBackward = send;
+      // Data-parallel gradient reduction of the chunk's parameters in
+      // half-precision buckets; ZeRO's reduce-scatter plus all-gather moves
+      // the same bytes as an all-reduce.
+      CLEAVE_ASSIGN(reduce, price.collective(Collective::AllReduce, params * e,
+                                             dpGroup, dpConcurrent));
+      cc.gradReduce = reduce;
+      cc.gradBuckets = static_cast<int>(std::max<int64_t>(
+          1, std::min<int64_t>(chunkLayers[chunk], 8)));
+      if (p.zero == 3) {
+        // ZeRO-3 gathers each layer's parameters before its forward and
+        // again before its backward, for every microbatch.
+        CLEAVE_ASSIGN(gather, price.collective(Collective::AllGather,
+                                               params * e, dpGroup,
+                                               dpConcurrent));
+        cc.forward += gather;
+        cc.backward += gather;
+      }
+      stageParams[st] += params;
+      out.layersPerStage[st] += chunkLayers[chunk];
+      stage.chunks.push_back(cc);
+    }
+    // Mixed-precision Adam touches 16-18 bytes per parameter twice.
+    double shard = p.zero >= 1 ? stageParams[st] / p.dp : stageParams[st];
+    CLEAVE_ASSIGN(opt, price.memoryBound(shard, 32.0 / e, 12));
+    stage.optimizer = opt.seconds;
+    spec.stages.push_back(stage);
+  }
+
+  CLEAVE_ASSIGN(graph, buildPipelineTasks(spec));
+  CLEAVE_ASSIGN(timeline, simulate(graph));
+
+  // FLOPs of the whole step: each stage rank's tasks times the data- and
+  // context-parallel replicas (tensor-parallel ranks were folded in above).
+  for (const Task &task : graph.tasks()) {
+    out.modelFlops += task.flops;
+    out.hardwareFlops += task.hwFlops;
+  }
+  out.modelFlops *= p.dp * p.cp;
+  out.hardwareFlops *= p.dp * p.cp;
+  out.stepSeconds = timeline.makespan;
+  double devices = cluster.numDevices();
+  out.tflopsPerDevice = out.modelFlops / out.stepSeconds / devices / 1e12;
+  out.hwTflopsPerDevice = out.hardwareFlops / out.stepSeconds / devices / 1e12;
+  out.mfu = out.tflopsPerDevice * 1e12 / cluster.device.peakFlops(p.precision);
+  out.bubbleFraction = timeline.bubbleFraction;
+  out.layerGemmSeconds = dense.gemm;
+  out.layerElementwiseSeconds = dense.elementwise;
+  out.layerTensorCommSeconds = dense.tensorComm;
+  out.gradReduceSeconds = spec.stages[0].chunks[0].gradReduce;
+
+  // --- Memory of every stage ----------------------------------------------
+  for (int64_t st = 0; st < p.pp; ++st) {
+    TransformerMemoryConfig mc;
+    mc.seqLength = static_cast<int64_t>(s);
+    mc.microBatch = p.microbatchSize;
+    mc.hidden = m.hidden;
+    mc.heads = m.heads;
+    mc.layersPerStage = out.layersPerStage[st];
+    mc.vocab = (st == 0 || st == p.pp - 1) ? m.vocab : 0;
+    mc.tp = p.tp;
+    mc.sequenceParallel = sp;
+    mc.pp = p.pp;
+    mc.stage = st;
+    mc.schedule = memorySchedule(p.schedule);
+    mc.virtualStages = p.chunks;
+    mc.microbatches = microbatches;
+    mc.recompute = p.recompute;
+    mc.zeroStage = p.zero;
+    mc.dp = p.dp;
+    mc.activationBytes = e;
+    mc.paramBytes = e;
+    mc.gradBytes = e;
+    auto memory = estimateTransformerMemory(mc);
+    if (!memory.ok())
+      return memory.status();
+    // The memory model's parameter terms assume a GPT layer; use this
+    // model's exact parameter count on the stage instead.
+    MemoryBreakdown mb = *memory;
+    ModelStateBytes states = modelStateBytes(stageParams[st], p.zero, p.dp, e, e);
+    double others = mb.activations + mb.commBuffers;
+    mb.params = states.params;
+    mb.grads = states.grads;
+    mb.optimizer = states.optimizer;
+    double fragFraction = mc.fragmentation;
+    mb.fragmentation = fragFraction * (states.total() + others);
+    mb.total = states.total() + others + mb.fragmentation;
+    if (mb.total > out.peakMemoryBytes) {
+      out.peakMemoryBytes = mb.total;
+      out.peakMemoryStage = st;
+      out.memory = mb;
+    }
+  }
+  if (out.peakMemoryBytes > cluster.device.memoryBytes) {
+    std::string breakdown;
+    for (auto [name, value] : out.memory.items())
+      absl::StrAppend(&breakdown, breakdown.empty() ? "" : ", ", std::string(name), " ",
+                      absl::StrFormat("%.2f", value / 1e9), " GB");
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of memory: stage ", out.peakMemoryStage, " needs ",
+        absl::StrFormat("%.2f", out.peakMemoryBytes / 1e9), " GB of the ",
+        absl::StrFormat("%.2f", cluster.device.memoryBytes / 1e9),
+        " GB a device has (", breakdown,
+        "); try a smaller microbatch, recomputation, ZeRO, or more tensor or "
+        "pipeline parallelism"));
+  }
+  if (graphOut)
+    *graphOut = std::move(graph);
+  if (timelineOut)
+    *timelineOut = std::move(timeline);
+  return out;
+}
+
+} // namespace cleave::cost

@@ -1,0 +1,279 @@
+//===- MemoryTest.cpp - The memory model against the papers' formulas -----===//
+//
+// Each expected value is the closed form printed in the paper (Korthikanti
+// et al. 2022, section 4; Rajbhandari et al. 2020, section 3; Narayanan et
+// al. 2021), evaluated here; the model must match within 2%.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/cost_model/Memory.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <set>
+
+using namespace cleave::cost;
+
+namespace {
+
+// GPT-3 175B, one of the configurations Korthikanti et al. evaluate.
+TransformerMemoryConfig gpt3(int64_t tp, bool sp, Recompute recompute) {
+  TransformerMemoryConfig c;
+  c.seqLength = 2048;
+  c.microBatch = 1;
+  c.hidden = 12288;
+  c.heads = 96;
+  c.layersPerStage = 12;
+  c.vocab = 51200;
+  c.tp = tp;
+  c.sequenceParallel = sp;
+  c.recompute = recompute;
+  return c;
+}
+
+void expectWithin2Percent(double actual, double expected, const char *what) {
+  EXPECT_NEAR(actual, expected, 0.02 * expected) << what;
+}
+
+} // namespace
+
+TEST(ActivationMemory, MatchesKorthikantiPerLayer) {
+  for (int64_t t : {1, 2, 4, 8}) {
+    double s = 2048, b = 1, h = 12288, a = 96, tp = static_cast<double>(t);
+    double sbh = s * b * h;
+
+    // No parallelism (t = 1) and tensor parallelism: sbh(10 + 24/t + 5as/ht).
+    double tensor = sbh * (10 + 24 / tp + 5 * a * s / (h * tp));
+    expectWithin2Percent(layerActivationBytes(gpt3(t, false, Recompute::None)),
+                         tensor, "tp");
+    if (t == 1)
+      expectWithin2Percent(
+          layerActivationBytes(gpt3(t, false, Recompute::None)),
+          sbh * (34 + 5 * a * s / h), "no parallelism");
+
+    // Tensor + sequence parallel: sbh/t (34 + 5as/h).
+    expectWithin2Percent(layerActivationBytes(gpt3(t, true, Recompute::None)),
+                         sbh / tp * (34 + 5 * a * s / h), "tp+sp");
+
+    // ... with selective recomputation: 34 sbh / t.
+    expectWithin2Percent(
+        layerActivationBytes(gpt3(t, true, Recompute::Selective)),
+        34 * sbh / tp, "tp+sp+selective");
+
+    // Tensor parallel with selective recomputation: sbh(10 + 24/t).
+    expectWithin2Percent(
+        layerActivationBytes(gpt3(t, false, Recompute::Selective)),
+        sbh * (10 + 24 / tp), "tp+selective");
+
+    // Full recomputation keeps the layer input only: 2 sbh.
+    expectWithin2Percent(layerActivationBytes(gpt3(t, false, Recompute::Full)),
+                         2 * sbh, "full");
+  }
+}
+
+TEST(ActivationMemory, ElementSizeScalesTheSixteenBitTerms) {
+  // fp32 activations: the 16-bit tensors double, the 1-byte masks do not.
+  TransformerMemoryConfig c = gpt3(1, false, Recompute::None);
+  c.activationBytes = 4;
+  double s = 2048, b = 1, h = 12288, a = 96;
+  // 34 sbh = 32 sbh of 2-byte tensors + 2 sbh of masks; 5as^2b = 4 + 1.
+  double expected = (2 * 32 + 2) * s * b * h + (2 * 4 + 1) * a * s * s * b;
+  expectWithin2Percent(layerActivationBytes(c), expected, "fp32");
+}
+
+TEST(ModelStates, MatchZeroPaper) {
+  // ZeRO Figure 1: a 7.5B model on 64 GPUs holds 120, 31.4, 16.6 and
+  // 1.9 GB per GPU with no ZeRO, ZeRO-1, ZeRO-2 and ZeRO-3.
+  double psi = 7.5e9, n = 64;
+  double expected[] = {16 * psi, 4 * psi + 12 * psi / n, 2 * psi + 14 * psi / n,
+                       16 * psi / n};
+  double published[] = {120e9, 31.4e9, 16.6e9, 1.9e9};
+  for (int stage = 0; stage <= 3; ++stage) {
+    double bytes = modelStateBytes(psi, stage, 64).total();
+    expectWithin2Percent(bytes, expected[stage], "formula");
+    expectWithin2Percent(bytes, published[stage], "published");
+  }
+  // Where the bytes go at stage 2: fp16 weights whole, the rest sharded.
+  ModelStateBytes zero2 = modelStateBytes(psi, 2, 64);
+  EXPECT_DOUBLE_EQ(zero2.params, 2 * psi);
+  EXPECT_DOUBLE_EQ(zero2.grads, 2 * psi / n);
+  EXPECT_DOUBLE_EQ(zero2.optimizer, 12 * psi / n);
+}
+
+TEST(PipelineMemory, MicrobatchesInFlightPerSchedule) {
+  TransformerMemoryConfig c = gpt3(8, true, Recompute::Selective);
+  c.pp = 8;
+  c.microbatches = 64;
+  for (int64_t i = 0; i < 8; ++i) {
+    c.stage = i;
+    c.schedule = PipelineSchedule::OneFOneB;
+    EXPECT_DOUBLE_EQ(microbatchesInFlight(c), 8 - i); // p - i
+    c.schedule = PipelineSchedule::ZeroBubbleH1;
+    EXPECT_DOUBLE_EQ(microbatchesInFlight(c), 8 - i);
+    c.schedule = PipelineSchedule::GPipe;
+    EXPECT_DOUBLE_EQ(microbatchesInFlight(c), 64);
+  }
+  // Interleaved, v = 3 chunks: the first stage holds p(1 + (p-1)/(p v)).
+  c.schedule = PipelineSchedule::Interleaved1F1B;
+  c.virtualStages = 3;
+  c.stage = 0;
+  double p = 8, v = 3;
+  EXPECT_NEAR(microbatchesInFlight(c), p * (1 + (p - 1) / (p * v)), 1e-12);
+  // Other stages: Megatron's warm-up 2(p-i-1) + (v-1)p, plus the one in
+  // its steady state, in chunks of 1/v of the stage.
+  c.stage = 5;
+  EXPECT_NEAR(microbatchesInFlight(c), (2 * (p - 5 - 1) + (v - 1) * p + 1) / v,
+              1e-12);
+  // Few microbatches cap what is in flight.
+  c.schedule = PipelineSchedule::OneFOneB;
+  c.virtualStages = 1;
+  c.stage = 0;
+  c.microbatches = 3;
+  EXPECT_DOUBLE_EQ(microbatchesInFlight(c), 3);
+  // Without pipelining, gradient accumulation holds one at a time.
+  c.pp = 1;
+  c.schedule = PipelineSchedule::GPipe;
+  EXPECT_DOUBLE_EQ(microbatchesInFlight(c), 1);
+}
+
+TEST(PipelineMemory, FirstStageHoldsTheWholeModelsActivations) {
+  // Korthikanti 4.2.3: with 1F1B the first stage holds p microbatches of
+  // L/p layers, sbhL 34 / t in total with TP + SP + selective
+  // recomputation.
+  TransformerMemoryConfig c = gpt3(8, true, Recompute::Selective);
+  c.pp = 8;
+  c.microbatches = 64;
+  c.vocab = 0; // the transformer layers only
+  double s = 2048, b = 1, h = 12288, a = 96, t = 8, layers = 96;
+  absl::StatusOr<MemoryBreakdown> memory = estimateTransformerMemory(c);
+  ASSERT_TRUE(memory.ok()) << memory.status();
+  // Recomputing one layer's attention core adds its 5as^2b/t once.
+  double recomputeWorkingSet = 5 * a * s * s * b / t;
+  expectWithin2Percent(memory->activations - recomputeWorkingSet,
+                       s * b * h * layers * 34 / t, "first stage");
+}
+
+TEST(MemoryBreakdown, Gpt3OnAThousandGpus) {
+  // GPT-3 175B, t = 8, p = 8 (12 layers a stage), d = 16, ZeRO-1, 1F1B with
+  // 64 microbatches, TP + SP + selective recomputation: the first stage.
+  TransformerMemoryConfig c = gpt3(8, true, Recompute::Selective);
+  c.pp = 8;
+  c.dp = 16;
+  c.zeroStage = 1;
+  c.microbatches = 64;
+  double s = 2048, b = 1, h = 12288, a = 96, v = 51200, t = 8;
+  double sbh = s * b * h;
+
+  // Parameters: 12 layers of (12h^2 + 7h)/t + 6h, and the word embedding.
+  double params = 12 * ((12 * h * h + 7 * h) / t + 6 * h) + v * h / t;
+  double weights = 2 * params, grads = 2 * params, optimizer = 12 * params / 16;
+  // Activations: 8 microbatches x 12 layers x 34 sbh / t, one layer's
+  // recomputed attention core, the embedding dropout mask per microbatch.
+  double activations =
+      8 * 12 * 34 * sbh / t + 5 * a * s * s * b / t + 8 * sbh / t;
+  // Three NCCL communicators (tp, pp, dp), two pipeline receive buffers,
+  // two 25 MiB gradient buckets.
+  double mib = 1024.0 * 1024;
+  double comm = 3 * 128 * mib + 2 * 2 * sbh / t + 50 * mib;
+  double allocated = weights + grads + optimizer + activations + comm;
+
+  absl::StatusOr<MemoryBreakdown> memory = estimateTransformerMemory(c);
+  ASSERT_TRUE(memory.ok()) << memory.status();
+  expectWithin2Percent(memory->params, weights, "params");
+  expectWithin2Percent(memory->grads, grads, "grads");
+  expectWithin2Percent(memory->optimizer, optimizer, "optimizer");
+  expectWithin2Percent(memory->activations, activations, "activations");
+  expectWithin2Percent(memory->commBuffers, comm, "comm");
+  expectWithin2Percent(memory->fragmentation, 0.1 * allocated, "frag");
+  expectWithin2Percent(memory->total, 1.1 * allocated, "total");
+  // It fits an 80 GB A100.
+  EXPECT_LT(memory->total, 80e9);
+
+  std::vector<std::pair<std::string_view, double>> items = memory->items();
+  ASSERT_EQ(items.size(), 7u);
+  EXPECT_EQ(items.front().first, "params");
+  EXPECT_EQ(items[4].first, "comm_buffers");
+  EXPECT_EQ(items.back().first, "total");
+  double sum = 0;
+  for (size_t i = 0; i + 1 < items.size(); ++i)
+    sum += items[i].second;
+  EXPECT_NEAR(sum, memory->total, memory->total * 1e-12);
+}
+
+TEST(MemoryBreakdown, LastStageAddsTheOutputLayer) {
+  TransformerMemoryConfig c = gpt3(8, true, Recompute::Selective);
+  c.pp = 8;
+  c.microbatches = 64;
+  c.stage = 7;
+  double s = 2048, b = 1, h = 12288, v = 51200, t = 8;
+  TransformerMemoryConfig noVocab = c;
+  noVocab.vocab = 0;
+  absl::StatusOr<MemoryBreakdown> with = estimateTransformerMemory(c);
+  absl::StatusOr<MemoryBreakdown> without = estimateTransformerMemory(noVocab);
+  ASSERT_TRUE(with.ok() && without.ok());
+  // Korthikanti 4.3: 4sbh/t (1 + v/h) for one microbatch in flight.
+  expectWithin2Percent(with->activations - without->activations,
+                       4 * s * b * h / t * (1 + v / h), "output layer");
+  // The copy of the tied embedding and the final layer norm, in fp16.
+  expectWithin2Percent(with->params - without->params, 2 * (v * h / t + 2 * h),
+                       "output params");
+}
+
+TEST(MemoryBreakdown, ZeroThreeShardsEverythingButGathersALayer) {
+  TransformerMemoryConfig c = gpt3(1, false, Recompute::Full);
+  c.layersPerStage = 4;
+  c.vocab = 0;
+  c.dp = 8;
+  c.zeroStage = 3;
+  double h = 12288;
+  double layer = 12 * h * h + 13 * h;
+  absl::StatusOr<MemoryBreakdown> memory = estimateTransformerMemory(c);
+  ASSERT_TRUE(memory.ok());
+  expectWithin2Percent(memory->params + memory->grads + memory->optimizer,
+                       16 * 4 * layer / 8, "states");
+  // Two layers' gathered fp16 weights and one layer's fp16 gradients, on
+  // top of one NCCL communicator and the gradient buckets.
+  double mib = 1024.0 * 1024;
+  expectWithin2Percent(memory->commBuffers,
+                       (2 * 2 + 2) * layer + 128 * mib + 50 * mib, "gather");
+}
+
+TEST(MemoryConfig, ErrorsNameTheField) {
+  TransformerMemoryConfig c = gpt3(5, false, Recompute::None);
+  absl::StatusOr<MemoryBreakdown> bad = estimateTransformerMemory(c);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message())
+                .find("heads must be a multiple of tp"),
+            std::string::npos)
+      << bad.status();
+  c = gpt3(8, false, Recompute::None);
+  c.stage = 1;
+  EXPECT_NE(std::string(validateMemoryConfig(c).message())
+                .find("stage must be in [0, pp)"),
+            std::string::npos);
+  c.stage = 0;
+  c.zeroStage = 4;
+  EXPECT_FALSE(validateMemoryConfig(c).ok());
+  c.zeroStage = 0;
+  c.virtualStages = 2;
+  EXPECT_NE(std::string(validateMemoryConfig(c).message())
+                .find("interleaved schedule"),
+            std::string::npos);
+  c.virtualStages = 1;
+  c.fragmentation = 1.5;
+  EXPECT_FALSE(validateMemoryConfig(c).ok());
+  c.fragmentation = 0.1;
+  EXPECT_TRUE(validateMemoryConfig(c).ok());
+}
+
+TEST(MemoryNames, AreDistinct) {
+  std::set<std::string_view> names;
+  for (PipelineSchedule s :
+       {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB,
+        PipelineSchedule::Interleaved1F1B, PipelineSchedule::ZeroBubbleH1})
+    names.insert(pipelineScheduleName(s));
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
+    names.insert(recomputeName(r));
+  EXPECT_EQ(names.size(), 7u);
+}
