@@ -22,7 +22,9 @@ namespace cleave {
 /// Imports an ONNX model file into a module holding `func.func @forward`.
 /// Errors are emitted as MLIR diagnostics (FileLineColLoc of the file, or
 /// NameLoc of the node: "file.onnx: node 'name' (OpType): message") and give
-/// failure.
+/// failure. Problems of the whole file (unreadable, not a protobuf, checker
+/// failure, unbound dims, unsupported ops) are at the file's location with
+/// a plain message; node problems carry that prefix in the message too.
 ///
 /// The module carries `cleave.model` (the file stem) and `cleave.source =
 /// "onnx"`. `@forward` takes no arguments: its body starts with a

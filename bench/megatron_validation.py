@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Score Megatron-LM's published configurations with cleave's cost model.
+
+For every row of Narayanan et al., SC'21, Table 1 (GPT on A100 80 GB,
+sequence 2048, vocabulary 51200, fp16 mixed precision, 1F1B, full
+recomputation), `cleave compile` scores the published (t, p, d, batch) plan on
+the one `dgx-a100-80g` preset and this script prints predicted against
+measured TFLOP/s per GPU. FLOPs are counted as the paper does, recomputation
+included: F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
+
+The paper does not give the microbatch size; the table uses 1 (the size
+Megatron-LM's scripts use for these models) and also shows the best feasible
+size. Megatron-LM as published reduced gradients after the pipeline flush and
+blocked on pipeline transfers, so the plans are scored with overlap-grad=off
+and overlap-p2p=off (cleave's own runtime overlaps both).
+
+Usage: bench/megatron_validation.py [path/to/cleave]
+"""
+import json
+import os
+import subprocess
+import sys
+
+ROWS = [  # params, hidden, layers, heads, GPUs, TP, PP, DP, batch, TFLOP/s
+    ("1.7b", 2304, 24, 24, 32, 1, 1, 32, 512, 137),
+    ("3.6b", 3072, 30, 32, 64, 2, 1, 32, 512, 138),
+    ("7.5b", 4096, 36, 32, 128, 4, 1, 32, 512, 142),
+    ("18b", 6144, 40, 48, 256, 8, 1, 32, 1024, 135),
+    ("39b", 8192, 48, 64, 512, 8, 2, 32, 1536, 138),
+    ("76b", 10240, 60, 80, 1024, 8, 4, 32, 1792, 140),
+    ("145b", 12288, 80, 96, 1536, 8, 8, 24, 2304, 148),
+    ("310b", 16384, 96, 128, 1920, 8, 16, 15, 2160, 155),
+    ("530b", 20480, 105, 128, 2520, 8, 35, 9, 2520, 163),
+    ("1t", 25600, 128, 160, 3072, 8, 64, 6, 3072, 163),
+]
+SEQ, VOCAB = 2048, 51200
+
+
+def paper_flops(batch, layers, hidden):
+    s, l, h, v = SEQ, layers, hidden, VOCAB
+    return 96 * batch * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
+
+
+def score(cleave, name, gpus, tp, pp, dp, batch, mbs):
+    knobs = (f"tp={tp},pp={pp},dp={dp},microbatch={mbs},recompute=full,"
+             "precision=fp16,schedule=1f1b,overlap-grad=off,overlap-p2p=off")
+    cmd = [cleave, "compile", f"zoo:megatron-{name}", "--cluster",
+           f"dgx-a100-80g,nodes={gpus // 8}", "--global-batch", str(batch),
+           "--fix", knobs, "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    return json.loads(out.stdout)["predicted"]
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    cleave = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        here, "..", "build", "tools", "cleave", "cleave")
+    print(f"{'model':>7} {'GPUs':>5} {'t':>2} {'p':>3} {'d':>3} {'batch':>5} "
+          f"{'measured':>8} | {'mbs=1':>6} {'err':>7} | {'best mbs':>8} "
+          f"{'TFLOP/s':>7} {'err':>7} | {'step s':>7} {'bubble':>6} {'mem GB':>6}")
+    errors, best_errors = [], []
+    for name, h, l, a, gpus, tp, pp, dp, batch, measured in ROWS:
+        results = {}
+        for mbs in (1, 2, 4, 8):
+            if batch % (dp * mbs):
+                continue
+            p = score(cleave, name, gpus, tp, pp, dp, batch, mbs)
+            if p:
+                results[mbs] = paper_flops(batch, l, h) / p["step_time_s"] / gpus / 1e12, p
+        if 1 not in results:
+            print(f"{name:>7}: mbs=1 infeasible")
+            continue
+        tf1, p1 = results[1]
+        err1 = (tf1 - measured) / measured * 100
+        best = max(results, key=lambda m: results[m][0])
+        tfb = results[best][0]
+        errb = (tfb - measured) / measured * 100
+        errors.append(err1)
+        best_errors.append(errb)
+        print(f"{name:>7} {gpus:>5} {tp:>2} {pp:>3} {dp:>3} {batch:>5} "
+              f"{measured:>8} | {tf1:>6.1f} {err1:>+6.1f}% | {best:>8} "
+              f"{tfb:>7.1f} {errb:>+6.1f}% | {p1['step_time_s']:>7.2f} "
+              f"{p1['bubble_fraction']:>6.3f} {p1['peak_memory_bytes'] / 1e9:>6.1f}")
+    for label, errs in (("mbs=1", errors), ("best mbs", best_errors)):
+        mean_abs = sum(abs(e) for e in errs) / len(errs)
+        worst = max(errs, key=abs)
+        within = sum(abs(e) <= 10 for e in errs)
+        print(f"{label}: mean |error| {mean_abs:.1f}%, mean error "
+              f"{sum(errs) / len(errs):+.1f}%, worst {worst:+.1f}%, "
+              f"{within}/{len(errs)} rows within 10%")
+
+
+if __name__ == "__main__":
+    main()

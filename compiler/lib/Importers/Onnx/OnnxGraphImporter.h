@@ -1,0 +1,277 @@
+//===- OnnxGraphImporter.h - ONNX graph to graph dialect --------*- C++ -*-===//
+//
+// GraphImporter walks an ONNX graph (already checked, converted to opset 17
+// and with its input dims bound) in topological order and keeps, per ONNX
+// value, either a HostTensor known at import time or an MLIR value with a
+// static type. Each node goes to the converter registered for its op type;
+// converters see the node through NodeContext.
+//
+// Why host values: exporters compute Reshape, Expand and Slice targets at
+// run time from Shape, and ONNX shape inference loses the rank of hundreds
+// of values in ViT and GPT exports. Folding that arithmetic as the walk goes
+// gives every op a static shape.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_IMPORTERS_ONNX_ONNXGRAPHIMPORTER_H
+#define CLEAVE_IMPORTERS_ONNX_ONNXGRAPHIMPORTER_H
+
+#include "OnnxTensors.h"
+
+#include "cleave/Importers/ImportOptions.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace cleave::onnx_import {
+
+class GraphImporter;
+
+/// Initializers by name. Tensors with external data keep only their dims.
+using InitializerMap = llvm::StringMap<const onnx::TensorProto *>;
+/// Static shapes that ONNX shape inference found, by value name.
+using ShapeMap = llvm::StringMap<Shape>;
+
+/// How a node uses a parameter: batch-norm statistics are `frozen`.
+enum class ParamUse { Trainable, Frozen };
+
+/// One node under conversion: its inputs, attributes and results.
+class NodeContext {
+public:
+  NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
+              mlir::Location loc)
+      : importer(importer), node(node), loc(loc) {}
+
+  const onnx::NodeProto &getNode() const { return node; }
+  llvm::StringRef getOpType() const { return node.op_type(); }
+  mlir::Location getLoc() const { return loc; }
+  mlir::OpBuilder &getBuilder();
+  mlir::MLIRContext *getContext();
+
+  //===--------------------------------------------------------------------===//
+  // Inputs
+  //===--------------------------------------------------------------------===//
+
+  unsigned getNumInputs() const { return node.input_size(); }
+  /// Whether input `i` is given (optional inputs may be absent or empty).
+  bool hasInput(unsigned i) const;
+  /// The value of input `i` when it is known at import time, else null.
+  const HostTensor *getConstant(unsigned i);
+  std::shared_ptr<const HostTensor> getConstantRef(unsigned i);
+  /// Whether every given input is known at import time.
+  bool allInputsConstant();
+  /// The static type of input `i`, without creating any op; null if absent.
+  mlir::RankedTensorType getType(unsigned i);
+  /// Input `i` as an MLIR value: creates the graph.param or graph.constant
+  /// on first use. Null (after an error) if it cannot.
+  mlir::Value getValue(unsigned i, ParamUse use = ParamUse::Trainable);
+  /// Input `i` as integers known at import time (axes, shapes, pads);
+  /// emits an error naming `what` if it is not.
+  llvm::FailureOr<Shape> getConstantInts(unsigned i, llvm::StringRef what);
+
+  //===--------------------------------------------------------------------===//
+  // Attributes
+  //===--------------------------------------------------------------------===//
+
+  const onnx::AttributeProto *getAttr(llvm::StringRef name) const;
+  int64_t getInt(llvm::StringRef name, int64_t dflt) const;
+  double getFloat(llvm::StringRef name, double dflt) const;
+  std::string getString(llvm::StringRef name, llvm::StringRef dflt) const;
+  std::optional<Shape> getInts(llvm::StringRef name) const;
+
+  //===--------------------------------------------------------------------===//
+  // Results
+  //===--------------------------------------------------------------------===//
+
+  unsigned getNumOutputs() const { return node.output_size(); }
+  /// Whether output `i` is read by a node or is a graph output.
+  bool isOutputUsed(unsigned i) const;
+  llvm::LogicalResult setResult(unsigned i, mlir::Value value);
+  llvm::LogicalResult setResult(unsigned i, HostTensor tensor);
+  llvm::LogicalResult setResult(unsigned i,
+                                std::shared_ptr<const HostTensor> tensor);
+
+  /// Errors get "file.onnx: node 'name' (OpType): " prepended by the
+  /// importer, so converters write only the message.
+  mlir::InFlightDiagnostic emitError() { return mlir::emitError(loc); }
+  llvm::LogicalResult fail(llvm::Error error);
+
+  //===--------------------------------------------------------------------===//
+  // Building ops
+  //===--------------------------------------------------------------------===//
+
+  /// A graph.constant holding `tensor`.
+  mlir::Value createConstant(const HostTensor &tensor);
+  /// A splat graph.constant of `type`.
+  mlir::Value createSplat(mlir::RankedTensorType type, double value);
+
+  /// Creates a graph op at the node's location. Result types are inferred
+  /// and the op verified before it is kept, so that a shape mismatch is a
+  /// diagnostic, not the fatal error of a failed inferring builder.
+  template <typename OpTy, typename... Args>
+  llvm::FailureOr<OpTy> create(Args &&...args);
+
+  /// A graph.reshape of `value` to `shape` (none when it already has it).
+  llvm::FailureOr<mlir::Value> reshape(mlir::Value value,
+                                       llvm::ArrayRef<int64_t> shape);
+
+private:
+  GraphImporter &importer;
+  const onnx::NodeProto &node;
+  mlir::Location loc;
+};
+
+using ConvertFn = llvm::LogicalResult (*)(NodeContext &);
+
+/// Converters by ONNX op type (opset-17 spelling, default domain).
+class ConverterTable {
+public:
+  void add(llvm::StringRef opType, ConvertFn fn) { converters[opType] = fn; }
+  ConvertFn lookup(llvm::StringRef opType) const {
+    return converters.lookup(opType);
+  }
+
+private:
+  llvm::StringMap<ConvertFn> converters;
+};
+
+/// Elementwise, linear-algebra, normalisation, convolution and reduction
+/// operators (OnnxOpConverters.cpp).
+void addComputeConverters(ConverterTable &table);
+/// Convolution and pooling (OnnxConvConverters.cpp).
+void addConvolutionConverters(ConverterTable &table);
+/// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
+void addShapeConverters(ConverterTable &table);
+/// Every converter; built once.
+const ConverterTable &getConverterTable();
+
+struct LayerNormMatch;
+
+/// Imports one ONNX graph into the body of a function.
+class GraphImporter {
+public:
+  /// `fileName` names the model in messages; `fileLoc` is the location of
+  /// the file, under which every node gets a NameLoc.
+  GraphImporter(mlir::MLIRContext &ctx, const onnx::GraphProto &graph,
+                const InitializerMap &initializers,
+                const ImportOptions &options, llvm::StringRef fileName,
+                mlir::Location fileLoc);
+
+  /// Fills the (empty) body of `func` and sets its result types.
+  llvm::LogicalResult importInto(mlir::func::FuncOp func);
+
+  /// After the import: every node output that ONNX shape inference typed
+  /// statically must have that shape here, or a converter has a bug; and
+  /// the graph outputs must match the shapes the model declares.
+  llvm::LogicalResult checkShapes(const ShapeMap &onnxShapes);
+
+  //===--------------------------------------------------------------------===//
+  // Values by ONNX name (for NodeContext and the pattern matchers)
+  //===--------------------------------------------------------------------===//
+
+  const HostTensor *getConstant(llvm::StringRef name);
+  std::shared_ptr<const HostTensor> getConstantRef(llvm::StringRef name);
+  mlir::RankedTensorType getType(llvm::StringRef name);
+  mlir::Value getValue(llvm::StringRef name, ParamUse use);
+  void bind(llvm::StringRef name, mlir::Value value);
+  void bind(llvm::StringRef name, std::shared_ptr<const HostTensor> tensor);
+  unsigned getUseCount(llvm::StringRef name) const {
+    return useCounts.lookup(name);
+  }
+  bool isGraphOutput(llvm::StringRef name) const {
+    return graphOutputs.contains(name);
+  }
+
+  mlir::MLIRContext &getContext() { return ctx; }
+  mlir::OpBuilder &getBuilder() { return builder; }
+  const onnx::GraphProto &getGraph() const { return graph; }
+  mlir::Location getNodeLoc(const onnx::NodeProto &node);
+
+private:
+  /// What is known about one ONNX value.
+  struct Entry {
+    std::shared_ptr<const HostTensor> constant;
+    mlir::Value value;
+    /// A parameter whose graph.param is created on first use.
+    const onnx::TensorProto *param = nullptr;
+  };
+
+  llvm::LogicalResult checkSupported();
+  llvm::LogicalResult createInputs();
+  llvm::LogicalResult convertNode(int index);
+  llvm::LogicalResult convertLayerNorm(const LayerNormMatch &match);
+  /// Runs `convert` with the node's errors prefixed by its description.
+  llvm::LogicalResult
+  withNodeDiagnostics(const onnx::NodeProto &node,
+                      llvm::function_ref<llvm::LogicalResult()> convert);
+  Entry *lookup(llvm::StringRef name);
+  mlir::Value materializeParam(llvm::StringRef name, Entry &entry,
+                               ParamUse use);
+  /// Places `sourceBuilder` after the last input or parameter.
+  void positionSourceBuilder();
+  std::string describe(const onnx::NodeProto &node) const;
+
+  mlir::MLIRContext &ctx;
+  const onnx::GraphProto &graph;
+  const InitializerMap &initializers;
+  const ImportOptions &options;
+  std::string fileName;
+  mlir::Location fileLoc;
+  /// Inserts operators at the end of the body.
+  mlir::OpBuilder builder;
+  /// Inserts inputs and parameters, which lead the body.
+  mlir::OpBuilder sourceBuilder;
+  mlir::Block *body = nullptr;
+  mlir::Operation *lastSource = nullptr;
+  llvm::StringMap<Entry> values;
+  llvm::StringMap<unsigned> useCounts;
+  llvm::StringSet<> graphOutputs;
+};
+
+//===----------------------------------------------------------------------===//
+// NodeContext::create
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy, typename... Args>
+llvm::FailureOr<OpTy> NodeContext::create(Args &&...args) {
+  mlir::OpBuilder &b = getBuilder();
+  OpTy op;
+  if constexpr (OpTy::template hasTrait<mlir::OpTrait::InferTypeOpAdaptor>()) {
+    // Build with placeholder result types (the builder asserts their
+    // count), then replace them with the inferred ones.
+    mlir::OperationState state(loc, OpTy::getOperationName());
+    llvm::SmallVector<mlir::Type, 1> placeholder;
+    if constexpr (OpTy::template hasTrait<mlir::OpTrait::OneResult>())
+      placeholder.push_back(b.getNoneType());
+    OpTy::build(b, state, mlir::TypeRange(placeholder),
+                std::forward<Args>(args)...);
+    state.types.clear();
+    llvm::SmallVector<mlir::Type> types;
+    if (mlir::failed(OpTy::inferReturnTypes(
+            b.getContext(), loc, state.operands,
+            state.attributes.getDictionary(b.getContext()),
+            state.getRawProperties(), state.regions, types)))
+      return mlir::failure();
+    state.addTypes(types);
+    op = llvm::cast<OpTy>(b.create(state));
+  } else {
+    op = OpTy::create(b, loc, std::forward<Args>(args)...);
+  }
+  if (mlir::failed(mlir::verify(op))) {
+    op->erase();
+    return mlir::failure();
+  }
+  return op;
+}
+
+} // namespace cleave::onnx_import
+
+#endif // CLEAVE_IMPORTERS_ONNX_ONNXGRAPHIMPORTER_H

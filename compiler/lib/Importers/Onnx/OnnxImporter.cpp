@@ -1,0 +1,360 @@
+//===- OnnxImporter.cpp - ONNX model files to the graph dialect -----------===//
+//
+// The driver: read and parse the file, check it with libonnx, bind the
+// symbolic input dims, convert opsets 9-16 to 17, hand the graph to
+// GraphImporter, and cross-check its shapes with ONNX shape inference.
+//
+// Weights never pass through libonnx. The checker would try to open
+// external data files (which the test models deliberately lack), and the
+// version converter drops the external-data markers, so the driver moves
+// every floating-point or external initializer out of the model and
+// declares it as a typed graph input instead: a "skeleton" that libonnx can
+// check, convert and infer without the weights. The importer then reads the
+// initializers from the original protobuf.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Importers/OnnxImporter.h"
+
+#include "OnnxGraphImporter.h"
+
+#include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include "onnx/checker.h"
+#include "onnx/shape_inference/implementation.h"
+#include "onnx/version_converter/convert.h"
+
+#include <climits>
+
+using namespace mlir;
+using namespace cleave::onnx_import;
+
+namespace {
+
+constexpr int64_t kTargetOpset = 17;
+constexpr int64_t kOldestOpset = 9;
+
+/// Dim names that --batch and --seq bind (exact, case-sensitive).
+constexpr llvm::StringLiteral kBatchNames[] = {"batch", "batch_size", "N",
+                                               "n",     "b",          "bs"};
+constexpr llvm::StringLiteral kSeqNames[] = {
+    "seq", "seq_len", "sequence", "sequence_length", "seqlen", "T", "tokens"};
+
+/// Loads one model file and imports it; keeps the protobufs alive for the
+/// GraphImporter.
+class OnnxFileImporter {
+public:
+  OnnxFileImporter(MLIRContext &ctx, StringRef path,
+                   const cleave::ImportOptions &options)
+      : ctx(ctx), path(path.str()),
+        fileName(llvm::sys::path::filename(path).str()), options(options),
+        fileLoc(FileLineColLoc::get(&ctx, path, 0, 0)) {}
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  /// File-level errors: the location names the file.
+  InFlightDiagnostic error() { return emitError(fileLoc); }
+  LogicalResult load();
+  void makeSkeleton();
+  LogicalResult check();
+  FailureOr<int64_t> getOpset();
+  std::optional<int64_t> resolveDim(StringRef name) const;
+  LogicalResult bindDims();
+  LogicalResult convertVersion(int64_t opset);
+  ShapeMap inferOnnxShapes();
+
+  MLIRContext &ctx;
+  std::string path, fileName;
+  const cleave::ImportOptions &options;
+  Location fileLoc;
+  onnx::ModelProto model;
+  /// The initializers, moved out of `model`.
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> initializerProtos;
+  onnx::ModelProto skeleton;
+  /// The skeleton after version conversion (if it needed one).
+  onnx::ModelProto converted;
+  const onnx::ModelProto *prepared = &skeleton;
+  InitializerMap initializers;
+};
+
+} // namespace
+
+LogicalResult OnnxFileImporter::load() {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return error() << "cannot read the file: " << buffer.getError().message();
+  if ((*buffer)->getBufferSize() > static_cast<size_t>(INT_MAX))
+    return error() << "the file is over 2 GiB; store the weights as external "
+                      "data";
+  if (!model.ParseFromArray((*buffer)->getBufferStart(),
+                            static_cast<int>((*buffer)->getBufferSize())))
+    return error() << "not an ONNX model (the protobuf does not parse)";
+  // An empty or unrelated protobuf parses as an empty ModelProto.
+  if (!model.has_graph())
+    return error() << "not an ONNX model (it has no graph)";
+  return success();
+}
+
+void OnnxFileImporter::makeSkeleton() {
+  // Move the weights out first so that copying the model is cheap.
+  model.mutable_graph()->mutable_initializer()->Swap(&initializerProtos);
+  skeleton.CopyFrom(model);
+  onnx::GraphProto *graph = skeleton.mutable_graph();
+  llvm::StringSet<> inputs;
+  for (const onnx::ValueInfoProto &input : graph->input())
+    inputs.insert(input.name());
+  for (const onnx::TensorProto &tensor : initializerProtos) {
+    initializers[tensor.name()] = &tensor;
+    // Integer initializers (shapes, axes) stay: the converter and shape
+    // inference read their values.
+    if (!isFloatType(tensor.data_type()) &&
+        tensor.data_location() != onnx::TensorProto::EXTERNAL) {
+      *graph->add_initializer() = tensor;
+      continue;
+    }
+    if (inputs.contains(tensor.name()))
+      continue; // IR < 4 lists initializers among the inputs already
+    onnx::ValueInfoProto *input = graph->add_input();
+    input->set_name(tensor.name());
+    onnx::TypeProto::Tensor *type =
+        input->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(tensor.data_type());
+    onnx::TensorShapeProto *shape = type->mutable_shape();
+    for (int64_t d : tensor.dims())
+      shape->add_dim()->set_dim_value(d);
+  }
+}
+
+LogicalResult OnnxFileImporter::check() {
+  try {
+    onnx::checker::check_model(skeleton);
+  } catch (const onnx::checker::ValidationError &e) {
+    return error() << "invalid ONNX model: " << e.what();
+  } catch (const std::exception &e) {
+    return error() << "invalid ONNX model: " << e.what();
+  }
+  // The checker lets a graph output that nothing computes through, and
+  // libonnx's version converter then crashes on it.
+  const onnx::GraphProto &graph = skeleton.graph();
+  llvm::StringSet<> defined;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    defined.insert(input.name());
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    defined.insert(tensor.name());
+  for (const onnx::NodeProto &node : graph.node())
+    for (const std::string &output : node.output())
+      defined.insert(output);
+  for (const onnx::ValueInfoProto &output : graph.output())
+    if (!defined.contains(output.name()))
+      return error() << "invalid ONNX model: graph output '" << output.name()
+                     << "' is not computed by any node";
+  return success();
+}
+
+FailureOr<int64_t> OnnxFileImporter::getOpset() {
+  for (const onnx::OperatorSetIdProto &opset : skeleton.opset_import()) {
+    if (!opset.domain().empty() && opset.domain() != "ai.onnx")
+      continue;
+    int64_t version = opset.version();
+    if (version < kOldestOpset || version > kTargetOpset)
+      return error() << "opset " << version << " is not supported (opsets "
+                     << kOldestOpset << " to " << kTargetOpset << " are)";
+    return version;
+  }
+  return error() << "the model imports no default-domain opset";
+}
+
+std::optional<int64_t> OnnxFileImporter::resolveDim(StringRef name) const {
+  auto exact = options.dims.find(name.str());
+  if (exact != options.dims.end())
+    return exact->second;
+  if (options.batch && llvm::is_contained(kBatchNames, name))
+    return *options.batch;
+  if (options.seq && llvm::is_contained(kSeqNames, name))
+    return *options.seq;
+  return std::nullopt;
+}
+
+LogicalResult OnnxFileImporter::bindDims() {
+  onnx::GraphProto *graph = skeleton.mutable_graph();
+  bool ok = true;
+  for (onnx::ValueInfoProto &input : *graph->mutable_input()) {
+    if (initializers.count(input.name()) || !input.type().has_tensor_type() ||
+        !input.type().tensor_type().has_shape())
+      continue; // GraphImporter reports inputs it cannot type
+    SmallVector<std::string> unbound;
+    SmallVector<int> unnamed;
+    auto *dims = input.mutable_type()
+                     ->mutable_tensor_type()
+                     ->mutable_shape()
+                     ->mutable_dim();
+    for (auto [i, dim] : llvm::enumerate(*dims)) {
+      if (dim.has_dim_value())
+        continue;
+      if (!dim.has_dim_param() || dim.dim_param().empty()) {
+        unnamed.push_back(i);
+        continue;
+      }
+      std::optional<int64_t> value = resolveDim(dim.dim_param());
+      if (!value) {
+        if (!llvm::is_contained(unbound, dim.dim_param()))
+          unbound.push_back(dim.dim_param());
+        continue;
+      }
+      if (*value <= 0) {
+        ok = false;
+        error() << "dimension '" << dim.dim_param() << "' of input '"
+                << input.name() << "' must be bound to a positive size, got "
+                << *value;
+        continue;
+      }
+      dim.set_dim_value(*value);
+    }
+    if (!unbound.empty()) {
+      ok = false;
+      InFlightDiagnostic diag = error() << "input '" << input.name()
+                                        << "' has unbound symbolic dimension"
+                                        << (unbound.size() > 1 ? "s " : " ");
+      llvm::interleaveComma(unbound, diag, [&](const std::string &d) {
+        diag << "'" << d << "'";
+      });
+      diag << "; pass";
+      for (const std::string &d : unbound)
+        diag << " --dim " << d << "=VALUE";
+    }
+    if (!unnamed.empty()) {
+      ok = false;
+      InFlightDiagnostic diag = error() << "input '" << input.name()
+                                        << "' has dynamic dimensions without "
+                                           "a name (";
+      llvm::interleaveComma(unnamed, diag);
+      diag << "); re-export the model with named or static dimensions";
+    }
+  }
+  // Outputs get the same bindings, so that ONNX shape inference can
+  // confirm their static shapes.
+  for (onnx::ValueInfoProto &output : *graph->mutable_output()) {
+    if (!output.type().has_tensor_type() ||
+        !output.type().tensor_type().has_shape())
+      continue;
+    for (auto &dim : *output.mutable_type()
+                          ->mutable_tensor_type()
+                          ->mutable_shape()
+                          ->mutable_dim())
+      if (dim.has_dim_param())
+        if (std::optional<int64_t> value = resolveDim(dim.dim_param());
+            value && *value > 0)
+          dim.set_dim_value(*value);
+  }
+  return success(ok);
+}
+
+LogicalResult OnnxFileImporter::convertVersion(int64_t opset) {
+  if (opset == kTargetOpset)
+    return success();
+  // The converter's adapters (Softmax 12->13 among them) read shapes from
+  // value_info. Plain inference suffices; an adapter that finds no shape
+  // reports it.
+  try {
+    onnx::shape_inference::InferShapes(skeleton);
+  } catch (const std::exception &) {
+  }
+  try {
+    converted =
+        onnx::version_conversion::ConvertVersion(skeleton, kTargetOpset);
+  } catch (const std::exception &e) {
+    return error() << "cannot convert opset " << opset << " to " << kTargetOpset
+                   << ": " << e.what();
+  }
+  prepared = &converted;
+  // The converter may turn attributes into new initializers.
+  for (const onnx::TensorProto &tensor : converted.graph().initializer())
+    if (!initializers.count(tensor.name()))
+      initializers[tensor.name()] = &tensor;
+  return success();
+}
+
+ShapeMap OnnxFileImporter::inferOnnxShapes() {
+  // Runs on the skeleton in its original opset (conversion keeps every
+  // value's meaning), with data propagation, which types far more of the
+  // exporters' shape arithmetic. It runs only after the import succeeded:
+  // libonnx 1.12's data propagation crashes on some malformed graphs that
+  // its checker accepts, and the import rejects those first.
+  onnx::ModelProto model = skeleton;
+  model.mutable_graph()->clear_value_info();
+  onnx::ShapeInferenceOptions inferenceOptions(/*check_type=*/false,
+                                               /*strict_mode=*/0,
+                                               /*data_prop=*/true);
+  ShapeMap shapes;
+  try {
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(), inferenceOptions);
+  } catch (const std::exception &e) {
+    emitWarning(fileLoc) << "ONNX shape inference failed (" << e.what()
+                         << "); shapes are not cross-checked";
+    return shapes;
+  }
+  auto collect = [&](const onnx::ValueInfoProto &info) {
+    if (!info.type().has_tensor_type() ||
+        !info.type().tensor_type().has_shape())
+      return;
+    Shape shape;
+    for (const auto &dim : info.type().tensor_type().shape().dim()) {
+      if (!dim.has_dim_value())
+        return;
+      shape.push_back(dim.dim_value());
+    }
+    shapes[info.name()] = shape;
+  };
+  for (const onnx::ValueInfoProto &info : model.graph().value_info())
+    collect(info);
+  for (const onnx::ValueInfoProto &info : model.graph().output())
+    collect(info);
+  return shapes;
+}
+
+OwningOpRef<ModuleOp> OnnxFileImporter::run() {
+  if (failed(load()))
+    return {};
+  makeSkeleton();
+  FailureOr<int64_t> opset = getOpset();
+  if (failed(opset) || failed(check()) || failed(bindDims()) ||
+      failed(convertVersion(*opset)))
+    return {};
+
+  OwningOpRef<ModuleOp> module(ModuleOp::create(fileLoc));
+  (*module)->setAttr("cleave.model",
+                     StringAttr::get(&ctx, llvm::sys::path::stem(path)));
+  (*module)->setAttr("cleave.source", StringAttr::get(&ctx, "onnx"));
+  OpBuilder builder(&ctx);
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(builder, fileLoc, "forward",
+                                   FunctionType::get(&ctx, {}, {}));
+  GraphImporter importer(ctx, prepared->graph(), initializers, options,
+                         fileName, fileLoc);
+  if (failed(importer.importInto(func)) ||
+      failed(importer.checkShapes(inferOnnxShapes())) ||
+      failed(verify(*module)))
+    return {};
+  return module;
+}
+
+namespace cleave {
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &ctx, StringRef path,
+                                     const ImportOptions &options) {
+  ctx.loadDialect<graph::GraphDialect, func::FuncDialect>();
+  return OnnxFileImporter(ctx, path, options).run();
+}
+
+} // namespace cleave

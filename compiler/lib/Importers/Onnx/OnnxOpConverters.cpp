@@ -1,0 +1,491 @@
+//===- OnnxOpConverters.cpp - ONNX compute operators ----------------------===//
+//
+// Elementwise arithmetic, activations, matrix products, softmax and
+// normalisation, reductions. Each converter first folds on the host when
+// every input is known at import time (shape arithmetic, masks), and
+// otherwise emits the graph op; graph ops compute on floating-point tensors
+// only, so integer arithmetic on run-time values is an error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxConstantFolding.h"
+#include "OnnxGraphImporter.h"
+#include "OnnxShapeRules.h"
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+
+using namespace mlir;
+using namespace cleave::graph;
+
+namespace cleave::onnx_import {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// Checks that `value` is a floating-point tensor: graph compute ops take
+/// nothing else.
+LogicalResult requireFloat(NodeContext &ctx, Value value, StringRef what) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (isa<FloatType>(type.getElementType()))
+    return success();
+  return ctx.emitError()
+         << what << " must be floating point, got " << type
+         << " (integer and bool tensors are computed only when they are "
+            "known at import time)";
+}
+
+/// The ONNX data type of a floating-point MLIR element type.
+int32_t onnxFloatType(Type element) {
+  if (element.isF64())
+    return onnx::TensorProto::DOUBLE;
+  if (element.isF16())
+    return onnx::TensorProto::FLOAT16;
+  if (element.isBF16())
+    return onnx::TensorProto::BFLOAT16;
+  return onnx::TensorProto::FLOAT;
+}
+
+/// Input `i` as a value of element type `element`: a constant of another
+/// type (Pow's int exponent, a double scalar) is converted first.
+Value getValueAs(NodeContext &ctx, unsigned i, Type element) {
+  const HostTensor *constant = ctx.getConstant(i);
+  if (!constant || !isa<FloatType>(element) ||
+      getElementType(ctx.getContext(), constant->dtype) == element)
+    return ctx.getValue(i);
+  llvm::Expected<HostTensor> cast = foldCast(*constant, onnxFloatType(element));
+  if (!cast) {
+    (void)ctx.fail(cast.takeError());
+    return {};
+  }
+  return ctx.createConstant(*cast);
+}
+
+/// Gets the operands of an elementwise node, converting constants to the
+/// element type of the first run-time operand.
+LogicalResult getElementwiseOperands(NodeContext &ctx,
+                                     SmallVectorImpl<Value> &operands) {
+  Type element;
+  for (unsigned i = 0; i < ctx.getNumInputs() && !element; ++i)
+    if (ctx.hasInput(i) && !ctx.getConstant(i))
+      if (RankedTensorType type = ctx.getType(i))
+        element = type.getElementType();
+  for (unsigned i = 0; i < ctx.getNumInputs(); ++i) {
+    Value v = element ? getValueAs(ctx, i, element) : ctx.getValue(i);
+    if (!v || failed(requireFloat(ctx, v, "operand " + std::to_string(i))))
+      return failure();
+    operands.push_back(v);
+  }
+  return success();
+}
+
+/// A scalar constant of the element type of `like`.
+Value scalarLike(NodeContext &ctx, Value like, double value) {
+  auto type = cast<RankedTensorType>(like.getType());
+  return ctx.createSplat(RankedTensorType::get({}, type.getElementType()),
+                         value);
+}
+
+template <typename OpTy>
+LogicalResult setCreated(NodeContext &ctx, FailureOr<OpTy> op) {
+  if (failed(op))
+    return failure();
+  return ctx.setResult(0, (*op)->getResult(0));
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+/// Add, Sub, Mul, Div, Pow; Max and Min (variadic) fold left to right.
+template <HostBinaryOp HostOp, typename OpTy>
+LogicalResult convertBinary(NodeContext &ctx) {
+  for (unsigned i = 0; i < ctx.getNumInputs(); ++i)
+    if (!ctx.hasInput(i))
+      return ctx.emitError() << "input " << i << " is missing";
+  if (ctx.getNumInputs() < 1)
+    return ctx.emitError() << "needs at least one input";
+  if (ctx.allInputsConstant()) {
+    // Fold when the result is small; a large constant result is computed
+    // by graph ops like any other.
+    HostTensor acc = *ctx.getConstant(0);
+    bool folded = true;
+    for (unsigned i = 1; i < ctx.getNumInputs() && folded; ++i) {
+      HostTensor rhs = *ctx.getConstant(i);
+      if (HostOp == HostBinaryOp::Pow && rhs.isFloat() != acc.isFloat()) {
+        // Pow alone lets the exponent's type differ from the base's.
+        llvm::Expected<HostTensor> cast = foldCast(rhs, acc.dtype);
+        if (!cast)
+          return ctx.fail(cast.takeError());
+        rhs = std::move(*cast);
+      }
+      llvm::Expected<Shape> shape = broadcast(acc.shape, rhs.shape);
+      if (!shape)
+        return ctx.fail(shape.takeError());
+      if (!fitsOnHost(*shape)) {
+        folded = false;
+        break;
+      }
+      llvm::Expected<HostTensor> r = foldBinary(HostOp, acc, rhs);
+      if (!r)
+        return ctx.fail(r.takeError());
+      acc = std::move(*r);
+    }
+    if (folded)
+      return ctx.setResult(0, std::move(acc));
+  }
+  SmallVector<Value> operands;
+  if (failed(getElementwiseOperands(ctx, operands)))
+    return failure();
+  Value acc = operands.front();
+  for (Value rhs : ArrayRef(operands).drop_front()) {
+    FailureOr<OpTy> op = ctx.create<OpTy>(acc, rhs);
+    if (failed(op))
+      return failure();
+    acc = op->getResult();
+  }
+  return ctx.setResult(0, acc);
+}
+
+/// Equal, Less, Greater, Not, And, Or: masks, computed on the host only.
+template <HostBinaryOp HostOp>
+LogicalResult convertHostBinary(NodeContext &ctx) {
+  const HostTensor *lhs = ctx.getConstant(0), *rhs = ctx.getConstant(1);
+  if (!lhs || !rhs)
+    return ctx.emitError()
+           << "is supported only on values known at import time (the graph "
+              "dialect has no comparison or logic ops)";
+  llvm::Expected<HostTensor> r = foldBinary(HostOp, *lhs, *rhs);
+  if (!r)
+    return ctx.fail(r.takeError());
+  return ctx.setResult(0, std::move(*r));
+}
+
+template <HostUnaryOp HostOp, typename OpTy>
+LogicalResult convertUnary(NodeContext &ctx) {
+  if (const HostTensor *input = ctx.getConstant(0)) {
+    llvm::Expected<HostTensor> r = foldUnary(HostOp, *input);
+    if (!r)
+      return ctx.fail(r.takeError());
+    return ctx.setResult(0, std::move(*r));
+  }
+  if constexpr (std::is_same_v<OpTy, void>) {
+    return ctx.emitError()
+           << "is supported only on values known at import time";
+  } else {
+    Value input = ctx.getValue(0);
+    if (!input || failed(requireFloat(ctx, input, "the input")))
+      return failure();
+    return setCreated(ctx, ctx.create<OpTy>(input));
+  }
+}
+
+LogicalResult convertReciprocal(NodeContext &ctx) {
+  if (const HostTensor *input = ctx.getConstant(0)) {
+    llvm::Expected<HostTensor> r = foldUnary(HostUnaryOp::Reciprocal, *input);
+    if (!r)
+      return ctx.fail(r.takeError());
+    return ctx.setResult(0, std::move(*r));
+  }
+  Value input = ctx.getValue(0);
+  if (!input || failed(requireFloat(ctx, input, "the input")))
+    return failure();
+  return setCreated(ctx, ctx.create<DivOp>(scalarLike(ctx, input, 1.0), input));
+}
+
+LogicalResult convertWhere(NodeContext &ctx) {
+  if (ctx.allInputsConstant()) {
+    const HostTensor &c = *ctx.getConstant(0), &a = *ctx.getConstant(1),
+                     &b = *ctx.getConstant(2);
+    llvm::Expected<Shape> ab = broadcast(a.shape, b.shape);
+    if (!ab)
+      return ctx.fail(ab.takeError());
+    llvm::Expected<Shape> shape = broadcast(c.shape, *ab);
+    if (!shape)
+      return ctx.fail(shape.takeError());
+    if (fitsOnHost(*shape)) {
+      llvm::Expected<HostTensor> r = foldWhere(c, a, b);
+      if (!r)
+        return ctx.fail(r.takeError());
+      return ctx.setResult(0, std::move(*r));
+    }
+  }
+  Value cond = ctx.getValue(0);
+  if (!cond)
+    return failure();
+  if (!cast<RankedTensorType>(cond.getType()).getElementType().isInteger(1))
+    return ctx.emitError() << "condition must be bool, got " << cond.getType();
+  // Fold the condition's operand types like any elementwise op.
+  Type element;
+  for (unsigned i = 1; i < 3 && !element; ++i)
+    if (!ctx.getConstant(i))
+      if (RankedTensorType type = ctx.getType(i))
+        element = type.getElementType();
+  SmallVector<Value> operands;
+  for (unsigned i = 1; i < 3; ++i) {
+    Value v = element ? getValueAs(ctx, i, element) : ctx.getValue(i);
+    if (!v || failed(requireFloat(ctx, v, "operand " + std::to_string(i))))
+      return failure();
+    operands.push_back(v);
+  }
+  return setCreated(ctx, ctx.create<WhereOp>(cond, operands[0], operands[1]));
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+/// numpy matmul: 1-D operands become matrices and lose that dimension in
+/// the result again.
+LogicalResult convertMatMul(NodeContext &ctx) {
+  Value a = ctx.getValue(0), b = ctx.getValue(1);
+  if (!a || !b || failed(requireFloat(ctx, a, "operand A")) ||
+      failed(requireFloat(ctx, b, "operand B")))
+    return failure();
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto bType = cast<RankedTensorType>(b.getType());
+  if (aType.getRank() == 0 || bType.getRank() == 0)
+    return ctx.emitError() << "operands must not be scalars";
+  Value lhs = a, rhs = b;
+  if (aType.getRank() == 1) {
+    FailureOr<Value> r = ctx.reshape(a, {1, aType.getDimSize(0)});
+    if (failed(r))
+      return failure();
+    lhs = *r;
+  }
+  if (bType.getRank() == 1) {
+    FailureOr<Value> r = ctx.reshape(b, {bType.getDimSize(0), 1});
+    if (failed(r))
+      return failure();
+    rhs = *r;
+  }
+  FailureOr<MatmulOp> op = ctx.create<MatmulOp>(lhs, rhs, false, false);
+  if (failed(op))
+    return failure();
+  Value result = op->getResult();
+  if (aType.getRank() == 1 || bType.getRank() == 1) {
+    Shape shape(op->getType().getShape());
+    if (bType.getRank() == 1)
+      shape.pop_back();
+    if (aType.getRank() == 1)
+      shape.erase(shape.end() - (bType.getRank() == 1 ? 1 : 2));
+    FailureOr<Value> r = ctx.reshape(result, shape);
+    if (failed(r))
+      return failure();
+    result = *r;
+  }
+  return ctx.setResult(0, result);
+}
+
+/// Y = alpha * op(A) op(B) + beta * C.
+LogicalResult convertGemm(NodeContext &ctx) {
+  Value a = ctx.getValue(0), b = ctx.getValue(1);
+  if (!a || !b || failed(requireFloat(ctx, a, "operand A")) ||
+      failed(requireFloat(ctx, b, "operand B")))
+    return failure();
+  if (cast<RankedTensorType>(a.getType()).getRank() != 2 ||
+      cast<RankedTensorType>(b.getType()).getRank() != 2)
+    return ctx.emitError() << "operands must be matrices, got " << a.getType()
+                           << " and " << b.getType();
+  FailureOr<MatmulOp> product = ctx.create<MatmulOp>(
+      a, b, ctx.getInt("transA", 0) != 0, ctx.getInt("transB", 0) != 0);
+  if (failed(product))
+    return failure();
+  Value y = product->getResult();
+  double alpha = ctx.getFloat("alpha", 1.0), beta = ctx.getFloat("beta", 1.0);
+  if (alpha != 1.0) {
+    FailureOr<MulOp> scaled = ctx.create<MulOp>(y, scalarLike(ctx, y, alpha));
+    if (failed(scaled))
+      return failure();
+    y = scaled->getResult();
+  }
+  if (ctx.hasInput(2) && beta != 0.0) {
+    Value c = getValueAs(ctx, 2,
+                         cast<RankedTensorType>(y.getType()).getElementType());
+    if (!c || failed(requireFloat(ctx, c, "operand C")))
+      return failure();
+    if (beta != 1.0) {
+      FailureOr<MulOp> scaled = ctx.create<MulOp>(c, scalarLike(ctx, c, beta));
+      if (failed(scaled))
+        return failure();
+      c = scaled->getResult();
+    }
+    Type productType = y.getType();
+    FailureOr<AddOp> sum = ctx.create<AddOp>(y, c);
+    if (failed(sum))
+      return failure();
+    if (sum->getType() != productType)
+      return ctx.emitError() << "C of type " << c.getType()
+                             << " does not broadcast to " << productType;
+    y = sum->getResult();
+  }
+  return ctx.setResult(0, y);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and normalisation
+//===----------------------------------------------------------------------===//
+
+LogicalResult convertSoftmax(NodeContext &ctx) {
+  Value input = ctx.getValue(0);
+  if (!input || failed(requireFloat(ctx, input, "the input")))
+    return failure();
+  auto type = cast<RankedTensorType>(input.getType());
+  llvm::Expected<int64_t> axis =
+      normalizeAxis(ctx.getInt("axis", -1), type.getRank());
+  if (!axis)
+    return ctx.fail(axis.takeError());
+  OpBuilder &b = ctx.getBuilder();
+  return setCreated(ctx, ctx.create<SoftmaxOp>(
+                             input, b.getI64IntegerAttr(*axis), UnitAttr()));
+}
+
+/// Scale and bias of a normalisation as tensors of `shape`: ONNX lets them
+/// broadcast, the graph dialect wants the exact shape.
+Value getNormParam(NodeContext &ctx, unsigned i, ArrayRef<int64_t> shape,
+                   Type element) {
+  Value v = getValueAs(ctx, i, element);
+  if (!v)
+    return {};
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getShape() == shape)
+    return v;
+  if (type.getNumElements() != product(shape)) {
+    ctx.emitError() << "input " << i << " of type " << type
+                    << " does not have the normalized shape "
+                    << shapeToString(shape);
+    return {};
+  }
+  FailureOr<Value> r = ctx.reshape(v, shape);
+  return failed(r) ? Value() : *r;
+}
+
+LogicalResult convertLayerNormalization(NodeContext &ctx) {
+  if (ctx.isOutputUsed(1) || ctx.isOutputUsed(2))
+    return ctx.emitError() << "the Mean and InvStdDev outputs are not "
+                              "supported";
+  Value x = ctx.getValue(0);
+  if (!x || failed(requireFloat(ctx, x, "the input")))
+    return failure();
+  auto type = cast<RankedTensorType>(x.getType());
+  llvm::Expected<int64_t> axis =
+      normalizeAxis(ctx.getInt("axis", -1), type.getRank());
+  if (!axis)
+    return ctx.fail(axis.takeError());
+  ArrayRef<int64_t> normalized = type.getShape().drop_front(*axis);
+  Value scale = getNormParam(ctx, 1, normalized, type.getElementType());
+  if (!scale)
+    return failure();
+  Value bias;
+  if (ctx.hasInput(2) &&
+      !(bias = getNormParam(ctx, 2, normalized, type.getElementType())))
+    return failure();
+  OpBuilder &b = ctx.getBuilder();
+  return setCreated(ctx, ctx.create<LayerNormOp>(
+                             x, scale, bias, b.getI64IntegerAttr(*axis),
+                             b.getF64FloatAttr(ctx.getFloat("epsilon", 1e-5))));
+}
+
+/// Inference-mode batch norm: scale and bias are trained, the running mean
+/// and variance are frozen statistics.
+LogicalResult convertBatchNormalization(NodeContext &ctx) {
+  if (ctx.getInt("training_mode", 0) != 0)
+    return ctx.emitError() << "training_mode = 1 is not supported";
+  for (unsigned i = 1; i < ctx.getNumOutputs(); ++i)
+    if (ctx.isOutputUsed(i))
+      return ctx.emitError() << "running-statistics outputs are not "
+                                "supported";
+  Value x = ctx.getValue(0);
+  if (!x || failed(requireFloat(ctx, x, "the input")))
+    return failure();
+  Value scale = ctx.getValue(1), bias = ctx.getValue(2);
+  Value mean = ctx.getValue(3, ParamUse::Frozen);
+  Value variance = ctx.getValue(4, ParamUse::Frozen);
+  if (!scale || !bias || !mean || !variance)
+    return failure();
+  OpBuilder &b = ctx.getBuilder();
+  return setCreated(ctx, ctx.create<BatchNormOp>(
+                             x, scale, bias, mean, variance,
+                             b.getF64FloatAttr(ctx.getFloat("epsilon", 1e-5)),
+                             UnitAttr()));
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy> LogicalResult convertReduce(NodeContext &ctx) {
+  Value input = ctx.getValue(0);
+  if (!input || failed(requireFloat(ctx, input, "the input")))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  // Axes are an attribute up to opset 17 (ReduceSum: 12) and an input
+  // after; no axes reduce everything unless noop_with_empty_axes.
+  Shape axes;
+  if (ctx.hasInput(1)) {
+    FailureOr<Shape> given = ctx.getConstantInts(1, "axes");
+    if (failed(given))
+      return failure();
+    axes = *given;
+  } else if (std::optional<Shape> attr = ctx.getInts("axes")) {
+    axes = *attr;
+  }
+  if (axes.empty()) {
+    if (ctx.getInt("noop_with_empty_axes", 0))
+      return ctx.setResult(0, input);
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  }
+  llvm::Expected<Shape> normalized = normalizeAxes(axes, rank);
+  if (!normalized)
+    return ctx.fail(normalized.takeError());
+  llvm::sort(*normalized);
+  return setCreated(ctx, ctx.create<OpTy>(input, ArrayRef<int64_t>(*normalized),
+                                          ctx.getInt("keepdims", 1) != 0));
+}
+
+} // namespace
+
+void addComputeConverters(ConverterTable &table) {
+  table.add("Add", convertBinary<HostBinaryOp::Add, AddOp>);
+  table.add("Sub", convertBinary<HostBinaryOp::Sub, SubOp>);
+  table.add("Mul", convertBinary<HostBinaryOp::Mul, MulOp>);
+  table.add("Div", convertBinary<HostBinaryOp::Div, DivOp>);
+  table.add("Pow", convertBinary<HostBinaryOp::Pow, PowOp>);
+  table.add("Max", convertBinary<HostBinaryOp::Max, MaxOp>);
+  table.add("Min", convertBinary<HostBinaryOp::Min, MinOp>);
+  table.add("Equal", convertHostBinary<HostBinaryOp::Equal>);
+  table.add("Less", convertHostBinary<HostBinaryOp::Less>);
+  table.add("Greater", convertHostBinary<HostBinaryOp::Greater>);
+  table.add("LessOrEqual", convertHostBinary<HostBinaryOp::LessOrEqual>);
+  table.add("GreaterOrEqual", convertHostBinary<HostBinaryOp::GreaterOrEqual>);
+  table.add("And", convertHostBinary<HostBinaryOp::And>);
+  table.add("Or", convertHostBinary<HostBinaryOp::Or>);
+  table.add("Xor", convertHostBinary<HostBinaryOp::Xor>);
+  table.add("Not", convertUnary<HostUnaryOp::Not, void>);
+  table.add("Abs", convertUnary<HostUnaryOp::Abs, void>);
+  table.add("Floor", convertUnary<HostUnaryOp::Floor, void>);
+  table.add("Ceil", convertUnary<HostUnaryOp::Ceil, void>);
+  table.add("Neg", convertUnary<HostUnaryOp::Neg, NegOp>);
+  table.add("Relu", convertUnary<HostUnaryOp::Relu, ReluOp>);
+  table.add("Sqrt", convertUnary<HostUnaryOp::Sqrt, SqrtOp>);
+  table.add("Exp", convertUnary<HostUnaryOp::Exp, ExpOp>);
+  table.add("Log", convertUnary<HostUnaryOp::Log, LogOp>);
+  table.add("Erf", convertUnary<HostUnaryOp::Erf, ErfOp>);
+  table.add("Sigmoid", convertUnary<HostUnaryOp::Sigmoid, SigmoidOp>);
+  table.add("Tanh", convertUnary<HostUnaryOp::Tanh, TanhOp>);
+  table.add("Reciprocal", convertReciprocal);
+  table.add("Where", convertWhere);
+  table.add("MatMul", convertMatMul);
+  table.add("Gemm", convertGemm);
+  table.add("Softmax", convertSoftmax);
+  table.add("LayerNormalization", convertLayerNormalization);
+  table.add("BatchNormalization", convertBatchNormalization);
+  table.add("ReduceMean", convertReduce<ReduceMeanOp>);
+  table.add("ReduceSum", convertReduce<ReduceSumOp>);
+  table.add("ReduceMax", convertReduce<ReduceMaxOp>);
+  addConvolutionConverters(table);
+}
+
+} // namespace cleave::onnx_import

@@ -1,0 +1,614 @@
+//===- OnnxShapeOpConverters.cpp - ONNX data movement and shape ops -------===//
+//
+// Constant, Shape, Cast, Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
+// Concat, Split, Slice, Gather, Expand, ConstantOfShape, Range, Identity
+// and Dropout. Every converter works on host values (the exporters' shape
+// arithmetic) and on run-time tensors alike, with the same ONNX shape rules
+// (OnnxShapeRules.h), so both paths agree on every shape.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxConstantFolding.h"
+#include "OnnxGraphImporter.h"
+#include "OnnxShapeRules.h"
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace cleave::graph;
+
+namespace cleave::onnx_import {
+namespace {
+
+/// Sets result 0 to `input` with a new shape: a host tensor keeps its
+/// elements, a run-time tensor gets a graph.reshape.
+LogicalResult setReshaped(NodeContext &ctx, ArrayRef<int64_t> shape) {
+  if (const HostTensor *input = ctx.getConstant(0)) {
+    HostTensor out = *input;
+    out.shape.assign(shape.begin(), shape.end());
+    return ctx.setResult(0, std::move(out));
+  }
+  Value input = ctx.getValue(0);
+  if (!input)
+    return failure();
+  FailureOr<Value> reshaped = ctx.reshape(input, shape);
+  if (failed(reshaped))
+    return failure();
+  return ctx.setResult(0, *reshaped);
+}
+
+/// The shape of input `i`, known for constants, parameters and values.
+FailureOr<Shape> getShape(NodeContext &ctx, unsigned i) {
+  RankedTensorType type = ctx.getType(i);
+  if (!type) {
+    ctx.emitError() << "input " << i << " is missing or has no known type";
+    return failure();
+  }
+  return Shape(type.getShape());
+}
+
+//===----------------------------------------------------------------------===//
+// Sources and identities
+//===----------------------------------------------------------------------===//
+
+LogicalResult convertConstant(NodeContext &ctx) {
+  MLIRContext *mlirCtx = ctx.getContext();
+  for (const onnx::AttributeProto &attr : ctx.getNode().attribute()) {
+    const std::string &name = attr.name();
+    if (name == "value") {
+      const onnx::TensorProto &t = attr.t();
+      // Large constants go straight to an attribute; only small ones are
+      // worth holding on the host.
+      if (product(Shape(t.dims().begin(), t.dims().end())) > kMaxHostElements) {
+        RankedTensorType type = getTensorType(mlirCtx, t);
+        if (!type)
+          return ctx.emitError() << "unsupported constant data type "
+                                 << dataTypeName(t.data_type());
+        llvm::Expected<ElementsAttr> value = readParameterValue(t, type);
+        if (!value)
+          return ctx.fail(value.takeError());
+        return ctx.setResult(
+            0, ConstantOp::create(ctx.getBuilder(), ctx.getLoc(), *value)
+                   .getResult());
+      }
+      llvm::Expected<HostTensor> tensor = readTensor(t);
+      if (!tensor)
+        return ctx.fail(tensor.takeError());
+      return ctx.setResult(0, std::move(*tensor));
+    }
+    HostTensor out;
+    if (name == "value_float" || name == "value_floats") {
+      out.dtype = onnx::TensorProto::FLOAT;
+      if (name == "value_float")
+        out.floats = {attr.f()};
+      else
+        out.floats.assign(attr.floats().begin(), attr.floats().end());
+    } else if (name == "value_int" || name == "value_ints") {
+      out.dtype = onnx::TensorProto::INT64;
+      if (name == "value_int")
+        out.ints = {attr.i()};
+      else
+        out.ints.assign(attr.ints().begin(), attr.ints().end());
+    } else {
+      return ctx.emitError()
+             << "constant attribute '" << name << "' is not supported";
+    }
+    if (name == "value_floats" || name == "value_ints")
+      out.shape = {static_cast<int64_t>(out.floats.size() + out.ints.size())};
+    return ctx.setResult(0, std::move(out));
+  }
+  return ctx.emitError() << "has no value attribute";
+}
+
+/// Identity, and Dropout in inference mode.
+LogicalResult convertIdentity(NodeContext &ctx) {
+  if (ctx.getOpType() == "Dropout" && ctx.isOutputUsed(1))
+    return ctx.emitError() << "the mask output is not supported";
+  if (std::shared_ptr<const HostTensor> input = ctx.getConstantRef(0))
+    return ctx.setResult(0, std::move(input));
+  Value input = ctx.getValue(0);
+  if (!input)
+    return failure();
+  return ctx.setResult(0, input);
+}
+
+LogicalResult convertShape(NodeContext &ctx) {
+  FailureOr<Shape> shape = getShape(ctx, 0);
+  if (failed(shape))
+    return failure();
+  int64_t rank = shape->size();
+  auto clampAxis = [&](int64_t a) {
+    return std::clamp<int64_t>(a < 0 ? a + rank : a, 0, rank);
+  };
+  int64_t start = clampAxis(ctx.getInt("start", 0));
+  int64_t end = clampAxis(ctx.getInt("end", rank));
+  Shape dims;
+  for (int64_t i = start; i < end; ++i)
+    dims.push_back((*shape)[i]);
+  return ctx.setResult(0, HostTensor::int64Vector(dims));
+}
+
+LogicalResult convertSize(NodeContext &ctx) {
+  FailureOr<Shape> shape = getShape(ctx, 0);
+  if (failed(shape))
+    return failure();
+  HostTensor out = HostTensor::int64Vector({product(*shape)});
+  out.shape.clear();
+  return ctx.setResult(0, std::move(out));
+}
+
+LogicalResult convertCast(NodeContext &ctx) {
+  int32_t to = ctx.getInt("to", 0);
+  if (const HostTensor *input = ctx.getConstant(0)) {
+    llvm::Expected<HostTensor> r = foldCast(*input, to);
+    if (!r)
+      return ctx.fail(r.takeError());
+    return ctx.setResult(0, std::move(*r));
+  }
+  Type target = getElementType(ctx.getContext(), to);
+  if (!target)
+    return ctx.emitError() << "cannot cast to " << dataTypeName(to);
+  Value input = ctx.getValue(0);
+  if (!input)
+    return failure();
+  auto type = cast<RankedTensorType>(input.getType());
+  if (type.getElementType() == target)
+    return ctx.setResult(0, input);
+  if (!isa<FloatType>(type.getElementType()) || !isa<FloatType>(target))
+    return ctx.emitError() << "casting a run-time " << type << " to " << target
+                           << " is not supported (only between floating-point "
+                              "types, or of values known at import time)";
+  FailureOr<CastOp> op =
+      ctx.create<CastOp>(RankedTensorType::get(type.getShape(), target), input);
+  if (failed(op))
+    return failure();
+  return ctx.setResult(0, op->getResult());
+}
+
+LogicalResult convertConstantOfShape(NodeContext &ctx) {
+  FailureOr<Shape> shape = ctx.getConstantInts(0, "the shape");
+  if (failed(shape))
+    return failure();
+  if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
+    return ctx.emitError() << "negative dimension in " << shapeToString(*shape);
+  HostTensor fill = HostTensor::zeros(onnx::TensorProto::FLOAT, {});
+  if (const onnx::AttributeProto *attr = ctx.getAttr("value")) {
+    llvm::Expected<HostTensor> value = readTensor(attr->t());
+    if (!value)
+      return ctx.fail(value.takeError());
+    if (value->size() != 1)
+      return ctx.emitError() << "value must hold one element";
+    fill = std::move(*value);
+  }
+  if (!fitsOnHost(*shape)) {
+    RankedTensorType type = RankedTensorType::get(
+        *shape, getElementType(ctx.getContext(), fill.dtype));
+    return ctx.setResult(0, ctx.createSplat(type, fill.getDouble(0)));
+  }
+  llvm::Expected<HostTensor> out = foldExpand(fill, *shape);
+  if (!out)
+    return ctx.fail(out.takeError());
+  out->shape = *shape; // a one-element fill may have rank 1
+  return ctx.setResult(0, std::move(*out));
+}
+
+LogicalResult convertRange(NodeContext &ctx) {
+  if (!ctx.allInputsConstant())
+    return ctx.emitError() << "start, limit and delta must be known at import "
+                              "time";
+  llvm::Expected<HostTensor> r =
+      foldRange(*ctx.getConstant(0), *ctx.getConstant(1), *ctx.getConstant(2));
+  if (!r)
+    return ctx.fail(r.takeError());
+  return ctx.setResult(0, std::move(*r));
+}
+
+//===----------------------------------------------------------------------===//
+// Reshapes
+//===----------------------------------------------------------------------===//
+
+LogicalResult convertReshape(NodeContext &ctx) {
+  FailureOr<Shape> input = getShape(ctx, 0);
+  if (failed(input))
+    return failure();
+  FailureOr<Shape> target = ctx.getConstantInts(1, "the target shape");
+  if (failed(target))
+    return failure();
+  llvm::Expected<Shape> shape =
+      computeReshape(*input, *target, ctx.getInt("allowzero", 0) != 0);
+  if (!shape)
+    return ctx.fail(shape.takeError());
+  return setReshaped(ctx, *shape);
+}
+
+LogicalResult convertFlatten(NodeContext &ctx) {
+  FailureOr<Shape> input = getShape(ctx, 0);
+  if (failed(input))
+    return failure();
+  llvm::Expected<Shape> shape = computeFlatten(*input, ctx.getInt("axis", 1));
+  if (!shape)
+    return ctx.fail(shape.takeError());
+  return setReshaped(ctx, *shape);
+}
+
+/// Axes of Squeeze and Unsqueeze: an input from opset 13, an attribute
+/// before.
+FailureOr<std::optional<Shape>> getAxes(NodeContext &ctx) {
+  if (ctx.hasInput(1)) {
+    FailureOr<Shape> axes = ctx.getConstantInts(1, "axes");
+    if (failed(axes))
+      return failure();
+    return std::optional<Shape>(*axes);
+  }
+  return ctx.getInts("axes");
+}
+
+LogicalResult convertSqueeze(NodeContext &ctx) {
+  FailureOr<Shape> input = getShape(ctx, 0);
+  if (failed(input))
+    return failure();
+  FailureOr<std::optional<Shape>> axes = getAxes(ctx);
+  if (failed(axes))
+    return failure();
+  llvm::Expected<Shape> shape =
+      computeSqueeze(*input, *axes ? &**axes : nullptr);
+  if (!shape)
+    return ctx.fail(shape.takeError());
+  return setReshaped(ctx, *shape);
+}
+
+LogicalResult convertUnsqueeze(NodeContext &ctx) {
+  FailureOr<Shape> input = getShape(ctx, 0);
+  if (failed(input))
+    return failure();
+  FailureOr<std::optional<Shape>> axes = getAxes(ctx);
+  if (failed(axes))
+    return failure();
+  if (!*axes)
+    return ctx.emitError() << "needs axes";
+  llvm::Expected<Shape> shape = computeUnsqueeze(*input, **axes);
+  if (!shape)
+    return ctx.fail(shape.takeError());
+  return setReshaped(ctx, *shape);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult convertTranspose(NodeContext &ctx) {
+  FailureOr<Shape> input = getShape(ctx, 0);
+  if (failed(input))
+    return failure();
+  Shape perm(input->size());
+  std::iota(perm.rbegin(), perm.rend(), 0); // default: reverse the dims
+  if (std::optional<Shape> given = ctx.getInts("perm"))
+    perm = *given;
+  Shape sorted = perm;
+  llvm::sort(sorted);
+  bool valid = sorted.size() == input->size();
+  for (size_t i = 0; i < sorted.size() && valid; ++i)
+    valid = sorted[i] == static_cast<int64_t>(i);
+  if (!valid)
+    return ctx.emitError() << "invalid permutation " << shapeToString(perm)
+                           << " for rank " << input->size();
+  if (const HostTensor *constant = ctx.getConstant(0))
+    return ctx.setResult(0, foldTranspose(*constant, perm));
+  Value value = ctx.getValue(0);
+  if (!value)
+    return failure();
+  FailureOr<TransposeOp> op =
+      ctx.create<TransposeOp>(value, ArrayRef<int64_t>(perm));
+  if (failed(op))
+    return failure();
+  return ctx.setResult(0, op->getResult());
+}
+
+LogicalResult convertConcat(NodeContext &ctx) {
+  if (ctx.getNumInputs() == 0)
+    return ctx.emitError() << "needs at least one input";
+  FailureOr<Shape> first = getShape(ctx, 0);
+  if (failed(first))
+    return failure();
+  llvm::Expected<int64_t> axis =
+      normalizeAxis(ctx.getInt("axis", 0), first->size());
+  if (!axis)
+    return ctx.fail(axis.takeError());
+  if (ctx.allInputsConstant()) {
+    SmallVector<const HostTensor *> inputs;
+    for (unsigned i = 0; i < ctx.getNumInputs(); ++i)
+      inputs.push_back(ctx.getConstant(i));
+    llvm::Expected<HostTensor> r = foldConcat(inputs, *axis);
+    if (!r)
+      return ctx.fail(r.takeError());
+    if (fitsOnHost(r->shape))
+      return ctx.setResult(0, std::move(*r));
+  }
+  SmallVector<Value> inputs;
+  for (unsigned i = 0; i < ctx.getNumInputs(); ++i) {
+    Value v = ctx.getValue(i);
+    if (!v)
+      return failure();
+    inputs.push_back(v);
+  }
+  FailureOr<ConcatOp> op = ctx.create<ConcatOp>(ValueRange(inputs), *axis);
+  if (failed(op))
+    return failure();
+  return ctx.setResult(0, op->getResult());
+}
+
+LogicalResult convertSplit(NodeContext &ctx) {
+  FailureOr<Shape> input = getShape(ctx, 0);
+  if (failed(input))
+    return failure();
+  llvm::Expected<int64_t> axis =
+      normalizeAxis(ctx.getInt("axis", 0), input->size());
+  if (!axis)
+    return ctx.fail(axis.takeError());
+  int64_t dim = (*input)[*axis];
+  Shape sizes;
+  if (ctx.hasInput(1)) {
+    FailureOr<Shape> given = ctx.getConstantInts(1, "split");
+    if (failed(given))
+      return failure();
+    sizes = *given;
+  } else if (std::optional<Shape> attr = ctx.getInts("split")) {
+    sizes = *attr;
+  } else {
+    // Equal parts, one per output (opset 18's num_outputs rule: the last
+    // part is smaller when the dimension does not divide).
+    int64_t n = ctx.getInt("num_outputs", ctx.getNumOutputs());
+    int64_t chunk = n > 0 ? (dim + n - 1) / n : 0;
+    if (n <= 0 || dim - chunk * (n - 1) < 0)
+      return ctx.emitError() << "cannot split dimension " << *axis
+                             << " of size " << dim << " into " << n << " parts";
+    sizes.assign(n, chunk);
+    sizes.back() = dim - chunk * (n - 1);
+  }
+  if (static_cast<int64_t>(sizes.size()) != ctx.getNumOutputs())
+    return ctx.emitError() << sizes.size() << " split sizes for "
+                           << ctx.getNumOutputs() << " outputs";
+
+  if (const HostTensor *constant = ctx.getConstant(0)) {
+    int64_t offset = 0;
+    for (auto [i, size] : llvm::enumerate(sizes)) {
+      if (size < 0 || offset + size > dim)
+        return ctx.emitError() << "split sizes " << shapeToString(sizes)
+                               << " do not fit dimension of size " << dim;
+      Shape starts(input->size(), 0);
+      starts[*axis] = offset;
+      SliceSpec spec{starts, Shape(input->size(), 1), *input};
+      spec.sizes[*axis] = size;
+      if (failed(ctx.setResult(i, foldSlice(*constant, spec))))
+        return failure();
+      offset += size;
+    }
+    return success();
+  }
+  Value value = ctx.getValue(0);
+  if (!value)
+    return failure();
+  FailureOr<SplitOp> op =
+      ctx.create<SplitOp>(value, *axis, ArrayRef<int64_t>(sizes));
+  if (failed(op))
+    return failure();
+  for (auto [i, result] : llvm::enumerate(op->getResults()))
+    if (failed(ctx.setResult(i, result)))
+      return failure();
+  return success();
+}
+
+LogicalResult convertSlice(NodeContext &ctx) {
+  FailureOr<Shape> input = getShape(ctx, 0);
+  if (failed(input))
+    return failure();
+  FailureOr<Shape> starts = ctx.getConstantInts(1, "starts");
+  if (failed(starts))
+    return failure();
+  FailureOr<Shape> ends = ctx.getConstantInts(2, "ends");
+  if (failed(ends))
+    return failure();
+  Shape axes, steps;
+  if (ctx.hasInput(3)) {
+    FailureOr<Shape> given = ctx.getConstantInts(3, "axes");
+    if (failed(given))
+      return failure();
+    axes = *given;
+  }
+  if (ctx.hasInput(4)) {
+    FailureOr<Shape> given = ctx.getConstantInts(4, "steps");
+    if (failed(given))
+      return failure();
+    steps = *given;
+  }
+  llvm::Expected<SliceSpec> spec =
+      computeSlice(*input, *starts, *ends, axes, steps);
+  if (!spec)
+    return ctx.fail(spec.takeError());
+  if (const HostTensor *constant = ctx.getConstant(0))
+    return ctx.setResult(0, foldSlice(*constant, *spec));
+  if (spec->hasNegativeStep())
+    return ctx.emitError() << "negative slice steps (reversal) of a run-time "
+                              "tensor are not supported";
+  Value value = ctx.getValue(0);
+  if (!value)
+    return failure();
+  if (ArrayRef<int64_t>(spec->sizes) == ArrayRef<int64_t>(*input))
+    return ctx.setResult(0, value);
+  Shape limits;
+  for (size_t d = 0; d < input->size(); ++d)
+    limits.push_back(spec->sizes[d] > 0
+                         ? spec->starts[d] +
+                               (spec->sizes[d] - 1) * spec->steps[d] + 1
+                         : spec->starts[d]);
+  FailureOr<SliceOp> op = ctx.create<SliceOp>(
+      value, ArrayRef<int64_t>(spec->starts), ArrayRef<int64_t>(limits),
+      ArrayRef<int64_t>(spec->steps));
+  if (failed(op))
+    return failure();
+  return ctx.setResult(0, op->getResult());
+}
+
+LogicalResult convertGather(NodeContext &ctx) {
+  FailureOr<Shape> dataShape = getShape(ctx, 0);
+  if (failed(dataShape))
+    return failure();
+  llvm::Expected<int64_t> axis =
+      normalizeAxis(ctx.getInt("axis", 0), dataShape->size());
+  if (!axis)
+    return ctx.fail(axis.takeError());
+  const HostTensor *data = ctx.getConstant(0);
+  const HostTensor *indices = ctx.getConstant(1);
+  if (data && indices) {
+    llvm::Expected<HostTensor> r = foldGather(*data, *indices, *axis);
+    if (!r)
+      return ctx.fail(r.takeError());
+    if (fitsOnHost(r->shape))
+      return ctx.setResult(0, std::move(*r));
+  }
+  Value dataValue = ctx.getValue(0);
+  if (!dataValue)
+    return failure();
+  if (!indices) {
+    Value indexValue = ctx.getValue(1);
+    if (!indexValue)
+      return failure();
+    // Run-time indices are taken as they are: negative ones (rare in
+    // exports) are not wrapped.
+    FailureOr<GatherOp> op = ctx.create<GatherOp>(dataValue, indexValue, *axis);
+    if (failed(op))
+      return failure();
+    return ctx.setResult(0, op->getResult());
+  }
+
+  if (indices->isFloat())
+    return ctx.emitError() << "indices must be integers";
+  int64_t dim = (*dataShape)[*axis];
+  HostTensor normalized = *indices;
+  normalized.dtype = onnx::TensorProto::INT64;
+  for (int64_t &index : normalized.ints) {
+    if (index < -dim || index >= dim)
+      return ctx.emitError()
+             << "index " << index << " is out of range for dimension " << *axis
+             << " of size " << dim;
+    if (index < 0)
+      index += dim;
+  }
+  // A scalar index selects one slice: a graph.slice and a reshape that
+  // drops the axis move no more data than the selection itself.
+  if (normalized.shape.empty()) {
+    int64_t index = normalized.ints[0];
+    Shape starts(dataShape->size(), 0), limits = *dataShape,
+                                        strides(dataShape->size(), 1);
+    starts[*axis] = index;
+    limits[*axis] = index + 1;
+    FailureOr<SliceOp> slice = ctx.create<SliceOp>(
+        dataValue, ArrayRef<int64_t>(starts), ArrayRef<int64_t>(limits),
+        ArrayRef<int64_t>(strides));
+    if (failed(slice))
+      return failure();
+    Shape shape = *dataShape;
+    shape.erase(shape.begin() + *axis);
+    FailureOr<Value> reshaped = ctx.reshape(slice->getResult(), shape);
+    if (failed(reshaped))
+      return failure();
+    return ctx.setResult(0, *reshaped);
+  }
+  // Evenly spaced increasing indices (position ids from Range) are a
+  // strided slice, which keeps the selected rows a view of the table.
+  int64_t n = normalized.size();
+  int64_t step = n > 1 ? normalized.ints[1] - normalized.ints[0] : 1;
+  bool strided = normalized.shape.size() == 1 && n > 0 && step > 0;
+  for (int64_t k = 1; k < n && strided; ++k)
+    strided = normalized.ints[k] - normalized.ints[k - 1] == step;
+  if (strided) {
+    Shape starts(dataShape->size(), 0), limits = *dataShape,
+                                        strides(dataShape->size(), 1);
+    starts[*axis] = normalized.ints[0];
+    limits[*axis] = normalized.ints[n - 1] + 1;
+    strides[*axis] = step;
+    FailureOr<SliceOp> slice = ctx.create<SliceOp>(
+        dataValue, ArrayRef<int64_t>(starts), ArrayRef<int64_t>(limits),
+        ArrayRef<int64_t>(strides));
+    if (failed(slice))
+      return failure();
+    return ctx.setResult(0, slice->getResult());
+  }
+  FailureOr<GatherOp> op =
+      ctx.create<GatherOp>(dataValue, ctx.createConstant(normalized), *axis);
+  if (failed(op))
+    return failure();
+  return ctx.setResult(0, op->getResult());
+}
+
+/// Expand of a run-time tensor multiplies it by ones of the target shape:
+/// numpy broadcasting of graph.mul is exactly Expand's rule, x * 1 is exact
+/// for every float (x + 0 would turn -0.0 into +0.0), and the splat costs
+/// no memory. Integer tensors have no graph arithmetic, so they must be
+/// known at import time.
+LogicalResult convertExpand(NodeContext &ctx) {
+  FailureOr<Shape> input = getShape(ctx, 0);
+  if (failed(input))
+    return failure();
+  FailureOr<Shape> target = ctx.getConstantInts(1, "the target shape");
+  if (failed(target))
+    return failure();
+  if (llvm::any_of(*target, [](int64_t d) { return d < 0; }))
+    return ctx.emitError() << "negative dimension in the target shape "
+                           << shapeToString(*target);
+  llvm::Expected<Shape> shape = broadcast(*input, *target);
+  if (!shape)
+    return ctx.fail(shape.takeError());
+  if (const HostTensor *constant = ctx.getConstant(0)) {
+    if (fitsOnHost(*shape)) {
+      llvm::Expected<HostTensor> r = foldExpand(*constant, *target);
+      if (!r)
+        return ctx.fail(r.takeError());
+      return ctx.setResult(0, std::move(*r));
+    }
+  }
+  Value value = ctx.getValue(0);
+  if (!value)
+    return failure();
+  if (ArrayRef<int64_t>(*shape) == ArrayRef<int64_t>(*input))
+    return ctx.setResult(0, value);
+  auto type = cast<RankedTensorType>(value.getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return ctx.emitError() << "expanding a run-time " << type
+                           << " is not supported (only floating-point "
+                              "tensors, or values known at import time)";
+  Value ones = ctx.createSplat(
+      RankedTensorType::get(*target, type.getElementType()), 1.0);
+  FailureOr<MulOp> op = ctx.create<MulOp>(value, ones);
+  if (failed(op))
+    return failure();
+  return ctx.setResult(0, op->getResult());
+}
+
+} // namespace
+
+void addShapeConverters(ConverterTable &table) {
+  table.add("Constant", convertConstant);
+  table.add("Identity", convertIdentity);
+  table.add("Dropout", convertIdentity);
+  table.add("Shape", convertShape);
+  table.add("Size", convertSize);
+  table.add("Cast", convertCast);
+  table.add("ConstantOfShape", convertConstantOfShape);
+  table.add("Range", convertRange);
+  table.add("Reshape", convertReshape);
+  table.add("Flatten", convertFlatten);
+  table.add("Squeeze", convertSqueeze);
+  table.add("Unsqueeze", convertUnsqueeze);
+  table.add("Transpose", convertTranspose);
+  table.add("Concat", convertConcat);
+  table.add("Split", convertSplit);
+  table.add("Slice", convertSlice);
+  table.add("Gather", convertGather);
+  table.add("Expand", convertExpand);
+}
+
+} // namespace cleave::onnx_import
