@@ -69,7 +69,8 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
                              slot.microbatch);
     send.category = "send";
     send.rank = src.rank;
-    send.stream = Stream::PipelineSend;
+    send.stream =
+        spec.overlapTransfers ? Stream::PipelineSend : Stream::Compute;
     send.stage = src.stage;
     send.microbatch = slot.microbatch;
     send.chunk = src.chunk;

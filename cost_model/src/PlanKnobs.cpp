@@ -66,6 +66,13 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
       else
         status = absl::InvalidArgumentError(
             absl::StrCat("knob 'sp' takes on or off, got '", value, "'"));
+    } else if (key == "overlap-grad" || key == "overlap-p2p") {
+      bool on = value == "on" || value == "true" || value == "1";
+      if (!on && value != "off" && value != "false" && value != "0")
+        status = absl::InvalidArgumentError(absl::StrCat(
+            "knob '", key, "' takes on or off, got '", value, "'"));
+      (key == "overlap-grad" ? plan.overlapGradReduce : plan.overlapTransfers) =
+          on;
     } else if (key == "schedule") {
       auto kind = parseSchedule(value);
       if (kind.ok())
@@ -91,7 +98,7 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
       status = absl::InvalidArgumentError(absl::StrCat(
           "unknown knob '", key,
           "' (knobs: dp, tp, pp, cp, ep, sp, zero, microbatch, schedule, vpp, "
-          "recompute, precision)"));
+          "recompute, precision, overlap-grad, overlap-p2p)"));
     }
     if (!status.ok())
       return status;

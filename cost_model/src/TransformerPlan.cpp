@@ -348,7 +348,11 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
   double tokens = b * s;
   CLEAVE_ASSIGN(embedF, price.memoryBound(tokens * h, 2, 1));
   CLEAVE_ASSIGN(head, price.gemmTraining(tokens, V / t, h));
-  CLEAVE_ASSIGN(lossElem, price.memoryBound(tokens * V / t, 3, 5));
+  // Vocabulary-parallel cross-entropy works in fp32 (Megatron-LM upcasts
+  // the logits): about six passes over 4-byte logits forward (convert,
+  // max, exp and sum, log, gather), three backward.
+  CLEAVE_ASSIGN(lossElem,
+                price.memoryBound(tokens * V / t, 6 * 4.0 / e, 5));
   double embedComm = 0;
   if (p.tp > 1) {
     CLEAVE_ASSIGN(ar, price.collective(Collective::AllReduce, tokens * h * e,
@@ -384,6 +388,7 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
   PipelineSpec spec;
   spec.schedule = p.schedule;
   spec.microbatches = static_cast<int>(microbatches);
+  spec.overlapTransfers = p.overlapTransfers;
   PlanPrediction out;
   out.plan = p;
   out.numMicrobatches = microbatches;
@@ -422,7 +427,7 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
       }
       if (chunk == chunksTotal - 1) {
         fwd += head.first + lossElem;
-        bwd += head.second + lossElem * 2.0;
+        bwd += head.second + lossElem * 0.5;
         wgrad += head.second.seconds / 2;
         if (!m.tiedEmbedding || p.pp > 1)
           params += V * h / t;
@@ -441,8 +446,10 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
       CLEAVE_ASSIGN(reduce, price.collective(Collective::AllReduce, params * e,
                                              dpGroup, dpConcurrent));
       cc.gradReduce = reduce;
-      cc.gradBuckets = static_cast<int>(std::max<int64_t>(
-          1, std::min<int64_t>(chunkLayers[chunk], 8)));
+      cc.gradBuckets = p.overlapGradReduce
+                           ? static_cast<int>(std::max<int64_t>(
+                                 1, std::min<int64_t>(chunkLayers[chunk], 8)))
+                           : 1;
       if (p.zero == 3) {
         // ZeRO-3 gathers each layer's parameters before its forward and
         // again before its backward, for every microbatch.
@@ -456,9 +463,12 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
       out.layersPerStage[st] += chunkLayers[chunk];
       stage.chunks.push_back(cc);
     }
-    // Mixed-precision Adam touches 16-18 bytes per parameter twice.
+    // The mixed-precision optimizer step per parameter: copy the half
+    // gradient to fp32 (2 + 4 bytes), unscale it (8), take its norm for
+    // clipping (4), Adam (read weight, gradient, two moments: 16; write
+    // three: 12) and write the half weight (4 + 2): about 52 bytes.
     double shard = p.zero >= 1 ? stageParams[st] / p.dp : stageParams[st];
-    CLEAVE_ASSIGN(opt, price.memoryBound(shard, 32.0 / e, 12));
+    CLEAVE_ASSIGN(opt, price.memoryBound(shard, 52.0 / e, 12));
     stage.optimizer = opt.seconds;
     spec.stages.push_back(stage);
   }

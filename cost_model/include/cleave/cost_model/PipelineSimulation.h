@@ -47,6 +47,9 @@ struct StageCosts {
 struct PipelineSpec {
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   int microbatches = 1;
+  /// Transfers between stages on their own stream, overlapping compute; off
+  /// models runtimes that block on them (Megatron-LM's synchronous p2p).
+  bool overlapTransfers = true;
   /// One entry per stage, each with the same number of chunks.
   std::vector<StageCosts> stages;
 };

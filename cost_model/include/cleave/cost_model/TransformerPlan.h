@@ -74,6 +74,13 @@ struct ParallelConfig {
   int64_t chunks = 1;
   Recompute recompute = Recompute::None;
   DType precision = DType::Bf16;
+  /// How the runtime executes the plan. cleave's runtime overlaps
+  /// gradient reduction with the backward pass and pipeline transfers with
+  /// compute; Megatron-LM as published in 2021 did neither (it reduced
+  /// gradients after the pipeline flush and blocked on transfers), which
+  /// the validation against its measurements models with these off.
+  bool overlapGradReduce = true;
+  bool overlapTransfers = true;
 };
 
 struct PlanPrediction {
