@@ -90,19 +90,19 @@ absl::StatusOr<Timeline> simulate(const TaskGraph &graph) {
   }
 
   tl.computeBusy.assign(numRanks, 0);
-  std::vector<double> lastCompute(numRanks, 0);
+  std::vector<bool> computes(numRanks, false);
   for (int i = 0; i < n; ++i) {
     if (tasks[i].stream != Stream::Compute)
       continue;
     tl.computeBusy[tasks[i].rank] += tasks[i].seconds;
-    lastCompute[tasks[i].rank] = std::max(lastCompute[tasks[i].rank], tl.end[i]);
+    computes[tasks[i].rank] = true;
   }
   double idle = 0;
   int counted = 0;
   for (int r = 0; r < numRanks; ++r) {
-    if (lastCompute[r] <= 0)
+    if (!computes[r] || tl.makespan <= 0)
       continue;
-    idle += 1.0 - tl.computeBusy[r] / lastCompute[r];
+    idle += 1.0 - tl.computeBusy[r] / tl.makespan;
     ++counted;
   }
   tl.bubbleFraction = counted ? idle / counted : 0;

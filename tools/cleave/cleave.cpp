@@ -187,6 +187,8 @@ int runModelCommand() {
   cleave::registerCleaveDialects(registry);
   cleave::registerAutodiffExternalModels(registry);
   mlir::MLIRContext ctx(registry);
+  // Diagnostics name their op by location; dumping the op is noise here.
+  ctx.printOpOnDiagnostic(false);
   mlir::ScopedDiagnosticHandler diagnostics(&ctx, [](mlir::Diagnostic &diag) {
     printDiagnostic(diag, errs());
     return mlir::success();
@@ -271,6 +273,8 @@ int runCompile() {
   mlir::DialectRegistry registry;
   cleave::registerCleaveDialects(registry);
   mlir::MLIRContext ctx(registry);
+  // Diagnostics name their op by location; dumping the op is noise here.
+  ctx.printOpOnDiagnostic(false);
   mlir::ScopedDiagnosticHandler diagnostics(&ctx, [](mlir::Diagnostic &diag) {
     printDiagnostic(diag, errs());
     return mlir::success();

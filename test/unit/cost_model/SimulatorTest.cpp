@@ -107,8 +107,8 @@ TEST(Simulator, OneFOneBMatchesHandDrawnTimeline) {
   EXPECT_DOUBLE_EQ(endOf(g, tl, 1, "F1"), 5);
   EXPECT_DOUBLE_EQ(endOf(g, tl, 0, "B0"), 6);
   EXPECT_DOUBLE_EQ(endOf(g, tl, 0, "B1"), 9);
-  // Stage 0 computes 6 of 9 seconds, stage 1 6 of 7.
-  EXPECT_NEAR(tl.bubbleFraction, ((1 - 6.0 / 9) + (1 - 6.0 / 7)) / 2, 1e-12);
+  // Each stage computes 6 of the 9 seconds: (p-1)/(m+p-1) = 1/3 idle.
+  EXPECT_NEAR(tl.bubbleFraction, 1.0 / 3, 1e-12);
 }
 
 TEST(Simulator, PipelineBubbleFollowsTheClassicFormula) {

@@ -65,8 +65,8 @@ struct Timeline {
   int numRanks = 0;
   /// Per rank: seconds its compute stream was busy.
   std::vector<double> computeBusy;
-  /// Mean over ranks of the idle share of the compute stream before the
-  /// rank's last compute task ends: the pipeline bubble.
+  /// Mean over ranks of the share of the step their compute stream idles:
+  /// (p - 1) / (m + p - 1) for 1F1B over uniform stages.
   double bubbleFraction = 0;
 };
 

@@ -1,0 +1,169 @@
+//===- TransformerPlanTest.cpp - Knob-level plan scoring -----------------===//
+
+#include "cleave/cost_model/PlanKnobs.h"
+#include "cleave/cost_model/TransformerPlan.h"
+
+#include "gtest/gtest.h"
+
+using namespace cleave::cost;
+
+namespace {
+
+TransformerModel gpt(int64_t layers, int64_t hidden, int64_t heads) {
+  TransformerModel m;
+  m.name = "gpt";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.seq = 2048;
+  m.vocab = 51200;
+  return m;
+}
+
+Cluster a100(int64_t nodes) {
+  auto c = parseCluster("dgx-a100-80g,nodes=" + std::to_string(nodes));
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+TEST(TransformerPlan, ParameterCountMatchesGpt3) {
+  TransformerModel m = gpt(96, 12288, 96);
+  m.vocab = 50257;
+  EXPECT_DOUBLE_EQ(m.parameters(), 174604259328.0);
+}
+
+TEST(TransformerPlan, FlopsFollowMegatronsFormula) {
+  // Without recomputation: 72 B s l h^2 (1 + s/6h + V/12lh) model FLOPs;
+  // with full recomputation the hardware runs Megatron's 96 B s l h^2 (...).
+  TransformerModel m = gpt(8, 2048, 16);
+  ParallelConfig p;
+  p.dp = 2;
+  p.tp = 2;
+  p.pp = 2;
+  p.globalBatch = 16;
+  p.microbatchSize = 2;
+  p.recompute = Recompute::Full;
+  auto r = scoreTransformerPlan(m, a100(1), p);
+  ASSERT_TRUE(r.ok()) << r.status();
+  double B = 16, s = 2048, l = 8, h = 2048, V = 51200;
+  double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  EXPECT_NEAR(r->modelFlops / model, 1.0, 1e-9);
+  EXPECT_NEAR(r->hardwareFlops / megatronFlopsPerStep(m, 16), 1.0, 1e-9);
+  EXPECT_EQ(r->numMicrobatches, 4);
+  EXPECT_EQ(r->layersPerStage, (std::vector<int64_t>{4, 4}));
+  EXPECT_GT(r->mfu, 0.2);
+  EXPECT_LT(r->mfu, 0.8);
+}
+
+TEST(TransformerPlan, RecomputationTradesTimeForMemory) {
+  TransformerModel m = gpt(24, 4096, 32);
+  ParallelConfig p;
+  p.tp = 8;
+  p.globalBatch = 8;
+  p.microbatchSize = 4;
+  auto none = scoreTransformerPlan(m, a100(1), p);
+  p.recompute = Recompute::Full;
+  auto full = scoreTransformerPlan(m, a100(1), p);
+  ASSERT_TRUE(none.ok() && full.ok());
+  EXPECT_GT(full->stepSeconds, none->stepSeconds * 1.2);
+  EXPECT_LT(full->memory.activations, none->memory.activations / 5);
+  // Model FLOPs do not count recomputation.
+  EXPECT_DOUBLE_EQ(full->modelFlops, none->modelFlops);
+  EXPECT_LT(full->tflopsPerDevice, none->tflopsPerDevice);
+}
+
+TEST(TransformerPlan, ZeroShardsOptimizerState) {
+  TransformerModel m = gpt(12, 2048, 16);
+  ParallelConfig p;
+  p.dp = 8;
+  p.globalBatch = 64;
+  auto z0 = scoreTransformerPlan(m, a100(1), p);
+  p.zero = 1;
+  auto z1 = scoreTransformerPlan(m, a100(1), p);
+  ASSERT_TRUE(z0.ok() && z1.ok());
+  // ZeRO-1: 12 bytes of optimizer state per parameter split eight ways.
+  EXPECT_NEAR(z1->memory.optimizer, z0->memory.optimizer / 8, 1.0);
+}
+
+TEST(TransformerPlan, PipelineBubbleShrinksWithMicrobatches) {
+  // A small vocabulary keeps the stages balanced (a large LM head makes
+  // the last stage the bottleneck, which the next test shows).
+  TransformerModel m = gpt(32, 4096, 32);
+  m.vocab = 512;
+  ParallelConfig p;
+  p.pp = 8;
+  p.globalBatch = 8;
+  auto few = scoreTransformerPlan(m, a100(1), p);
+  p.globalBatch = 64;
+  auto many = scoreTransformerPlan(m, a100(1), p);
+  ASSERT_TRUE(few.ok() && many.ok()) << few.status() << many.status();
+  // 1F1B: the first stage idles about (p-1)/(m+p-1).
+  EXPECT_NEAR(few->bubbleFraction, 7.0 / 15, 0.08);
+  EXPECT_NEAR(many->bubbleFraction, 7.0 / 71, 0.03);
+}
+
+TEST(TransformerPlan, LargeHeadUnbalancesTheLastStage) {
+  TransformerModel m = gpt(32, 4096, 32);
+  ParallelConfig p;
+  p.pp = 8;
+  p.globalBatch = 64;
+  auto big = scoreTransformerPlan(m, a100(1), p);
+  m.vocab = 512;
+  auto small = scoreTransformerPlan(m, a100(1), p);
+  ASSERT_TRUE(big.ok() && small.ok());
+  // The other stages wait for the one holding the 51200-way head.
+  EXPECT_GT(big->bubbleFraction, small->bubbleFraction + 0.05);
+}
+
+TEST(TransformerPlan, InfeasiblePlansNameTheReason) {
+  TransformerModel m = gpt(24, 4096, 32);
+  ParallelConfig p;
+  p.globalBatch = 8;
+  p.dp = 4;
+  auto devices = scoreTransformerPlan(m, a100(1), p);
+  EXPECT_NE(devices.status().message().find("but the cluster has 8"),
+            std::string::npos)
+      << devices.status();
+  p.dp = 1;
+  p.tp = 8;
+  p.globalBatch = 3;
+  p.microbatchSize = 2;
+  auto batch = scoreTransformerPlan(m, a100(1), p);
+  EXPECT_NE(batch.status().message().find("not a multiple"), std::string::npos);
+
+  TransformerModel big = gpt(96, 12288, 96);
+  ParallelConfig q;
+  q.tp = 8;
+  q.globalBatch = 8;
+  auto oom = scoreTransformerPlan(big, a100(1), q);
+  ASSERT_FALSE(oom.ok());
+  EXPECT_EQ(oom.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(oom.status().message().find("optimizer"), std::string::npos)
+      << oom.status();
+}
+
+TEST(PlanKnobs, ParseAndPrint) {
+  ParallelConfig p;
+  auto given = applyPlanKnobs(
+      "tp=8,pp=16,microbatch=2,schedule=interleaved,vpp=4,recompute="
+      "selective,zero=1,sp=on,precision=fp16",
+      p);
+  ASSERT_TRUE(given.ok()) << given.status();
+  ASSERT_TRUE(inferDataParallel(1024, false, p).ok());
+  EXPECT_EQ(p.dp, 8);
+  EXPECT_EQ(planKnobsString(p),
+            "dp=8,tp=8,pp=16,cp=1,ep=1,sp=on,zero=1,microbatch=2,"
+            "schedule=interleaved,vpp=4,recompute=selective,precision=fp16");
+  ParallelConfig q;
+  EXPECT_NE(applyPlanKnobs("tq=2", q).status().message().find(
+                "unknown knob 'tq'"),
+            std::string::npos);
+  EXPECT_NE(applyPlanKnobs("zero=5", q).status().message().find("0, 1, 2 or 3"),
+            std::string::npos);
+  EXPECT_NE(applyPlanKnobs("schedule=pipedream", q).status().message().find(
+                "unknown schedule"),
+            std::string::npos);
+  EXPECT_FALSE(inferDataParallel(1024, false, q = ParallelConfig{1, 3}).ok());
+}
+
+} // namespace
