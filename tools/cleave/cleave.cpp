@@ -161,6 +161,34 @@ void printDiagnostic(mlir::Diagnostic &diag, raw_ostream &os) {
     printDiagnostic(note, os);
 }
 
+/// An MLIR context with every cleave dialect and interface, whose
+/// diagnostics print as "where: error: message" without dumping the op.
+struct ToolContext {
+  static mlir::DialectRegistry registry() {
+    mlir::DialectRegistry r;
+    cleave::registerCleaveDialects(r);
+    cleave::registerAutodiffExternalModels(r);
+    return r;
+  }
+
+  ToolContext()
+      : ctx(registry()), diagnostics(&ctx, [](mlir::Diagnostic &diag) {
+          printDiagnostic(diag, errs());
+          return mlir::success();
+        }) {
+    ctx.printOpOnDiagnostic(false);
+  }
+
+  /// Loads the MODEL positional argument.
+  mlir::OwningOpRef<mlir::ModuleOp>
+  loadModel(const cleave::ImportOptions &options) {
+    return cleave::loadModel(ctx, model, options);
+  }
+
+  mlir::MLIRContext ctx;
+  mlir::ScopedDiagnosticHandler diagnostics;
+};
+
 int runZoo() {
   std::vector<cleave::ZooEntry> entries = cleave::listZooModels();
   if (json) {
@@ -183,18 +211,9 @@ int runModelCommand() {
   cleave::ImportOptions options;
   if (!parseImportOptions(options))
     return kBadInput;
-  mlir::DialectRegistry registry;
-  cleave::registerCleaveDialects(registry);
-  cleave::registerAutodiffExternalModels(registry);
-  mlir::MLIRContext ctx(registry);
-  // Diagnostics name their op by location; dumping the op is noise here.
-  ctx.printOpOnDiagnostic(false);
-  mlir::ScopedDiagnosticHandler diagnostics(&ctx, [](mlir::Diagnostic &diag) {
-    printDiagnostic(diag, errs());
-    return mlir::success();
-  });
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      cleave::loadModel(ctx, model, options);
+  ToolContext tool;
+  mlir::MLIRContext &ctx = tool.ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module = tool.loadModel(options);
   if (!module)
     return kBadInput;
 
@@ -224,17 +243,21 @@ int runModelCommand() {
     file->keep();
     return kOk;
   }
-  // Summarise a copy that also holds @train_step; diagnostics of a model
-  // that cannot be trained become a note, and FLOPs are then estimated.
+  // The model as given, with training FLOPs counted on a copy that holds
+  // @train_step (and the loss appended when it had none). A model that
+  // cannot be differentiated keeps the estimate, and the output says so.
+  cleave::ModelSummary summary = cleave::summarizeModel(*module);
   mlir::OwningOpRef<mlir::ModuleOp> withStep(module->clone());
   {
     mlir::ScopedDiagnosticHandler quiet(&ctx, [](mlir::Diagnostic &) {
       return mlir::success();
     });
-    if (failed(buildTrainingStep(*withStep)))
-      withStep = module->clone();
+    if (succeeded(buildTrainingStep(*withStep))) {
+      cleave::ModelSummary trained = cleave::summarizeModel(*withStep);
+      summary.trainingFlops = trained.trainingFlops;
+      summary.trainingFlopsCounted = trained.trainingFlopsCounted;
+    }
   }
-  cleave::ModelSummary summary = cleave::summarizeModel(*withStep);
   if (json)
     outs() << formatv("{0:2}", cleave::toJson(summary)) << "\n";
   else
@@ -270,17 +293,8 @@ int runCompile() {
   cleave::ImportOptions options;
   if (!parseImportOptions(options))
     return kBadInput;
-  mlir::DialectRegistry registry;
-  cleave::registerCleaveDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  // Diagnostics name their op by location; dumping the op is noise here.
-  ctx.printOpOnDiagnostic(false);
-  mlir::ScopedDiagnosticHandler diagnostics(&ctx, [](mlir::Diagnostic &diag) {
-    printDiagnostic(diag, errs());
-    return mlir::success();
-  });
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      cleave::loadModel(ctx, model, options);
+  ToolContext tool;
+  mlir::OwningOpRef<mlir::ModuleOp> module = tool.loadModel(options);
   if (!module)
     return kBadInput;
   auto shape = cleave::getTransformerModel(*module);

@@ -1,0 +1,201 @@
+//===- main.cpp - Time MPI collectives for the CPU profiler ---------------===//
+//
+// Usage: mpirun -n R cleave-profile-mpi [--seconds S] BYTES...
+//
+// For each collective and size, rank 0 prints one line
+//   result KIND BYTES SECONDS
+// that runtime/profiler parses. KIND is the cost model's name of the
+// collective (Collectives.h) and BYTES its size convention, the per-rank
+// buffer nccl-tests prints: the all-reduce buffer, the all-gather output,
+// the reduce-scatter input, the all-to-all send buffer, the broadcast
+// buffer, the message of a send. A size is rounded down to a whole number
+// of fp32 elements per rank, and the line gives the size actually moved.
+//
+// Timing follows nccl-tests: two warm-up calls, then batches of calls
+// between barriers, each batch's time the slowest rank's, repeated until
+// the target time is spent (at least three), and the median batch per
+// call. The send-recv time is half a ping-pong between ranks 0 and 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Options {
+  double seconds = 0.05;
+  std::vector<long long> sizes;
+};
+
+bool parseArgs(int argc, char **argv, Options &options, std::string &error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    char *end = nullptr;
+    if (arg == "--seconds" && i + 1 < argc) {
+      options.seconds = std::strtod(argv[++i], &end);
+      if (*end != '\0' || !(options.seconds > 0)) {
+        error = "bad --seconds value '" + std::string(argv[i]) + "'";
+        return false;
+      }
+      continue;
+    }
+    long long bytes = std::strtoll(arg.c_str(), &end, 10);
+    if (arg.empty() || *end != '\0' || bytes <= 0) {
+      error = "bad size '" + arg + "': expected a positive number of bytes";
+      return false;
+    }
+    options.sizes.push_back(bytes);
+  }
+  if (options.sizes.empty()) {
+    error = "usage: cleave-profile-mpi [--seconds S] BYTES...";
+    return false;
+  }
+  return true;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid]
+                           : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+// Seconds of one call of `op`, measured as the file comment says. Every
+// decision uses the slowest rank's time, which all ranks share, so all run
+// the same number of calls.
+double timeCollective(const std::function<void()> &op, double target) {
+  constexpr int kWarmups = 2;
+  constexpr int kMinRepeats = 3;
+  constexpr int kMaxRepeats = 1000;
+  for (int i = 0; i < kWarmups; ++i)
+    op();
+  auto batch = [&](long long calls) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    for (long long i = 0; i < calls; ++i)
+      op();
+    double local = MPI_Wtime() - start, slowest = 0;
+    MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+  };
+  double one = batch(1);
+  long long calls = static_cast<long long>(
+      std::clamp(target / kMinRepeats / std::max(one, 1e-9), 1.0, 1e6));
+  std::vector<double> perCall;
+  double total = one;
+  while (static_cast<int>(perCall.size()) < kMinRepeats ||
+         (total < target && static_cast<int>(perCall.size()) < kMaxRepeats)) {
+    double elapsed = batch(calls);
+    perCall.push_back(elapsed / static_cast<double>(calls));
+    total += elapsed;
+  }
+  return median(perCall);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+
+  Options options;
+  std::string error;
+  if (!parseArgs(argc, argv, options, error) || ranks < 2) {
+    if (rank == 0)
+      std::fprintf(stderr, "cleave-profile-mpi: %s\n",
+                   error.empty() ? "needs at least 2 ranks" : error.c_str());
+    MPI_Finalize();
+    return 1;
+  }
+
+  long long largest =
+      *std::max_element(options.sizes.begin(), options.sizes.end());
+  // fp32 elements; every collective's buffers fit in `largest` bytes.
+  size_t capacity = static_cast<size_t>(largest) / sizeof(float) + 1;
+  std::vector<float> send(capacity, 1.0f), recv(capacity, 0.0f);
+  float *s = send.data(), *r = recv.data();
+
+  struct Collective {
+    const char *name;
+    // Elements each rank contributes per peer (or in all, see `perRank`):
+    // the size is count x this many elements.
+    bool perRank;
+    std::function<void(int count)> run;
+  };
+  std::vector<Collective> collectives = {
+      {"all-reduce", false,
+       [&](int count) {
+         MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+       }},
+      {"all-gather", true,
+       [&](int count) {
+         MPI_Allgather(s, count, MPI_FLOAT, r, count, MPI_FLOAT,
+                       MPI_COMM_WORLD);
+       }},
+      {"reduce-scatter", true,
+       [&](int count) {
+         MPI_Reduce_scatter_block(s, r, count, MPI_FLOAT, MPI_SUM,
+                                  MPI_COMM_WORLD);
+       }},
+      {"all-to-all", true,
+       [&](int count) {
+         MPI_Alltoall(s, count, MPI_FLOAT, r, count, MPI_FLOAT,
+                      MPI_COMM_WORLD);
+       }},
+      {"broadcast", false,
+       [&](int count) { MPI_Bcast(s, count, MPI_FLOAT, 0, MPI_COMM_WORLD); }},
+      {"send-recv", false,
+       [&](int count) {
+         // One round trip; the printed time is half of it.
+         if (rank == 0) {
+           MPI_Send(s, count, MPI_FLOAT, 1, 0, MPI_COMM_WORLD);
+           MPI_Recv(r, count, MPI_FLOAT, 1, 0, MPI_COMM_WORLD,
+                    MPI_STATUS_IGNORE);
+         } else if (rank == 1) {
+           MPI_Recv(r, count, MPI_FLOAT, 0, 0, MPI_COMM_WORLD,
+                    MPI_STATUS_IGNORE);
+           MPI_Send(s, count, MPI_FLOAT, 0, 0, MPI_COMM_WORLD);
+         }
+       }},
+  };
+
+  // The first calls between two ranks set up their shared-memory channels;
+  // that belongs to no size's time.
+  for (int i = 0; i < 3; ++i)
+    collectives.front().run(static_cast<int>(capacity - 1));
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  for (const Collective &collective : collectives) {
+    for (long long bytes : options.sizes) {
+      long long elements = bytes / static_cast<long long>(sizeof(float));
+      int count = static_cast<int>(collective.perRank ? elements / ranks
+                                                      : elements);
+      if (count < 1)
+        continue;
+      long long moved = static_cast<long long>(count) *
+                        (collective.perRank ? ranks : 1) *
+                        static_cast<long long>(sizeof(float));
+      double seconds =
+          timeCollective([&] { collective.run(count); }, options.seconds);
+      if (std::strcmp(collective.name, "send-recv") == 0)
+        seconds /= 2;
+      if (rank == 0) {
+        std::printf("result %s %lld %.6e\n", collective.name, moved, seconds);
+        // mpirun forwards lines as they come; the profiler shows progress.
+        std::fflush(stdout);
+      }
+    }
+  }
+  MPI_Finalize();
+  return 0;
+}
