@@ -124,6 +124,9 @@ const std::vector<Field> &fields() {
       CLEAVE_REAL("efficiency.collective_overhead", Seconds,
                   efficiency.collectiveOverhead,
                   "added to every collective call"),
+      CLEAVE_REAL("efficiency.collective_half_bandwidth_bytes", Bytes,
+                  efficiency.collectiveHalfBandwidthBytes,
+                  "message size at which collectives reach half their bandwidth"),
   };
   return table;
 }
@@ -304,6 +307,9 @@ absl::Status validateCluster(const Cluster &c) {
           e.kernelOverhead);
   require(e.collectiveOverhead >= 0, "efficiency.collective_overhead",
           "0 or more", e.collectiveOverhead);
+  require(e.collectiveHalfBandwidthBytes >= 0,
+          "efficiency.collective_half_bandwidth_bytes", "0 or more",
+          e.collectiveHalfBandwidthBytes);
   if (problems.empty())
     return absl::OkStatus();
   return absl::InvalidArgumentError(

@@ -363,6 +363,10 @@ estimateCollective(Collective kind, double bytes, const Group &group,
   double best = std::numeric_limits<double>::infinity();
   for (Algorithm algorithm : candidates) {
     Priced priced = price(kind, algorithm, bytes, p, links, concurrent);
+    // Mid-size messages do not fill NCCL's chunk pipeline.
+    priced.transfer *=
+        1.0 + cluster.efficiency.collectiveHalfBandwidthBytes /
+                  std::max(bytes, 1.0);
     if (priced.total() < best) {
       best = priced.total();
       cost.seconds = priced.total();

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cmath>
 #include <set>
+#include <utility>
 
 namespace cleave::cost {
 namespace {
@@ -346,6 +347,74 @@ absl::StatusOr<Profile> loadProfileFile(const std::string &path) {
   if (!text.ok())
     return text.status();
   return parseProfileText(*text, path);
+}
+
+namespace {
+
+// Collective sizes are powers of two in practice; binary units keep them
+// exact and readable ("64 MiB" rather than "67.108864 MB").
+std::string formatBytes(double bytes) {
+  for (auto [scale, unit] :
+       {std::pair{1073741824.0, "GiB"}, std::pair{1048576.0, "MiB"},
+        std::pair{1024.0, "KiB"}})
+    if (bytes >= scale && std::fmod(bytes, scale) == 0)
+      return cat(static_cast<int64_t>(bytes / scale), " ", unit);
+  return formatQuantity(bytes, Quantity::Bytes);
+}
+
+} // namespace
+
+std::string formatProfile(const Profile &profile, std::string_view comment) {
+  std::string out;
+  if (!comment.empty()) {
+    for (std::string_view line : split(comment, '\n'))
+      out += line.empty() ? "#\n" : cat("# ", line, "\n");
+    out += "\n";
+  }
+
+  struct BandwidthEntry {
+    std::string_view key;
+    Quantity quantity;
+    const std::optional<double> &value;
+  };
+  const BandwidthEntry bandwidths[] = {
+      {"memory", Quantity::ByteRate, profile.memoryBandwidth},
+      {"intra_node_bus", Quantity::ByteRate, profile.intraNodeBusBandwidth},
+      {"nic", Quantity::ByteRate, profile.nicBandwidth},
+      {"kernel_overhead", Quantity::Seconds, profile.kernelOverhead}};
+  std::string bandwidthLines;
+  for (const BandwidthEntry &entry : bandwidths)
+    if (entry.value)
+      bandwidthLines += cat(entry.key, " = ",
+                            formatQuantity(*entry.value, entry.quantity), "\n");
+  if (!bandwidthLines.empty())
+    out += cat("[bandwidth]\n", bandwidthLines, "\n");
+
+  for (const auto &[type, table] : profile.gemm) {
+    out += cat("[gemm ", dtypeName(type), "]\n");
+    for (int64_t m : table.ms())
+      for (int64_t n : table.ns())
+        for (int64_t k : table.ks())
+          out += cat(shapeName(m, n, k), " = ",
+                     formatQuantity(table.seconds(m, n, k), Quantity::Seconds),
+                     "\n");
+    out += "\n";
+  }
+
+  for (const auto &[key, curve] : profile.collectives) {
+    out += cat("[collective ", collectiveName(key.kind),
+               " ranks=", key.groupSize, " ranks_per_node=", key.ranksPerNode,
+               " concurrent=", key.concurrentGroups, "]\n");
+    for (const CollectiveSample &sample : curve.samples())
+      out += cat(formatBytes(sample.bytes), " = ",
+                 formatQuantity(sample.seconds, Quantity::Seconds), "\n");
+    out += "\n";
+  }
+  // One blank line between sections, none at the end.
+  while (out.size() >= 2 && out[out.size() - 1] == '\n' &&
+         out[out.size() - 2] == '\n')
+    out.pop_back();
+  return out;
 }
 
 } // namespace cleave::cost

@@ -88,6 +88,11 @@ struct Efficiency {
   double kernelOverhead = 2e-6;
   /// Added to every collective call: NCCL's base latency.
   double collectiveOverhead = 6.6e-6;
+  /// Message size (bytes per rank) at which a collective reaches half its
+  /// large-message bandwidth: NCCL splits a message into chunks over its
+  /// channels and pipelines them, so mid-size messages do not fill the
+  /// pipeline. The transfer term is scaled by 1 + halfBytes / bytes.
+  double collectiveHalfBandwidthBytes = 0;
 };
 
 struct Cluster {

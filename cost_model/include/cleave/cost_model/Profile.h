@@ -120,6 +120,14 @@ absl::StatusOr<Profile> parseProfileText(std::string_view text,
                                          std::string_view fileName);
 absl::StatusOr<Profile> loadProfileFile(const std::string &path);
 
+/// Writes `profile` in the format parseProfileText reads, every value with
+/// twelve significant digits so that it reads back within 1e-12 (the
+/// profiler writes what it measured; people edit the file by hand). Each
+/// line of `comment` becomes a `#` line at the top: where and how the
+/// numbers were measured, which the format has no field for.
+std::string formatProfile(const Profile &profile,
+                          std::string_view comment = {});
+
 } // namespace cleave::cost
 
 #endif // CLEAVE_COST_MODEL_PROFILE_H
