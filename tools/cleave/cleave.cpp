@@ -11,6 +11,7 @@
 #include "cleave/cost_model/Cluster.h"
 #include "cleave/cost_model/PlanKnobs.h"
 #include "cleave/cost_model/Profile.h"
+#include "cleave/runtime/profiler/CpuProfiler.h"
 #include "cleave/Importers/ModelLoader.h"
 #include "cleave/Importers/ModelZoo.h"
 #include "cleave/Pipelines.h"
@@ -41,6 +42,9 @@ cl::SubCommand summaryCmd("summary",
                           "Print parameters, FLOPs, activation bytes and the "
                           "op histogram of MODEL");
 cl::SubCommand zooCmd("zoo", "List the model zoo's families and presets");
+cl::SubCommand profileCmd(
+    "profile", "Measure this machine (GEMMs, memory bandwidth, collectives "
+               "across local MPI ranks) into a profile for --profile");
 cl::SubCommand compileCmd(
     "compile", "Score a parallel training plan of MODEL on a cluster: step "
                "time, TFLOP/s, MFU, memory per device, bubble");
@@ -96,6 +100,22 @@ cl::opt<std::string> fixKnobs(
              "devices left over, the rest to 1/off/none)"),
     cl::value_desc("KNOB=VALUE,..."), cl::sub(compileCmd),
     cl::cat(planCategory));
+cl::opt<std::string> backend("backend",
+                            cl::desc("What to measure: cpu (cuda comes with "
+                                     "the CUDA backend)"),
+                            cl::init("cpu"), cl::sub(profileCmd));
+cl::opt<std::string> profileOut("o", cl::desc("Profile file to write"),
+                                cl::value_desc("FILE"), cl::Required,
+                                cl::sub(profileCmd));
+cl::opt<int> profileRanks("ranks",
+                          cl::desc("Local MPI ranks for the collective "
+                                   "curves (0 skips them)"),
+                          cl::init(2), cl::sub(profileCmd));
+cl::opt<bool> profileQuick("quick", cl::desc("A small grid (seconds)"),
+                           cl::sub(profileCmd));
+cl::opt<std::string> mpiWorker(
+    "mpi-worker", cl::desc("The cleave-profile-mpi binary"),
+    cl::init(CLEAVE_PROFILE_MPI_WORKER), cl::sub(profileCmd));
 cl::opt<std::string> tracePath(
     "trace", cl::desc("Write the simulated step as a Chrome trace (Perfetto)"),
     cl::value_desc("FILE"), cl::sub(compileCmd), cl::cat(planCategory));
@@ -264,6 +284,39 @@ int runModelCommand() {
     cleave::printSummary(summary, outs());
   return kOk;
 }
+int runProfile() {
+  if (backend != "cpu")
+    return badUsage("--backend " + backend +
+                    ": only the cpu profiler exists yet; the cuda one comes "
+                    "with the CUDA backend");
+  if (profileRanks < 0 || profileRanks == 1)
+    return badUsage("--ranks must be 0 (no collectives) or at least 2");
+  cleave::profiler::CpuProfileOptions options;
+  options.ranks = profileRanks;
+  options.quick = profileQuick;
+  options.mpiWorker = mpiWorker;
+  options.progress = [](const std::string &line) {
+    errs() << "profile: " << line << "\n";
+  };
+  auto profile = cleave::profiler::profileCpu(options);
+  if (!profile.ok()) {
+    WithColor::error(errs(), "cleave")
+        << "profiling failed: " << std::string(profile.status().message())
+        << "\n";
+    return kFailed;
+  }
+  std::error_code ec;
+  raw_fd_ostream file(profileOut, ec);
+  if (ec) {
+    WithColor::error(errs(), "cleave")
+        << "-o " << profileOut << ": " << ec.message() << "\n";
+    return kFailed;
+  }
+  file << cleave::cost::formatProfile(
+      *profile, cleave::profiler::cpuProfileComment(options));
+  return kOk;
+}
+
 int runCompile() {
   if (clusterSpec.empty())
     return badUsage("compile needs --cluster (e.g. --cluster dgx-a100-80g,nodes=4)");
@@ -407,7 +460,8 @@ int main(int argc, char **argv) {
                                    "  cleave compile MODEL --cluster C "
                                    "--global-batch B [--fix KNOBS] [--json]\n"
                                    "  cleave summary MODEL [--json]\n"
-                                   "  cleave zoo [--json]\n",
+                                   "  cleave zoo [--json]\n"
+                                   "  cleave profile --backend cpu -o FILE\n",
                                    &errorStream)) {
     errs() << errors;
     return kBadInput;
@@ -416,6 +470,8 @@ int main(int argc, char **argv) {
     return runModelCommand();
   if (compileCmd)
     return runCompile();
+  if (profileCmd)
+    return runProfile();
   if (zooCmd)
     return runZoo();
   cl::PrintHelpMessage();

@@ -1,0 +1,209 @@
+//===- CollectiveProfile.cpp - MPI collective curves across local ranks ---===//
+//
+// The collectives run in tools/cleave-profile-mpi under mpirun; this side
+// builds its command line, reads its results as they come (for progress),
+// and turns them into the profile's curves. Sizes are the cost model's:
+// the per-rank buffer nccl-tests prints (Collectives.h), which the worker
+// reports exactly (it rounds a size down to a whole element per rank).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Measurements.h"
+#include "Subprocess.h"
+#include "Timing.h"
+
+#include <charconv>
+#include <cstdio>
+#include <sstream>
+#include <unistd.h>
+
+namespace cleave::profiler {
+namespace {
+
+constexpr cost::Collective kAllCollectives[] = {
+    cost::Collective::AllReduce,     cost::Collective::AllGather,
+    cost::Collective::ReduceScatter, cost::Collective::AllToAll,
+    cost::Collective::Broadcast,     cost::Collective::SendRecv};
+
+bool parseNumber(std::string_view text, double &value) {
+  auto [ptr, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+std::vector<std::string_view> words(std::string_view line) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
+      ++i;
+    size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t')
+      ++i;
+    if (i > start)
+      out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+std::string quoteLines(const std::vector<std::string> &lines) {
+  if (lines.empty())
+    return " (it printed nothing)";
+  std::string out = "; its last output:";
+  for (const std::string &line : lines)
+    out += "\n  " + line;
+  return out;
+}
+
+} // namespace
+
+std::vector<int64_t> collectiveSizes(bool quick) {
+  // Powers of 4 from 1 KiB: latency-bound at the bottom, at the bus
+  // bandwidth at the top.
+  int64_t last = quick ? int64_t(256) << 10 : int64_t(64) << 20;
+  int64_t step = quick ? 16 : 4;
+  std::vector<int64_t> sizes;
+  for (int64_t bytes = 1024; bytes <= last; bytes *= step)
+    sizes.push_back(bytes);
+  return sizes;
+}
+
+absl::StatusOr<std::optional<WorkerResult>>
+parseWorkerLine(std::string_view line) {
+  std::vector<std::string_view> parts = words(line);
+  if (parts.empty() || parts[0] != "result")
+    return std::nullopt;
+  auto bad = [&] {
+    return absl::InvalidArgumentError(
+        "bad result line from the MPI worker: '" + std::string(line) +
+        "' (expected 'result KIND BYTES SECONDS')");
+  };
+  if (parts.size() != 4)
+    return bad();
+  absl::StatusOr<cost::Collective> kind = cost::parseCollective(parts[1]);
+  WorkerResult result;
+  if (!kind.ok() || !parseNumber(parts[2], result.bytes) ||
+      !parseNumber(parts[3], result.seconds))
+    return bad();
+  result.kind = *kind;
+  return result;
+}
+
+absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>>
+curvesFromResults(const std::vector<WorkerResult> &results, int ranks) {
+  std::map<cost::CollectiveKey, cost::CollectiveCurve> curves;
+  for (cost::Collective kind : kAllCollectives) {
+    std::vector<cost::CollectiveSample> samples;
+    for (const WorkerResult &result : results)
+      if (result.kind == kind)
+        samples.push_back({result.bytes, result.seconds});
+    if (samples.empty())
+      return absl::InvalidArgumentError(
+          "the MPI worker reported no " +
+          std::string(cost::collectiveName(kind)) + " results");
+    absl::StatusOr<cost::CollectiveCurve> curve =
+        cost::CollectiveCurve::create(std::move(samples));
+    if (!curve.ok())
+      return absl::InvalidArgumentError(
+          std::string(cost::collectiveName(kind)) + ": " +
+          std::string(curve.status().message()));
+    // A send-recv is priced on its pair of ranks (estimateCollective wants
+    // a group of 2), whatever the number of ranks that ran.
+    int64_t groupSize = kind == cost::Collective::SendRecv ? 2 : ranks;
+    cost::CollectiveKey key;
+    key.kind = kind;
+    key.groupSize = groupSize;
+    key.ranksPerNode = groupSize;
+    key.concurrentGroups = 1;
+    curves.emplace(key, *std::move(curve));
+  }
+  return curves;
+}
+
+absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>>
+profileCollectives(const CpuProfileOptions &options) {
+  const std::string &worker = options.mpiWorker;
+  if (access(worker.c_str(), X_OK) != 0)
+    return absl::NotFoundError("MPI worker '" + worker +
+                               "' is missing or not executable (build the "
+                               "cleave-profile-mpi target)");
+
+  std::ostringstream seconds;
+  seconds << options.secondsPerMeasurement;
+  // --oversubscribe: more ranks than cores is allowed (slow, not wrong);
+  // --bind-to none: the ranks share the cores with this process.
+  // mpi_yield_when_idle: a rank waiting on another yields its core instead
+  // of spinning. Open MPI spins when ranks <= cores, and then any other load
+  // on the machine (a build, a test running beside) turns every wait into a
+  // scheduler time slice: 1 KiB all-reduces measured 8 ms on 2 busy cores,
+  // against 1-4 us yielding.
+  std::vector<std::string> argv = {options.mpirun,
+                                   "-n",
+                                   std::to_string(options.ranks),
+                                   "--oversubscribe",
+                                   "--allow-run-as-root",
+                                   "--bind-to",
+                                   "none",
+                                   "--mca",
+                                   "mpi_yield_when_idle",
+                                   "1",
+                                   worker,
+                                   "--seconds",
+                                   seconds.str()};
+  for (int64_t bytes : collectiveSizes(options.quick))
+    argv.push_back(std::to_string(bytes));
+  if (options.progress) {
+    std::string command;
+    for (const std::string &arg : argv)
+      command += (command.empty() ? "" : " ") + arg;
+    options.progress("collectives: " + command);
+  }
+
+  // Containers often run as root, which Open MPI refuses without these.
+  std::vector<std::string> environment = {"OMPI_ALLOW_RUN_AS_ROOT=1",
+                                          "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+  std::vector<WorkerResult> results;
+  absl::Status lineError = absl::OkStatus();
+  auto onLine = [&](const std::string &line) {
+    absl::StatusOr<std::optional<WorkerResult>> result = parseWorkerLine(line);
+    if (!result.ok()) {
+      if (lineError.ok())
+        lineError = result.status();
+      return;
+    }
+    if (!*result)
+      return;
+    const WorkerResult &r = **result;
+    results.push_back(r);
+    if (options.progress)
+      options.progress(std::string(cost::collectiveName(r.kind)) + " " +
+                       formatBytes(r.bytes) + ": " + formatSeconds(r.seconds) +
+                       " (" +
+                       formatRate(cost::busBandwidth(
+                           r.kind, r.bytes, options.ranks, r.seconds)) +
+                       " bus)");
+  };
+  absl::StatusOr<ProcessOutcome> outcome =
+      runProcess(argv, environment, options.mpiTimeoutSeconds, onLine);
+  if (!outcome.ok())
+    return absl::NotFoundError(std::string(outcome.status().message()) +
+                               " (needed to run the MPI worker '" + worker +
+                               "')");
+  if (outcome->timedOut) {
+    std::ostringstream message;
+    message << "MPI worker '" << worker << "' did not finish within "
+            << options.mpiTimeoutSeconds << " s and was stopped"
+            << quoteLines(outcome->lastLines);
+    return absl::DeadlineExceededError(message.str());
+  }
+  if (outcome->exitStatus != 0)
+    return absl::InternalError("MPI worker '" + worker + "' under " +
+                               options.mpirun + " failed with status " +
+                               std::to_string(outcome->exitStatus) +
+                               quoteLines(outcome->lastLines));
+  if (!lineError.ok())
+    return lineError;
+  return curvesFromResults(results, options.ranks);
+}
+
+} // namespace cleave::profiler

@@ -1,0 +1,70 @@
+//===- Measurements.h - The profiler's phases -------------------*- C++ -*-===//
+//
+// Each phase measures one part of the profile; profileCpu runs them in turn.
+// They report progress through the options' callback and fail only on
+// what they cannot recover from (a missing worker, a grid the table
+// rejects).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_PROFILER_SRC_MEASUREMENTS_H
+#define CLEAVE_RUNTIME_PROFILER_SRC_MEASUREMENTS_H
+
+#include "cleave/runtime/profiler/CpuProfiler.h"
+
+#include "cleave/cost_model/Collectives.h"
+#include "cleave/cost_model/Profile.h"
+
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cleave::profiler {
+
+/// The M, N and K values of the GEMM grid (the same on every axis).
+std::vector<int64_t> gemmGridDimensions(bool quick);
+
+/// fp32 GEMM times of the CPU kernels' matmul over the full grid.
+absl::StatusOr<cost::GemmTable> profileGemms(const CpuProfileOptions &options);
+
+struct MemoryMeasurements {
+  double bandwidth = 0;      ///< bytes/s of one thread's streaming add
+  double kernelOverhead = 0; ///< seconds of an add of one element
+};
+
+MemoryMeasurements profileMemory(const CpuProfileOptions &options);
+
+/// Collective sizes in bytes: powers of 4 from 1 KiB to 64 MiB (fewer when
+/// quick).
+std::vector<int64_t> collectiveSizes(bool quick);
+
+/// Runs the MPI worker under mpirun on options.ranks local ranks and reads
+/// its curves, keyed by kind, group size = ranks, all on one node.
+absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>>
+profileCollectives(const CpuProfileOptions &options);
+
+/// One line of the worker's output: "result KIND BYTES SECONDS".
+struct WorkerResult {
+  cost::Collective kind = cost::Collective::AllReduce;
+  double bytes = 0;
+  double seconds = 0;
+};
+
+/// The result on `line`; nullopt for other lines (MPI's own messages); an
+/// error for a result line that does not parse.
+absl::StatusOr<std::optional<WorkerResult>>
+parseWorkerLine(std::string_view line);
+
+/// The worker's results as curves for `ranks` local ranks. Fails unless
+/// every collective has a result.
+absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>>
+curvesFromResults(const std::vector<WorkerResult> &results, int ranks);
+
+} // namespace cleave::profiler
+
+#endif // CLEAVE_RUNTIME_PROFILER_SRC_MEASUREMENTS_H

@@ -1,0 +1,193 @@
+//===- Subprocess.cpp - Run a program with a timeout ----------------------===//
+
+#include "Subprocess.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace cleave::profiler {
+namespace {
+
+constexpr size_t kKeptLines = 20;
+// How long a process group has to end after SIGTERM before SIGKILL.
+constexpr double kTermGraceSeconds = 5;
+
+class LineSplitter {
+public:
+  LineSplitter(const std::function<void(const std::string &)> &onLine,
+               std::deque<std::string> &kept)
+      : onLine_(onLine), kept_(kept) {}
+
+  void add(const char *data, size_t size) {
+    for (size_t i = 0; i < size; ++i) {
+      if (data[i] == '\n')
+        flush();
+      else
+        partial_ += data[i];
+    }
+  }
+
+  void flush() {
+    if (!partial_.empty() && partial_.back() == '\r')
+      partial_.pop_back();
+    if (onLine_)
+      onLine_(partial_);
+    kept_.push_back(std::move(partial_));
+    if (kept_.size() > kKeptLines)
+      kept_.pop_front();
+    partial_.clear();
+  }
+
+  bool hasPartial() const { return !partial_.empty(); }
+
+private:
+  const std::function<void(const std::string &)> &onLine_;
+  std::deque<std::string> &kept_;
+  std::string partial_;
+};
+
+int decodeWaitStatus(int status) {
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return -1;
+}
+
+} // namespace
+
+absl::StatusOr<ProcessOutcome>
+runProcess(const std::vector<std::string> &argv,
+           const std::vector<std::string> &extraEnvironment,
+           double timeoutSeconds,
+           const std::function<void(const std::string &)> &onLine) {
+  if (argv.empty())
+    return absl::InvalidArgumentError("no program to run");
+
+  // Everything the child needs is built before it starts: the profiler has
+  // OpenBLAS threads, and a child of a threaded process may not allocate.
+  std::vector<char *> args;
+  for (const std::string &arg : argv)
+    args.push_back(const_cast<char *>(arg.c_str()));
+  args.push_back(nullptr);
+  std::vector<char *> env;
+  for (const std::string &entry : extraEnvironment)
+    env.push_back(const_cast<char *>(entry.c_str()));
+  for (char **entry = environ; *entry; ++entry) {
+    // An inherited variable of the same name would be shadowed anyway;
+    // dropping it keeps the environment unambiguous.
+    std::string_view inherited(*entry);
+    bool overridden = false;
+    for (const std::string &extra : extraEnvironment) {
+      size_t equals = extra.find('=');
+      if (inherited.substr(0, equals + 1) == extra.substr(0, equals + 1))
+        overridden = true;
+    }
+    if (!overridden)
+      env.push_back(*entry);
+  }
+  env.push_back(nullptr);
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    return absl::InternalError(std::string("cannot create a pipe: ") +
+                               std::strerror(errno));
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+
+  pid_t pid = 0;
+  int spawnError = posix_spawnp(&pid, args[0], &actions, &attributes,
+                                args.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  close(fds[1]);
+  if (spawnError != 0) {
+    close(fds[0]);
+    return absl::NotFoundError("cannot run '" + argv[0] +
+                               "': " + std::strerror(spawnError));
+  }
+
+  std::deque<std::string> kept;
+  LineSplitter lines(onLine, kept);
+  ProcessOutcome outcome;
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+
+  // Read until every process holding the pipe has closed it, or time out.
+  bool open = true;
+  while (open) {
+    double left = timeoutSeconds - elapsed();
+    if (left <= 0) {
+      outcome.timedOut = true;
+      break;
+    }
+    pollfd readable{fds[0], POLLIN, 0};
+    int ready = poll(&readable, 1, static_cast<int>(left * 1000) + 1);
+    if (ready < 0 && errno == EINTR)
+      continue;
+    if (ready <= 0)
+      continue; // the timeout is checked at the top
+    char buffer[4096];
+    ssize_t n = read(fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      open = false;
+    else
+      lines.add(buffer, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (lines.hasPartial())
+    lines.flush();
+
+  // The pipe can close before the process exits; wait for it, within the
+  // same deadline, then end the whole group.
+  int status = 0;
+  pid_t done = 0;
+  while (!outcome.timedOut) {
+    done = waitpid(pid, &status, WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR))
+      break;
+    if (elapsed() >= timeoutSeconds)
+      outcome.timedOut = true;
+    else
+      usleep(10000);
+  }
+  if (outcome.timedOut) {
+    kill(-pid, SIGTERM);
+    double termAt = elapsed();
+    while ((done = waitpid(pid, &status, WNOHANG)) == 0 &&
+           elapsed() - termAt < kTermGraceSeconds)
+      usleep(10000);
+    // mpirun forwards SIGTERM to its ranks; anything left is killed.
+    kill(-pid, SIGKILL);
+    if (done == 0)
+      done = waitpid(pid, &status, 0);
+  }
+  outcome.exitStatus = done == pid ? decodeWaitStatus(status) : -1;
+  outcome.lastLines.assign(kept.begin(), kept.end());
+  return outcome;
+}
+
+} // namespace cleave::profiler

@@ -1,0 +1,42 @@
+//===- Subprocess.h - Run a program with a timeout --------------*- C++ -*-===//
+//
+// mpirun can hang (a rank that never reaches a collective, a launcher
+// waiting on a network it cannot reach), and the profiler must then fail
+// with a message rather than wait forever. The child runs in its own
+// process group so that a timeout can end it and everything it started.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_PROFILER_SRC_SUBPROCESS_H
+#define CLEAVE_RUNTIME_PROFILER_SRC_SUBPROCESS_H
+
+#include "absl/status/statusor.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cleave::profiler {
+
+struct ProcessOutcome {
+  /// The exit code, or 128 + the signal that ended it.
+  int exitStatus = 0;
+  bool timedOut = false;
+  /// The last lines of stdout and stderr together, for error messages.
+  std::vector<std::string> lastLines;
+};
+
+/// Runs argv[0] (looked up on PATH) with `extraEnvironment` ("NAME=value")
+/// added to this process's environment, calling `onLine` with each line it
+/// writes to stdout or stderr as it comes. After `timeoutSeconds` the
+/// process group is sent SIGTERM, then SIGKILL. Fails only if the program
+/// cannot be started.
+absl::StatusOr<ProcessOutcome>
+runProcess(const std::vector<std::string> &argv,
+           const std::vector<std::string> &extraEnvironment,
+           double timeoutSeconds,
+           const std::function<void(const std::string &)> &onLine);
+
+} // namespace cleave::profiler
+
+#endif // CLEAVE_RUNTIME_PROFILER_SRC_SUBPROCESS_H

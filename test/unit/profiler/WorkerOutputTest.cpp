@@ -1,0 +1,74 @@
+//===- WorkerOutputTest.cpp - Reading the MPI worker's results ------------===//
+
+#include "Measurements.h"
+
+#include "gtest/gtest.h"
+
+using namespace cleave;
+using namespace cleave::profiler;
+
+namespace {
+
+TEST(WorkerOutputTest, ParsesResultLines) {
+  absl::StatusOr<std::optional<WorkerResult>> result =
+      parseWorkerLine("result reduce-scatter 65536 1.25e-05");
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_value());
+  EXPECT_EQ((*result)->kind, cost::Collective::ReduceScatter);
+  EXPECT_EQ((*result)->bytes, 65536);
+  EXPECT_DOUBLE_EQ((*result)->seconds, 1.25e-5);
+}
+
+TEST(WorkerOutputTest, IgnoresOtherLines) {
+  for (const char *line :
+       {"", "WARNING: There was an error initializing an OpenFabrics device.",
+        "  results are below"}) {
+    absl::StatusOr<std::optional<WorkerResult>> result = parseWorkerLine(line);
+    ASSERT_TRUE(result.ok()) << line;
+    EXPECT_FALSE(result->has_value()) << line;
+  }
+}
+
+TEST(WorkerOutputTest, RejectsBadResultLines) {
+  for (const char *line :
+       {"result all-reduce 1024", "result gather 1024 1e-6",
+        "result all-reduce 1 KiB 1e-6", "result all-reduce 1024 fast"}) {
+    absl::StatusOr<std::optional<WorkerResult>> result = parseWorkerLine(line);
+    ASSERT_FALSE(result.ok()) << line;
+    EXPECT_NE(result.status().message().find("MPI worker"),
+              absl::string_view::npos);
+  }
+}
+
+std::vector<WorkerResult> oneOfEach(double bytes, double seconds) {
+  std::vector<WorkerResult> results;
+  for (cost::Collective kind :
+       {cost::Collective::AllReduce, cost::Collective::AllGather,
+        cost::Collective::ReduceScatter, cost::Collective::AllToAll,
+        cost::Collective::Broadcast, cost::Collective::SendRecv})
+    results.push_back({kind, bytes, seconds});
+  return results;
+}
+
+TEST(WorkerOutputTest, KeysCurvesByGroupOnOneNode) {
+  absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>> curves =
+      curvesFromResults(oneOfEach(1024, 1e-6), 4);
+  ASSERT_TRUE(curves.ok()) << curves.status();
+  EXPECT_EQ(curves->size(), 6u);
+  EXPECT_TRUE(curves->count({cost::Collective::AllReduce, 4, 4, 1}));
+  EXPECT_TRUE(curves->count({cost::Collective::AllToAll, 4, 4, 1}));
+  // A send-recv is between two ranks whatever the number that ran.
+  EXPECT_TRUE(curves->count({cost::Collective::SendRecv, 2, 2, 1}));
+}
+
+TEST(WorkerOutputTest, MissingCollectiveIsAnError) {
+  std::vector<WorkerResult> results = oneOfEach(1024, 1e-6);
+  results.erase(results.begin() + 1); // all-gather
+  absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>> curves =
+      curvesFromResults(results, 2);
+  ASSERT_FALSE(curves.ok());
+  EXPECT_NE(curves.status().message().find("all-gather"),
+            absl::string_view::npos);
+}
+
+} // namespace
