@@ -42,8 +42,9 @@ def paper_flops(batch, layers, hidden):
 
 
 def score(cleave, name, gpus, tp, pp, dp, batch, mbs):
-    knobs = (f"tp={tp},pp={pp},dp={dp},microbatch={mbs},recompute=full,"
-             "precision=fp16,schedule=1f1b,overlap-grad=off,overlap-p2p=off")
+    knobs = (f"tp={tp},pp={pp},dp={dp},cp=1,sp=off,zero=0,microbatch={mbs},"
+             "recompute=full,precision=fp16,schedule=1f1b,overlap-grad=off,"
+             "overlap-p2p=off")
     cmd = [cleave, "compile", f"zoo:megatron-{name}", "--cluster",
            f"dgx-a100-80g,nodes={gpus // 8}", "--global-batch", str(batch),
            "--fix", knobs, "--json"]

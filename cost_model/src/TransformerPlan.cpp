@@ -212,7 +212,8 @@ PipelineSchedule memorySchedule(ScheduleKind kind) {
 absl::StatusOr<PlanPrediction>
 scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
                      const ParallelConfig &p, const Profile *profile,
-                     TaskGraph *graphOut, Timeline *timelineOut) {
+                     TaskGraph *graphOut, Timeline *timelineOut,
+                     double simulateBelow) {
   if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.seq < 1 ||
       m.vocab < 1 || m.hidden % m.heads)
     return absl::InvalidArgumentError(
@@ -473,28 +474,6 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
     spec.stages.push_back(stage);
   }
 
-  CLEAVE_ASSIGN(graph, buildPipelineTasks(spec));
-  CLEAVE_ASSIGN(timeline, simulate(graph));
-
-  // FLOPs of the whole step: each stage rank's tasks times the data- and
-  // context-parallel replicas (tensor-parallel ranks were folded in above).
-  for (const Task &task : graph.tasks()) {
-    out.modelFlops += task.flops;
-    out.hardwareFlops += task.hwFlops;
-  }
-  out.modelFlops *= p.dp * p.cp;
-  out.hardwareFlops *= p.dp * p.cp;
-  out.stepSeconds = timeline.makespan;
-  double devices = cluster.numDevices();
-  out.tflopsPerDevice = out.modelFlops / out.stepSeconds / devices / 1e12;
-  out.hwTflopsPerDevice = out.hardwareFlops / out.stepSeconds / devices / 1e12;
-  out.mfu = out.tflopsPerDevice * 1e12 / cluster.device.peakFlops(p.precision);
-  out.bubbleFraction = timeline.bubbleFraction;
-  out.layerGemmSeconds = dense.gemm;
-  out.layerElementwiseSeconds = dense.elementwise;
-  out.layerTensorCommSeconds = dense.tensorComm;
-  out.gradReduceSeconds = spec.stages[0].chunks[0].gradReduce;
-
   // --- Memory of every stage ----------------------------------------------
   for (int64_t st = 0; st < p.pp; ++st) {
     TransformerMemoryConfig mc;
@@ -550,6 +529,46 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
         "); try a smaller microbatch, recomputation, ZeRO, or more tensor or "
         "pipeline parallelism"));
   }
+  // A lower bound on the step: every stage's compute stream runs all its
+  // passes (and, when transfers block, its sends). The search skips the
+  // simulation of plans whose bound cannot beat the best plan found.
+  for (const StageCosts &stage : spec.stages) {
+    double busy = stage.optimizer;
+    for (const ChunkCosts &c : stage.chunks)
+      busy += microbatches * (c.forward + c.backward +
+                              (p.overlapTransfers
+                                   ? 0.0
+                                   : c.sendForward + c.sendBackward));
+    out.lowerBoundSeconds = std::max(out.lowerBoundSeconds, busy);
+  }
+  if (out.lowerBoundSeconds > simulateBelow) {
+    out.simulated = false;
+    out.stepSeconds = out.lowerBoundSeconds;
+    return out;
+  }
+
+  CLEAVE_ASSIGN(graph, buildPipelineTasks(spec));
+  CLEAVE_ASSIGN(timeline, simulate(graph));
+
+  // FLOPs of the whole step: each stage rank's tasks times the data- and
+  // context-parallel replicas (tensor-parallel ranks were folded in above).
+  for (const Task &task : graph.tasks()) {
+    out.modelFlops += task.flops;
+    out.hardwareFlops += task.hwFlops;
+  }
+  out.modelFlops *= p.dp * p.cp;
+  out.hardwareFlops *= p.dp * p.cp;
+  out.stepSeconds = timeline.makespan;
+  double devices = cluster.numDevices();
+  out.tflopsPerDevice = out.modelFlops / out.stepSeconds / devices / 1e12;
+  out.hwTflopsPerDevice = out.hardwareFlops / out.stepSeconds / devices / 1e12;
+  out.mfu = out.tflopsPerDevice * 1e12 / cluster.device.peakFlops(p.precision);
+  out.bubbleFraction = timeline.bubbleFraction;
+  out.layerGemmSeconds = dense.gemm;
+  out.layerElementwiseSeconds = dense.elementwise;
+  out.layerTensorCommSeconds = dense.tensorComm;
+  out.gradReduceSeconds = spec.stages[0].chunks[0].gradReduce;
+
   if (graphOut)
     *graphOut = std::move(graph);
   if (timelineOut)

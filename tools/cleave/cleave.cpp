@@ -10,6 +10,7 @@
 #include "cleave/Analysis/TransformerShape.h"
 #include "cleave/cost_model/Cluster.h"
 #include "cleave/cost_model/PlanKnobs.h"
+#include "cleave/cost_model/PlanSearch.h"
 #include "cleave/cost_model/Profile.h"
 #include "cleave/runtime/profiler/CpuProfiler.h"
 #include "cleave/Importers/ModelLoader.h"
@@ -23,12 +24,16 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <chrono>
 #include <optional>
+#include <set>
 #include <sstream>
 
 using namespace llvm;
@@ -116,6 +121,23 @@ cl::opt<bool> profileQuick("quick", cl::desc("A small grid (seconds)"),
 cl::opt<std::string> mpiWorker(
     "mpi-worker", cl::desc("The cleave-profile-mpi binary"),
     cl::init(CLEAVE_PROFILE_MPI_WORKER), cl::sub(profileCmd));
+cl::opt<int> topK("top-k", cl::desc("Print the K best distinct plans"),
+                  cl::init(1), cl::sub(compileCmd), cl::cat(planCategory));
+cl::opt<std::string> memoryLimitText(
+    "memory-limit", cl::desc("Per-device memory cap (e.g. 40GB)"),
+    cl::value_desc("SIZE"), cl::sub(compileCmd), cl::cat(planCategory));
+cl::opt<double> timeLimit("time-limit",
+                          cl::desc("Stop the search after this many seconds"),
+                          cl::init(0), cl::sub(compileCmd),
+                          cl::cat(planCategory));
+cl::opt<bool> exhaustive(
+    "exhaustive",
+    cl::desc("Simulate every valid combination (small cases)"),
+    cl::sub(compileCmd), cl::cat(planCategory));
+cl::opt<bool> explain("explain",
+                      cl::desc("Show the best plan of every shape and what "
+                               "bounds it"),
+                      cl::sub(compileCmd), cl::cat(planCategory));
 cl::opt<std::string> tracePath(
     "trace", cl::desc("Write the simulated step as a Chrome trace (Perfetto)"),
     cl::value_desc("FILE"), cl::sub(compileCmd), cl::cat(planCategory));
@@ -317,67 +339,9 @@ int runProfile() {
   return kOk;
 }
 
-int runCompile() {
-  if (clusterSpec.empty())
-    return badUsage("compile needs --cluster (e.g. --cluster dgx-a100-80g,nodes=4)");
-  if (globalBatch.getNumOccurrences() == 0 || globalBatch <= 0)
-    return badUsage("compile needs a positive --global-batch");
-  auto cluster = cleave::cost::parseCluster(clusterSpec);
-  if (!cluster.ok())
-    return badUsage("--cluster: " + Twine(std::string(cluster.status().message())));
-  std::optional<cleave::cost::Profile> profile;
-  if (!profilePath.empty()) {
-    auto loaded = cleave::cost::loadProfileFile(profilePath);
-    if (!loaded.ok())
-      return badUsage("--profile: " + Twine(std::string(loaded.status().message())));
-    profile = *std::move(loaded);
-  }
-  cleave::cost::ParallelConfig plan;
-  plan.globalBatch = globalBatch;
-  auto given = cleave::cost::applyPlanKnobs(fixKnobs, plan);
-  if (!given.ok())
-    return badUsage("--fix: " + Twine(std::string(given.status().message())));
-  bool dpGiven = llvm::is_contained(*given, "dp");
-  if (auto status = cleave::cost::inferDataParallel(cluster->numDevices(),
-                                                    dpGiven, plan);
-      !status.ok())
-    return badUsage("--fix: " + Twine(std::string(status.message())));
-
-  cleave::ImportOptions options;
-  if (!parseImportOptions(options))
-    return kBadInput;
-  ToolContext tool;
-  mlir::OwningOpRef<mlir::ModuleOp> module = tool.loadModel(options);
-  if (!module)
-    return kBadInput;
-  auto shape = cleave::getTransformerModel(*module);
-  if (failed(shape))
-    return kBadInput;
-
-  cleave::cost::TaskGraph graph;
-  cleave::cost::Timeline timeline;
-  auto predicted = cleave::cost::scoreTransformerPlan(
-      *shape, *cluster, plan, profile ? &*profile : nullptr, &graph, &timeline);
-  if (!predicted.ok()) {
-    WithColor::error(errs(), "cleave")
-        << "infeasible plan " << cleave::cost::planKnobsString(plan) << ": "
-        << std::string(predicted.status().message()) << "\n";
-    return kFailed;
-  }
-  if (!tracePath.empty()) {
-    std::error_code ec;
-    raw_fd_ostream file(tracePath, ec);
-    if (ec) {
-      WithColor::error(errs(), "cleave")
-          << "--trace " << tracePath << ": " << ec.message() << "\n";
-      return kFailed;
-    }
-    std::ostringstream trace;
-    cleave::cost::writeChromeTrace(graph, timeline, trace);
-    file << trace.str();
-  }
-
-  const cleave::cost::PlanPrediction &p = *predicted;
+/// The JSON of a plan and its prediction, as `compile --json` prints them.
+std::pair<json::Object, json::Object>
+planJson(const cleave::cost::PlanPrediction &p) {
   json::Array stages;
   for (int64_t layers : p.layersPerStage)
     stages.push_back(layers);
@@ -385,7 +349,7 @@ int runCompile() {
   for (auto [name, value] : p.memory.items())
     breakdown[std::string(name)] = value;
   const cleave::cost::ParallelConfig &k = p.plan;
-  json::Object planJson{
+  json::Object plan{
       {"dp", k.dp},
       {"tp", k.tp},
       {"pp", k.pp},
@@ -401,7 +365,7 @@ int runCompile() {
       {"recompute", std::string(cleave::cost::recomputeName(k.recompute))},
       {"precision", std::string(cleave::cost::precisionName(k.precision))},
       {"stages", std::move(stages)}};
-  json::Object predictedJson{
+  json::Object predicted{
       {"step_time_s", p.stepSeconds},
       {"tflops_per_device", p.tflopsPerDevice},
       {"hw_tflops_per_device", p.hwTflopsPerDevice},
@@ -411,22 +375,13 @@ int runCompile() {
       {"memory_breakdown", std::move(breakdown)},
       {"bubble_fraction", p.bubbleFraction},
       {"model_flops_per_step", p.modelFlops}};
-  if (json) {
-    outs() << formatv("{0:2}",
-                      json::Value(json::Object{
-                          {"model", shape->name},
-                          {"cluster", cluster->name},
-                          {"devices", cluster->numDevices()},
-                          {"plan", std::move(planJson)},
-                          {"predicted", std::move(predictedJson)}}))
-           << "\n";
-    return kOk;
-  }
-  outs() << "model:        " << shape->name << " (" << formatv("{0:F2}", shape->parameters() / 1e9) << "B parameters)\n";
-  outs() << "cluster:      " << cluster->name << ", " << cluster->numDevices()
-         << " devices\n";
-  outs() << "plan:         " << cleave::cost::planKnobsString(k) << "\n";
-  outs() << "microbatches: " << p.numMicrobatches << " per step; layers per stage:";
+  return {std::move(plan), std::move(predicted)};
+}
+
+void printPrediction(const cleave::cost::PlanPrediction &p) {
+  outs() << "plan:         " << cleave::cost::planKnobsString(p.plan) << "\n";
+  outs() << "microbatches: " << p.numMicrobatches
+         << " per step; layers per stage:";
   for (int64_t layers : p.layersPerStage)
     outs() << " " << layers;
   outs() << "\n";
@@ -434,17 +389,247 @@ int runCompile() {
   outs() << formatv("throughput:   {0:F1} TFLOP/s per device (model), {1:F1} "
                     "with recomputation; MFU {2:F1}%\n",
                     p.tflopsPerDevice, p.hwTflopsPerDevice, 100 * p.mfu);
-  outs() << formatv("bubble:       {0:F1}% of the step\n", 100 * p.bubbleFraction);
-  outs() << formatv("memory:       {0:F2} GB on stage {1} (", p.peakMemoryBytes / 1e9,
-                    p.peakMemoryStage);
+  outs() << formatv("bubble:       {0:F1}% of the step\n",
+                    100 * p.bubbleFraction);
+  outs() << formatv("memory:       {0:F2} GB on stage {1} (",
+                    p.peakMemoryBytes / 1e9, p.peakMemoryStage);
   bool first = true;
   for (auto [name, value] : p.memory.items()) {
     if (name == "total")
       continue;
-    outs() << (first ? "" : ", ") << name << " " << formatv("{0:F2}", value / 1e9);
+    outs() << (first ? "" : ", ") << name << " "
+           << formatv("{0:F2}", value / 1e9);
     first = false;
   }
   outs() << ")\n";
+}
+
+/// Parses "80GB", "40 GiB" or a plain byte count.
+std::optional<double> parseBytes(StringRef text) {
+  text = text.trim();
+  size_t digits = text.find_first_not_of("0123456789.eE+");
+  double value;
+  if (text.substr(0, digits).getAsDouble(value) || value < 0)
+    return std::nullopt;
+  StringRef unit = text.substr(digits).trim();
+  double scale = llvm::StringSwitch<double>(unit.lower())
+                     .Cases("", "b", 1)
+                     .Case("kb", 1e3)
+                     .Case("mb", 1e6)
+                     .Case("gb", 1e9)
+                     .Case("tb", 1e12)
+                     .Case("kib", 1024.0)
+                     .Case("mib", 1024.0 * 1024)
+                     .Case("gib", 1024.0 * 1024 * 1024)
+                     .Default(-1);
+  if (scale < 0)
+    return std::nullopt;
+  return value * scale;
+}
+
+int runCompile() {
+  if (clusterSpec.empty())
+    return badUsage(
+        "compile needs --cluster (e.g. --cluster dgx-a100-80g,nodes=4)");
+  if (globalBatch.getNumOccurrences() == 0 || globalBatch <= 0)
+    return badUsage("compile needs a positive --global-batch");
+  auto cluster = cleave::cost::parseCluster(clusterSpec);
+  if (!cluster.ok())
+    return badUsage("--cluster: " +
+                    Twine(std::string(cluster.status().message())));
+  std::optional<cleave::cost::Profile> profile;
+  if (!profilePath.empty()) {
+    auto loaded = cleave::cost::loadProfileFile(profilePath);
+    if (!loaded.ok())
+      return badUsage("--profile: " +
+                      Twine(std::string(loaded.status().message())));
+    profile = *std::move(loaded);
+  }
+  cleave::cost::ParallelConfig plan;
+  plan.globalBatch = globalBatch;
+  auto given = cleave::cost::applyPlanKnobs(fixKnobs, plan);
+  if (!given.ok())
+    return badUsage("--fix: " + Twine(std::string(given.status().message())));
+  std::set<std::string> fixed(given->begin(), given->end());
+  if (fixed.count("vpp"))
+    fixed.insert("schedule");
+  // dp is given, or fixed by tp x pp x cp filling the devices.
+  bool dpGiven = fixed.count("dp") > 0;
+  if (dpGiven || (fixed.count("tp") && fixed.count("pp") && fixed.count("cp"))) {
+    if (auto status = cleave::cost::inferDataParallel(cluster->numDevices(),
+                                                      dpGiven, plan);
+        !status.ok())
+      return badUsage("--fix: " + Twine(std::string(status.message())));
+    fixed.insert("dp");
+  }
+  std::optional<double> memoryLimit;
+  if (!memoryLimitText.empty()) {
+    memoryLimit = parseBytes(memoryLimitText);
+    if (!memoryLimit)
+      return badUsage("--memory-limit expects a size such as 40GB, got '" +
+                      memoryLimitText + "'");
+  }
+
+  cleave::ImportOptions options;
+  if (!parseImportOptions(options))
+    return kBadInput;
+  ToolContext tool;
+  mlir::OwningOpRef<mlir::ModuleOp> module = tool.loadModel(options);
+  if (!module)
+    return kBadInput;
+  auto shape = cleave::getTransformerModel(*module);
+  if (failed(shape))
+    return kBadInput;
+  const cleave::cost::Profile *prof = profile ? &*profile : nullptr;
+
+  // Every knob fixed: score exactly that plan. Otherwise search the rest.
+  static const char *kKnobs[] = {"dp", "tp", "pp", "cp", "ep", "sp",
+                                 "zero", "microbatch", "schedule",
+                                 "recompute"};
+  bool allFixed = llvm::all_of(kKnobs, [&](const char *k) {
+    return fixed.count(k) || (StringRef(k) == "ep" && shape->experts == 0);
+  });
+  std::vector<cleave::cost::PlanPrediction> plans;
+  std::optional<cleave::cost::PlanSearchResult> search;
+  if (allFixed && !exhaustive) {
+    cleave::cost::Cluster capped = *cluster;
+    if (memoryLimit)
+      capped.device.memoryBytes = *memoryLimit;
+    auto predicted =
+        cleave::cost::scoreTransformerPlan(*shape, capped, plan, prof);
+    if (!predicted.ok()) {
+      WithColor::error(errs(), "cleave")
+          << "infeasible plan " << cleave::cost::planKnobsString(plan) << ": "
+          << std::string(predicted.status().message()) << "\n";
+      return kFailed;
+    }
+    plans.push_back(*predicted);
+  } else {
+    cleave::cost::PlanSearchOptions so;
+    so.fixed = plan;
+    so.fixedKnobs = fixed;
+    so.memoryLimit = memoryLimit.value_or(0);
+    so.timeLimit = timeLimit;
+    so.topK = topK;
+    so.exhaustive = exhaustive;
+    so.explain = explain;
+    auto started = std::chrono::steady_clock::now();
+    bool showProgress = !json && sys::Process::StandardErrIsDisplayed();
+    so.progress = [&](double fraction) {
+      double seconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - started)
+                           .count();
+      if (showProgress && seconds > 1)
+        errs() << formatv("\rsearching: {0,3:F0}%", 100 * fraction);
+    };
+    auto found = cleave::cost::searchTransformerPlans(*shape, *cluster,
+                                                      globalBatch, so, prof);
+    if (showProgress)
+      errs() << "\r               \r";
+    if (!found.ok()) {
+      WithColor::error(errs(), "cleave")
+          << std::string(found.status().message()) << "\n";
+      return kFailed;
+    }
+    search = *std::move(found);
+    plans = search->best;
+  }
+
+  const cleave::cost::PlanPrediction &best = plans.front();
+  if (!tracePath.empty()) {
+    cleave::cost::TaskGraph graph;
+    cleave::cost::Timeline timeline;
+    cleave::cost::Cluster capped = *cluster;
+    if (memoryLimit)
+      capped.device.memoryBytes = *memoryLimit;
+    (void)cleave::cost::scoreTransformerPlan(*shape, capped, best.plan, prof,
+                                             &graph, &timeline);
+    std::error_code ec;
+    raw_fd_ostream file(tracePath, ec);
+    if (ec) {
+      WithColor::error(errs(), "cleave")
+          << "--trace " << tracePath << ": " << ec.message() << "\n";
+      return kFailed;
+    }
+    std::ostringstream trace;
+    cleave::cost::writeChromeTrace(graph, timeline, trace);
+    file << trace.str();
+  }
+
+  if (json) {
+    auto [planObject, predictedObject] = planJson(best);
+    json::Object out{{"model", shape->name},
+                     {"cluster", cluster->name},
+                     {"devices", cluster->numDevices()},
+                     {"plan", std::move(planObject)},
+                     {"predicted", std::move(predictedObject)}};
+    if (search) {
+      out["search"] = json::Object{
+          {"time_s", search->seconds},
+          {"candidates_evaluated", search->candidates},
+          {"simulated", search->simulated},
+          {"infeasible", search->infeasible},
+          {"optimality_gap", search->optimalityGap},
+          {"timed_out", search->timedOut}};
+      json::Array top;
+      for (const auto &p : plans) {
+        auto [po, pr] = planJson(p);
+        top.push_back(json::Object{{"plan", std::move(po)},
+                                   {"predicted", std::move(pr)}});
+      }
+      out["top_k"] = std::move(top);
+    }
+    outs() << formatv("{0:2}", json::Value(std::move(out))) << "\n";
+    return kOk;
+  }
+  outs() << "model:        " << shape->name << " ("
+         << formatv("{0:F2}", shape->parameters() / 1e9)
+         << "B parameters)\n";
+  outs() << "cluster:      " << cluster->name << ", " << cluster->numDevices()
+         << " devices\n";
+  printPrediction(best);
+  if (!search)
+    return kOk;
+  outs() << formatv("search:       {0} plans considered, {1} infeasible, {2} "
+                    "simulated, {3:F2} s{4}\n",
+                    search->candidates, search->infeasible, search->simulated,
+                    search->seconds,
+                    search->timedOut
+                        ? formatv("; stopped at the time limit, optimality "
+                                  "gap at most {0:F1}%",
+                                  100 * search->optimalityGap)
+                              .str()
+                        : std::string("; optimal within the cost model"));
+  for (size_t i = 1; i < plans.size(); ++i)
+    outs() << formatv("alternative {0}: {1:F3} s (+{2:F1}%), {3}\n", i,
+                      plans[i].stepSeconds,
+                      100 * (plans[i].stepSeconds / best.stepSeconds - 1),
+                      cleave::cost::planKnobsString(plans[i].plan));
+  if (explain) {
+    outs() << "why: the best plan of each tensor x pipeline x context shape, "
+              "and what holds it back\n";
+    outs() << formatv("  {0,3} {1,4} {2,3} {3,10} {4,8} {5,8} {6,9}  {7}\n",
+                      "tp", "pp", "cp", "step s", "vs best", "bubble",
+                      "memory", "plan or reason");
+    for (const auto &shapeInfo : search->shapes) {
+      if (!shapeInfo.feasible) {
+        outs() << formatv("  {0,3} {1,4} {2,3} {3,10}  {4}\n", shapeInfo.tp,
+                          shapeInfo.pp, shapeInfo.cp, "-", shapeInfo.reason);
+        continue;
+      }
+      const auto &p = shapeInfo.best;
+      double memoryCap =
+          memoryLimit.value_or(cluster->device.memoryBytes);
+      outs() << formatv("  {0,3} {1,4} {2,3} {3,10:F3} {4,7:F1}% {5,7:F1}% "
+                        "{6,8:F0}%  {7}\n",
+                        shapeInfo.tp, shapeInfo.pp, shapeInfo.cp,
+                        p.stepSeconds,
+                        100 * (p.stepSeconds / best.stepSeconds - 1),
+                        100 * p.bubbleFraction,
+                        100 * p.peakMemoryBytes / memoryCap,
+                        cleave::cost::planKnobsString(p.plan));
+    }
+  }
   return kOk;
 }
 

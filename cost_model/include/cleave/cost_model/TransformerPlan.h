@@ -21,6 +21,7 @@
 #include "cleave/cost_model/PipelineSchedule.h"
 #include "cleave/cost_model/Simulator.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,12 @@ struct PlanPrediction {
   double layerGemmSeconds = 0, layerElementwiseSeconds = 0,
          layerTensorCommSeconds = 0;
   double gradReduceSeconds = 0, pipelineSendSeconds = 0;
+  /// The most work one stage's compute stream does: no schedule can run the
+  /// step faster.
+  double lowerBoundSeconds = 0;
+  /// False when the plan was not simulated because its lower bound was
+  /// above `simulateBelow`; stepSeconds is then that bound.
+  bool simulated = true;
 };
 
 /// Checks the plan against the model and cluster (degrees multiply to the
@@ -114,7 +121,8 @@ absl::StatusOr<PlanPrediction>
 scoreTransformerPlan(const TransformerModel &model, const Cluster &cluster,
                      const ParallelConfig &plan,
                      const Profile *profile = nullptr,
-                     TaskGraph *graph = nullptr, Timeline *timeline = nullptr);
+                     TaskGraph *graph = nullptr, Timeline *timeline = nullptr,
+                     double simulateBelow = HUGE_VAL);
 
 /// Megatron-LM's FLOPs per step with full recomputation (Narayanan et al.
 /// 2021, eq. 3): 96 B s l h^2 (1 + s / 6h + V / 16lh).

@@ -1,0 +1,300 @@
+//===- PlanSearch.cpp - Search the knobs of a transformer plan ------------===//
+
+#include "cleave/cost_model/PlanSearch.h"
+
+#include "cleave/cost_model/PlanKnobs.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <tuple>
+#include <cmath>
+#include <numeric>
+
+namespace cleave::cost {
+
+namespace {
+
+std::vector<int64_t> divisorsOf(int64_t n, int64_t atMost) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= std::min(n, atMost); ++d)
+    if (n % d == 0)
+      out.push_back(d);
+  return out;
+}
+
+/// A plan that passed the memory check, with its lower bound.
+struct Candidate {
+  ParallelConfig plan;
+  double lowerBound;
+};
+
+bool fixedKnob(const PlanSearchOptions &o, const char *name) {
+  return o.fixedKnobs.count(name) > 0;
+}
+
+} // namespace
+
+absl::StatusOr<PlanSearchResult>
+searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
+                       int64_t globalBatch, const PlanSearchOptions &o,
+                       const Profile *profile) {
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  const ParallelConfig &f = o.fixed;
+  int64_t devices = cluster.numDevices();
+  double memoryLimit = o.memoryLimit > 0 ? o.memoryLimit
+                                         : cluster.device.memoryBytes;
+  Cluster capped = cluster;
+  capped.device.memoryBytes = memoryLimit;
+
+  // --- The space -----------------------------------------------------------
+  // Tensor parallelism stays inside a node's NVLink domain; pipeline stages
+  // and data-parallel replicas span nodes.
+  std::vector<int64_t> tps, cps, pps, mbss, vpps = {1};
+  for (int64_t t : divisorsOf(cluster.devicesPerNode, cluster.devicesPerNode))
+    if (m.heads % t == 0 && m.kv() % t == 0 && m.mlp() % t == 0)
+      tps.push_back(t);
+  if (fixedKnob(o, "tp"))
+    tps = {f.tp};
+  for (int64_t c : {1, 2, 4, 8})
+    if (m.seq % c == 0 && (c == 1 || m.seq / c >= 1024))
+      cps.push_back(c);
+  if (fixedKnob(o, "cp"))
+    cps = {f.cp};
+  for (int64_t b : {1, 2, 4, 8, 16, 32})
+    mbss.push_back(b);
+  if (fixedKnob(o, "microbatch"))
+    mbss = {f.microbatchSize};
+  std::vector<ScheduleKind> schedules = {ScheduleKind::OneFOneB,
+                                         ScheduleKind::ZeroBubbleH1,
+                                         ScheduleKind::Interleaved,
+                                         ScheduleKind::GPipe};
+  if (fixedKnob(o, "schedule") || fixedKnob(o, "vpp"))
+    schedules = {f.schedule};
+  std::vector<Recompute> recomputes = {Recompute::None, Recompute::Selective,
+                                       Recompute::Full};
+  if (fixedKnob(o, "recompute"))
+    recomputes = {f.recompute};
+  std::vector<int> zeros = {0, 1, 2, 3};
+  if (fixedKnob(o, "zero"))
+    zeros = {f.zero};
+  DType precision = fixedKnob(o, "precision")
+                        ? f.precision
+                        : (cluster.device.peakBf16 > 0 ? DType::Bf16
+                                                       : DType::Fp32);
+
+  // --- Enumerate, checking memory without simulating ------------------------
+  PlanSearchResult result;
+  std::vector<Candidate> feasible;
+  RejectedPlan closest;
+  closest.memoryBytes = HUGE_VAL;
+  std::string otherReason;
+  // Per (tp, pp, cp): the memory error of the plan closest to fitting.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::pair<double, std::string>>
+      shapeClosest;
+  auto consider = [&](const ParallelConfig &plan) -> bool {
+    ++result.candidates;
+    auto scored = scoreTransformerPlan(m, capped, plan, profile, nullptr,
+                                       nullptr, /*simulateBelow=*/-1);
+    if (!scored.ok()) {
+      ++result.infeasible;
+      if (scored.status().code() == absl::StatusCode::kResourceExhausted) {
+        // Keep the plan that came closest to fitting, for the error; the
+        // message reads "... needs 84.94 GB of ...".
+        std::string message(scored.status().message());
+        double bytes = HUGE_VAL;
+        if (auto at = message.find("needs "); at != std::string::npos)
+          bytes = std::atof(message.c_str() + at + 6) * 1e9;
+        if (bytes < closest.memoryBytes)
+          closest = {plan, message, bytes};
+        auto &sc = shapeClosest[{plan.tp, plan.pp, plan.cp}];
+        if (sc.second.empty() || bytes < sc.first)
+          sc = {bytes, planKnobsString(plan) + ": " + message};
+      } else if (otherReason.empty()) {
+        otherReason = std::string(scored.status().message());
+      }
+      return false;
+    }
+    feasible.push_back({plan, scored->lowerBoundSeconds});
+    return true;
+  };
+
+  for (int64_t tp : tps)
+    for (int64_t cp : cps) {
+      if (devices % (tp * cp))
+        continue;
+      std::vector<int64_t> ppOptions =
+          fixedKnob(o, "pp") ? std::vector<int64_t>{f.pp}
+                             : divisorsOf(devices / (tp * cp), m.layers);
+      for (int64_t pp : ppOptions) {
+        if (devices % (tp * cp * pp))
+          continue;
+        int64_t dp = devices / (tp * cp * pp);
+        if (fixedKnob(o, "dp") && f.dp != dp)
+          continue;
+        std::vector<int64_t> eps = {1};
+        if (m.experts > 0 && !fixedKnob(o, "ep"))
+          eps = divisorsOf(std::gcd(m.experts, dp), dp);
+        if (fixedKnob(o, "ep"))
+          eps = {f.ep};
+        std::vector<bool> sps = {tp > 1};
+        if (fixedKnob(o, "sp"))
+          sps = {f.sequenceParallel};
+        else if (o.exhaustive && tp > 1)
+          sps = {false, true};
+        for (int64_t ep : eps)
+          for (bool sp : sps)
+            for (int64_t mbs : mbss) {
+              if (globalBatch % (dp * mbs))
+                continue;
+              int64_t microbatches = globalBatch / (dp * mbs);
+              for (ScheduleKind schedule : schedules) {
+                if (pp == 1 && schedule != ScheduleKind::OneFOneB &&
+                    !fixedKnob(o, "schedule"))
+                  continue; // one stage: every schedule is the same
+                std::vector<int64_t> chunkOptions = {1};
+                if (schedule == ScheduleKind::Interleaved) {
+                  chunkOptions.clear();
+                  if (fixedKnob(o, "vpp"))
+                    chunkOptions = {f.chunks};
+                  else
+                    for (int64_t v : {2, 3, 4, 6, 8})
+                      if (m.layers % (pp * v) == 0 && microbatches % pp == 0)
+                        chunkOptions.push_back(v);
+                }
+                for (int64_t chunks : chunkOptions) {
+                  ParallelConfig plan = f;
+                  plan.dp = dp;
+                  plan.tp = tp;
+                  plan.pp = pp;
+                  plan.cp = cp;
+                  plan.ep = ep;
+                  plan.sequenceParallel = sp;
+                  plan.microbatchSize = mbs;
+                  plan.globalBatch = globalBatch;
+                  plan.schedule = schedule;
+                  plan.chunks = chunks;
+                  plan.precision = precision;
+                  // Recomputation only trades time for memory: for each
+                  // ZeRO stage keep the least recomputation that fits (all of
+                  // them when exhaustive). ZeRO stages are all tried: ZeRO-1
+                  // and 2 also shrink the optimizer step, ZeRO-3 adds
+                  // gathers.
+                  for (int z : zeros) {
+                    if (z > 0 && dp == 1 && !fixedKnob(o, "zero"))
+                      continue;
+                    for (Recompute r : recomputes) {
+                      plan.recompute = r;
+                      plan.zero = z;
+                      if (consider(plan) && !o.exhaustive)
+                        break;
+                    }
+                  }
+                }
+              }
+            }
+        if (o.progress)
+          o.progress(0.5 * elapsed() / std::max(1e-9, elapsed() + 1));
+      }
+    }
+
+  if (feasible.empty()) {
+    if (closest.memoryBytes < HUGE_VAL)
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "no plan fits in ",
+          absl::StrFormat("%.1f", memoryLimit / 1e9), " GB per device; the "
+          "closest, ",
+          planKnobsString(closest.plan), ", fails with: ", closest.reason,
+          ". More devices, a smaller global batch, or a larger memory limit "
+          "would help"));
+    if (result.candidates == 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "no combination of the free knobs is valid with the fixed ones (",
+          planKnobsString(f), "): tp x pp x cp must divide the ", devices,
+          " devices, tp must divide the heads and MLP width and fit in a node "
+          "of ",
+          cluster.devicesPerNode, ", and the global batch must be a multiple "
+          "of dp x microbatch"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no plan is valid for this model and cluster",
+        otherReason.empty() ? "" : ": ", otherReason));
+  }
+
+  // --- Branch and bound over the feasible plans ----------------------------
+  std::sort(feasible.begin(), feasible.end(),
+            [](const Candidate &a, const Candidate &b) {
+              return a.lowerBound < b.lowerBound;
+            });
+  int topK = std::max(1, o.topK);
+  auto kthBest = [&] {
+    return static_cast<int>(result.best.size()) < topK
+               ? HUGE_VAL
+               : result.best.back().stepSeconds;
+  };
+  size_t next = 0;
+  for (; next < feasible.size(); ++next) {
+    const Candidate &c = feasible[next];
+    if (!o.exhaustive && c.lowerBound >= kthBest())
+      break; // every later plan's bound is at least this one's
+    if (o.timeLimit > 0 && elapsed() > o.timeLimit) {
+      result.timedOut = true;
+      break;
+    }
+    auto scored = scoreTransformerPlan(m, capped, c.plan, profile);
+    ++result.simulated;
+    if (!scored.ok())
+      continue;
+    result.best.push_back(*scored);
+    std::sort(result.best.begin(), result.best.end(),
+              [](const PlanPrediction &a, const PlanPrediction &b) {
+                return a.stepSeconds < b.stepSeconds;
+              });
+    if (static_cast<int>(result.best.size()) > topK)
+      result.best.pop_back();
+    if (o.progress && next % 64 == 0)
+      o.progress(0.5 + 0.5 * double(next) / feasible.size());
+  }
+  if (result.timedOut && next < feasible.size() && !result.best.empty()) {
+    double bound = feasible[next].lowerBound;
+    result.optimalityGap =
+        std::max(0.0, (result.best.front().stepSeconds - bound) /
+                          result.best.front().stepSeconds);
+  }
+  if (o.explain) {
+    // The best plan of each shape: simulate the candidate with the smallest
+    // bound per shape, then any other whose bound beats what it found.
+    std::map<std::tuple<int64_t, int64_t, int64_t>, PlanSearchResult::Shape>
+        shapes;
+    for (const Candidate &c : feasible) {
+      auto key = std::make_tuple(c.plan.tp, c.plan.pp, c.plan.cp);
+      auto &shape = shapes[key];
+      if (shape.feasible && c.lowerBound >= shape.best.stepSeconds)
+        continue;
+      auto scored = scoreTransformerPlan(m, capped, c.plan, profile);
+      if (!scored.ok())
+        continue;
+      if (!shape.feasible || scored->stepSeconds < shape.best.stepSeconds) {
+        shape = {c.plan.tp, c.plan.pp, c.plan.cp, true, *scored, ""};
+      }
+    }
+    for (auto &[key, closestShape] : shapeClosest)
+      if (!shapes.count(key))
+        shapes[key] = {std::get<0>(key), std::get<1>(key), std::get<2>(key),
+                       false, PlanPrediction(), closestShape.second};
+    for (auto &[key, shape] : shapes)
+      result.shapes.push_back(shape);
+  }
+  result.seconds = elapsed();
+  return result;
+}
+
+} // namespace cleave::cost

@@ -1,0 +1,129 @@
+//===- PlanSearchTest.cpp - Knob-level plan search ------------------------===//
+
+#include "cleave/cost_model/PlanKnobs.h"
+#include "cleave/cost_model/PlanSearch.h"
+
+#include "gtest/gtest.h"
+
+#include <random>
+
+using namespace cleave::cost;
+
+namespace {
+
+Cluster cluster(const std::string &spec) {
+  auto c = parseCluster(spec);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+TEST(PlanSearch, BranchAndBoundMatchesExhaustiveOnRandomModels) {
+  // Small random transformers on small clusters, where every combination
+  // can be simulated: the pruned search must find the same step time.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    TransformerModel m;
+    m.name = "random";
+    m.layers = std::uniform_int_distribution<int>(2, 12)(rng);
+    m.heads = 4 << std::uniform_int_distribution<int>(0, 2)(rng);
+    m.hidden = m.heads * (32 << std::uniform_int_distribution<int>(0, 2)(rng));
+    m.seq = 256 << std::uniform_int_distribution<int>(0, 3)(rng);
+    m.vocab = 1000 * std::uniform_int_distribution<int>(1, 50)(rng);
+    m.gatedMlp = trial % 2;
+    int nodes = 1 + trial % 2;
+    Cluster c = cluster("dgx-a100-40g,nodes=" + std::to_string(nodes));
+    int64_t batch = 16 * nodes * (1 + trial % 3);
+    PlanSearchOptions fast;
+    auto pruned = searchTransformerPlans(m, c, batch, fast);
+    PlanSearchOptions all;
+    all.exhaustive = true;
+    auto exhaustive = searchTransformerPlans(m, c, batch, all);
+    ASSERT_TRUE(pruned.ok()) << pruned.status();
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    EXPECT_NEAR(pruned->best[0].stepSeconds, exhaustive->best[0].stepSeconds,
+                0.01 * exhaustive->best[0].stepSeconds)
+        << "trial " << trial << ": "
+        << planKnobsString(pruned->best[0].plan) << " vs "
+        << planKnobsString(exhaustive->best[0].plan);
+    EXPECT_LT(pruned->simulated, exhaustive->simulated);
+  }
+}
+
+TEST(PlanSearch, BeatsMegatronsHandTunedPlanOnGpt3) {
+  TransformerModel m;
+  m.layers = 96;
+  m.hidden = 12288;
+  m.heads = 96;
+  m.seq = 2048;
+  m.vocab = 51200;
+  Cluster c = cluster("dgx-a100-80g,nodes=128");
+  ParallelConfig megatron;
+  megatron.tp = 8;
+  megatron.pp = 16;
+  megatron.dp = 8;
+  megatron.globalBatch = 1536;
+  megatron.recompute = Recompute::Full;
+  auto reference = scoreTransformerPlan(m, c, megatron);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  PlanSearchOptions o;
+  o.topK = 3;
+  auto found = searchTransformerPlans(m, c, 1536, o);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_LE(found->best[0].stepSeconds, reference->stepSeconds);
+  ASSERT_EQ(found->best.size(), 3u);
+  EXPECT_LE(found->best[0].stepSeconds, found->best[1].stepSeconds);
+  EXPECT_LE(found->best[0].peakMemoryBytes, c.device.memoryBytes);
+  EXPECT_EQ(found->optimalityGap, 0);
+}
+
+TEST(PlanSearch, FixedKnobsAreKept) {
+  TransformerModel m;
+  m.layers = 24;
+  m.hidden = 2048;
+  m.heads = 16;
+  m.seq = 2048;
+  m.vocab = 51200;
+  Cluster c = cluster("dgx-a100-80g,nodes=2");
+  PlanSearchOptions o;
+  o.fixed.tp = 2;
+  o.fixed.recompute = Recompute::Full;
+  o.fixedKnobs = {"tp", "recompute"};
+  auto found = searchTransformerPlans(m, c, 64, o);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->best[0].plan.tp, 2);
+  EXPECT_EQ(found->best[0].plan.recompute, Recompute::Full);
+}
+
+TEST(PlanSearch, MemoryLimitAndInfeasibleModels) {
+  TransformerModel m;
+  m.layers = 96;
+  m.hidden = 12288;
+  m.heads = 96;
+  m.seq = 2048;
+  m.vocab = 51200;
+  // GPT-3 on one node: no plan fits; the error names the closest plan and
+  // its memory breakdown.
+  auto none = searchTransformerPlans(m, cluster("dgx-a100-80g"), 8, {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted);
+  std::string message(none.status().message());
+  EXPECT_NE(message.find("no plan fits in 80.0 GB per device"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("optimizer"), std::string::npos) << message;
+  EXPECT_NE(message.find("More devices"), std::string::npos) << message;
+
+  // A tighter memory limit changes the answer, never past the limit.
+  TransformerModel small = m;
+  small.layers = 24;
+  small.hidden = 4096;
+  small.heads = 32;
+  Cluster c = cluster("dgx-a100-80g,nodes=2");
+  PlanSearchOptions tight;
+  tight.memoryLimit = 20e9;
+  auto limited = searchTransformerPlans(small, c, 64, tight);
+  ASSERT_TRUE(limited.ok()) << limited.status();
+  EXPECT_LE(limited->best[0].peakMemoryBytes, 20e9);
+}
+
+} // namespace
