@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Speed and quality of the plan search on the Megatron-LM table.
+
+For every row of Narayanan et al., SC'21, Table 1 (sequence 2048, vocabulary
+51200, A100 80 GB), and for GPT-3 175B on 1024 GPUs with global batch 1536,
+this runs `cleave compile` twice: once searching every knob, once scoring
+Megatron-LM's published configuration (t, p, d, microbatch 1, 1F1B, full
+recomputation, fp16 -> here bf16 for both) with the same cost model. It
+prints the search time, how many plans were considered and simulated, and
+the predicted model TFLOP/s per GPU of both plans side by side.
+
+Search time grows with the candidate count (divisors of the device count,
+microbatch sizes, schedules, ZeRO stages), not with the layer count: the
+cost of a layer is computed once per candidate and the simulation is over
+stages and microbatches.
+
+Usage: bench/search_benchmark.py [path/to/cleave]
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROWS = [  # name, layers, GPUs, TP, PP, DP, batch
+    ("1.7b", 24, 32, 1, 1, 32, 512),
+    ("3.6b", 30, 64, 2, 1, 32, 512),
+    ("7.5b", 36, 128, 4, 1, 32, 512),
+    ("18b", 40, 256, 8, 1, 32, 1024),
+    ("39b", 48, 512, 8, 2, 32, 1536),
+    ("76b", 60, 1024, 8, 4, 32, 1792),
+    ("145b", 80, 1536, 8, 8, 24, 2304),
+    ("310b", 96, 1920, 8, 16, 15, 2160),
+    ("530b", 105, 2520, 8, 35, 9, 2520),
+    ("1t", 128, 3072, 8, 64, 6, 3072),
+]
+
+
+def compile_json(cleave, model, gpus, batch, fix=None):
+    cmd = [cleave, "compile", model, "--cluster",
+           f"dgx-a100-80g,nodes={gpus // 8}", "--global-batch", str(batch),
+           "--json"]
+    if fix:
+        cmd += ["--fix", fix]
+    start = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if out.returncode != 0:
+        return None, wall, out.stderr.strip()
+    return json.loads(out.stdout), wall, ""
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    cleave = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        here, "..", "build", "tools", "cleave", "cleave")
+    print(f"{'model':>9} {'layers':>6} {'GPUs':>5} | {'search s':>8} "
+          f"{'plans':>6} {'simul.':>6} | {'searched':>8} {'Megatron':>8} "
+          f"{'ratio':>6} | searched plan")
+    rows = [(f"megatron-{n}", l, g, t, p, d, b) for n, l, g, t, p, d, b in ROWS]
+    rows.append(("gpt3-175b", 96, 1024, 8, 16, 8, 1536))
+    worse = 0
+    for model, layers, gpus, tp, pp, dp, batch in rows:
+        found, wall, err = compile_json(cleave, f"zoo:{model}", gpus, batch)
+        fix = (f"tp={tp},pp={pp},dp={dp},cp=1,sp=off,zero=0,microbatch=1,"
+               "schedule=1f1b,recompute=full")
+        ref, _, ref_err = compile_json(cleave, f"zoo:{model}", gpus, batch, fix)
+        if not found:
+            print(f"{model:>9}: search failed: {err}")
+            continue
+        s = found["search"]
+        tf = found["predicted"]["tflops_per_device"]
+        ref_tf = ref["predicted"]["tflops_per_device"] if ref else float("nan")
+        ratio = tf / ref_tf if ref else float("nan")
+        worse += ref is not None and ratio < 1
+        p = found["plan"]
+        plan = (f"dp={p['dp']} tp={p['tp']} pp={p['pp']} cp={p['cp']} "
+                f"mb={p['microbatch_size']} {p['schedule']}"
+                f"{'/' + str(p['vpp']) if p['vpp'] > 1 else ''} "
+                f"zero={p['zero']} rc={p['recompute']} "
+                f"sp={'on' if p['sp'] else 'off'}")
+        print(f"{model:>9} {layers:>6} {gpus:>5} | {wall:>8.2f} "
+              f"{s['candidates_evaluated']:>6} {s['simulated']:>6} | "
+              f"{tf:>8.1f} {ref_tf:>8.1f} {ratio:>6.3f} | {plan}")
+    print(f"rows where the search predicts less than Megatron's plan: {worse}")
+
+
+if __name__ == "__main__":
+    main()
