@@ -582,9 +582,12 @@ int runCompile() {
     outs() << formatv("{0:2}", json::Value(std::move(out))) << "\n";
     return kOk;
   }
+  // The graph's own count (the knob-level model approximates some layers).
+  double parameters = double(cleave::summarizeModel(*module).trainableParams);
   outs() << "model:        " << shape->name << " ("
-         << formatv("{0:F2}", shape->parameters() / 1e9)
-         << "B parameters)\n";
+         << (parameters >= 1e9 ? formatv("{0:F2}B", parameters / 1e9).str()
+                               : formatv("{0:F2}M", parameters / 1e6).str())
+         << " parameters)\n";
   outs() << "cluster:      " << cluster->name << ", " << cluster->numDevices()
          << " devices\n";
   printPrediction(best);

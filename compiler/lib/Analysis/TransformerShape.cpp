@@ -2,24 +2,99 @@
 
 #include "cleave/Analysis/TransformerShape.h"
 
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <algorithm>
 #include <map>
 
 using namespace mlir;
 
 namespace cleave {
 
+/// Reads the dimensions off the graph itself (imported models): attention
+/// softmaxes over square [.., seq, seq] scores count the layers and give
+/// the sequence and heads, norms give the width, the MLP's down projection
+/// [ffn, hidden] its width, the embedding table or the last projection the
+/// vocabulary (or classes).
+static FailureOr<cost::TransformerModel> inferFromGraph(ModuleOp module) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return module.emitError("expected a func.func @forward");
+  cost::TransformerModel m;
+  if (auto name = module->getAttrOfType<StringAttr>("cleave.model"))
+    m.name = name.str();
+  int64_t samples = 1;
+  bool sawInput = false;
+  std::map<int64_t, int> normWidths;
+  int64_t lastProjection = 0;
+  forward.walk([&](Operation *op) {
+    if (auto input = dyn_cast<graph::InputOp>(op)) {
+      if (!sawInput && input.getType().getRank() > 0)
+        samples = input.getType().getDimSize(0);
+      sawInput = true;
+    } else if (auto softmax = dyn_cast<graph::SoftmaxOp>(op)) {
+      auto t = softmax.getType();
+      int64_t r = t.getRank();
+      if (r >= 3 && t.getDimSize(r - 1) == t.getDimSize(r - 2) &&
+          softmax.getAxis() == r - 1) {
+        ++m.layers;
+        m.seq = t.getDimSize(r - 1);
+        m.heads = r >= 4 ? t.getDimSize(r - 3)
+                         : t.getDimSize(0) / std::max<int64_t>(1, samples);
+      }
+    } else if (isa<graph::LayerNormOp, graph::RmsNormOp>(op)) {
+      auto t = cast<RankedTensorType>(op->getResult(0).getType());
+      ++normWidths[t.getDimSize(t.getRank() - 1)];
+    } else if (isa<graph::SiluOp>(op)) {
+      m.gatedMlp = true;
+    } else if (auto gather = dyn_cast<graph::GatherOp>(op)) {
+      auto table = cast<RankedTensorType>(gather.getData().getType());
+      if (gather.getData().getDefiningOp<graph::ParamOp>() &&
+          table.getRank() == 2 && gather.getAxis() == 0)
+        m.vocab = std::max(m.vocab, table.getDimSize(0));
+    } else if (auto matmul = dyn_cast<graph::MatmulOp>(op)) {
+      lastProjection = matmul.getType().getDimSize(matmul.getType().getRank() - 1);
+    }
+  });
+  if (m.layers == 0 || normWidths.empty())
+    return module.emitError(
+        "no attention layers found: knob-level plan scoring covers "
+        "transformers (attention softmax over [.., seq, seq] scores and layer "
+        "norms); other models are planned op by op by the search");
+  m.hidden = std::max_element(normWidths.begin(), normWidths.end(),
+                              [](auto &a, auto &b) { return a.second < b.second; })
+                 ->first;
+  // The MLP's down projection: a [ffn, hidden] weight with ffn > hidden.
+  forward.walk([&](graph::MatmulOp matmul) {
+    auto rhs = cast<RankedTensorType>(matmul.getRhs().getType());
+    if (rhs.getRank() != 2 || !matmul.getRhs().getDefiningOp<graph::ParamOp>())
+      return;
+    int64_t k = rhs.getDimSize(matmul.getTransposeRhs() ? 1 : 0);
+    int64_t n = rhs.getDimSize(matmul.getTransposeRhs() ? 0 : 1);
+    if (n == m.hidden && k > m.hidden)
+      m.ffn = std::max(m.ffn, k);
+  });
+  if (m.vocab == 0)
+    m.vocab = lastProjection;
+  m.learnedPositions = !m.gatedMlp;
+  m.tiedEmbedding = false;
+  if (m.heads <= 0 || m.hidden % m.heads || m.vocab <= 0)
+    return module.emitError("could not read consistent transformer "
+                            "dimensions off the graph (hidden ")
+           << m.hidden << ", heads " << m.heads << ", vocabulary " << m.vocab
+           << ")";
+  return m;
+}
+
 FailureOr<cost::TransformerModel> getTransformerModel(ModuleOp module) {
   auto family = module->getAttrOfType<StringAttr>("cleave.zoo_family");
   auto settings = module->getAttrOfType<StringAttr>("cleave.zoo_settings");
   if (!family || !settings)
-    return module.emitError(
-        "knob-level plan scoring needs a model-zoo transformer (zoo:gpt, "
-        "llama, moe, switch, bert, vit); imported graphs are planned op by op "
-        "by the search");
+    return inferFromGraph(module);
   std::map<std::string, std::string> kv;
   llvm::SmallVector<StringRef> items;
   settings.getValue().split(items, ',');
