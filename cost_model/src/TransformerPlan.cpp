@@ -277,10 +277,14 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
     double mlpElems = mlpTokens * f / t;
     CLEAVE_ASSIGN(norms, price.memoryBound(2 * hiddenElems, 2, 8));
     CLEAVE_ASSIGN(softmax, price.memoryBound(scoreElems, 2, 5));
-    CLEAVE_ASSIGN(attnDropout, price.memoryBound(scoreElems, 2.5, 2));
+    // Attention dropout draws a one-byte mask and applies it: 1 + 2 + 2 + 1
+    // bytes an element, three half-precision passes.
+    CLEAVE_ASSIGN(attnDropout, price.memoryBound(scoreElems, 3, 2));
+    // Merging the heads back ([b, heads, s, d] -> [s, b, h]) is a copy.
+    CLEAVE_ASSIGN(mergeHeads, price.memoryBound(tokens * a * d / t, 2, 0));
     CLEAVE_ASSIGN(gelu, price.memoryBound(mlpElems, 2, 8));
     CLEAVE_ASSIGN(residual, price.memoryBound(2 * hiddenElems, 3.5, 3));
-    Work elemF = norms + softmax + attnDropout + gelu + residual;
+    Work elemF = norms + softmax + attnDropout + gelu + residual + mergeHeads;
     Work attnElemF = softmax + attnDropout;
     // Backward kernels read the saved inputs and the output gradient and
     // write the input gradient: about twice the forward traffic.
