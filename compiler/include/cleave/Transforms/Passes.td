@@ -51,4 +51,48 @@ def AppendLoss : Pass<"cleave-append-loss", "mlir::ModuleOp"> {
   ];
 }
 
+def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
+  let summary = "Choose every op's sharding on a 1-D tensor-parallel mesh (ILP)";
+  let description = [{
+    Alpa's intra-operator pass on a 1-D mesh of `mesh` ranks inside one
+    node of `cluster`: every op offers strategies through
+    ShardingStrategyOpInterface (which dimension of each operand and result
+    is split, partial sums and their reduction), and an integer program
+    solved exactly by COIN-OR CBC picks one per op, minimising compute on
+    each device's share plus the strategies' collectives plus the
+    resharding between producers and consumers, with parameter bytes per
+    device under `param-memory`. The choice is written as discardable
+    attributes for the SPMD lowering:
+
+    ```mlir
+    %1 = graph.matmul %x, %w {cleave.operand_sharding = [array<i64: -1, -1, -1>, array<i64: -1, 0>],
+                              cleave.sharding = [array<i64: -1, -1, 0>], cleave.strategy = "matmul.n"} : ...
+    ```
+
+    (`cleave.partial = "all_reduce"` marks an op that reduces partial sums
+    itself). Runs on every function with a body, which must be one block;
+    the rules and the program are in compiler/lib/Search
+    (docs/intra-op-search.md). Nothing consumes the attributes yet: the
+    SPMD lowering will.
+  }];
+  let options = [
+    Option<"mesh", "mesh", "int64_t", "8", "tensor-parallel degree">,
+    Option<"clusterSpec", "cluster", "std::string", "\"dgx-a100-80g\"",
+           "cluster preset or file, with ,key=value overrides">,
+    Option<"paramMemory", "param-memory", "double", "0",
+           "parameter bytes per device (0: the device's memory)">,
+    Option<"timeLimit", "time-limit", "double", "60",
+           "CBC time limit in seconds">,
+    Option<"relativeGap", "relative-gap", "double", "1e-3",
+           "stop when proven within this fraction of the optimum">,
+    Option<"report", "report", "bool", "false",
+           "emit a remark with the ILP's size, objective, gap and solve time">,
+  ];
+  let statistics = [
+    Statistic<"numOps", "ops", "Ops given a sharding">,
+    Statistic<"numShardedOps", "sharded-ops", "Ops not run replicated">,
+    Statistic<"numVariables", "ilp-variables", "Variables of the integer program">,
+  ];
+}
+
 #endif // CLEAVE_TRANSFORMS_PASSES_TD

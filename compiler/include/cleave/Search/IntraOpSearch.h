@@ -1,0 +1,150 @@
+//===- IntraOpSearch.h - Optimal sharding of every op on a 1-D mesh -*- C++
+//-*-===//
+//
+// Alpa's intra-operator pass (Zheng et al., OSDI 2022) on a 1-D mesh: pick
+// one ShardingStrategy per op of a function so that compute (priced by the
+// cost model on each device's share), the strategies' own collectives and
+// the resharding between a producer's layout and each consumer's required
+// layout add up to the least time, with the parameters' per-device bytes
+// under a limit. Solved exactly as an integer program with COIN-OR CBC.
+//
+// Resharding a value of B bytes from layout p to required layout c:
+//   p == c or p replicated (every device slices its part) -> free;
+//   c replicated -> all-gather(B); otherwise all-to-all(B / n).
+// A value read by several consumers is resharded once per distinct layout
+// they read (Alpa pays every edge; three projections reading one all-gathered
+// activation would pay it three times).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_SEARCH_INTRAOPSEARCH_H
+#define CLEAVE_SEARCH_INTRAOPSEARCH_H
+
+#include "cleave/Search/ShardingStrategy.h"
+#include "cleave/cost_model/Cluster.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <vector>
+
+namespace cleave::search {
+
+struct IntraOpOptions {
+  /// Per-device bytes of parameters; 0: the device's memory.
+  double paramMemoryBytes = 0;
+  /// CBC's time limit in seconds.
+  double timeLimitSeconds = 60;
+  /// Stop once the best choice is proven within this fraction of the
+  /// optimum (the cost model's own error is far larger).
+  double relativeGap = 1e-3;
+  /// Mesh ranks are cluster ranks first, first + 1, ...
+  int64_t firstRank = 0;
+};
+
+/// One edge of the problem: operand `operand` of node `consumer` reads
+/// result `result` of node `producer`.
+struct IntraOpEdge {
+  unsigned producer, result, consumer, operand;
+  /// Resharding seconds, [producer strategy][consumer strategy].
+  std::vector<std::vector<double>> cost;
+  /// The layout the consumer reads, per consumer strategy.
+  std::vector<int64_t> required;
+};
+
+/// The search problem of one function: its ops (nodes), their strategies
+/// and costs, and the data edges between them. Build once, then solve or
+/// price any assignment with the same cost function.
+class IntraOpProblem {
+public:
+  static llvm::FailureOr<IntraOpProblem> build(mlir::func::FuncOp func,
+                                               const cost::Cluster &cluster,
+                                               int64_t meshSize,
+                                               const IntraOpOptions &options);
+
+  llvm::ArrayRef<mlir::Operation *> nodes() const { return ops; }
+  llvm::ArrayRef<ShardingStrategy> strategies(unsigned node) const {
+    return nodeStrategies[node];
+  }
+  /// Compute plus own collectives of strategy `s` of `node`, seconds.
+  double nodeCost(unsigned node, unsigned s) const {
+    return nodeCosts[node][s];
+  }
+  /// Per-device parameter bytes of strategy `s` of `node`.
+  double paramBytes(unsigned node, unsigned s) const {
+    return nodeParamBytes[node][s];
+  }
+  llvm::ArrayRef<IntraOpEdge> edges() const { return dataEdges; }
+  /// The edges grouped by the value they read, in program order.
+  llvm::ArrayRef<std::vector<unsigned>> valueEdges() const {
+    return edgesOfValue;
+  }
+  std::optional<unsigned> nodeOf(mlir::Operation *op) const;
+  int64_t meshSize() const { return mesh; }
+  double paramMemoryLimit() const { return memoryLimit; }
+
+  /// Total seconds of one strategy index per node.
+  double cost(llvm::ArrayRef<unsigned> choice) const;
+  /// Per-device parameter bytes of a choice.
+  double paramBytes(llvm::ArrayRef<unsigned> choice) const;
+  /// The choice with strategy 0 (replicated) everywhere.
+  std::vector<unsigned> replicatedChoice() const;
+
+private:
+  int64_t mesh = 1;
+  double memoryLimit = 0;
+  std::vector<mlir::Operation *> ops;
+  llvm::DenseMap<mlir::Operation *, unsigned> index;
+  std::vector<llvm::SmallVector<ShardingStrategy, 0>> nodeStrategies;
+  std::vector<std::vector<double>> nodeCosts;
+  std::vector<std::vector<double>> nodeParamBytes;
+  std::vector<IntraOpEdge> dataEdges;
+  std::vector<std::vector<unsigned>> edgesOfValue;
+};
+
+struct IntraOpPlan {
+  /// The chosen strategy index per node of the problem, and the op and
+  /// strategy themselves.
+  std::vector<unsigned> choice;
+  std::vector<mlir::Operation *> ops;
+  std::vector<ShardingStrategy> strategies;
+  /// Seconds of the choice (the ILP's objective).
+  double objective = 0;
+  /// The objective as CBC computed it; equals `objective` up to
+  /// tolerances (a check of the formulation against IntraOpProblem::cost).
+  double solverObjective = 0;
+  /// CBC's lower bound and the relative gap to it.
+  double bound = 0;
+  double gap = 0;
+  /// Proven within IntraOpOptions::relativeGap of the optimum.
+  bool optimal = false;
+  double solveSeconds = 0;
+  /// Size of the integer program.
+  int64_t numVariables = 0, numIntegerVariables = 0, numConstraints = 0;
+};
+
+/// Solves `problem` exactly (up to the time limit and relative gap); fails
+/// when no choice fits the memory limit (`whyNot`: "infeasible") or none
+/// was found in time ("time limit").
+llvm::FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
+                                          const IntraOpOptions &options,
+                                          std::string *whyNot = nullptr);
+
+/// build + solve; errors are emitted at `func`.
+llvm::FailureOr<IntraOpPlan> searchIntraOp(mlir::func::FuncOp func,
+                                           const cost::Cluster &cluster,
+                                           int64_t meshSize,
+                                           const IntraOpOptions &options);
+
+/// Writes the choice as discardable attributes on every op:
+///   cleave.sharding         one array per result: the mesh axis each
+///                           tensor dimension is split over, or -1
+///   cleave.operand_sharding the same for the layouts the op reads
+///   cleave.partial          "all_reduce" / "reduce_scatter" where the op
+///                           reduces partial sums itself
+///   cleave.strategy         the strategy's name
+void annotateIntraOpPlan(const IntraOpPlan &plan);
+
+} // namespace cleave::search
+
+#endif // CLEAVE_SEARCH_INTRAOPSEARCH_H

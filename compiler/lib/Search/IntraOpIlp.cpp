@@ -1,0 +1,307 @@
+//===- IntraOpIlp.cpp - The intra-operator search as an ILP (CBC) --------===//
+//
+//   min  sum_v sum_s c[v][s] x[v][s] + sum_(u,v) sum_(i,j) r[e][i][j]
+//   y[e][i][j] s.t. sum_s x[v][s] = 1                         every op picks
+//   one strategy
+//        sum_j y[e][i][j] = x[u][i], sum_i y[e][i][j] = x[v][j]   every edge
+//        sum_v sum_s m[v][s] x[v][s] <= M          parameter bytes per device
+//        x binary, y in [0, 1]
+//
+// The edge constraints fix y to the product x[u][i] x[v][j] once x is
+// integral, and keep the LP relaxation tight (it is exact on trees), so CBC
+// usually closes at the root. A value with several consumers is resharded
+// once per layout they read: its edges' y carry no cost, and a variable
+// r[i][c] >= sum over consumer strategies j reading c of y[e][i][j], for
+// every edge e of the value, pays the resharding from i to c. The problem is
+// kept small: ops with a single strategy get no variables (their edges become
+// linear terms of their neighbours), and edges whose resharding is free in
+// every combination get none either.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Search/IntraOpSearch.h"
+
+#include "CbcModel.hpp"
+#include "CbcSolver.hpp"
+#include "CoinMessageHandler.hpp"
+#include "CoinPackedMatrix.hpp"
+#include "OsiClpSolverInterface.hpp"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <chrono>
+#include <limits>
+#include <map>
+
+using namespace mlir;
+
+namespace cleave::search {
+
+namespace {
+
+/// Objective in microseconds: CBC's tolerances are absolute.
+constexpr double kScale = 1e6;
+
+/// The integer program in triplet form.
+struct Program {
+  std::vector<double> obj, colLb, colUb;
+  std::vector<bool> integer;
+  std::vector<double> rowLb, rowUb;
+  std::vector<int> tripletRow, tripletCol;
+  std::vector<double> tripletValue;
+
+  int addColumn(double cost, bool isInteger) {
+    obj.push_back(cost * kScale);
+    colLb.push_back(0);
+    colUb.push_back(1);
+    integer.push_back(isInteger);
+    return obj.size() - 1;
+  }
+  int addRow(double lb, double ub) {
+    rowLb.push_back(lb);
+    rowUb.push_back(ub);
+    return rowLb.size() - 1;
+  }
+  void set(int row, int col, double value) {
+    tripletRow.push_back(row);
+    tripletCol.push_back(col);
+    tripletValue.push_back(value);
+  }
+};
+
+} // namespace
+
+FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
+                                    const IntraOpOptions &options,
+                                    std::string *whyNot) {
+  auto fail = [&](llvm::StringRef why) {
+    if (whyNot)
+      *whyNot = why.str();
+    return failure();
+  };
+  auto start = std::chrono::steady_clock::now();
+  unsigned numNodes = problem.nodes().size();
+  Program prog;
+  // x[v][s]: a column, or -1 when v has one strategy (fixed to it).
+  std::vector<std::vector<int>> x(numNodes);
+  double constant = 0, fixedBytes = 0;
+  for (unsigned v = 0; v < numNodes; ++v) {
+    unsigned count = problem.strategies(v).size();
+    if (count == 1) {
+      x[v] = {-1};
+      constant += problem.nodeCost(v, 0);
+      fixedBytes += problem.paramBytes(v, 0);
+      continue;
+    }
+    int row = prog.addRow(1, 1);
+    for (unsigned s = 0; s < count; ++s) {
+      x[v].push_back(prog.addColumn(problem.nodeCost(v, s), true));
+      prog.set(row, x[v].back(), 1);
+    }
+  }
+  auto costs = [](const IntraOpEdge &e) {
+    return llvm::any_of(e.cost, [](const std::vector<double> &row) {
+      return llvm::any_of(row, [](double c) { return c > 0; });
+    });
+  };
+  // y[i][j] = x[u][i] * x[v][j] for an edge (u, v), tied to both ends by
+  // marginal rows; priced with the edge's costs or not.
+  auto addProduct = [&](const IntraOpEdge &e, bool priced) {
+    size_t nu = x[e.producer].size(), nv = x[e.consumer].size();
+    std::vector<int> rowOfI, rowOfJ;
+    for (size_t i = 0; i < nu; ++i) {
+      rowOfI.push_back(prog.addRow(0, 0));
+      prog.set(rowOfI.back(), x[e.producer][i], -1);
+    }
+    for (size_t j = 0; j < nv; ++j) {
+      rowOfJ.push_back(prog.addRow(0, 0));
+      prog.set(rowOfJ.back(), x[e.consumer][j], -1);
+    }
+    std::vector<std::vector<int>> y(nu, std::vector<int>(nv));
+    for (size_t i = 0; i < nu; ++i) {
+      for (size_t j = 0; j < nv; ++j) {
+        y[i][j] = prog.addColumn(priced ? e.cost[i][j] : 0, false);
+        prog.set(rowOfI[i], y[i][j], 1);
+        prog.set(rowOfJ[j], y[i][j], 1);
+      }
+    }
+    return y;
+  };
+  // One edge priced on its own.
+  auto addEdge = [&](const IntraOpEdge &e) {
+    bool fixedU = x[e.producer][0] < 0, fixedV = x[e.consumer][0] < 0;
+    if (fixedU && fixedV) {
+      constant += e.cost[0][0];
+    } else if (fixedU) {
+      for (auto [j, col] : llvm::enumerate(x[e.consumer]))
+        prog.obj[col] += e.cost[0][j] * kScale;
+    } else if (fixedV) {
+      for (auto [i, col] : llvm::enumerate(x[e.producer]))
+        prog.obj[col] += e.cost[i][0] * kScale;
+    } else {
+      addProduct(e, /*priced=*/true);
+    }
+  };
+  for (llvm::ArrayRef<unsigned> group : problem.valueEdges()) {
+    llvm::SmallVector<const IntraOpEdge *> priced;
+    for (unsigned index : group)
+      if (costs(problem.edges()[index]))
+        priced.push_back(&problem.edges()[index]);
+    if (priced.empty())
+      continue;
+    unsigned producer = priced.front()->producer;
+    if (priced.size() == 1 || x[producer][0] < 0) {
+      for (const IntraOpEdge *e : priced)
+        addEdge(*e);
+      continue;
+    }
+    // Several consumers: r[i][c] >= the product of "the producer takes i"
+    // and "this consumer reads c", for every consumer; r pays the
+    // resharding from i to c once.
+    std::map<std::pair<size_t, int64_t>, int> reshard;
+    for (const IntraOpEdge *e : priced) {
+      std::map<std::pair<size_t, int64_t>, std::vector<int>> terms;
+      std::map<std::pair<size_t, int64_t>, double> price;
+      if (x[e->consumer][0] < 0) {
+        for (size_t i = 0; i < x[producer].size(); ++i) {
+          if (e->cost[i][0] > 0) {
+            terms[{i, e->required[0]}].push_back(x[producer][i]);
+            price[{i, e->required[0]}] = e->cost[i][0];
+          }
+        }
+      } else {
+        std::vector<std::vector<int>> y = addProduct(*e, /*priced=*/false);
+        for (size_t i = 0; i < y.size(); ++i) {
+          for (size_t j = 0; j < y[i].size(); ++j) {
+            if (e->cost[i][j] > 0) {
+              terms[{i, e->required[j]}].push_back(y[i][j]);
+              price[{i, e->required[j]}] = e->cost[i][j];
+            }
+          }
+        }
+      }
+      for (auto &[key, cols] : terms) {
+        auto [it, inserted] = reshard.try_emplace(key, -1);
+        if (inserted)
+          it->second = prog.addColumn(price[key], false);
+        int row = prog.addRow(0, std::numeric_limits<double>::infinity());
+        prog.set(row, it->second, 1);
+        for (int col : cols)
+          prog.set(row, col, -1);
+      }
+    }
+  }
+  double limit = problem.paramMemoryLimit() - fixedBytes;
+  if (limit < 0)
+    return fail("infeasible");
+  int memoryRow = -1;
+  for (unsigned v = 0; v < numNodes; ++v) {
+    if (x[v][0] < 0)
+      continue;
+    for (auto [s, col] : llvm::enumerate(x[v])) {
+      double bytes = problem.paramBytes(v, s);
+      if (bytes == 0)
+        continue;
+      if (memoryRow < 0)
+        memoryRow =
+            prog.addRow(-std::numeric_limits<double>::infinity(), limit);
+      prog.set(memoryRow, col, bytes);
+    }
+  }
+
+  IntraOpPlan plan;
+  plan.numVariables = prog.obj.size();
+  plan.numIntegerVariables = llvm::count(prog.integer, true);
+  plan.numConstraints = prog.rowLb.size();
+  plan.choice.assign(numNodes, 0);
+
+  if (!prog.obj.empty()) {
+    OsiClpSolverInterface solver;
+    solver.messageHandler()->setLogLevel(0);
+    CoinPackedMatrix matrix(/*colordered=*/false, prog.tripletRow.data(),
+                            prog.tripletCol.data(), prog.tripletValue.data(),
+                            prog.tripletValue.size());
+    matrix.setDimensions(prog.rowLb.size(), prog.obj.size());
+    solver.loadProblem(matrix, prog.colLb.data(), prog.colUb.data(),
+                       prog.obj.data(), prog.rowLb.data(), prog.rowUb.data());
+    for (auto [col, isInteger] : llvm::enumerate(prog.integer))
+      if (isInteger)
+        solver.setInteger(col);
+
+    // CBC's standalone driver adds its default cut generators and primal
+    // heuristics, which a bare branchAndBound() lacks; they matter once
+    // the memory row couples the layers.
+    CbcModel model(solver);
+    CbcSolverUsefulData data;
+    data.noPrinting_ = true;
+    CbcMain0(model, data);
+    data.useSignalHandler_ = false; // a library must not take over SIGINT
+    model.setLogLevel(0);
+    model.messageHandler()->setLogLevel(0);
+    std::string seconds = std::to_string(options.timeLimitSeconds);
+    std::string gap = std::to_string(options.relativeGap);
+    const char *argv[] = {"cleave",    "-log",          "0",
+                          "-sec",      seconds.c_str(), "-ratioGap",
+                          gap.c_str(), "-solve",        "-quit"};
+    CbcMain1(
+        std::size(argv), argv, model, [](CbcModel *, int) { return 0; }, data);
+    if (model.isProvenInfeasible())
+      return fail("infeasible");
+    const double *solution = model.bestSolution();
+    if (!solution)
+      return fail("time limit");
+    for (unsigned v = 0; v < numNodes; ++v) {
+      if (x[v][0] < 0)
+        continue;
+      for (auto [s, col] : llvm::enumerate(x[v]))
+        if (solution[col] > 0.5)
+          plan.choice[v] = s;
+    }
+    plan.optimal = model.isProvenOptimal();
+    plan.solverObjective = model.getObjValue() / kScale + constant;
+    plan.bound = model.getBestPossibleObjValue() / kScale + constant;
+  } else {
+    plan.optimal = true;
+    plan.bound = problem.cost(plan.choice);
+  }
+  // Re-price the choice with the problem's own cost function, so the
+  // objective is exact (not CBC's scaled, tolerance-limited value).
+  plan.objective = problem.cost(plan.choice);
+  if (prog.obj.empty())
+    plan.solverObjective = plan.objective;
+  for (unsigned v = 0; v < numNodes; ++v) {
+    plan.ops.push_back(problem.nodes()[v]);
+    plan.strategies.push_back(problem.strategies(v)[plan.choice[v]]);
+  }
+  plan.bound = std::min(plan.bound, plan.objective);
+  plan.gap = plan.objective > 0
+                 ? std::max(0.0, (plan.objective - plan.bound) / plan.objective)
+                 : 0.0;
+  plan.solveSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return plan;
+}
+
+FailureOr<IntraOpPlan> searchIntraOp(func::FuncOp func,
+                                     const cost::Cluster &cluster,
+                                     int64_t meshSize,
+                                     const IntraOpOptions &options) {
+  FailureOr<IntraOpProblem> problem =
+      IntraOpProblem::build(func, cluster, meshSize, options);
+  if (failed(problem))
+    return failure();
+  std::string whyNot;
+  FailureOr<IntraOpPlan> plan = solveIntraOp(*problem, options, &whyNot);
+  if (failed(plan) && whyNot == "infeasible")
+    return func.emitOpError()
+           << "no sharding fits the parameter memory limit of "
+           << int64_t(problem->paramMemoryLimit()) << " bytes per device";
+  if (failed(plan))
+    return func.emitOpError()
+           << "CBC found no sharding within the time limit of "
+           << options.timeLimitSeconds << " s";
+  return plan;
+}
+
+} // namespace cleave::search

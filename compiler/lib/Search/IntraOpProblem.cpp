@@ -1,0 +1,214 @@
+//===- IntraOpProblem.cpp - Nodes, strategies and costs of the search ----===//
+
+#include "cleave/Search/IntraOpSearch.h"
+
+#include "cleave/Dialect/Graph/IR/GraphInterfaces.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Dialect/Graph/IR/ShapeInference.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace cleave::search {
+
+namespace {
+
+/// Prices ops and collectives on one cluster and mesh, caching collectives
+/// (a block asks for the same few sizes again and again).
+class Pricer {
+public:
+  Pricer(const cost::Cluster &cluster, int64_t mesh, int64_t firstRank)
+      : cluster(cluster), mesh(mesh),
+        group(cost::Group::strided(firstRank, mesh)) {}
+
+  FailureOr<double> collective(cost::Collective kind, double bytes) {
+    if (mesh <= 1 || bytes <= 0)
+      return 0.0;
+    auto key = std::make_pair(int(kind), bytes);
+    if (auto it = cache.find(key); it != cache.end())
+      return it->second;
+    auto c = cost::estimateCollective(kind, bytes, group, cluster);
+    if (!c.ok()) {
+      error = std::string(c.status().message());
+      return failure();
+    }
+    return cache[key] = c->seconds;
+  }
+
+  /// a -> b for a value of type `type` (see IntraOpSearch.h).
+  FailureOr<double> reshard(int64_t from, int64_t to, Type type) {
+    if (from == to || from == kReplicated)
+      return 0.0;
+    double bytes = graph::tensorBytes(type);
+    if (to == kReplicated)
+      return collective(cost::Collective::AllGather, bytes);
+    return collective(cost::Collective::AllToAll, bytes / mesh);
+  }
+
+  FailureOr<double> compute(Operation *op, const ShardingStrategy &s) {
+    if (isa<graph::ParamOp, graph::InputOp, graph::ConstantOp>(op))
+      return 0.0;
+    absl::StatusOr<cost::OpCost> c;
+    if (s.gemm) {
+      c = cost::estimateGemm(*s.gemm, cluster);
+    } else {
+      auto work = dyn_cast<graph::CostOpInterface>(op);
+      if (!work)
+        return 0.0;
+      cost::GenericOp g;
+      g.flops = work.getFlops() * s.workShare;
+      g.bytesRead = work.getBytesRead() * s.workShare;
+      g.bytesWritten = work.getBytesWritten() * s.workShare;
+      if (g.flops == 0 && g.bytesRead == 0 && g.bytesWritten == 0)
+        return 0.0;
+      if (op->getNumResults())
+        if (auto t = dyn_cast<ShapedType>(op->getResult(0).getType()))
+          g.dtype = costDType(t.getElementType());
+      c = cost::estimateGeneric(g, cluster);
+    }
+    if (!c.ok()) {
+      error = std::string(c.status().message());
+      return failure();
+    }
+    return c->seconds;
+  }
+
+  std::string error;
+
+private:
+  const cost::Cluster &cluster;
+  int64_t mesh;
+  cost::Group group;
+  std::map<std::pair<int, double>, double> cache;
+};
+
+} // namespace
+
+FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
+                                                const cost::Cluster &cluster,
+                                                int64_t meshSize,
+                                                const IntraOpOptions &options) {
+  if (meshSize < 1)
+    return func.emitOpError() << "mesh size must be positive, got " << meshSize;
+  if (options.firstRank + meshSize > cluster.numDevices())
+    return func.emitOpError()
+           << "mesh of " << meshSize << " ranks does not fit cluster '"
+           << cluster.name << "' of " << cluster.numDevices() << " devices";
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError() << "intra-op search needs a single-block body";
+
+  IntraOpProblem p;
+  p.mesh = meshSize;
+  p.memoryLimit = options.paramMemoryBytes > 0 ? options.paramMemoryBytes
+                                               : cluster.device.memoryBytes;
+  Pricer pricer(cluster, meshSize, options.firstRank);
+  auto pricingError = [&]() {
+    return func.emitOpError() << "cost model: " << pricer.error;
+  };
+
+  llvm::DenseMap<Value, unsigned> valueGroup;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    unsigned node = p.ops.size();
+    p.ops.push_back(&op);
+    p.index[&op] = node;
+    auto &strategies = p.nodeStrategies.emplace_back();
+    if (auto rules = dyn_cast<ShardingStrategyOpInterface>(&op))
+      rules.getShardingStrategies(meshSize, strategies);
+    if (strategies.empty())
+      strategies.push_back(replicatedStrategy(&op));
+
+    auto &costs = p.nodeCosts.emplace_back();
+    auto &params = p.nodeParamBytes.emplace_back();
+    for (const ShardingStrategy &s : strategies) {
+      FailureOr<double> seconds = pricer.compute(&op, s);
+      if (failed(seconds))
+        return pricingError();
+      double total = *seconds;
+      for (const StrategyCollective &c : s.collectives) {
+        FailureOr<double> t = pricer.collective(c.kind, c.bytes);
+        if (failed(t))
+          return pricingError();
+        total += *t;
+      }
+      costs.push_back(total);
+      double bytes = 0;
+      if (isa<graph::ParamOp>(op))
+        bytes = double(graph::tensorBytes(op.getResult(0).getType())) /
+                (s.results[0] == kReplicated ? 1 : meshSize);
+      params.push_back(bytes);
+    }
+
+    for (OpOperand &use : op.getOpOperands()) {
+      auto result = dyn_cast<OpResult>(use.get());
+      if (!result || !isa<RankedTensorType>(result.getType()))
+        continue;
+      auto it = p.index.find(result.getOwner());
+      if (it == p.index.end())
+        continue;
+      IntraOpEdge e{it->second,
+                    result.getResultNumber(),
+                    node,
+                    use.getOperandNumber(),
+                    {}};
+      for (const ShardingStrategy &from : p.nodeStrategies[e.producer]) {
+        auto &row = e.cost.emplace_back();
+        for (const ShardingStrategy &to : strategies) {
+          FailureOr<double> t = pricer.reshard(
+              from.results[e.result], to.operands[e.operand], result.getType());
+          if (failed(t))
+            return pricingError();
+          row.push_back(*t);
+        }
+      }
+      for (const ShardingStrategy &to : strategies)
+        e.required.push_back(to.operands[e.operand]);
+      auto [group, inserted] =
+          valueGroup.try_emplace(result, p.edgesOfValue.size());
+      if (inserted)
+        p.edgesOfValue.emplace_back();
+      p.edgesOfValue[group->second].push_back(p.dataEdges.size());
+      p.dataEdges.push_back(std::move(e));
+    }
+  }
+  return p;
+}
+
+std::optional<unsigned> IntraOpProblem::nodeOf(Operation *op) const {
+  auto it = index.find(op);
+  if (it == index.end())
+    return std::nullopt;
+  return it->second;
+}
+
+double IntraOpProblem::cost(llvm::ArrayRef<unsigned> choice) const {
+  double total = 0;
+  for (unsigned n = 0; n < ops.size(); ++n)
+    total += nodeCosts[n][choice[n]];
+  // Each value pays once per distinct layout its consumers read.
+  for (const std::vector<unsigned> &group : edgesOfValue) {
+    llvm::SmallVector<int64_t> paid;
+    for (unsigned index : group) {
+      const IntraOpEdge &e = dataEdges[index];
+      int64_t layout = e.required[choice[e.consumer]];
+      if (llvm::is_contained(paid, layout))
+        continue;
+      paid.push_back(layout);
+      total += e.cost[choice[e.producer]][choice[e.consumer]];
+    }
+  }
+  return total;
+}
+
+double IntraOpProblem::paramBytes(llvm::ArrayRef<unsigned> choice) const {
+  double total = 0;
+  for (unsigned n = 0; n < ops.size(); ++n)
+    total += nodeParamBytes[n][choice[n]];
+  return total;
+}
+
+std::vector<unsigned> IntraOpProblem::replicatedChoice() const {
+  return std::vector<unsigned>(ops.size(), 0);
+}
+
+} // namespace cleave::search

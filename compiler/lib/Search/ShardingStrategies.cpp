@@ -1,0 +1,376 @@
+//===- ShardingStrategies.cpp - Sharding rules of graph ops --------------===//
+//
+// The strategies each graph op offers on a 1-D mesh of n devices, as
+// external models of ShardingStrategyOpInterface. A dimension is offered
+// only when n > 1 divides it. Every op also offers the replicated strategy
+// (added first by the adapter, and refined by a rule that needs to, as the
+// matmul's sets its GEMM), so a search always has a feasible choice.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Search/ShardingStrategy.h"
+
+#include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Dialect/Graph/IR/ShapeInference.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/Twine.h"
+
+using namespace mlir;
+
+#include "cleave/Search/ShardingStrategyInterface.cpp.inc"
+
+namespace cleave::search {
+
+llvm::StringRef partialReductionName(PartialReduction p) {
+  switch (p) {
+  case PartialReduction::None:
+    return "none";
+  case PartialReduction::AllReduce:
+    return "all_reduce";
+  case PartialReduction::ReduceScatter:
+    return "reduce_scatter";
+  }
+  return "none";
+}
+
+cost::DType costDType(Type elementType) {
+  if (elementType.isBF16())
+    return cost::DType::Bf16;
+  if (elementType.isF16())
+    return cost::DType::Fp16;
+  return cost::DType::Fp32;
+}
+
+ShardingStrategy replicatedStrategy(Operation *op) {
+  ShardingStrategy s;
+  s.name = "replicated";
+  s.operands.assign(op->getNumOperands(), kReplicated);
+  s.results.assign(op->getNumResults(), kReplicated);
+  return s;
+}
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return dyn_cast<RankedTensorType>(v.getType());
+}
+
+int64_t rankOf(Value v) {
+  auto t = tensorType(v);
+  return t ? t.getRank() : 0;
+}
+
+/// Whether `dim` of `v` can be split evenly over `n` devices.
+bool splittable(Value v, int64_t dim, int64_t n) {
+  auto t = tensorType(v);
+  return n > 1 && t && dim >= 0 && dim < t.getRank() &&
+         t.getDimSize(dim) >= n && t.getDimSize(dim) % n == 0;
+}
+
+std::string splitName(llvm::StringRef prefix, int64_t dim) {
+  return (prefix + llvm::Twine(dim)).str();
+}
+
+/// A strategy whose every operand and result starts replicated.
+ShardingStrategy blank(Operation *op, std::string name, double share) {
+  ShardingStrategy s = replicatedStrategy(op);
+  s.name = std::move(name);
+  s.workShare = share;
+  return s;
+}
+
+/// Ops that compute each output element from the elements at the same
+/// index of their (numpy-broadcast) operands: split any output dimension
+/// except `excluded`; an operand follows unless it broadcasts there. Only
+/// the first `mappedOperands` operands follow (norm weights stay whole).
+void addPointwise(Operation *op, int64_t n,
+                  SmallVectorImpl<ShardingStrategy> &out,
+                  llvm::ArrayRef<int64_t> excluded = {},
+                  unsigned mappedOperands = ~0u) {
+  Value result = op->getResult(0);
+  int64_t rank = rankOf(result);
+  auto resultType = tensorType(result);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (llvm::is_contained(excluded, d) || !splittable(result, d, n))
+      continue;
+    ShardingStrategy s = blank(op, splitName("split", d), 1.0 / n);
+    s.results[0] = d;
+    for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+      auto t = tensorType(operand);
+      if (i >= mappedOperands || !t)
+        continue;
+      int64_t od = d - (rank - t.getRank());
+      if (od >= 0 && t.getDimSize(od) == resultType.getDimSize(d))
+        s.operands[i] = od;
+    }
+    out.push_back(std::move(s));
+  }
+}
+
+void elementwiseRule(Operation *op, int64_t n,
+                     SmallVectorImpl<ShardingStrategy> &out) {
+  addPointwise(op, n, out);
+}
+
+void softmaxRule(Operation *op, int64_t n,
+                 SmallVectorImpl<ShardingStrategy> &out) {
+  addPointwise(op, n, out, {int64_t(cast<graph::SoftmaxOp>(op).getAxis())});
+}
+
+/// Normalised dimensions [axis, rank) stay whole; the weights replicated.
+void normRule(Operation *op, int64_t axis, int64_t n,
+              SmallVectorImpl<ShardingStrategy> &out) {
+  SmallVector<int64_t> excluded;
+  for (int64_t d = axis; d < rankOf(op->getResult(0)); ++d)
+    excluded.push_back(d);
+  addPointwise(op, n, out, excluded, /*mappedOperands=*/1);
+}
+
+void layerNormRule(Operation *op, int64_t n,
+                   SmallVectorImpl<ShardingStrategy> &out) {
+  normRule(op, cast<graph::LayerNormOp>(op).getAxis(), n, out);
+}
+
+void rmsNormRule(Operation *op, int64_t n,
+                 SmallVectorImpl<ShardingStrategy> &out) {
+  normRule(op, cast<graph::RmsNormOp>(op).getAxis(), n, out);
+}
+
+/// [B..., M, K] x [B..., K, N]: split a batch dimension, M, N, or K. A K
+/// split leaves partial sums, reduced by an all-reduce (replicated result)
+/// or a reduce-scatter onto one result dimension.
+void matmulRule(Operation *op, int64_t n,
+                SmallVectorImpl<ShardingStrategy> &out) {
+  auto mm = cast<graph::MatmulOp>(op);
+  Value lhs = mm.getLhs(), rhs = mm.getRhs(), res = mm.getResult();
+  int64_t rl = rankOf(lhs), rr = rankOf(rhs), ro = rankOf(res);
+  if (rl < 2 || rr < 2 || ro < 2)
+    return;
+  int64_t lhsM = mm.getTransposeLhs() ? rl - 1 : rl - 2;
+  int64_t lhsK = mm.getTransposeLhs() ? rl - 2 : rl - 1;
+  int64_t rhsK = mm.getTransposeRhs() ? rr - 1 : rr - 2;
+  int64_t rhsN = mm.getTransposeRhs() ? rr - 2 : rr - 1;
+  auto resType = tensorType(res);
+  int64_t m = resType.getDimSize(ro - 2), nn = resType.getDimSize(ro - 1);
+  int64_t k = mm.getContractionSize();
+  int64_t batch = 1;
+  for (int64_t d = 0; d < ro - 2; ++d)
+    batch *= resType.getDimSize(d);
+  cost::Gemm full{m, nn, k, batch, costDType(resType.getElementType())};
+  // The replicated strategy (first, from the adapter) runs the whole GEMM.
+  out.front().gemm = full;
+  auto split = [&](cost::Gemm g, char which) {
+    int64_t &dim = which == 'm'   ? g.m
+                   : which == 'n' ? g.n
+                   : which == 'k' ? g.k
+                                  : g.batch;
+    dim /= n;
+    return g;
+  };
+
+  for (int64_t d = 0; d < ro - 2; ++d) {
+    if (!splittable(res, d, n))
+      continue;
+    ShardingStrategy s = blank(op, splitName("matmul.b", d), 1.0 / n);
+    s.results[0] = d;
+    for (auto [i, v] : llvm::enumerate(ValueRange{lhs, rhs})) {
+      int64_t od = d - (ro - rankOf(v));
+      if (od >= 0 && tensorType(v).getDimSize(od) == resType.getDimSize(d))
+        s.operands[i] = od;
+    }
+    s.gemm = split(full, 'b');
+    out.push_back(std::move(s));
+  }
+  if (splittable(res, ro - 2, n)) {
+    ShardingStrategy s = blank(op, "matmul.m", 1.0 / n);
+    s.operands[0] = lhsM;
+    s.results[0] = ro - 2;
+    s.gemm = split(full, 'm');
+    out.push_back(std::move(s));
+  }
+  if (splittable(res, ro - 1, n)) {
+    ShardingStrategy s = blank(op, "matmul.n", 1.0 / n);
+    s.operands[1] = rhsN;
+    s.results[0] = ro - 1;
+    s.gemm = split(full, 'n');
+    out.push_back(std::move(s));
+  }
+  if (splittable(lhs, lhsK, n) && splittable(rhs, rhsK, n)) {
+    double bytes = graph::tensorBytes(resType);
+    ShardingStrategy s = blank(op, "matmul.k+ar", 1.0 / n);
+    s.operands = {lhsK, rhsK};
+    s.partial = PartialReduction::AllReduce;
+    s.collectives.push_back({cost::Collective::AllReduce, bytes});
+    s.gemm = split(full, 'k');
+    for (int64_t d = 0; d < ro; ++d) {
+      if (!splittable(res, d, n))
+        continue;
+      ShardingStrategy rs = s;
+      rs.name = splitName("matmul.k+rs", d);
+      rs.results[0] = d;
+      rs.partial = PartialReduction::ReduceScatter;
+      rs.collectives = {{cost::Collective::ReduceScatter, bytes}};
+      out.push_back(std::move(rs));
+    }
+    out.push_back(std::move(s));
+  }
+}
+
+/// data[:axis] + indices + data[axis+1:]. Splitting the gathered (row)
+/// dimension makes every device look up only its rows and leave zeros
+/// elsewhere, summed by an all-reduce: Megatron's vocab-parallel embedding.
+void gatherRule(Operation *op, int64_t n,
+                SmallVectorImpl<ShardingStrategy> &out) {
+  auto g = cast<graph::GatherOp>(op);
+  Value data = g.getData(), indices = g.getIndices(), res = g.getResult();
+  int64_t axis = g.getAxis(), ri = rankOf(indices);
+  if (splittable(data, axis, n)) {
+    ShardingStrategy s = blank(op, "gather.rows+ar", 1.0);
+    s.operands[0] = axis;
+    s.partial = PartialReduction::AllReduce;
+    s.collectives.push_back({cost::Collective::AllReduce,
+                             double(graph::tensorBytes(res.getType()))});
+    out.push_back(std::move(s));
+  }
+  for (int64_t d = 0; d < rankOf(data); ++d) {
+    if (d == axis || !splittable(data, d, n))
+      continue;
+    ShardingStrategy s = blank(op, splitName("gather.data", d), 1.0 / n);
+    s.operands[0] = d;
+    s.results[0] = d < axis ? d : d - 1 + ri;
+    out.push_back(std::move(s));
+  }
+  for (int64_t d = 0; d < ri; ++d) {
+    if (!splittable(indices, d, n))
+      continue;
+    ShardingStrategy s = blank(op, splitName("gather.indices", d), 1.0 / n);
+    s.operands[1] = d;
+    s.results[0] = axis + d;
+    out.push_back(std::move(s));
+  }
+}
+
+/// Splits the leading dimension of a group of input dimensions that
+/// reshapes to a group of output dimensions: both cut the group's
+/// row-major order into the same n contiguous blocks.
+void reshapeRule(Operation *op, int64_t n,
+                 SmallVectorImpl<ShardingStrategy> &out) {
+  auto in = tensorType(op->getOperand(0)), res = tensorType(op->getResult(0));
+  if (!in || !res)
+    return;
+  llvm::ArrayRef<int64_t> a = in.getShape(), b = res.getShape();
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t pa = a[i++], pb = b[j++];
+    while (pa != pb) {
+      if (pa < pb && i < a.size())
+        pa *= a[i++];
+      else if (pb < pa && j < b.size())
+        pb *= b[j++];
+      else
+        return;
+    }
+    if (splittable(op->getOperand(0), i0, n) &&
+        splittable(op->getResult(0), j0, n)) {
+      ShardingStrategy s = blank(op, splitName("split", j0), 1.0 / n);
+      s.operands[0] = i0;
+      s.results[0] = j0;
+      out.push_back(std::move(s));
+    }
+  }
+}
+
+void transposeRule(Operation *op, int64_t n,
+                   SmallVectorImpl<ShardingStrategy> &out) {
+  auto perm = cast<graph::TransposeOp>(op).getPermutation();
+  for (auto [d, from] : llvm::enumerate(perm)) {
+    if (!splittable(op->getOperand(0), from, n))
+      continue;
+    ShardingStrategy s = blank(op, splitName("split", d), 1.0 / n);
+    s.operands[0] = from;
+    s.results[0] = d;
+    out.push_back(std::move(s));
+  }
+}
+
+/// A split batch dimension sums the per-device losses (and counts); a
+/// split class dimension also all-reduces each row's max and exp-sum.
+void crossEntropyRule(Operation *op, int64_t n,
+                      SmallVectorImpl<ShardingStrategy> &out) {
+  auto ce = cast<graph::CrossEntropyOp>(op);
+  Value logits = ce.getLogits(), labels = ce.getLabels();
+  int64_t classDim = rankOf(logits) - 1;
+  auto partialLoss = StrategyCollective{cost::Collective::AllReduce, 8.0};
+  for (int64_t d = 0; d < classDim; ++d) {
+    if (!splittable(logits, d, n))
+      continue;
+    ShardingStrategy s = blank(op, splitName("ce.batch", d), 1.0 / n);
+    s.operands = {d, d};
+    s.collectives.push_back(partialLoss);
+    out.push_back(std::move(s));
+  }
+  if (splittable(logits, classDim, n)) {
+    ShardingStrategy s = blank(op, "ce.classes", 1.0 / n);
+    s.operands[0] = classDim;
+    double rows = graph::numElements(labels.getType()) * 4.0;
+    s.collectives = {{cost::Collective::AllReduce, rows},
+                     {cost::Collective::AllReduce, rows},
+                     partialLoss};
+    out.push_back(std::move(s));
+  }
+}
+
+/// Sources (parameters, inputs, constants): the strategy is the layout.
+void sourceRule(Operation *op, int64_t n,
+                SmallVectorImpl<ShardingStrategy> &out) {
+  Value res = op->getResult(0);
+  for (int64_t d = 0; d < rankOf(res); ++d) {
+    if (!splittable(res, d, n))
+      continue;
+    ShardingStrategy s = blank(op, splitName("split", d), 1.0 / n);
+    s.results[0] = d;
+    out.push_back(std::move(s));
+  }
+}
+
+using RuleFn = void (*)(Operation *, int64_t,
+                        SmallVectorImpl<ShardingStrategy> &);
+
+template <typename OpT, RuleFn Fn>
+struct Rule
+    : public ShardingStrategyOpInterface::ExternalModel<Rule<OpT, Fn>, OpT> {
+  void getShardingStrategies(Operation *op, int64_t meshSize,
+                             SmallVectorImpl<ShardingStrategy> &out) const {
+    out.push_back(replicatedStrategy(op));
+    Fn(op, meshSize, out);
+  }
+};
+
+template <RuleFn Fn, typename... OpTs> void attach(MLIRContext *ctx) {
+  (OpTs::template attachInterface<Rule<OpTs, Fn>>(*ctx), ...);
+}
+
+} // namespace
+
+void registerShardingStrategyExternalModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, graph::GraphDialect *) {
+    using namespace graph;
+    attach<elementwiseRule, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReluOp,
+           TanhOp, ErfOp, SigmoidOp, SiluOp, GeluOp, DropoutOp, CastOp, AddOp,
+           SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, WhereOp, CompareOp>(ctx);
+    attach<softmaxRule, SoftmaxOp>(ctx);
+    attach<layerNormRule, LayerNormOp>(ctx);
+    attach<rmsNormRule, RmsNormOp>(ctx);
+    attach<matmulRule, MatmulOp>(ctx);
+    attach<gatherRule, GatherOp>(ctx);
+    attach<reshapeRule, ReshapeOp>(ctx);
+    attach<transposeRule, TransposeOp>(ctx);
+    attach<crossEntropyRule, CrossEntropyOp>(ctx);
+    attach<sourceRule, ParamOp, InputOp, ConstantOp>(ctx);
+  });
+}
+
+} // namespace cleave::search

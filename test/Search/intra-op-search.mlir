@@ -1,0 +1,61 @@
+// RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 cluster=dgx-a100-80g param-memory=8e6" -split-input-file | FileCheck %s
+// RUN: cleave-opt %s --cleave-intra-op-search="mesh=1" -split-input-file | FileCheck %s --check-prefix=ONE
+// RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 param-memory=8e6 report=true" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+
+// REPORT: remark: intra-op search: 9 ops, {{[0-9]+}} variables ({{[0-9]+}} binary), {{[0-9]+}} constraints; solved, objective {{.*}} ms, gap {{.*}}%, solved in {{.*}} s
+// REPORT: remark: intra-op search: 7 ops
+
+// A transformer MLP whose 32 MB of weights must fit 8 MB per device: the
+// search finds Megatron's split, fc by columns and proj by rows, whose
+// partial sums are reduce-scattered (cheaper than an all-reduce, since the
+// residual add and the returned value may stay split).
+
+// CHECK-LABEL: func.func @mlp
+// CHECK: %[[X:.*]] = graph.input "x" {cleave.sharding = [array<i64: -1, -1, -1>], cleave.strategy = "replicated"}
+// CHECK: %[[W1:.*]] = graph.param "fc.weight" {cleave.sharding = [array<i64: -1, 0>], cleave.strategy = "split1"}
+// CHECK: %[[W2:.*]] = graph.param "proj.weight" {cleave.sharding = [array<i64: 0, -1>], cleave.strategy = "split0"}
+// CHECK: %[[H:.*]] = graph.matmul %[[X]], %[[W1]] {cleave.operand_sharding = [array<i64: -1, -1, -1>, array<i64: -1, 0>], cleave.sharding = [array<i64: -1, -1, 0>], cleave.strategy = "matmul.n"}
+// CHECK: %[[HB:.*]] = graph.add %[[H]], %{{.*}} {cleave.operand_sharding = [array<i64: -1, -1, 0>, array<i64: 0>], cleave.sharding = [array<i64: -1, -1, 0>], cleave.strategy = "split2"}
+// CHECK: %[[G:.*]] = graph.gelu %[[HB]] tanh {{{.*}}cleave.sharding = [array<i64: -1, -1, 0>]
+// Reduce-scattering onto the sequence or the hidden dimension costs the
+// same; the residual add then runs on whichever was chosen.
+// CHECK: %[[Y:.*]] = graph.matmul %[[G]], %[[W2]] {cleave.operand_sharding = [array<i64: -1, -1, 0>, array<i64: 0, -1>], cleave.partial = "reduce_scatter", cleave.sharding = {{\[}}[[YS:array<i64: -1, [^>]*>]]{{\]}}, cleave.strategy = "matmul.k+rs{{[12]}}"}
+// CHECK: graph.add %[[Y]], %[[X]] {cleave.operand_sharding = {{\[}}[[YS]], [[YS]]{{\]}}, cleave.sharding = {{\[}}[[YS]]{{\]}}
+
+// ONE-LABEL: func.func @mlp
+// ONE-NOT: cleave.strategy = "{{[^r]}}
+// ONE-NOT: cleave.partial
+func.func @mlp() -> tensor<4x512x1024xf32> {
+  %x = graph.input "x" : tensor<4x512x1024xf32>
+  %w1 = graph.param "fc.weight" : tensor<1024x4096xf32>
+  %b1 = graph.param "fc.bias" : tensor<4096xf32>
+  %w2 = graph.param "proj.weight" : tensor<4096x1024xf32>
+  %h = graph.matmul %x, %w1 : tensor<4x512x1024xf32>, tensor<1024x4096xf32>
+  %hb = graph.add %h, %b1 : tensor<4x512x4096xf32>, tensor<4096xf32>
+  %g = graph.gelu %hb tanh : tensor<4x512x4096xf32>
+  %y = graph.matmul %g, %w2 : tensor<4x512x4096xf32>, tensor<4096x1024xf32>
+  %r = graph.add %y, %x : tensor<4x512x1024xf32>, tensor<4x512x1024xf32>
+  return %r : tensor<4x512x1024xf32>
+}
+
+// -----
+
+// Attention heads: the q projection is split by columns, and the split
+// follows the reshape (hidden -> heads x head_dim, leading factor) and the
+// transpose onto the heads dimension.
+
+// CHECK-LABEL: func.func @heads
+// CHECK: graph.matmul {{.*}}cleave.sharding = [array<i64: -1, -1, 0>], cleave.strategy = "matmul.n"
+// CHECK: graph.reshape {{.*}}cleave.operand_sharding = [array<i64: -1, -1, 0>], cleave.sharding = [array<i64: -1, -1, 0, -1>]
+// CHECK: graph.transpose {{.*}}cleave.operand_sharding = [array<i64: -1, -1, 0, -1>], cleave.sharding = [array<i64: -1, 0, -1, -1>]
+// CHECK: graph.softmax {{.*}}cleave.sharding = [array<i64: -1, 0, -1, -1>]
+func.func @heads() -> tensor<4x16x512x512xf32> {
+  %x = graph.input "x" : tensor<4x512x1024xf32>
+  %wq = graph.param "q.weight" : tensor<1024x1024xf32>
+  %q = graph.matmul %x, %wq : tensor<4x512x1024xf32>, tensor<1024x1024xf32>
+  %r = graph.reshape %q : tensor<4x512x1024xf32> -> tensor<4x512x16x64xf32>
+  %t = graph.transpose %r [0, 2, 1, 3] : tensor<4x512x16x64xf32>
+  %s = graph.matmul %t, %t transpose_rhs : tensor<4x16x512x64xf32>, tensor<4x16x512x64xf32>
+  %p = graph.softmax %s axis = 3 causal : tensor<4x16x512x512xf32>
+  return %p : tensor<4x16x512x512xf32>
+}

@@ -1,0 +1,453 @@
+//===- SearchTest.cpp - Intra-operator sharding search
+//---------------------===//
+//
+// The search on a GPT block, tensor-parallel over the 8 GPUs of a DGX A100,
+// must rediscover Megatron-LM's split (Shoeybi et al. 2019): the first MLP
+// matmul split on its output columns, the second on its input rows with
+// one all-reduce of the partial sums, and the same column-then-row pattern
+// through attention with the heads split in between.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Search/IntraOpSearch.h"
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Dialect/Graph/IR/ShapeInference.h"
+#include "cleave/Importers/ModelLoader.h"
+#include "cleave/Importers/ModelZoo.h"
+#include "cleave/cost_model/Cluster.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "gtest/gtest.h"
+
+#include <iostream>
+
+using namespace mlir;
+using namespace cleave;
+using namespace cleave::search;
+
+namespace {
+
+constexpr llvm::StringLiteral kGptBlock =
+    "gpt,layers=1,hidden=1024,heads=16,seq=512,vocab=1000,batch=4";
+constexpr llvm::StringLiteral kGpt2Layers =
+    "gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=4";
+
+struct Model {
+  std::unique_ptr<MLIRContext> ctx = std::make_unique<MLIRContext>();
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp forward;
+};
+
+Model load(llvm::StringRef spec) {
+  Model m;
+  DialectRegistry registry;
+  registerCleaveDialects(registry);
+  registerShardingStrategyExternalModels(registry);
+  m.ctx->appendDialectRegistry(registry);
+  auto built = buildZooModel(*m.ctx, spec, {});
+  if (!built) {
+    ADD_FAILURE() << llvm::toString(built.takeError());
+    return m;
+  }
+  m.module = std::move(*built);
+  m.forward = cast<func::FuncOp>(getForwardFunction(*m.module));
+  return m;
+}
+
+cost::Cluster dgx() {
+  auto c = cost::clusterPreset("dgx-a100-80g");
+  EXPECT_TRUE(c.ok());
+  return *c;
+}
+
+double totalParamBytes(func::FuncOp f) {
+  double bytes = 0;
+  f.walk([&](graph::ParamOp p) { bytes += graph::tensorBytes(p.getType()); });
+  return bytes;
+}
+
+/// Training keeps about 16 bytes of state per 4-byte fp32 parameter
+/// (weights, gradients, Adam's moments); a budget of 1.5x the even share
+/// forces the large weights to be sharded, as it would in training.
+IntraOpOptions shardedParamOptions(func::FuncOp f, int64_t mesh) {
+  IntraOpOptions o;
+  o.paramMemoryBytes = 1.5 * totalParamBytes(f) / mesh;
+  return o;
+}
+
+/// The matmul whose right operand is the parameter `name`.
+graph::MatmulOp matmulOf(func::FuncOp f, llvm::StringRef name) {
+  graph::MatmulOp found;
+  f.walk([&](graph::MatmulOp mm) {
+    if (auto p = mm.getRhs().getDefiningOp<graph::ParamOp>())
+      if (p.getName() == name)
+        found = mm;
+  });
+  EXPECT_TRUE(found) << name.str();
+  return found;
+}
+
+const ShardingStrategy &chosen(const IntraOpProblem &p, const IntraOpPlan &plan,
+                               Operation *op) {
+  unsigned node = *p.nodeOf(op);
+  return p.strategies(node)[plan.choice[node]];
+}
+
+/// Megatron-LM's assignment written by hand: q/k/v/fc column-split,
+/// o_proj/proj row-split with an all-reduce, the score and context
+/// matmuls split over heads; every other op follows its producers when a
+/// strategy reads exactly their layouts (else runs replicated); parameters
+/// take the layout their consumer reads.
+std::vector<unsigned> megatronChoice(const IntraOpProblem &p) {
+  std::vector<unsigned> choice = p.replicatedChoice();
+  auto pick = [&](unsigned node, llvm::StringRef name) {
+    for (auto [i, s] : llvm::enumerate(p.strategies(node)))
+      if (s.name == name) {
+        choice[node] = i;
+        return true;
+      }
+    return false;
+  };
+  llvm::DenseMap<unsigned, llvm::SmallVector<const IntraOpEdge *>> inEdges;
+  for (const IntraOpEdge &e : p.edges())
+    inEdges[e.consumer].push_back(&e);
+
+  for (auto [node, op] : llvm::enumerate(p.nodes())) {
+    if (isa<graph::ParamOp>(op))
+      continue;
+    if (auto mm = dyn_cast<graph::MatmulOp>(op)) {
+      if (auto w = mm.getRhs().getDefiningOp<graph::ParamOp>()) {
+        llvm::StringRef name = w.getName();
+        if (name.contains("q_proj") || name.contains("k_proj") ||
+            name.contains("v_proj") || name.contains("mlp.fc")) {
+          EXPECT_TRUE(pick(node, "matmul.n")) << name.str();
+        } else if (name.contains("o_proj") || name.contains("mlp.proj")) {
+          EXPECT_TRUE(pick(node, "matmul.k+ar")) << name.str();
+        } else if (name == "wte.weight") { // vocab-parallel LM head
+          EXPECT_TRUE(pick(node, "matmul.n")) << name.str();
+        }
+        continue;
+      }
+      if (pick(node, "matmul.b1"))
+        continue;
+    }
+    if (isa<graph::GatherOp>(op) && pick(node, "gather.rows+ar"))
+      continue;
+    // Follow the producers: the cheapest strategy that reads exactly the
+    // layouts its non-parameter producers chose.
+    bool found = false;
+    for (unsigned st = 0; st < p.strategies(node).size(); ++st) {
+      bool exact = llvm::all_of(inEdges[node], [&](const IntraOpEdge *e) {
+        return isa<graph::ParamOp>(p.nodes()[e->producer]) ||
+               p.strategies(e->producer)[choice[e->producer]]
+                       .results[e->result] ==
+                   p.strategies(node)[st].operands[e->operand];
+      });
+      if (exact &&
+          (!found || p.nodeCost(node, st) < p.nodeCost(node, choice[node]))) {
+        choice[node] = st;
+        found = true;
+      }
+    }
+  }
+  // Parameters: the layout their (first) consumer reads.
+  for (const IntraOpEdge &e : p.edges()) {
+    if (!isa<graph::ParamOp>(p.nodes()[e.producer]))
+      continue;
+    int64_t want =
+        p.strategies(e.consumer)[choice[e.consumer]].operands[e.operand];
+    for (auto [i, s] : llvm::enumerate(p.strategies(e.producer)))
+      if (s.results[0] == want)
+        choice[e.producer] = i;
+  }
+  return choice;
+}
+
+/// Collectives of the chosen plan among `ops`: their own, and resharding
+/// on the edges into them.
+int countCollectives(const IntraOpProblem &p, const IntraOpPlan &plan,
+                     llvm::ArrayRef<Operation *> ops) {
+  int count = 0;
+  llvm::DenseSet<unsigned> nodes;
+  for (Operation *op : ops) {
+    nodes.insert(*p.nodeOf(op));
+    count += chosen(p, plan, op).collectives.size();
+  }
+  for (const IntraOpEdge &e : p.edges())
+    if (nodes.contains(e.consumer) &&
+        e.cost[plan.choice[e.producer]][plan.choice[e.consumer]] > 0)
+      ++count;
+  return count;
+}
+
+void printPlan(const IntraOpProblem &p, const IntraOpPlan &plan) {
+  for (auto [op, s] : llvm::zip(plan.ops, plan.strategies)) {
+    if (isa<graph::ParamOp, graph::InputOp, graph::ConstantOp>(op))
+      continue;
+    std::cout << "  " << op->getName().getStringRef().str() << " -> " << s.name
+              << "\n";
+  }
+}
+
+TEST(IntraOpSearch, GptBlockRediscoversMegatron) {
+  Model m = load(kGptBlock);
+  ASSERT_TRUE(m.forward);
+  cost::Cluster cluster = dgx();
+  IntraOpOptions options = shardedParamOptions(m.forward, 8);
+  auto problem = IntraOpProblem::build(m.forward, cluster, 8, options);
+  ASSERT_TRUE(succeeded(problem));
+  auto plan = solveIntraOp(*problem, options);
+  ASSERT_TRUE(succeeded(plan));
+  std::cout << "GPT block: " << problem->nodes().size() << " ops, "
+            << problem->edges().size() << " edges; ILP " << plan->numVariables
+            << " variables (" << plan->numIntegerVariables << " binary), "
+            << plan->numConstraints << " constraints; solved in "
+            << plan->solveSeconds << " s, objective " << plan->objective * 1e3
+            << " ms, gap " << plan->gap << (plan->optimal ? " (optimal)" : "")
+            << "\n";
+  if (getenv("CLEAVE_PRINT_PLAN"))
+    printPlan(*problem, *plan);
+  EXPECT_TRUE(plan->optimal);
+  EXPECT_LE(problem->paramBytes(plan->choice), options.paramMemoryBytes);
+
+  // MLP: column split, then row split with partial sums.
+  auto fc = matmulOf(m.forward, "h.0.mlp.fc.weight");
+  auto proj = matmulOf(m.forward, "h.0.mlp.proj.weight");
+  EXPECT_EQ(chosen(*problem, *plan, fc).name, "matmul.n");
+  EXPECT_EQ(chosen(*problem, *plan, fc).operands[1], 1);
+  const ShardingStrategy &projS = chosen(*problem, *plan, proj);
+  EXPECT_EQ(projS.operands[1], 0);
+  EXPECT_NE(projS.partial, PartialReduction::None);
+
+  // Exactly one all-reduce for the MLP (or reduce-scatter + all-gather):
+  // the ops from the fc matmul to the proj bias add.
+  SmallVector<Operation *> mlp;
+  bool inside = false;
+  for (Operation &op : m.forward.getBody().front()) {
+    if (&op == fc.getOperation())
+      inside = true;
+    if (inside && !isa<graph::ParamOp>(op))
+      mlp.push_back(&op);
+    if (inside && op.getNumOperands() && op.getOperand(0) == proj.getResult())
+      break;
+  }
+  int mlpCollectives = countCollectives(*problem, *plan, mlp);
+  // Megatron-LM's all-reduce, or its sequence-parallel form (Korthikanti
+  // et al. 2022): all-gather into fc, reduce-scatter out of proj.
+  if (projS.partial == PartialReduction::AllReduce) {
+    EXPECT_EQ(mlpCollectives, 1);
+  } else {
+    EXPECT_EQ(mlpCollectives, 2);
+  }
+
+  // Attention: q/k/v column split, heads split, o_proj row split.
+  for (llvm::StringRef w : {"h.0.attn.q_proj.weight", "h.0.attn.k_proj.weight",
+                            "h.0.attn.v_proj.weight"})
+    EXPECT_EQ(chosen(*problem, *plan, matmulOf(m.forward, w)).name, "matmul.n")
+        << w.str();
+  const ShardingStrategy &oProj =
+      chosen(*problem, *plan, matmulOf(m.forward, "h.0.attn.o_proj.weight"));
+  EXPECT_EQ(oProj.operands[1], 0);
+  EXPECT_NE(oProj.partial, PartialReduction::None);
+  m.forward.walk([&](graph::MatmulOp mm) {
+    if (!mm.getRhs().getDefiningOp<graph::ParamOp>()) {
+      EXPECT_EQ(chosen(*problem, *plan, mm).name, "matmul.b1");
+    }
+  });
+  m.forward.walk([&](graph::SoftmaxOp sm) {
+    EXPECT_EQ(chosen(*problem, *plan, sm).results[0], 1);
+  });
+}
+
+TEST(IntraOpSearch, ObjectiveBeatsReplicatedAndMegatron) {
+  Model m = load(kGptBlock);
+  ASSERT_TRUE(m.forward);
+  cost::Cluster cluster = dgx();
+
+  // No memory pressure: the replicated choice is feasible.
+  IntraOpOptions free;
+  auto p0 = IntraOpProblem::build(m.forward, cluster, 8, free);
+  ASSERT_TRUE(succeeded(p0));
+  auto plan0 = solveIntraOp(*p0, free);
+  ASSERT_TRUE(succeeded(plan0));
+  double replicated = p0->cost(p0->replicatedChoice());
+  EXPECT_LE(plan0->objective, replicated * (1 + 1e-9));
+  EXPECT_LT(plan0->objective, replicated / 2);
+
+  // Under the parameter budget, against Megatron written by hand.
+  IntraOpOptions options = shardedParamOptions(m.forward, 8);
+  auto p = IntraOpProblem::build(m.forward, cluster, 8, options);
+  ASSERT_TRUE(succeeded(p));
+  auto plan = solveIntraOp(*p, options);
+  ASSERT_TRUE(succeeded(plan));
+  std::vector<unsigned> megatron = megatronChoice(*p);
+  EXPECT_LE(p->paramBytes(megatron), options.paramMemoryBytes);
+  double megatronCost = p->cost(megatron);
+  std::cout << "replicated " << replicated * 1e3 << " ms, unconstrained ILP "
+            << plan0->objective * 1e3 << " ms; Megatron by hand "
+            << megatronCost * 1e3 << " ms, ILP " << plan->objective * 1e3
+            << " ms\n";
+  EXPECT_LE(plan->objective, megatronCost * (1 + 1e-9));
+  EXPECT_LT(megatronCost, replicated);
+  // The program prices a choice as IntraOpProblem::cost does (with values
+  // read by several consumers resharded once per layout).
+  EXPECT_NEAR(plan->solverObjective, plan->objective, 1e-6 * plan->objective);
+  EXPECT_NEAR(plan0->solverObjective, plan0->objective,
+              1e-6 * plan0->objective);
+}
+
+TEST(IntraOpSearch, TwoLayerGpt) {
+  Model m = load(kGpt2Layers);
+  ASSERT_TRUE(m.forward);
+  IntraOpOptions options = shardedParamOptions(m.forward, 8);
+  auto p = IntraOpProblem::build(m.forward, dgx(), 8, options);
+  ASSERT_TRUE(succeeded(p));
+  auto plan = solveIntraOp(*p, options);
+  ASSERT_TRUE(succeeded(plan));
+  std::cout << "GPT 2 layers: " << p->nodes().size() << " ops; ILP "
+            << plan->numVariables << " variables, " << plan->numConstraints
+            << " constraints; solved in " << plan->solveSeconds << " s, gap "
+            << plan->gap << "\n";
+  EXPECT_TRUE(plan->optimal);
+  EXPECT_NEAR(plan->solverObjective, plan->objective, 1e-6 * plan->objective);
+  for (int layer = 0; layer < 2; ++layer) {
+    std::string prefix = "h." + std::to_string(layer) + ".mlp.";
+    EXPECT_EQ(chosen(*p, *plan, matmulOf(m.forward, prefix + "fc.weight")).name,
+              "matmul.n");
+    EXPECT_NE(
+        chosen(*p, *plan, matmulOf(m.forward, prefix + "proj.weight")).partial,
+        PartialReduction::None);
+  }
+}
+
+TEST(IntraOpSearch, MeshOfOneIsReplicated) {
+  Model m = load(kGptBlock);
+  ASSERT_TRUE(m.forward);
+  IntraOpOptions options;
+  auto plan = searchIntraOp(m.forward, dgx(), 1, options);
+  ASSERT_TRUE(succeeded(plan));
+  for (const ShardingStrategy &s : plan->strategies)
+    EXPECT_EQ(s.name, "replicated");
+}
+
+TEST(IntraOpSearch, ImpossibleMemoryLimitFails) {
+  Model m = load(kGptBlock);
+  ASSERT_TRUE(m.forward);
+  IntraOpOptions options;
+  options.paramMemoryBytes = totalParamBytes(m.forward) / 64;
+  ScopedDiagnosticHandler quiet(m.ctx.get(),
+                                [](Diagnostic &) { return success(); });
+  EXPECT_TRUE(failed(searchIntraOp(m.forward, dgx(), 8, options)));
+}
+
+/// The (operand, result) layouts an op's strategies offer on `mesh`.
+std::vector<std::pair<int64_t, int64_t>> layouts(llvm::StringRef body,
+                                                 int64_t mesh) {
+  MLIRContext ctx;
+  DialectRegistry registry;
+  registerCleaveDialects(registry);
+  registerShardingStrategyExternalModels(registry);
+  ctx.appendDialectRegistry(registry);
+  std::string text = "func.func @f(%x: " + body.str();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
+  EXPECT_TRUE(module);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  module->walk([&](ShardingStrategyOpInterface op) {
+    SmallVector<ShardingStrategy, 4> strategies;
+    op.getShardingStrategies(mesh, strategies);
+    for (const ShardingStrategy &s : strategies)
+      out.push_back({s.operands[0], s.results[0]});
+  });
+  return out;
+}
+
+TEST(ShardingStrategies, ReshapeSplitsLeadingFactorOfAGroup) {
+  using L = std::vector<std::pair<int64_t, int64_t>>;
+  // [8, 6] -> [48] is one group led by 8; [16] -> [16] is its own.
+  EXPECT_EQ(layouts("tensor<8x6x16xf32>) -> tensor<48x16xf32> {\n"
+                    "  %r = graph.reshape %x : tensor<8x6x16xf32> -> "
+                    "tensor<48x16xf32>\n  return %r : tensor<48x16xf32>\n}",
+                    8),
+            (L{{-1, -1}, {0, 0}, {2, 1}}));
+  // A leading factor the mesh does not divide falls back to replicated.
+  EXPECT_EQ(layouts("tensor<6x8xf32>) -> tensor<48xf32> {\n"
+                    "  %r = graph.reshape %x : tensor<6x8xf32> -> "
+                    "tensor<48xf32>\n  return %r : tensor<48xf32>\n}",
+                    4),
+            (L{{-1, -1}}));
+}
+
+TEST(ShardingStrategies, MatmulOffersBatchMNAndK) {
+  MLIRContext ctx;
+  DialectRegistry registry;
+  registerCleaveDialects(registry);
+  registerShardingStrategyExternalModels(registry);
+  ctx.appendDialectRegistry(registry);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+      "func.func @f(%a: tensor<8x64x32xf32>, %b: tensor<32x16xf32>) -> "
+      "tensor<8x64x16xf32> {\n"
+      "  %c = graph.matmul %a, %b : tensor<8x64x32xf32>, tensor<32x16xf32>\n"
+      "  return %c : tensor<8x64x16xf32>\n}",
+      &ctx);
+  ASSERT_TRUE(module);
+  SmallVector<ShardingStrategy, 8> strategies;
+  module->walk([&](graph::MatmulOp mm) {
+    cast<ShardingStrategyOpInterface>(mm.getOperation())
+        .getShardingStrategies(8, strategies);
+  });
+  std::vector<std::string> names;
+  for (const ShardingStrategy &s : strategies)
+    names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"replicated", "matmul.b0",
+                                             "matmul.m", "matmul.n",
+                                             "matmul.k+rs0", "matmul.k+rs1",
+                                             "matmul.k+rs2", "matmul.k+ar"}));
+  // b0 splits the lhs batch and leaves the 2-D rhs whole; k splits both.
+  EXPECT_EQ(strategies[1].operands, (SmallVector<int64_t>{0, kReplicated}));
+  EXPECT_EQ(strategies[7].operands, (SmallVector<int64_t>{2, 0}));
+  EXPECT_EQ(strategies[7].partial, PartialReduction::AllReduce);
+  ASSERT_TRUE(strategies[3].gemm);
+  EXPECT_EQ(strategies[3].gemm->n, 2);
+  EXPECT_EQ(strategies[0].gemm->n, 16);
+}
+
+TEST(IntraOpSearch, SharedReshardingIsPaidOnce) {
+  MLIRContext ctx;
+  DialectRegistry registry;
+  registerCleaveDialects(registry);
+  registerShardingStrategyExternalModels(registry);
+  ctx.appendDialectRegistry(registry);
+  // Three projections of one activation, as q/k/v are.
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+      "func.func @f() -> (tensor<512x256xf32>, tensor<512x256xf32>, "
+      "tensor<512x256xf32>) {\n"
+      "  %x = graph.input \"x\" : tensor<512x256xf32>\n"
+      "  %w = graph.param \"w\" : tensor<256x256xf32>\n"
+      "  %a = graph.matmul %x, %w : tensor<512x256xf32>, tensor<256x256xf32>\n"
+      "  %b = graph.matmul %x, %w : tensor<512x256xf32>, tensor<256x256xf32>\n"
+      "  %c = graph.matmul %x, %w : tensor<512x256xf32>, tensor<256x256xf32>\n"
+      "  return %a, %b, %c : tensor<512x256xf32>, tensor<512x256xf32>, "
+      "tensor<512x256xf32>\n}",
+      &ctx);
+  ASSERT_TRUE(module);
+  auto f = cast<func::FuncOp>(module->getBody()->front());
+  auto p = IntraOpProblem::build(f, dgx(), 8, {});
+  ASSERT_TRUE(succeeded(p));
+  // x split by rows, every matmul replicated: one all-gather of x, which
+  // the three matmuls share.
+  std::vector<unsigned> choice = p->replicatedChoice();
+  double replicated = p->cost(choice);
+  unsigned x = 0;
+  ASSERT_EQ(p->strategies(x)[1].name, "split0");
+  choice[x] = 1;
+  const IntraOpEdge &edge = p->edges().front();
+  ASSERT_EQ(edge.producer, x);
+  double allGather = edge.cost[1][0];
+  EXPECT_GT(allGather, 0);
+  EXPECT_NEAR(p->cost(choice), replicated + allGather, 1e-15);
+}
+
+} // namespace
