@@ -299,7 +299,8 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
       if (sp) {
         CLEAVE_ASSIGN(ag, price.collective(Collective::AllGather, act, tpGroup));
         CLEAVE_ASSIGN(rs, price.collective(Collective::ReduceScatter, act, tpGroup));
-        tpComm = 2 * (ag + rs) / 2;
+        // Two all-gathers and two reduce-scatters per layer and direction.
+        tpComm = 2 * (ag + rs);
       } else {
         CLEAVE_ASSIGN(ar, price.collective(Collective::AllReduce, act, tpGroup));
         tpComm = 2 * ar;

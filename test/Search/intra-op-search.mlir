@@ -4,6 +4,7 @@
 
 // REPORT: remark: intra-op search: 9 ops, {{[0-9]+}} variables ({{[0-9]+}} binary), {{[0-9]+}} constraints; solved, objective {{.*}} ms, gap {{.*}}%, solved in {{.*}} s
 // REPORT: remark: intra-op search: 7 ops
+// REPORT: remark: intra-op search: 12 ops
 
 // A transformer MLP whose 32 MB of weights must fit 8 MB per device: the
 // search finds Megatron's split, fc by columns and proj by rows, whose
@@ -58,4 +59,36 @@ func.func @heads() -> tensor<4x16x512x512xf32> {
   %s = graph.matmul %t, %t transpose_rhs : tensor<4x16x512x64xf32>, tensor<4x16x512x64xf32>
   %p = graph.softmax %s axis = 3 causal : tensor<4x16x512x512xf32>
   return %p : tensor<4x16x512x512xf32>
+}
+
+// -----
+
+// A top-2 MoE layer whose 32 MB of expert weights must fit 8 MB per
+// device: expert parallelism. The weights are split on the expert
+// dimension and each device runs its expert's matmuls; the tokens, an
+// input and so free to replicate, are dispatched locally into the slots
+// of the device's experts, and an all-to-all brings the expert outputs
+// back to the devices owning the tokens, which stay split to the end.
+
+// CHECK-LABEL: func.func @moe
+// CHECK: graph.param "experts.fc.weight" {cleave.sharding = [array<i64: 0, -1, -1>], cleave.strategy = "split0"}
+// CHECK: graph.param "experts.proj.weight" {cleave.sharding = [array<i64: 0, -1, -1>], cleave.strategy = "split0"}
+// CHECK: graph.moe_dispatch {{.*}}cleave.sharding = [array<i64: 0, -1, -1>], cleave.strategy = "dispatch.experts"
+// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.b0"
+// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.b0"
+// CHECK: graph.moe_combine {{.*}}cleave.operand_sharding = [array<i64: 0, -1, -1>, array<i64: 0, -1>, array<i64: 0, -1>], cleave.sharding = [array<i64: 0, -1>], cleave.strategy = "combine.a2a"
+func.func @moe() -> tensor<1024x512xf32> {
+  %x = graph.input "x" : tensor<1024x512xf32>
+  %wr = graph.param "router.weight" : tensor<512x8xf32>
+  %w1 = graph.param "experts.fc.weight" : tensor<8x512x1024xf32>
+  %w2 = graph.param "experts.proj.weight" : tensor<8x1024x512xf32>
+  %l = graph.matmul %x, %wr : tensor<1024x512xf32>, tensor<512x8xf32>
+  %w, %i = graph.moe_gate %l top_k = 2 renormalize : tensor<1024x8xf32>
+  %d = graph.moe_dispatch %x, %i experts = 8 capacity = 320 : tensor<1024x512xf32>, tensor<1024x2xi64>
+  %h = graph.matmul %d, %w1 : tensor<8x320x512xf32>, tensor<8x512x1024xf32>
+  %g = graph.gelu %h tanh : tensor<8x320x1024xf32>
+  %y = graph.matmul %g, %w2 : tensor<8x320x1024xf32>, tensor<8x1024x512xf32>
+  %c = graph.moe_combine %y, %w, %i : tensor<8x320x512xf32>, tensor<1024x2xf32>, tensor<1024x2xi64>
+  %r = graph.add %c, %x : tensor<1024x512xf32>, tensor<1024x512xf32>
+  return %r : tensor<1024x512xf32>
 }

@@ -34,6 +34,9 @@ constexpr llvm::StringLiteral kGptBlock =
     "gpt,layers=1,hidden=1024,heads=16,seq=512,vocab=1000,batch=4";
 constexpr llvm::StringLiteral kGpt2Layers =
     "gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=4";
+constexpr llvm::StringLiteral kMoeLayer =
+    "moe,layers=1,hidden=256,heads=4,kv_heads=4,ffn=512,vocab=100,seq=256,"
+    "batch=8,experts=8,top_k=2";
 
 struct Model {
   std::unique_ptr<MLIRContext> ctx = std::make_unique<MLIRContext>();
@@ -321,6 +324,142 @@ TEST(IntraOpSearch, TwoLayerGpt) {
         chosen(*p, *plan, matmulOf(m.forward, prefix + "proj.weight")).partial,
         PartialReduction::None);
   }
+}
+
+/// A Mixtral-style MoE layer (8 experts, top-2) on 8 GPUs whose expert
+/// weights cannot be replicated: the search must find expert parallelism
+/// (Lepikhin et al. 2020, GShard): every expert weight split on the expert
+/// dimension, tokens sent to their experts' devices by an all-to-all after
+/// dispatch and brought back by one before combine.
+TEST(IntraOpSearch, MoeLayerRediscoversExpertParallelAllToAll) {
+  Model m = load(kMoeLayer);
+  ASSERT_TRUE(m.forward);
+  cost::Cluster cluster = dgx();
+  IntraOpOptions options = shardedParamOptions(m.forward, 8);
+  auto p = IntraOpProblem::build(m.forward, cluster, 8, options);
+  ASSERT_TRUE(succeeded(p));
+  auto plan = solveIntraOp(*p, options);
+  ASSERT_TRUE(succeeded(plan));
+  std::cout << "MoE layer: " << p->nodes().size() << " ops, "
+            << p->edges().size() << " edges; ILP " << plan->numVariables
+            << " variables (" << plan->numIntegerVariables << " binary), "
+            << plan->numConstraints << " constraints; solved in "
+            << plan->solveSeconds << " s, objective " << plan->objective * 1e3
+            << " ms, gap " << plan->gap << (plan->optimal ? " (optimal)" : "")
+            << "\n";
+  if (getenv("CLEAVE_PRINT_PLAN"))
+    printPlan(*p, *plan);
+  EXPECT_TRUE(plan->optimal);
+  EXPECT_LE(p->paramBytes(plan->choice), options.paramMemoryBytes);
+  EXPECT_NEAR(plan->solverObjective, plan->objective, 1e-6 * plan->objective);
+
+  // Expert weights [E, H, F] split on E, each device holding 1/8 of them.
+  int experts = 0;
+  m.forward.walk([&](graph::ParamOp w) {
+    if (!w.getName().contains("experts."))
+      return;
+    ++experts;
+    unsigned node = *p->nodeOf(w);
+    EXPECT_EQ(chosen(*p, *plan, w).results[0], 0) << w.getName().str();
+    EXPECT_DOUBLE_EQ(p->paramBytes(node, plan->choice[node]),
+                     graph::tensorBytes(w.getType()) / 8.0);
+  });
+  EXPECT_EQ(experts, 3);
+
+  auto hasAllToAll = [](const ShardingStrategy &s) {
+    return llvm::any_of(s.collectives, [](const StrategyCollective &c) {
+      return c.kind == cost::Collective::AllToAll;
+    });
+  };
+  int dispatches = 0, combines = 0;
+  m.forward.walk([&](graph::MoeDispatchOp d) {
+    ++dispatches;
+    const ShardingStrategy &s = chosen(*p, *plan, d);
+    EXPECT_EQ(s.results[0], 0);
+    EXPECT_TRUE(hasAllToAll(s)) << s.name;
+  });
+  m.forward.walk([&](graph::MoeCombineOp c) {
+    ++combines;
+    const ShardingStrategy &s = chosen(*p, *plan, c);
+    EXPECT_EQ(s.operands[0], 0);
+    EXPECT_TRUE(hasAllToAll(s)) << s.name;
+  });
+  EXPECT_EQ(dispatches, 1);
+  EXPECT_EQ(combines, 1);
+  // The expert matmuls run one expert per device.
+  m.forward.walk([&](graph::MatmulOp mm) {
+    auto w = mm.getRhs().getDefiningOp<graph::ParamOp>();
+    if (w && w.getName().contains("experts.")) {
+      EXPECT_EQ(chosen(*p, *plan, mm).name, "matmul.b0") << w.getName().str();
+    }
+  });
+
+  // Without the budget, replicating everything is feasible; the search,
+  // priced by the same cost function, does no worse.
+  IntraOpOptions free;
+  auto p0 = IntraOpProblem::build(m.forward, cluster, 8, free);
+  ASSERT_TRUE(succeeded(p0));
+  auto plan0 = solveIntraOp(*p0, free);
+  ASSERT_TRUE(succeeded(plan0));
+  double replicated = p0->cost(p0->replicatedChoice());
+  std::cout << "MoE layer: replicated " << replicated * 1e3
+            << " ms, unconstrained ILP " << plan0->objective * 1e3
+            << " ms, budgeted ILP " << plan->objective * 1e3 << " ms\n";
+  EXPECT_LE(plan0->objective, replicated * (1 + 1e-9));
+  EXPECT_LE(plan->objective, replicated * (1 + 1e-9));
+}
+
+TEST(ShardingStrategies, MoeOpsOfferExpertParallelism) {
+  MLIRContext ctx;
+  DialectRegistry registry;
+  registerCleaveDialects(registry);
+  registerShardingStrategyExternalModels(registry);
+  ctx.appendDialectRegistry(registry);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+      "func.func @f(%x: tensor<64x16xf32>, %l: tensor<64x8xf32>) -> "
+      "tensor<64x16xf32> {\n"
+      "  %w, %i = graph.moe_gate %l top_k = 2 renormalize : tensor<64x8xf32>\n"
+      "  %d = graph.moe_dispatch %x, %i experts = 8 capacity = 16 : "
+      "tensor<64x16xf32>, tensor<64x2xi64>\n"
+      "  %c = graph.moe_combine %d, %w, %i : tensor<8x16x16xf32>, "
+      "tensor<64x2xf32>, tensor<64x2xi64>\n"
+      "  return %c : tensor<64x16xf32>\n}",
+      &ctx);
+  ASSERT_TRUE(module);
+  std::vector<std::string> names;
+  SmallVector<ShardingStrategy, 8> all;
+  module->walk([&](ShardingStrategyOpInterface op) {
+    SmallVector<ShardingStrategy, 4> strategies;
+    op.getShardingStrategies(8, strategies);
+    for (ShardingStrategy &s : strategies) {
+      names.push_back(s.name);
+      all.push_back(std::move(s));
+    }
+  });
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "replicated", "split0", "replicated", "dispatch.a2a",
+                       "dispatch.experts", "replicated", "combine.a2a",
+                       "combine.experts+ar"}));
+  ASSERT_EQ(all.size(), 8u);
+  EXPECT_EQ(all[1].results, (SmallVector<int64_t>{0, 0}));
+  // Tokens split on T, result on E, one all-to-all of result / n bytes.
+  EXPECT_EQ(all[3].operands, (SmallVector<int64_t>{0, 0}));
+  EXPECT_EQ(all[3].results, (SmallVector<int64_t>{0}));
+  ASSERT_EQ(all[3].collectives.size(), 1u);
+  EXPECT_EQ(all[3].collectives[0].kind, cost::Collective::AllToAll);
+  EXPECT_DOUBLE_EQ(all[3].collectives[0].bytes, 8 * 16 * 16 * 4 / 8.0);
+  // Replicated tokens, each device keeps its experts' slots for free.
+  EXPECT_EQ(all[4].operands, (SmallVector<int64_t>{kReplicated, kReplicated}));
+  EXPECT_TRUE(all[4].collectives.empty());
+  EXPECT_EQ(all[6].operands, (SmallVector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(all[6].results, (SmallVector<int64_t>{0}));
+  EXPECT_EQ(all[6].collectives[0].kind, cost::Collective::AllToAll);
+  EXPECT_EQ(all[7].operands,
+            (SmallVector<int64_t>{0, kReplicated, kReplicated}));
+  EXPECT_EQ(all[7].results, (SmallVector<int64_t>{kReplicated}));
+  EXPECT_EQ(all[7].partial, PartialReduction::AllReduce);
+  EXPECT_EQ(all[7].collectives[0].kind, cost::Collective::AllReduce);
+  EXPECT_DOUBLE_EQ(all[7].collectives[0].bytes, 64 * 16 * 4);
 }
 
 TEST(IntraOpSearch, MeshOfOneIsReplicated) {

@@ -55,6 +55,7 @@ cl::SubCommand compileCmd(
                "time, TFLOP/s, MFU, memory per device, bubble");
 
 cl::OptionCategory modelCategory("Model options");
+cl::OptionCategory outputCategory("Output options");
 
 cl::opt<std::string> model(cl::Positional, cl::Required,
                            cl::desc("MODEL (a .onnx or .mlir file, or "
@@ -80,9 +81,9 @@ cl::opt<bool> noWeights("no-weights",
                         cl::cat(modelCategory));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
                             cl::value_desc("FILE"), cl::init("-"),
-                            cl::sub(importCmd));
+                            cl::sub(importCmd), cl::cat(outputCategory));
 cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(summaryCmd),
-                   cl::sub(zooCmd), cl::sub(compileCmd));
+                   cl::sub(zooCmd), cl::sub(compileCmd), cl::cat(outputCategory));
 
 cl::OptionCategory planCategory("Plan options");
 cl::opt<std::string> clusterSpec(
@@ -105,22 +106,23 @@ cl::opt<std::string> fixKnobs(
              "devices left over, the rest to 1/off/none)"),
     cl::value_desc("KNOB=VALUE,..."), cl::sub(compileCmd),
     cl::cat(planCategory));
+cl::OptionCategory profileCategory("Profile options");
 cl::opt<std::string> backend("backend",
                             cl::desc("What to measure: cpu (cuda comes with "
                                      "the CUDA backend)"),
-                            cl::init("cpu"), cl::sub(profileCmd));
+                            cl::init("cpu"), cl::sub(profileCmd), cl::cat(profileCategory));
 cl::opt<std::string> profileOut("o", cl::desc("Profile file to write"),
                                 cl::value_desc("FILE"), cl::Required,
-                                cl::sub(profileCmd));
+                                cl::sub(profileCmd), cl::cat(profileCategory));
 cl::opt<int> profileRanks("ranks",
                           cl::desc("Local MPI ranks for the collective "
                                    "curves (0 skips them)"),
-                          cl::init(2), cl::sub(profileCmd));
+                          cl::init(2), cl::sub(profileCmd), cl::cat(profileCategory));
 cl::opt<bool> profileQuick("quick", cl::desc("A small grid (seconds)"),
-                           cl::sub(profileCmd));
+                           cl::sub(profileCmd), cl::cat(profileCategory));
 cl::opt<std::string> mpiWorker(
     "mpi-worker", cl::desc("The cleave-profile-mpi binary"),
-    cl::init(CLEAVE_PROFILE_MPI_WORKER), cl::sub(profileCmd));
+    cl::init(CLEAVE_PROFILE_MPI_WORKER), cl::sub(profileCmd), cl::cat(profileCategory));
 cl::opt<int> topK("top-k", cl::desc("Print the K best distinct plans"),
                   cl::init(1), cl::sub(compileCmd), cl::cat(planCategory));
 cl::opt<std::string> memoryLimitText(
@@ -143,7 +145,7 @@ cl::opt<std::string> tracePath(
     cl::value_desc("FILE"), cl::sub(compileCmd), cl::cat(planCategory));
 cl::opt<bool> trainingStep(
     "training-step",
-    cl::desc("Also build @train_step (backward and AdamW update); a graph "
+    cl::desc("Also build @train_step (backward and AdamW update, cl::cat(outputCategory)); a graph "
              "without a scalar loss gets cross-entropy on its first output"),
     cl::sub(importCmd));
 
@@ -640,6 +642,13 @@ int runCompile() {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // --help shows cleave's options, not every option LLVM registers.
+  std::vector<const cl::OptionCategory *> categories = {
+      &modelCategory, &outputCategory, &planCategory, &profileCategory};
+  cl::HideUnrelatedOptions(categories);
+  for (cl::SubCommand *sub :
+       {&importCmd, &summaryCmd, &zooCmd, &compileCmd, &profileCmd})
+    cl::HideUnrelatedOptions(categories, *sub);
   std::string errors;
   raw_string_ostream errorStream(errors);
   if (!cl::ParseCommandLineOptions(argc, argv,

@@ -323,6 +323,71 @@ void crossEntropyRule(Operation *op, int64_t n,
   }
 }
 
+/// Router logits [T, E] -> weights, indices [T, k]: split the tokens.
+void moeGateRule(Operation *op, int64_t n,
+                 SmallVectorImpl<ShardingStrategy> &out) {
+  if (!splittable(op->getOperand(0), 0, n))
+    return;
+  ShardingStrategy s = blank(op, "split0", 1.0 / n);
+  s.operands[0] = 0;
+  s.results = {0, 0};
+  out.push_back(std::move(s));
+}
+
+/// x [T, H], indices [T, k] -> [E, C, H]. Expert parallelism: the result
+/// split on E, either from replicated tokens (each device keeps its
+/// experts' slots, no communication) or from tokens split on T, each
+/// device sending its dispatched tokens to their experts' owners in an
+/// all-to-all (send buffer: the result's size / n). Capacity slots are
+/// assigned over all tokens in order, so splitting C from split tokens
+/// would need per-device capacity and is not offered.
+void moeDispatchRule(Operation *op, int64_t n,
+                     SmallVectorImpl<ShardingStrategy> &out) {
+  auto d = cast<graph::MoeDispatchOp>(op);
+  Value res = d.getResult();
+  if (!splittable(res, 0, n))
+    return;
+  if (splittable(d.getInput(), 0, n) && splittable(d.getIndices(), 0, n)) {
+    ShardingStrategy s = blank(op, "dispatch.a2a", 1.0 / n);
+    s.operands = {0, 0};
+    s.results[0] = 0;
+    s.collectives.push_back({cost::Collective::AllToAll,
+                             double(graph::tensorBytes(res.getType())) / n});
+    out.push_back(std::move(s));
+  }
+  ShardingStrategy s = blank(op, "dispatch.experts", 1.0 / n);
+  s.results[0] = 0;
+  out.push_back(std::move(s));
+}
+
+/// y [E, C, H], weights, indices [T, k] -> [T, H], with y split on E:
+/// either an all-to-all returns every token's expert outputs to the
+/// device owning the token (weights, indices and result split on T), or
+/// each device combines its experts' outputs for all tokens and an
+/// all-reduce sums the partial results (replicated).
+void moeCombineRule(Operation *op, int64_t n,
+                    SmallVectorImpl<ShardingStrategy> &out) {
+  auto c = cast<graph::MoeCombineOp>(op);
+  Value in = c.getInput(), res = c.getResult();
+  if (!splittable(in, 0, n))
+    return;
+  if (splittable(res, 0, n) && splittable(c.getWeights(), 0, n) &&
+      splittable(c.getIndices(), 0, n)) {
+    ShardingStrategy s = blank(op, "combine.a2a", 1.0 / n);
+    s.operands = {0, 0, 0};
+    s.results[0] = 0;
+    s.collectives.push_back({cost::Collective::AllToAll,
+                             double(graph::tensorBytes(in.getType())) / n});
+    out.push_back(std::move(s));
+  }
+  ShardingStrategy s = blank(op, "combine.experts+ar", 1.0 / n);
+  s.operands[0] = 0;
+  s.partial = PartialReduction::AllReduce;
+  s.collectives.push_back(
+      {cost::Collective::AllReduce, double(graph::tensorBytes(res.getType()))});
+  out.push_back(std::move(s));
+}
+
 /// Sources (parameters, inputs, constants): the strategy is the layout.
 void sourceRule(Operation *op, int64_t n,
                 SmallVectorImpl<ShardingStrategy> &out) {
@@ -369,6 +434,9 @@ void registerShardingStrategyExternalModels(DialectRegistry &registry) {
     attach<reshapeRule, ReshapeOp>(ctx);
     attach<transposeRule, TransposeOp>(ctx);
     attach<crossEntropyRule, CrossEntropyOp>(ctx);
+    attach<moeGateRule, MoeGateOp>(ctx);
+    attach<moeDispatchRule, MoeDispatchOp>(ctx);
+    attach<moeCombineRule, MoeCombineOp>(ctx);
     attach<sourceRule, ParamOp, InputOp, ConstantOp>(ctx);
   });
 }
