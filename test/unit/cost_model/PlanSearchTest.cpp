@@ -127,3 +127,44 @@ TEST(PlanSearch, MemoryLimitAndInfeasibleModels) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(PlanSearch, ZooShapesAtSmallScaleMatchExhaustive) {
+  // The zoo families' shapes (GPT: GELU MLP, learned positions; LLaMA:
+  // SwiGLU, grouped-query attention; Mixtral: top-2 of 8 experts), shrunk
+  // so that every combination can be simulated.
+  std::vector<TransformerModel> models(3);
+  models[0].name = "gpt";
+  models[0].layers = 8;
+  models[0].hidden = 1024;
+  models[0].heads = 16;
+  models[0].seq = 1024;
+  models[0].vocab = 50257;
+  models[1] = models[0];
+  models[1].name = "llama";
+  models[1].gatedMlp = true;
+  models[1].kvHeads = 4;
+  models[1].ffn = 2816;
+  models[1].learnedPositions = false;
+  models[1].tiedEmbedding = false;
+  models[1].vocab = 32000;
+  models[2] = models[1];
+  models[2].name = "mixtral";
+  models[2].experts = 8;
+  models[2].topK = 2;
+  for (const TransformerModel &m : models) {
+    SCOPED_TRACE(m.name);
+    Cluster c = cluster("dgx-a100-80g,nodes=2");
+    auto pruned = searchTransformerPlans(m, c, 64, {});
+    PlanSearchOptions all;
+    all.exhaustive = true;
+    auto exhaustive = searchTransformerPlans(m, c, 64, all);
+    ASSERT_TRUE(pruned.ok()) << pruned.status();
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    EXPECT_NEAR(pruned->best[0].stepSeconds, exhaustive->best[0].stepSeconds,
+                0.01 * exhaustive->best[0].stepSeconds);
+  }
+}
+
+} // namespace
