@@ -464,10 +464,14 @@ int runCompile() {
       return badUsage("--fix: " + Twine(std::string(status.message())));
     fixed.insert("dp");
   }
+  if (topK < 1)
+    return badUsage("--top-k must be at least 1, got " + Twine(topK));
+  if (timeLimit < 0)
+    return badUsage("--time-limit must not be negative");
   std::optional<double> memoryLimit;
   if (!memoryLimitText.empty()) {
     memoryLimit = parseBytes(memoryLimitText);
-    if (!memoryLimit)
+    if (!memoryLimit || *memoryLimit <= 0)
       return badUsage("--memory-limit expects a size such as 40GB, got '" +
                       memoryLimitText + "'");
   }
