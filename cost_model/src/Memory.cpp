@@ -76,8 +76,13 @@ LayerActivations layerTerms(const TransformerMemoryConfig &c) {
   // the two dropout masks after attention and MLP (1 byte each): 10 sbh.
   terms.replicated = (4 * d + 2) * sbh;
   // Q, K, V and the projection input (4 d), GeLU input and second MLP
-  // input (4 h wide each: 8 d): 24 sbh.
-  terms.split = 12 * d * sbh;
+  // input (4 h wide each: 8 d): 24 sbh. With grouped-query attention K and
+  // V are kv/a as wide; a gated MLP keeps gate, up and their product (f
+  // wide each) instead of the GeLU input and output.
+  double kv = c.kvHeads ? static_cast<double>(c.kvHeads) : a;
+  double f = c.ffn ? static_cast<double>(c.ffn) : 4 * h;
+  double mlpTensors = c.gatedMlp ? 3 : 2;
+  terms.split = d * sbh * (2 + 2 * kv / a + mlpTensors * f / h);
   // Softmax output and its dropout output (2 d), the dropout mask (1 byte),
   // a s^2 b each: 5 a s^2 b.
   terms.attentionCore = (2 * d + 1) * a * s * s * b;

@@ -486,6 +486,9 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
     mc.microBatch = p.microbatchSize;
     mc.hidden = m.hidden;
     mc.heads = m.heads;
+    mc.ffn = m.mlp();
+    mc.kvHeads = m.kv();
+    mc.gatedMlp = m.gatedMlp;
     mc.layersPerStage = out.layersPerStage[st];
     mc.vocab = (st == 0 || st == p.pp - 1) ? m.vocab : 0;
     mc.tp = p.tp;

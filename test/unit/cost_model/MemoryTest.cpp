@@ -72,6 +72,29 @@ TEST(ActivationMemory, MatchesKorthikantiPerLayer) {
   }
 }
 
+TEST(ActivationMemory, GatedMlpAndGroupedQueryAttention) {
+  // LLaMA-2 70B's layer: SwiGLU of width f = 28672 keeps gate, up and their
+  // product; 8 of 64 heads for keys and values. In bytes of 16-bit
+  // elements, the tensor-parallel part is 2 sbh (2 + 2 kv/a + 3 f/h) instead
+  // of the GPT layer's 24 sbh; the rest is unchanged.
+  TransformerMemoryConfig c;
+  c.seqLength = 4096;
+  c.microBatch = 1;
+  c.hidden = 8192;
+  c.heads = 64;
+  c.kvHeads = 8;
+  c.ffn = 28672;
+  c.gatedMlp = true;
+  c.layersPerStage = 1;
+  c.tp = 8;
+  c.recompute = Recompute::Selective;
+  double sbh = 4096.0 * 8192, t = 8;
+  double expected = sbh * (10 + 2 * (2 + 2.0 * 8 / 64 + 3.0 * 28672 / 8192) / t);
+  expectWithin2Percent(layerActivationBytes(c), expected, "llama2-70b layer");
+  // The same layer read as a GPT layer would be 10 + 24/t.
+  EXPECT_GT(layerActivationBytes(c), sbh * (10 + 24 / t));
+}
+
 TEST(ActivationMemory, ElementSizeScalesTheSixteenBitTerms) {
   // fp32 activations: the 16-bit tensors double, the 1-byte masks do not.
   TransformerMemoryConfig c = gpt3(1, false, Recompute::None);
