@@ -195,6 +195,21 @@ void printPlan(const IntraOpProblem &p, const IntraOpPlan &plan) {
   }
 }
 
+/// Prints the problem's size and the solve (the numbers in the docs), and
+/// the plan itself when CLEAVE_PRINT_PLAN is set.
+void report(const char *label, const IntraOpProblem &problem,
+            const IntraOpPlan &plan) {
+  std::cout << label << ": " << problem.nodes().size() << " ops, "
+            << problem.edges().size() << " edges; ILP " << plan.numVariables
+            << " variables (" << plan.numIntegerVariables << " binary), "
+            << plan.numConstraints << " constraints; solved in "
+            << plan.solveSeconds << " s, objective " << plan.objective * 1e3
+            << " ms, gap " << plan.gap << (plan.optimal ? " (optimal)" : "")
+            << "\n";
+  if (getenv("CLEAVE_PRINT_PLAN"))
+    printPlan(problem, plan);
+}
+
 TEST(IntraOpSearch, GptBlockRediscoversMegatron) {
   Model m = load(kGptBlock);
   ASSERT_TRUE(m.forward);
@@ -204,15 +219,7 @@ TEST(IntraOpSearch, GptBlockRediscoversMegatron) {
   ASSERT_TRUE(succeeded(problem));
   auto plan = solveIntraOp(*problem, options);
   ASSERT_TRUE(succeeded(plan));
-  std::cout << "GPT block: " << problem->nodes().size() << " ops, "
-            << problem->edges().size() << " edges; ILP " << plan->numVariables
-            << " variables (" << plan->numIntegerVariables << " binary), "
-            << plan->numConstraints << " constraints; solved in "
-            << plan->solveSeconds << " s, objective " << plan->objective * 1e3
-            << " ms, gap " << plan->gap << (plan->optimal ? " (optimal)" : "")
-            << "\n";
-  if (getenv("CLEAVE_PRINT_PLAN"))
-    printPlan(*problem, *plan);
+  report("GPT block", *problem, *plan);
   EXPECT_TRUE(plan->optimal);
   EXPECT_LE(problem->paramBytes(plan->choice), options.paramMemoryBytes);
 
@@ -340,15 +347,7 @@ TEST(IntraOpSearch, MoeLayerRediscoversExpertParallelAllToAll) {
   ASSERT_TRUE(succeeded(p));
   auto plan = solveIntraOp(*p, options);
   ASSERT_TRUE(succeeded(plan));
-  std::cout << "MoE layer: " << p->nodes().size() << " ops, "
-            << p->edges().size() << " edges; ILP " << plan->numVariables
-            << " variables (" << plan->numIntegerVariables << " binary), "
-            << plan->numConstraints << " constraints; solved in "
-            << plan->solveSeconds << " s, objective " << plan->objective * 1e3
-            << " ms, gap " << plan->gap << (plan->optimal ? " (optimal)" : "")
-            << "\n";
-  if (getenv("CLEAVE_PRINT_PLAN"))
-    printPlan(*p, *plan);
+  report("MoE layer", *p, *plan);
   EXPECT_TRUE(plan->optimal);
   EXPECT_LE(p->paramBytes(plan->choice), options.paramMemoryBytes);
   EXPECT_NEAR(plan->solverObjective, plan->objective, 1e-6 * plan->objective);
