@@ -2,6 +2,7 @@
 
 #include "OnnxGraphImporter.h"
 #include "OnnxLayerNormPattern.h"
+#include "OnnxShapeRules.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -76,6 +77,15 @@ const onnx::AttributeProto *NodeContext::getAttr(StringRef name) const {
 int64_t NodeContext::getInt(StringRef name, int64_t dflt) const {
   const onnx::AttributeProto *attr = getAttr(name);
   return attr ? attr->i() : dflt;
+}
+
+FailureOr<int64_t> NodeContext::getAxis(int64_t dflt, int64_t rank) {
+  llvm::Expected<int64_t> axis = normalizeAxis(getInt("axis", dflt), rank);
+  if (!axis) {
+    (void)fail(axis.takeError());
+    return failure();
+  }
+  return *axis;
 }
 
 double NodeContext::getFloat(StringRef name, double dflt) const {

@@ -83,6 +83,10 @@ public:
 
   const onnx::AttributeProto *getAttr(llvm::StringRef name) const;
   int64_t getInt(llvm::StringRef name, int64_t dflt) const;
+  /// The `axis` attribute (default `dflt`, negative counting from the end)
+  /// as a dimension of a rank-`rank` tensor; an out-of-range axis is
+  /// reported as this node's error.
+  llvm::FailureOr<int64_t> getAxis(int64_t dflt, int64_t rank);
   double getFloat(llvm::StringRef name, double dflt) const;
   std::string getString(llvm::StringRef name, llvm::StringRef dflt) const;
   std::optional<Shape> getInts(llvm::StringRef name) const;

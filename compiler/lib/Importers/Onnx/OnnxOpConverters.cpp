@@ -332,10 +332,9 @@ LogicalResult convertSoftmax(NodeContext &ctx) {
   if (!input || failed(requireFloat(ctx, input, "the input")))
     return failure();
   auto type = cast<RankedTensorType>(input.getType());
-  llvm::Expected<int64_t> axis =
-      normalizeAxis(ctx.getInt("axis", -1), type.getRank());
-  if (!axis)
-    return ctx.fail(axis.takeError());
+  FailureOr<int64_t> axis = ctx.getAxis(-1, type.getRank());
+  if (failed(axis))
+    return failure();
   OpBuilder &b = ctx.getBuilder();
   return setCreated(ctx, ctx.create<SoftmaxOp>(
                              input, b.getI64IntegerAttr(*axis), UnitAttr()));
@@ -369,10 +368,9 @@ LogicalResult convertLayerNormalization(NodeContext &ctx) {
   if (!x || failed(requireFloat(ctx, x, "the input")))
     return failure();
   auto type = cast<RankedTensorType>(x.getType());
-  llvm::Expected<int64_t> axis =
-      normalizeAxis(ctx.getInt("axis", -1), type.getRank());
-  if (!axis)
-    return ctx.fail(axis.takeError());
+  FailureOr<int64_t> axis = ctx.getAxis(-1, type.getRank());
+  if (failed(axis))
+    return failure();
   ArrayRef<int64_t> normalized = type.getShape().drop_front(*axis);
   Value scale = getNormParam(ctx, 1, normalized, type.getElementType());
   if (!scale)

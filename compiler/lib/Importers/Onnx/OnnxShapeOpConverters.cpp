@@ -313,10 +313,9 @@ LogicalResult convertConcat(NodeContext &ctx) {
   FailureOr<Shape> first = getShape(ctx, 0);
   if (failed(first))
     return failure();
-  llvm::Expected<int64_t> axis =
-      normalizeAxis(ctx.getInt("axis", 0), first->size());
-  if (!axis)
-    return ctx.fail(axis.takeError());
+  FailureOr<int64_t> axis = ctx.getAxis(0, first->size());
+  if (failed(axis))
+    return failure();
   if (ctx.allInputsConstant()) {
     SmallVector<const HostTensor *> inputs;
     for (unsigned i = 0; i < ctx.getNumInputs(); ++i)
@@ -344,10 +343,9 @@ LogicalResult convertSplit(NodeContext &ctx) {
   FailureOr<Shape> input = getShape(ctx, 0);
   if (failed(input))
     return failure();
-  llvm::Expected<int64_t> axis =
-      normalizeAxis(ctx.getInt("axis", 0), input->size());
-  if (!axis)
-    return ctx.fail(axis.takeError());
+  FailureOr<int64_t> axis = ctx.getAxis(0, input->size());
+  if (failed(axis))
+    return failure();
   int64_t dim = (*input)[*axis];
   Shape sizes;
   if (ctx.hasInput(1)) {
@@ -456,10 +454,9 @@ LogicalResult convertGather(NodeContext &ctx) {
   FailureOr<Shape> dataShape = getShape(ctx, 0);
   if (failed(dataShape))
     return failure();
-  llvm::Expected<int64_t> axis =
-      normalizeAxis(ctx.getInt("axis", 0), dataShape->size());
-  if (!axis)
-    return ctx.fail(axis.takeError());
+  FailureOr<int64_t> axis = ctx.getAxis(0, dataShape->size());
+  if (failed(axis))
+    return failure();
   const HostTensor *data = ctx.getConstant(0);
   const HostTensor *indices = ctx.getConstant(1);
   if (data && indices) {
