@@ -50,6 +50,7 @@ void registerAutodiffExternalModels(DialectRegistry &registry) {
     autodiff::attachElementwiseRules(ctx);
     autodiff::attachStructuredRules(ctx);
     autodiff::attachMovementRules(ctx);
+    autodiff::attachCollectiveRules(ctx);
   });
 }
 } // namespace cleave

@@ -49,6 +49,7 @@ template <typename OpT, RuleFn<OpT> Fn> void attach(mlir::MLIRContext *ctx) {
 void attachElementwiseRules(mlir::MLIRContext *ctx);
 void attachStructuredRules(mlir::MLIRContext *ctx);
 void attachMovementRules(mlir::MLIRContext *ctx);
+void attachCollectiveRules(mlir::MLIRContext *ctx);
 
 } // namespace cleave::autodiff
 
