@@ -31,6 +31,8 @@ llvm::StringRef partialReductionName(PartialReduction p) {
     return "all_reduce";
   case PartialReduction::ReduceScatter:
     return "reduce_scatter";
+  case PartialReduction::AllReduceMean:
+    return "all_reduce_mean";
   }
   return "none";
 }
@@ -309,6 +311,7 @@ void crossEntropyRule(Operation *op, int64_t n,
       continue;
     ShardingStrategy s = blank(op, splitName("ce.batch", d), 1.0 / n);
     s.operands = {d, d};
+    s.partial = PartialReduction::AllReduceMean;
     s.collectives.push_back(partialLoss);
     out.push_back(std::move(s));
   }

@@ -32,6 +32,9 @@ enum class PartialReduction {
   None,
   AllReduce,     ///< result replicated
   ReduceScatter, ///< result split on the declared dimension
+  /// Each device's result is the mean over its share (a loss over a split
+  /// batch); the all-reduced mean is the whole result, shares being equal.
+  AllReduceMean,
 };
 
 llvm::StringRef partialReductionName(PartialReduction p);

@@ -95,4 +95,47 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
   ];
 }
 
+def SpmdPartition : Pass<"cleave-spmd-partition", "mlir::func::FuncOp"> {
+  let summary = "Rewrite a sharded function into the program of one device";
+  let description = [{
+    Consumes the shardings cleave-intra-op-search wrote
+    (`cleave.sharding`, `cleave.operand_sharding`, `cleave.partial`) and
+    rewrites the function, in place, into what each of the `size` devices
+    of mesh axis `axis` runs (SPMD): every value gets its local type; where
+    a consumer needs a layout its producer does not give, a collective
+    reshards it (`graph.shard_slice` from replicated, `graph.all_gather` to
+    replicated, `graph.all_to_all` between two splits); partial sums are
+    reduced (`graph.all_reduce`, `graph.reduce_scatter`); and a replicated
+    value read by per-device work passes through `graph.copy_to_group`, so
+    that the training step built afterwards all-reduces its gradient.
+
+    A parameter split over the axis becomes a parameter of the local shape
+    carrying `cleave.global_shape` and `cleave.shard_axes` (per dimension,
+    the mesh axis splitting it, or ""), which the plan records for
+    initialisation and checkpoints. Inputs and constants stay whole on every
+    device. Strategies that need kernels of their own (vocabulary-parallel
+    embedding and cross-entropy, expert-parallel dispatch and combine) run
+    replicated instead, with a remark. Ops without annotations run
+    replicated.
+
+    ```mlir
+    // before (size=2)
+    %y = graph.matmul %x, %w {cleave.strategy = "matmul.n", ...} : tensor<4x8xf32>, tensor<8x16xf32>
+    // after
+    %w = graph.param "w" {cleave.global_shape = array<i64: 8, 16>, cleave.shard_axes = ["", "tp"]} : tensor<8x8xf32>
+    %xc = graph.copy_to_group %x axes ["tp"] size 2 : tensor<4x8xf32>
+    %y = graph.matmul %xc, %w : tensor<4x8xf32>, tensor<8x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", "\"tp\"", "mesh axis of the devices">,
+    Option<"size", "size", "int64_t", "1", "devices along the axis">,
+  ];
+  let statistics = [
+    Statistic<"numCollectives", "collectives", "Collectives inserted">,
+    Statistic<"numFallbacks", "replicated-fallbacks",
+              "Sharded ops run replicated for want of a local kernel">,
+  ];
+}
+
 #endif // CLEAVE_TRANSFORMS_PASSES_TD

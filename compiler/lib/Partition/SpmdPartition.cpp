@@ -1,0 +1,305 @@
+//===- SpmdPartition.cpp - cleave-spmd-partition --------------------------===//
+//
+// Rewrites a function whose ops carry the intra-op search's shardings into
+// the program every device of one mesh axis runs. The walk is in program
+// order and in place: each op's operands are replaced by local values in
+// the layout it reads, its results get local types, and a map from every
+// original value to its local value and layout drives the next ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace cleave {
+#define GEN_PASS_DEF_SPMDPARTITION
+#include "cleave/Transforms/Passes.h.inc"
+} // namespace cleave
+
+using namespace mlir;
+using namespace cleave::graph;
+
+namespace {
+
+constexpr int64_t kReplicated = -1;
+
+/// A value as one device holds it: the local value and the dimension of
+/// the global value it is split on (kReplicated: whole).
+struct Local {
+  Value value;
+  int64_t layout = kReplicated;
+};
+
+/// The split dimension of each value of an annotation array, or kReplicated.
+SmallVector<int64_t> readLayouts(Operation *op, StringRef name,
+                                 unsigned count) {
+  SmallVector<int64_t> layouts(count, kReplicated);
+  auto arrays = op->getAttrOfType<ArrayAttr>(name);
+  if (!arrays)
+    return layouts;
+  for (auto [i, attr] : llvm::enumerate(arrays)) {
+    if (i >= count)
+      break;
+    if (auto dims = dyn_cast<DenseI64ArrayAttr>(attr))
+      for (auto [d, axis] : llvm::enumerate(dims.asArrayRef()))
+        if (axis >= 0)
+          layouts[i] = d;
+  }
+  return layouts;
+}
+
+/// Strategies whose local computation is not the op itself on local
+/// operands: they need kernels that know which rows or experts a device
+/// owns (offset indices, a vocabulary-parallel softmax).
+bool needsOwnKernel(StringRef strategy) {
+  return strategy.starts_with("gather.rows") ||
+         strategy.starts_with("ce.classes") ||
+         strategy.starts_with("dispatch.") || strategy.starts_with("combine.");
+}
+
+bool isFloatTensor(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && isa<FloatType>(t.getElementType());
+}
+
+RankedTensorType splitType(Type type, int64_t dim, int64_t n) {
+  auto t = cast<RankedTensorType>(type);
+  if (dim == kReplicated)
+    return t;
+  SmallVector<int64_t> shape(t.getShape());
+  shape[dim] /= n;
+  return t.clone(shape);
+}
+
+RankedTensorType wholeType(Type type, int64_t dim, int64_t n) {
+  auto t = cast<RankedTensorType>(type);
+  if (dim == kReplicated)
+    return t;
+  SmallVector<int64_t> shape(t.getShape());
+  shape[dim] *= n;
+  return t.clone(shape);
+}
+
+class Partitioner {
+public:
+  Partitioner(func::FuncOp func, StringRef axis, int64_t size)
+      : func(func), b(func.getContext()), size(size) {
+    axes = b.getStrArrayAttr({axis});
+    sizeAttr = b.getI64IntegerAttr(size);
+  }
+
+  LogicalResult run();
+  int64_t collectives = 0, fallbacks = 0;
+
+private:
+  /// The local value of `v` in layout `required`, resharding if needed.
+  Value reshard(Local from, int64_t required, Location loc);
+  Value copyToGroup(Value v, Location loc);
+  LogicalResult partitionOp(Operation *op);
+  void partitionParam(ParamOp param, int64_t layout);
+
+  func::FuncOp func;
+  OpBuilder b;
+  int64_t size;
+  ArrayAttr axes;
+  IntegerAttr sizeAttr;
+  llvm::DenseMap<Value, Local> locals;
+  /// Collectives already built, so that a value read in one layout by
+  /// several consumers is resharded once.
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> reshards;
+  llvm::DenseMap<Value, Value> copies;
+};
+
+Value Partitioner::reshard(Local from, int64_t required, Location loc) {
+  if (from.layout == required)
+    return from.value;
+  Value &cached = reshards[{from.value, required}];
+  if (cached)
+    return cached;
+  ++collectives;
+  Type type = from.value.getType();
+  if (from.layout == kReplicated)
+    cached = ShardSliceOp::create(b, loc, splitType(type, required, size),
+                                  from.value, axes, sizeAttr,
+                                  b.getI64IntegerAttr(required));
+  else if (required == kReplicated)
+    cached = AllGatherOp::create(b, loc, wholeType(type, from.layout, size),
+                                 from.value, axes, sizeAttr,
+                                 b.getI64IntegerAttr(from.layout),
+                                 /*varying_grad=*/nullptr);
+  else
+    cached = AllToAllOp::create(
+        b, loc,
+        splitType(wholeType(type, from.layout, size), required, size),
+        from.value, axes, sizeAttr, b.getI64IntegerAttr(required),
+        b.getI64IntegerAttr(from.layout));
+  return cached;
+}
+
+Value Partitioner::copyToGroup(Value v, Location loc) {
+  Value &cached = copies[v];
+  if (!cached)
+    cached = CopyToGroupOp::create(b, loc, v, axes, sizeAttr);
+  return cached;
+}
+
+void Partitioner::partitionParam(ParamOp param, int64_t layout) {
+  auto global = cast<RankedTensorType>(param.getType());
+  if (layout != kReplicated) {
+    SmallVector<StringRef> shardAxes(global.getRank(), "");
+    shardAxes[layout] = cast<StringAttr>(axes[0]).getValue();
+    param->setAttr("cleave.global_shape",
+                   b.getDenseI64ArrayAttr(global.getShape()));
+    param->setAttr("cleave.shard_axes", b.getStrArrayAttr(shardAxes));
+    param.getResult().setType(splitType(global, layout, size));
+    // Weights the model carries stay whole, in a discardable attribute: the
+    // plan stores them once and each device reads its block.
+    if (auto value = param.getValueAttr()) {
+      param->setAttr("cleave.global_value", value);
+      param.setValueAttr(nullptr);
+    }
+  }
+  locals[param] = {param, layout};
+}
+
+LogicalResult Partitioner::partitionOp(Operation *op) {
+  unsigned numOperands = op->getNumOperands(), numResults = op->getNumResults();
+  SmallVector<int64_t> required =
+      readLayouts(op, "cleave.operand_sharding", numOperands);
+  SmallVector<int64_t> produced =
+      readLayouts(op, "cleave.sharding", numResults);
+  StringRef strategy = "replicated";
+  if (auto s = op->getAttrOfType<StringAttr>("cleave.strategy"))
+    strategy = s.getValue();
+  StringRef partial = "none";
+  if (auto p = op->getAttrOfType<StringAttr>("cleave.partial"))
+    partial = p.getValue();
+
+  if (size > 1 && needsOwnKernel(strategy)) {
+    ++fallbacks;
+    op->emitRemark() << "strategy '" << strategy
+                     << "' has no local kernel yet; the op runs replicated";
+    required.assign(numOperands, kReplicated);
+    produced.assign(numResults, kReplicated);
+    strategy = "replicated";
+    partial = "none";
+  }
+  for (StringRef name : {"cleave.sharding", "cleave.operand_sharding",
+                         "cleave.partial", "cleave.strategy"})
+    op->removeAttr(name);
+
+  // Sources: inputs and constants stay whole (consumers slice them for
+  // free); parameters are stored split.
+  if (auto param = dyn_cast<ParamOp>(op)) {
+    partitionParam(param, size > 1 ? produced[0] : kReplicated);
+    return success();
+  }
+  if (isa<InputOp, ConstantOp, OptimizerStateOp>(op)) {
+    for (Value r : op->getResults())
+      locals[r] = {r, kReplicated};
+    return success();
+  }
+
+  b.setInsertionPoint(op);
+  bool perDevice = strategy != "replicated" && size > 1;
+  for (unsigned i = 0; i < numOperands; ++i) {
+    Value operand = op->getOperand(i);
+    auto it = locals.find(operand);
+    if (it == locals.end())
+      return op->emitOpError("operand ") << i << " has no local value";
+    int64_t want = size > 1 ? required[i] : kReplicated;
+    if (!isa<RankedTensorType>(operand.getType()))
+      want = kReplicated;
+    Value v = reshard(it->second, want, op->getLoc());
+    // Constants carry no gradient: nothing to all-reduce.
+    if (perDevice && want == kReplicated && isFloatTensor(v) &&
+        !v.getDefiningOp<ConstantOp>())
+      v = copyToGroup(v, op->getLoc());
+    op->setOperand(i, v);
+  }
+
+  b.setInsertionPointAfter(op);
+  for (unsigned j = 0; j < numResults; ++j) {
+    Value result = op->getResult(j);
+    int64_t layout = size > 1 ? produced[j] : kReplicated;
+    if (partial == "none") {
+      result.setType(splitType(result.getType(), layout, size));
+      locals[result] = {result, layout};
+      continue;
+    }
+    // The op leaves whole-shaped partial values; reduce them.
+    ++collectives;
+    Value reduced;
+    if (partial == "reduce_scatter")
+      reduced = ReduceScatterOp::create(
+          b, op->getLoc(), splitType(result.getType(), layout, size), result,
+          axes, sizeAttr, b.getI64IntegerAttr(layout));
+    else if (partial == "all_reduce" || partial == "all_reduce_mean")
+      reduced = AllReduceOp::create(
+          b, op->getLoc(), result.getType(), result, axes, sizeAttr,
+          b.getStringAttr(partial == "all_reduce" ? "sum" : "mean"));
+    else
+      return op->emitOpError("unknown partial reduction '") << partial << "'";
+    locals[result] = {reduced,
+                      partial == "reduce_scatter" ? layout : kReplicated};
+  }
+  return success();
+}
+
+LogicalResult Partitioner::run() {
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError("the SPMD partitioner handles single-block "
+                            "functions");
+  for (BlockArgument arg : func.getArguments())
+    locals[arg] = {arg, kReplicated};
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.front())
+    ops.push_back(&op);
+  for (Operation *op : ops) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      b.setInsertionPoint(ret);
+      for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+        ret.setOperand(i, reshard(locals.lookup(ret.getOperand(i)),
+                                  kReplicated, ret.getLoc()));
+      continue;
+    }
+    if (failed(partitionOp(op)))
+      return failure();
+  }
+  return success();
+}
+
+struct SpmdPartitionPass
+    : public cleave::impl::SpmdPartitionBase<SpmdPartitionPass> {
+  using SpmdPartitionBase::SpmdPartitionBase;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<GraphDialect>();
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    if (size < 1) {
+      func.emitOpError("spmd partition size must be positive, got ")
+          << static_cast<int64_t>(size);
+      return signalPassFailure();
+    }
+    if (axis.empty()) {
+      func.emitOpError("spmd partition needs a mesh axis name");
+      return signalPassFailure();
+    }
+    Partitioner partitioner(func, axis, size);
+    if (failed(partitioner.run()))
+      return signalPassFailure();
+    numCollectives += partitioner.collectives;
+    numFallbacks += partitioner.fallbacks;
+  }
+};
+
+} // namespace

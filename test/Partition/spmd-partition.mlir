@@ -1,0 +1,66 @@
+// RUN: cleave-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(cleave-spmd-partition{axis=tp size=2}))' | FileCheck %s
+
+// Megatron's MLP: column-parallel then row-parallel, one all-reduce.
+// CHECK-LABEL: func.func @mlp
+func.func @mlp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[W1:.*]] = graph.param "w1" {cleave.global_shape = array<i64: 8, 16>, cleave.shard_axes = ["", "tp"]} : tensor<8x8xf32>
+  %w1 = graph.param "w1" {cleave.sharding = [array<i64: -1, 0>], cleave.strategy = "split1"} : tensor<8x16xf32>
+  // CHECK: %[[W2:.*]] = graph.param "w2" {cleave.global_shape = array<i64: 16, 8>, cleave.shard_axes = ["tp", ""]} : tensor<8x8xf32>
+  %w2 = graph.param "w2" {cleave.sharding = [array<i64: 0, -1>], cleave.strategy = "split0"} : tensor<16x8xf32>
+  // CHECK: %[[X:.*]] = graph.copy_to_group %{{.*}} axes ["tp"] size 2 : tensor<4x8xf32>
+  // CHECK: %[[H:.*]] = graph.matmul %[[X]], %[[W1]] : tensor<4x8xf32>, tensor<8x8xf32>
+  %h = graph.matmul %x, %w1 {cleave.operand_sharding = [array<i64: -1, -1>, array<i64: -1, 0>], cleave.sharding = [array<i64: -1, 0>], cleave.strategy = "matmul.n"} : tensor<4x8xf32>, tensor<8x16xf32>
+  // CHECK: %[[A:.*]] = graph.relu %[[H]] : tensor<4x8xf32>
+  %a = graph.relu %h {cleave.operand_sharding = [array<i64: -1, 0>], cleave.sharding = [array<i64: -1, 0>], cleave.strategy = "split1"} : tensor<4x16xf32>
+  // CHECK: %[[P:.*]] = graph.matmul %[[A]], %[[W2]] : tensor<4x8xf32>, tensor<8x8xf32>
+  // CHECK-NEXT: %[[Y:.*]] = graph.all_reduce %[[P]] axes ["tp"] size 2 reduction "sum" : tensor<4x8xf32>
+  %y = graph.matmul %a, %w2 {cleave.operand_sharding = [array<i64: -1, 0>, array<i64: 0, -1>], cleave.partial = "all_reduce", cleave.sharding = [array<i64: -1, -1>], cleave.strategy = "matmul.k+ar"} : tensor<4x16xf32>, tensor<16x8xf32>
+  // CHECK: return %[[Y]]
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Sequence parallelism: a reduce-scatter leaves rows split, the norm runs on
+// them, an all-gather restores them; the result is returned whole.
+// CHECK-LABEL: func.func @sequence
+func.func @sequence(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[S:.*]] = graph.shard_slice %arg0 axes ["tp"] size 2 dim 1 : tensor<4x8xf32> -> tensor<4x4xf32>
+  // CHECK: %[[T:.*]] = graph.shard_slice %arg1 axes ["tp"] size 2 dim 0 : tensor<8x8xf32> -> tensor<4x8xf32>
+  // CHECK: %[[P:.*]] = graph.matmul %[[S]], %[[T]] : tensor<4x4xf32>, tensor<4x8xf32>
+  // CHECK-NEXT: %[[R:.*]] = graph.reduce_scatter %[[P]] axes ["tp"] size 2 dim 0 : tensor<4x8xf32> -> tensor<2x8xf32>
+  %p = graph.matmul %x, %w {cleave.operand_sharding = [array<i64: -1, 0>, array<i64: 0, -1>], cleave.partial = "reduce_scatter", cleave.sharding = [array<i64: 0, -1>], cleave.strategy = "matmul.k+rs0"} : tensor<4x8xf32>, tensor<8x8xf32>
+  // CHECK: %[[N:.*]] = graph.rms_norm %[[R]] axis = 1 epsilon = {{.*}} : tensor<2x8xf32>
+  %n = graph.rms_norm %p axis = 1 epsilon = 1.0e-5 {cleave.operand_sharding = [array<i64: 0, -1>], cleave.sharding = [array<i64: 0, -1>], cleave.strategy = "split0"} : tensor<4x8xf32>
+  // CHECK: %[[C:.*]] = graph.all_to_all %[[N]] axes ["tp"] size 2 split 1 concat 0 : tensor<2x8xf32> -> tensor<4x4xf32>
+  %e = graph.exp %n {cleave.operand_sharding = [array<i64: -1, 0>], cleave.sharding = [array<i64: -1, 0>], cleave.strategy = "split1"} : tensor<4x8xf32>
+  // CHECK: %[[E:.*]] = graph.exp %[[C]] : tensor<4x4xf32>
+  // CHECK: %[[G:.*]] = graph.all_gather %[[E]] axes ["tp"] size 2 dim 1 : tensor<4x4xf32> -> tensor<4x8xf32>
+  // CHECK: return %[[G]]
+  return %e : tensor<4x8xf32>
+}
+
+// -----
+
+// A loss over a batch split across devices is the mean of the devices'
+// means; integer labels are sliced, never copied to the group.
+// CHECK-LABEL: func.func @loss
+func.func @loss(%logits: tensor<4x10xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+  // CHECK: %[[L:.*]] = graph.shard_slice %arg0 axes ["tp"] size 2 dim 0 : tensor<4x10xf32> -> tensor<2x10xf32>
+  // CHECK: %[[Y:.*]] = graph.shard_slice %arg1 axes ["tp"] size 2 dim 0 : tensor<4xi64> -> tensor<2xi64>
+  // CHECK: %[[CE:.*]] = graph.cross_entropy %[[L]], %[[Y]] : tensor<2x10xf32>, tensor<2xi64>
+  // CHECK-NEXT: graph.all_reduce %[[CE]] axes ["tp"] size 2 reduction "mean" : tensor<f32>
+  %l = graph.cross_entropy %logits, %labels {cleave.operand_sharding = [array<i64: 0, -1>, array<i64: 0>], cleave.partial = "all_reduce_mean", cleave.sharding = [array<i64>], cleave.strategy = "ce.batch0"} : tensor<4x10xf32>, tensor<4xi64>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Vocabulary-parallel cross-entropy needs a kernel of its own: replicated.
+// CHECK-LABEL: func.func @fallback
+func.func @fallback(%logits: tensor<4x10xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+  // CHECK: graph.cross_entropy %arg0, %arg1 : tensor<4x10xf32>, tensor<4xi64>
+  // CHECK-NOT: graph.all_reduce
+  %l = graph.cross_entropy %logits, %labels {cleave.operand_sharding = [array<i64: -1, 0>, array<i64: -1>], cleave.partial = "all_reduce", cleave.sharding = [array<i64>], cleave.strategy = "ce.classes"} : tensor<4x10xf32>, tensor<4xi64>
+  return %l : tensor<f32>
+}
