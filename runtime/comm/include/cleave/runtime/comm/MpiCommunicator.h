@@ -1,0 +1,35 @@
+//===- MpiCommunicator.h - Collectives over MPI ------------------*- C++ -*-===//
+//
+// The communicator of a job started by mpirun, one rank per process. It
+// creates, at construction and on every rank alike (MPI_Comm_split is
+// collective over MPI_COMM_WORLD), one sub-communicator per non-empty set of
+// mesh axes: color = the coordinates on the other axes, key = the
+// coordinates on the chosen ones, so that group rank order is row-major
+// over the chosen axes as MeshInfo::groupRanks has it. mpi.h stays out of
+// this header so that code including it needs no MPI include path.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_COMM_MPICOMMUNICATOR_H
+#define CLEAVE_RUNTIME_COMM_MPICOMMUNICATOR_H
+
+#include "cleave/runtime/comm/Communicator.h"
+
+namespace cleave::comm {
+
+/// MPI_Init (with thread support for the watchdog: MPI_THREAD_MULTIPLE is
+/// not needed, only MPI_Abort from another thread, which Open MPI allows).
+void mpiInitialize(int *argc, char ***argv);
+void mpiFinalize();
+int mpiWorldRank();
+int mpiWorldSize();
+/// MPI_Abort on MPI_COMM_WORLD: ends every rank of the job.
+[[noreturn]] void mpiAbort(int code);
+
+/// Requires MPI to be initialised and mesh.numRanks() == the world size;
+/// mesh.coords must be this rank's. Throws std::invalid_argument otherwise.
+std::unique_ptr<Communicator> createMpiCommunicator(MeshInfo mesh);
+
+} // namespace cleave::comm
+
+#endif // CLEAVE_RUNTIME_COMM_MPICOMMUNICATOR_H

@@ -1,0 +1,312 @@
+//===- MpiCommunicator.cpp - Collectives over MPI -------------------------===//
+
+#include "cleave/runtime/comm/MpiCommunicator.h"
+
+#include "Pack.h"
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <stdexcept>
+
+namespace cleave::comm {
+
+void mpiInitialize(int *argc, char ***argv) {
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  // Errors come back as codes and become exceptions naming the instruction.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+void mpiFinalize() { MPI_Finalize(); }
+
+int mpiWorldRank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int mpiWorldSize() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+void mpiAbort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+namespace {
+
+void check(int code, const char *what) {
+  if (code == MPI_SUCCESS)
+    return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw std::runtime_error(std::string(what) + " failed: " +
+                           std::string(text, length));
+}
+
+int count(int64_t n, const char *what) {
+  if (n > INT_MAX)
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(n) +
+                                " elements exceed an MPI count");
+  return static_cast<int>(n);
+}
+
+MPI_Datatype mpiType(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return MPI_FLOAT;
+  case ElementType::I64:
+    return MPI_INT64_T;
+  case ElementType::U8:
+    return MPI_UINT8_T;
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op mpiOp(Reduction r) { return r == Reduction::Max ? MPI_MAX : MPI_SUM; }
+
+/// Started MPI requests, the staging buffers they use, and what completes
+/// the operation once they are done (unpacking, a mean's division).
+class MpiRequest : public Request {
+public:
+  ~MpiRequest() override {
+    if (!done_) {
+      try {
+        wait();
+      } catch (...) {
+      }
+    }
+  }
+  void wait() override {
+    if (done_)
+      return;
+    done_ = true;
+    if (!requests.empty())
+      check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                        MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
+    if (finish)
+      finish();
+  }
+
+  std::vector<MPI_Request> requests;
+  std::vector<char> sendStage, recvStage;
+  std::function<void()> finish;
+
+private:
+  bool done_ = false;
+};
+
+class MpiCommunicator : public Communicator {
+public:
+  explicit MpiCommunicator(MeshInfo mesh) : mesh_(std::move(mesh)) {
+    int size = mpiWorldSize();
+    if (mesh_.numRanks() != size)
+      throw std::invalid_argument(
+          "the mesh has " + std::to_string(mesh_.numRanks()) +
+          " ranks but MPI started " + std::to_string(size));
+    if (mesh_.rankOf(mesh_.coords) != mpiWorldRank())
+      throw std::invalid_argument("this rank's mesh coordinates do not match "
+                                  "its MPI rank");
+    // Every subset of the axes, in the same order on every rank.
+    size_t n = mesh_.axisNames.size();
+    for (unsigned mask = 1; n < 16 && mask < (1u << n); ++mask) {
+      int64_t color = 0, key = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if (mask & (1u << i))
+          key = key * mesh_.axisSizes[i] + mesh_.coords[i];
+        else
+          color = color * mesh_.axisSizes[i] + mesh_.coords[i];
+      }
+      MPI_Comm comm;
+      check(MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(color),
+                           static_cast<int>(key), &comm),
+            "MPI_Comm_split");
+      MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+      comms_[mask] = comm;
+    }
+  }
+  ~MpiCommunicator() override {
+    for (auto &[mask, comm] : comms_)
+      MPI_Comm_free(&comm);
+  }
+
+  const MeshInfo &mesh() const override { return mesh_; }
+
+  std::unique_ptr<Request> allReduceAsync(const Axes &axes, CommTensor in,
+                                          CommTensor out,
+                                          Reduction reduction) override {
+    checkShape(out, in.shape, "all_reduce");
+    auto [comm, n] = group(axes);
+    auto req = std::make_unique<MpiRequest>();
+    req->requests.resize(1);
+    const void *send = in.data == out.data ? MPI_IN_PLACE : in.data;
+    check(MPI_Iallreduce(send, out.data, count(out.numElements(), "all_reduce"),
+                         mpiType(out.type), mpiOp(reduction), comm,
+                         &req->requests[0]),
+          "MPI_Iallreduce");
+    if (reduction == Reduction::Mean)
+      req->finish = [out, n = n] { divideFloats(out, n); };
+    return req;
+  }
+
+  std::unique_ptr<Request> allGatherAsync(const Axes &axes, CommTensor in,
+                                          CommTensor out, int dim) override {
+    auto [comm, n] = group(axes);
+    blockLayout(in, dim, 1, "all_gather");
+    checkShape(out, scaledShape(in.shape, dim, n, 1), "all_gather");
+    BlockLayout layout = blockLayout(out, dim, n, "all_gather");
+    auto req = std::make_unique<MpiRequest>();
+    req->requests.resize(1);
+    int bytes = count(in.numBytes(), "all_gather");
+    if (layout.outer == 1) {
+      check(MPI_Iallgather(in.data, bytes, MPI_BYTE, out.data, bytes, MPI_BYTE,
+                           comm, &req->requests[0]),
+            "MPI_Iallgather");
+      return req;
+    }
+    req->recvStage.resize(static_cast<size_t>(in.numBytes()) * n);
+    check(MPI_Iallgather(in.data, bytes, MPI_BYTE, req->recvStage.data(),
+                         bytes, MPI_BYTE, comm, &req->requests[0]),
+          "MPI_Iallgather");
+    MpiRequest *r = req.get();
+    req->finish = [r, layout, out, n = n, bytes] {
+      for (int64_t i = 0; i < n; ++i)
+        unpackBlock(layout, r->recvStage.data() + i * bytes, n, i, out.data);
+    };
+    return req;
+  }
+
+  std::unique_ptr<Request> reduceScatterAsync(const Axes &axes, CommTensor in,
+                                              CommTensor out, int dim,
+                                              Reduction reduction) override {
+    auto [comm, n] = group(axes);
+    BlockLayout layout = blockLayout(in, dim, n, "reduce_scatter");
+    checkShape(out, scaledShape(in.shape, dim, 1, n), "reduce_scatter");
+    auto req = std::make_unique<MpiRequest>();
+    req->requests.resize(1);
+    const void *send = in.data;
+    if (layout.outer > 1) {
+      int64_t block = out.numBytes();
+      req->sendStage.resize(static_cast<size_t>(in.numBytes()));
+      for (int64_t i = 0; i < n; ++i)
+        packBlock(layout, in.data, n, i, req->sendStage.data() + i * block);
+      send = req->sendStage.data();
+    }
+    check(MPI_Ireduce_scatter_block(
+              send, out.data, count(out.numElements(), "reduce_scatter"),
+              mpiType(out.type), mpiOp(reduction), comm, &req->requests[0]),
+          "MPI_Ireduce_scatter_block");
+    if (reduction == Reduction::Mean)
+      req->finish = [out, n = n] { divideFloats(out, n); };
+    return req;
+  }
+
+  std::unique_ptr<Request> allToAllAsync(const Axes &axes, CommTensor in,
+                                         CommTensor out, int splitDim,
+                                         int concatDim) override {
+    auto [comm, n] = group(axes);
+    BlockLayout split = blockLayout(in, splitDim, n, "all_to_all");
+    std::vector<int64_t> blockShape = scaledShape(in.shape, splitDim, 1, n);
+    blockLayout(in, concatDim, 1, "all_to_all");
+    checkShape(out, scaledShape(blockShape, concatDim, n, 1), "all_to_all");
+    BlockLayout concat = blockLayout(out, concatDim, n, "all_to_all");
+    int64_t block = in.numBytes() / n;
+    auto req = std::make_unique<MpiRequest>();
+    req->requests.resize(1);
+    req->sendStage.resize(static_cast<size_t>(in.numBytes()));
+    req->recvStage.resize(static_cast<size_t>(in.numBytes()));
+    for (int64_t i = 0; i < n; ++i)
+      packBlock(split, in.data, n, i, req->sendStage.data() + i * block);
+    int bytes = count(block, "all_to_all");
+    check(MPI_Ialltoall(req->sendStage.data(), bytes, MPI_BYTE,
+                        req->recvStage.data(), bytes, MPI_BYTE, comm,
+                        &req->requests[0]),
+          "MPI_Ialltoall");
+    MpiRequest *r = req.get();
+    req->finish = [r, concat, out, n = n, block] {
+      for (int64_t i = 0; i < n; ++i)
+        unpackBlock(concat, r->recvStage.data() + i * block, n, i, out.data);
+    };
+    return req;
+  }
+
+  std::unique_ptr<Request> broadcastAsync(const Axes &axes, CommTensor buffer,
+                                          int64_t root) override {
+    auto [comm, n] = group(axes);
+    if (root < 0 || root >= n)
+      throw std::invalid_argument("broadcast from group rank " +
+                                  std::to_string(root) + " of " +
+                                  std::to_string(n));
+    auto req = std::make_unique<MpiRequest>();
+    req->requests.resize(1);
+    check(MPI_Ibcast(buffer.data, count(buffer.numBytes(), "broadcast"),
+                     MPI_BYTE, static_cast<int>(root), comm,
+                     &req->requests[0]),
+          "MPI_Ibcast");
+    return req;
+  }
+
+  std::unique_ptr<Request> sendAsync(const std::string &axis, int64_t offset,
+                                     int64_t tag, CommTensor in) override {
+    auto req = std::make_unique<MpiRequest>();
+    req->requests.resize(1);
+    check(MPI_Isend(in.data, count(in.numBytes(), "send"), MPI_BYTE,
+                    static_cast<int>(mesh_.peer(axis, offset)),
+                    static_cast<int>(tag), MPI_COMM_WORLD, &req->requests[0]),
+          "MPI_Isend");
+    return req;
+  }
+
+  std::unique_ptr<Request> recvAsync(const std::string &axis, int64_t offset,
+                                     int64_t tag, CommTensor out) override {
+    auto req = std::make_unique<MpiRequest>();
+    req->requests.resize(1);
+    check(MPI_Irecv(out.data, count(out.numBytes(), "recv"), MPI_BYTE,
+                    static_cast<int>(mesh_.peer(axis, offset)),
+                    static_cast<int>(tag), MPI_COMM_WORLD, &req->requests[0]),
+          "MPI_Irecv");
+    return req;
+  }
+
+  [[noreturn]] void abort(int code) override { mpiAbort(code); }
+
+private:
+  /// The communicator of the group over `axes` and its size.
+  std::pair<MPI_Comm, int64_t> group(const Axes &axes) const {
+    unsigned mask = 0;
+    int64_t size = 1;
+    for (const std::string &name : axes) {
+      int i = mesh_.axisIndex(name);
+      if (i >= 0 && !(mask & (1u << i))) {
+        mask |= 1u << i;
+        size *= mesh_.axisSizes[i];
+      }
+    }
+    if (mask == 0)
+      return {MPI_COMM_SELF, 1};
+    auto it = comms_.find(mask);
+    if (it == comms_.end())
+      throw std::invalid_argument("no communicator for these axes");
+    return {it->second, size};
+  }
+
+  MeshInfo mesh_;
+  std::map<unsigned, MPI_Comm> comms_;
+};
+
+} // namespace
+
+std::unique_ptr<Communicator> createMpiCommunicator(MeshInfo mesh) {
+  return std::make_unique<MpiCommunicator>(std::move(mesh));
+}
+
+} // namespace cleave::comm

@@ -1,0 +1,162 @@
+//===- Executor.h - Run a rank's program of a plan --------------*- C++ -*-===//
+//
+// One Executor per rank: it allocates the program's arena once, views every
+// tensor at its planned offset, initialises parameters deterministically,
+// and runs training steps by walking Program.schedule, dispatching each
+// instruction to the kernel registry (OpContext.h) and comm ops to a
+// Communicator. Nothing is allocated per step except the scratch some
+// kernels take and the staging buffers of packed collectives.
+//
+// Errors never crash the process: a kernel exception or a malformed
+// instruction comes back as a Status naming the rank, program, segment,
+// instruction index, op and location.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_EXECUTOR_EXECUTOR_H
+#define CLEAVE_RUNTIME_EXECUTOR_EXECUTOR_H
+
+#include "cleave/runtime/comm/Communicator.h"
+#include "cleave/runtime/executor/Initialization.h"
+#include "cleave/runtime/executor/OpContext.h"
+#include "cleave/runtime/plan/plan.pb.h"
+
+#include "absl/status/statusor.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cleave::executor {
+
+struct ExecutorOptions {
+  /// Overrides TrainingConfig.seed.
+  std::optional<uint64_t> seed;
+  /// A uint16 token file (nanoGPT format); empty: synthetic data.
+  std::string dataPath;
+  /// Record trace events (traceEvents()).
+  bool trace = false;
+};
+
+/// What a rank is doing, for the watchdog (read from another thread).
+struct Progress {
+  /// steady_clock nanoseconds when the current instruction started, 0 when
+  /// none runs.
+  std::atomic<int64_t> startedNs{0};
+  std::atomic<int32_t> segment{-1};
+  std::atomic<int32_t> instruction{-1};
+};
+
+/// One complete event ("X") of a Chrome trace.
+struct TraceEvent {
+  std::string name;
+  std::string category;
+  /// 0: segments, 1: compute instructions, 2: communication.
+  int thread = 0;
+  /// steady_clock microseconds.
+  double startUs = 0;
+  double durationUs = 0;
+  int32_t microbatch = -1;
+};
+
+struct StepResult {
+  /// Mean loss over microbatches and the ranks holding it (the same on
+  /// every rank); NaN when no program computes a loss.
+  double loss = 0;
+  double seconds = 0;
+};
+
+class Executor {
+public:
+  /// Validates the rank's program (known ops, tensors inside the arena,
+  /// aligned views), allocates the arena and initialises it. `comm` must
+  /// outlive the executor; its mesh gives this rank's coordinates.
+  static absl::StatusOr<std::unique_ptr<Executor>>
+  create(const plan::Plan &plan, int rank, comm::Communicator &comm,
+         ExecutorOptions options = {});
+  ~Executor();
+
+  /// Runs training step `step` (1-based). Every rank must call it: the loss
+  /// is reduced over all ranks at the end.
+  absl::StatusOr<StepResult> runStep(int64_t step);
+
+  int rank() const { return rank_; }
+  const plan::Program &program() const { return *program_; }
+  /// The view of tensor `id` for microbatch `microbatch` (slot m % slots).
+  TensorView tensor(int32_t id, int64_t microbatch = 0) const;
+  /// Local values of a PARAMETER (or any f32) tensor.
+  std::vector<float> tensorValues(int32_t id, int64_t microbatch = 0) const;
+  const Progress &progress() const { return progress_; }
+  const std::vector<TraceEvent> &traceEvents() const { return trace_; }
+
+private:
+  Executor(const plan::Plan &plan, int rank, comm::Communicator &comm,
+           ExecutorOptions options);
+  absl::Status prepare();
+  absl::Status initialize();
+  absl::Status runSegment(int32_t segment, int64_t microbatch, int64_t step);
+  absl::Status fillInputs(const plan::Instruction &inst, int64_t step,
+                          int64_t microbatch);
+  absl::Status instructionError(int32_t segment, int index,
+                                const std::string &message) const;
+  void record(std::string name, std::string category, int thread,
+              int64_t startNs, int64_t endNs, int64_t microbatch);
+
+  const plan::Plan &plan_;
+  const plan::Program *program_ = nullptr;
+  int rank_;
+  comm::Communicator &comm_;
+  ExecutorOptions options_;
+  uint64_t seed_ = 0;
+  std::unique_ptr<DataSource> data_;
+
+  struct ArenaDeleter {
+    void operator()(char *p) const;
+  };
+  std::unique_ptr<char, ArenaDeleter> arena_;
+  std::vector<KernelFn> kernels_;  // per instruction, flattened
+  std::vector<size_t> firstKernel_; // per segment, index into kernels_
+  /// Per segment: does it write the loss tensor?
+  std::vector<bool> writesLoss_;
+  /// Input tensors filled this step, per (tensor, microbatch).
+  std::vector<std::vector<int64_t>> filledFor_;
+  PendingRequests pending_;
+  Progress progress_;
+  std::vector<TraceEvent> trace_;
+};
+
+/// A Chrome trace in the shape of the simulator's (cost_model
+/// Simulator.cpp writeChromeTrace): header, then per rank its names (one
+/// process per rank, threads "segments", "compute" and "comm") and its
+/// events, times in microseconds from `originUs`, then the footer. `first`
+/// tracks the separators across calls, so that ranks can be written one
+/// after another (the worker merges per-rank files this way).
+void writeChromeTraceEvents(const std::vector<TraceEvent> &events, int rank,
+                            double originUs, std::ostream &os, bool &first);
+void writeChromeTraceHeader(std::ostream &os);
+void writeChromeTraceRankNames(int rank, std::ostream &os, bool &first);
+void writeChromeTraceFooter(std::ostream &os);
+
+/// A thread that ends the job when one instruction runs longer than
+/// `timeoutSeconds`: it prints "rank R: timed out on program P segment S
+/// instruction I (op, location)" to stderr and calls `onTimeout` (which
+/// should not return: MPI_Abort).
+class Watchdog {
+public:
+  Watchdog(const Executor &executor, double timeoutSeconds,
+           std::function<void()> onTimeout);
+  ~Watchdog();
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+} // namespace cleave::executor
+
+#endif // CLEAVE_RUNTIME_EXECUTOR_EXECUTOR_H

@@ -1,0 +1,277 @@
+//===- ComputeKernels.cpp - Forward graph ops on the CPU kernels ----------===//
+//
+// The same mapping from graph ops to runtime/kernels as the compiler's
+// reference evaluator (compiler/lib/Evaluator/GraphEvaluator.cpp), over
+// arena views instead of owned tensors. Attribute names are the ODS names
+// of GraphOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Registry.h"
+
+#include "cleave/runtime/kernels/Attention.h"
+#include "cleave/runtime/kernels/Conv.h"
+#include "cleave/runtime/kernels/DataMovement.h"
+#include "cleave/runtime/kernels/Elementwise.h"
+#include "cleave/runtime/kernels/Loss.h"
+#include "cleave/runtime/kernels/Matmul.h"
+#include "cleave/runtime/kernels/Moe.h"
+#include "cleave/runtime/kernels/Normalization.h"
+#include "cleave/runtime/kernels/Reduction.h"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace cleave::executor {
+
+namespace k = cleave::kernels;
+
+namespace {
+
+template <k::BinaryOp Op> void binaryKernel(OpContext &c) {
+  c.expectArity(2, 1);
+  k::binary(Op, c.in(0), c.in(1), c.out(0));
+}
+
+template <k::UnaryOp Op> void unaryKernel(OpContext &c) {
+  c.expectArity(1, 1);
+  k::unary(Op, c.in(0), c.out(0));
+}
+
+/// A copy between tensors of the same number of bytes (reshape, and a cast
+/// between floats, which the CPU computes in fp32 alike).
+void copyKernel(OpContext &c) {
+  c.expectArity(1, 1);
+  const TensorView &in = c.input(0), &out = c.output(0);
+  if (!in || !out)
+    throw std::invalid_argument("needs an input and an output");
+  if (in.numBytes() != out.numBytes())
+    throw std::invalid_argument("copies " + std::to_string(in.numBytes()) +
+                                " bytes into " +
+                                std::to_string(out.numBytes()));
+  if (in.data != out.data)
+    std::memmove(out.data, in.data, in.numBytes());
+}
+
+void castKernel(OpContext &c) {
+  c.expectArity(1, 1);
+  const TensorView &in = c.input(0), &out = c.output(0);
+  if (in.dtype == out.dtype)
+    return copyKernel(c);
+  // Integer ids used as floats (a position table, a mask from labels).
+  if (in.dtype == plan::I64 && out.dtype == plan::F32 &&
+      in.numElements() == out.numElements()) {
+    const int64_t *src = static_cast<const int64_t *>(in.data);
+    float *dst = static_cast<float *>(out.data);
+    for (int64_t i = 0; i < in.numElements(); ++i)
+      dst[i] = static_cast<float>(src[i]);
+    return;
+  }
+  throw std::invalid_argument("the CPU executor casts only between floats and "
+                              "from i64 to f32");
+}
+
+k::Conv2dOptions convOptions(const OpContext &c) {
+  std::vector<int64_t> s = c.attrInts("strides"), p = c.attrInts("padding"),
+                       d = c.attrInts("dilations");
+  if (s.size() != 2 || p.size() != 4 || d.size() != 2)
+    throw std::invalid_argument("conv attributes need 2 strides, 4 paddings "
+                                "and 2 dilations");
+  k::Conv2dOptions o;
+  o.strides = {s[0], s[1]};
+  o.padding = {p[0], p[1], p[2], p[3]};
+  o.dilations = {d[0], d[1]};
+  o.groups = c.attrInt("groups", 1);
+  return o;
+}
+
+void conv2dKernel(OpContext &c) {
+  c.expectArity(3, 1);
+  k::conv2d(c.in(0), c.in(1), c.inOpt(2), convOptions(c), c.out(0));
+}
+
+template <k::ReduceOp Op> void reduceKernel(OpContext &c) {
+  c.expectArity(1, 1);
+  k::reduce(Op, c.in(0), c.attrInts("axes"), c.attrBool("keepdims"),
+            c.out(0));
+}
+
+void compareKernel(OpContext &c) {
+  c.expectArity(2, 1);
+  const TensorView &out = c.output(0);
+  if (out.dtype != plan::BOOL)
+    throw std::invalid_argument("output is not a bool tensor");
+  // The sign of a - b decides every predicate for finite values.
+  k::Tensor diff(out.shape);
+  k::binary(k::BinaryOp::Sub, c.in(0), c.in(1), diff);
+  std::string p = c.attrString("predicate");
+  uint8_t *m = static_cast<uint8_t *>(out.data);
+  for (int64_t i = 0; i < diff.numElements(); ++i) {
+    float d = diff[i];
+    m[i] = p == "eq"   ? d == 0
+           : p == "ne" ? d != 0
+           : p == "lt" ? d < 0
+           : p == "le" ? d <= 0
+           : p == "gt" ? d > 0
+                       : d >= 0;
+  }
+}
+
+} // namespace
+
+void registerComputeKernels(Registry &r) {
+  using B = k::BinaryOp;
+  using U = k::UnaryOp;
+  r["graph.add"] = binaryKernel<B::Add>;
+  r["graph.sub"] = binaryKernel<B::Sub>;
+  r["graph.mul"] = binaryKernel<B::Mul>;
+  r["graph.div"] = binaryKernel<B::Div>;
+  r["graph.pow"] = binaryKernel<B::Pow>;
+  r["graph.max"] = binaryKernel<B::Max>;
+  r["graph.min"] = binaryKernel<B::Min>;
+  r["graph.neg"] = unaryKernel<U::Neg>;
+  r["graph.exp"] = unaryKernel<U::Exp>;
+  r["graph.log"] = unaryKernel<U::Log>;
+  r["graph.sqrt"] = unaryKernel<U::Sqrt>;
+  r["graph.rsqrt"] = unaryKernel<U::Rsqrt>;
+  r["graph.relu"] = unaryKernel<U::Relu>;
+  r["graph.tanh"] = unaryKernel<U::Tanh>;
+  r["graph.erf"] = unaryKernel<U::Erf>;
+  r["graph.sigmoid"] = unaryKernel<U::Sigmoid>;
+  r["graph.silu"] = unaryKernel<U::Silu>;
+  r["graph.gelu"] = [](OpContext &c) {
+    c.expectArity(1, 1);
+    k::unary(c.attrBool("approximate_tanh") ? U::GeluTanh : U::Gelu, c.in(0),
+             c.out(0));
+  };
+  r["graph.dropout"] = [](OpContext &c) {
+    c.expectArity(1, 1);
+    k::dropout(c.in(0), c.attrFloat("ratio"), c.attrInt("seed", 0), c.out(0));
+  };
+  r["graph.cast"] = castKernel;
+  r["graph.reshape"] = copyKernel;
+  r["graph.where"] = [](OpContext &c) {
+    c.expectArity(3, 1);
+    k::where(c.mask(0), c.in(1), c.in(2), c.out(0));
+  };
+  r["graph.compare"] = compareKernel;
+  r["graph.broadcast_to"] = [](OpContext &c) {
+    c.expectArity(1, 1);
+    k::Tensor zeros(c.output(0).shape);
+    k::binary(B::Add, c.in(0), zeros, c.out(0));
+  };
+  r["graph.matmul"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::matmul(c.in(0), c.in(1), c.attrBool("transpose_lhs"),
+              c.attrBool("transpose_rhs"), c.out(0));
+  };
+  r["graph.softmax"] = [](OpContext &c) {
+    c.expectArity(1, 1);
+    k::softmax(c.in(0), c.attrInt("axis"), c.attrBool("causal"), c.out(0));
+  };
+  r["graph.layer_norm"] = [](OpContext &c) {
+    c.expectArity(3, 1);
+    k::layerNorm(c.in(0), c.inOpt(1), c.inOpt(2), c.attrInt("axis"),
+                 c.attrFloat("epsilon"), c.out(0));
+  };
+  r["graph.rms_norm"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::rmsNorm(c.in(0), c.inOpt(1), c.attrInt("axis"), c.attrFloat("epsilon"),
+               c.out(0));
+  };
+  r["graph.batch_norm"] = [](OpContext &c) {
+    c.expectArity(5, 1);
+    k::batchNorm(c.in(0), c.in(1), c.in(2), c.in(3), c.in(4),
+                 c.attrFloat("epsilon"), c.attrBool("training"), c.out(0));
+  };
+  r["graph.rope"] = [](OpContext &c) {
+    c.expectArity(1, 1);
+    double theta = c.attrFloat("theta");
+    int64_t offset = c.attrInt("offset", 0);
+    if (c.attrBool("inverse"))
+      k::ropeBackward(c.in(0), theta, offset, c.out(0));
+    else
+      k::rope(c.in(0), theta, offset, c.out(0));
+  };
+  r["graph.gather"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::gather(c.in(0), c.index(1), c.attrInt("axis"), c.out(0));
+  };
+  r["graph.transpose"] = [](OpContext &c) {
+    c.expectArity(1, 1);
+    k::transpose(c.in(0), c.attrInts("permutation"), c.out(0));
+  };
+  r["graph.slice"] = [](OpContext &c) {
+    c.expectArity(1, 1);
+    k::slice(c.in(0), c.attrInts("starts"), c.attrInts("limits"),
+             c.attrInts("strides"), c.out(0));
+  };
+  r["graph.concat"] = [](OpContext &c) {
+    if (c.outputs.size() != 1)
+      throw std::invalid_argument("needs one output");
+    std::vector<k::ConstTensorRef> ins;
+    for (size_t i = 0; i < c.inputs.size(); ++i)
+      ins.push_back(c.in(i));
+    k::concat(ins, c.attrInt("axis"), c.out(0));
+  };
+  r["graph.split"] = [](OpContext &c) {
+    if (c.inputs.size() != 1)
+      throw std::invalid_argument("needs one input");
+    std::vector<k::TensorRef> outs;
+    for (size_t i = 0; i < c.outputs.size(); ++i)
+      outs.push_back(c.out(i));
+    k::split(c.in(0), c.attrInt("axis"), outs);
+  };
+  r["graph.reduce_sum"] = reduceKernel<k::ReduceOp::Sum>;
+  r["graph.reduce_mean"] = reduceKernel<k::ReduceOp::Mean>;
+  r["graph.reduce_max"] = reduceKernel<k::ReduceOp::Max>;
+  r["graph.conv2d"] = conv2dKernel;
+  r["graph.max_pool2d"] = [](OpContext &c) {
+    c.expectArity(1, 1);
+    k::maxPool2d(c.in(0), poolOptions(c), c.out(0));
+  };
+  r["graph.avg_pool2d"] = [](OpContext &c) {
+    c.expectArity(1, 1);
+    k::avgPool2d(c.in(0), poolOptions(c), c.out(0));
+  };
+  r["graph.global_avg_pool"] = [](OpContext &c) {
+    c.expectArity(1, 1);
+    k::globalAvgPool(c.in(0), c.out(0));
+  };
+  r["graph.cross_entropy"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::crossEntropy(c.in(0), c.index(1), c.attrInt("ignore_index", -100),
+                    c.out(0));
+  };
+  r["graph.moe_gate"] = [](OpContext &c) {
+    c.expectArity(1, 2);
+    k::moeGate(c.in(0), c.attrInt("top_k"), c.attrBool("renormalize"),
+               c.out(0), c.outIndex(1));
+  };
+  r["graph.moe_dispatch"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::moeDispatch(c.in(0), c.index(1), c.attrInt("num_experts"),
+                   c.attrInt("capacity"), c.out(0));
+  };
+  r["graph.moe_combine"] = [](OpContext &c) {
+    c.expectArity(3, 1);
+    k::moeCombine(c.in(0), c.in(1), c.index(2), c.out(0));
+  };
+}
+
+k::Pool2dOptions poolOptions(const OpContext &c) {
+  std::vector<int64_t> kr = c.attrInts("kernel"), s = c.attrInts("strides"),
+                       p = c.attrInts("padding");
+  if (kr.size() != 2 || s.size() != 2 || p.size() != 4)
+    throw std::invalid_argument("pool attributes need 2 kernel sizes, 2 "
+                                "strides and 4 paddings");
+  k::Pool2dOptions o;
+  o.kernel = {kr[0], kr[1]};
+  o.strides = {s[0], s[1]};
+  o.padding = {p[0], p[1], p[2], p[3]};
+  return o;
+}
+
+k::Conv2dOptions convOptionsOf(const OpContext &c) { return convOptions(c); }
+
+} // namespace cleave::executor

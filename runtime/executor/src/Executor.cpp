@@ -1,0 +1,352 @@
+//===- Executor.cpp - Run a rank's program of a plan ----------------------===//
+
+#include "cleave/runtime/executor/Executor.h"
+
+#include "cleave/runtime/plan/PlanIO.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace cleave::executor {
+
+namespace {
+
+using plan::TensorDecl;
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool slotted(const TensorDecl &t) {
+  return t.kind() == TensorDecl::STASH || t.kind() == TensorDecl::COMM_BUFFER ||
+         t.kind() == TensorDecl::INPUT;
+}
+
+int64_t numElements(const TensorDecl &t) {
+  int64_t n = 1;
+  for (int64_t d : t.shape())
+    n *= d;
+  return n;
+}
+
+constexpr int64_t kArenaAlignment = 64;
+
+} // namespace
+
+void Executor::ArenaDeleter::operator()(char *p) const { std::free(p); }
+
+Executor::Executor(const plan::Plan &plan, int rank, comm::Communicator &comm,
+                   ExecutorOptions options)
+    : plan_(plan), rank_(rank), comm_(comm), options_(std::move(options)) {}
+
+Executor::~Executor() = default;
+
+absl::StatusOr<std::unique_ptr<Executor>>
+Executor::create(const plan::Plan &plan, int rank, comm::Communicator &comm,
+                 ExecutorOptions options) {
+  if (rank < 0 || rank >= plan.ranks_size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " is not in the plan's ", plan.ranks_size(),
+                     " ranks"));
+  std::unique_ptr<Executor> executor(
+      new Executor(plan, rank, comm, std::move(options)));
+  if (absl::Status s = executor->prepare(); !s.ok())
+    return s;
+  if (absl::Status s = executor->initialize(); !s.ok())
+    return s;
+  return executor;
+}
+
+absl::Status Executor::prepare() {
+  int programIndex = plan_.ranks(rank_).program();
+  if (programIndex < 0 || programIndex >= plan_.programs_size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank_, " runs program ", programIndex, " of ",
+                     plan_.programs_size()));
+  program_ = &plan_.programs(programIndex);
+  seed_ = options_.seed ? *options_.seed : plan_.training().seed();
+  absl::StatusOr<DataSource> data =
+      DataSource::create(plan_, comm_.mesh(), seed_, options_.dataPath);
+  if (!data.ok())
+    return data.status();
+  data_ = std::make_unique<DataSource>(*std::move(data));
+
+  const plan::Program &p = *program_;
+  auto where = [&](const TensorDecl &t) {
+    return absl::StrCat("rank ", rank_, ", program ", p.id(), " (", p.name(),
+                        "): tensor ", t.id(), " '", t.name(), "'");
+  };
+  for (const TensorDecl &t : p.tensors()) {
+    int64_t elementBytes = plan::dtypeBytes(t.dtype());
+    int64_t slots = slotted(t) ? std::max(1, t.slots()) : 1;
+    if (numElements(t) * elementBytes > t.bytes())
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(t), " needs ", numElements(t) * elementBytes,
+          " bytes but has ", t.bytes()));
+    if (t.offset() % elementBytes != 0 || t.slot_stride() % elementBytes != 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(t), " is not aligned to its element size"));
+    if (t.offset() < 0 ||
+        t.offset() + (slots - 1) * t.slot_stride() + t.bytes() >
+            p.arena_bytes())
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(t), " lies outside the arena of ", p.arena_bytes(), " bytes"));
+  }
+  for (int s = 0; s < p.segments_size(); ++s) {
+    const plan::Segment &segment = p.segments(s);
+    firstKernel_.push_back(kernels_.size());
+    bool writes = false;
+    for (int i = 0; i < segment.instructions_size(); ++i) {
+      const plan::Instruction &inst = segment.instructions(i);
+      KernelFn fn = findKernel(inst.op());
+      if (!fn)
+        return instructionError(s, i, "no kernel runs this op");
+      for (int32_t id : inst.inputs())
+        if (id < -1 || id >= p.tensors_size())
+          return instructionError(s, i, absl::StrCat("input ", id,
+                                                     " is not a tensor"));
+      for (int32_t id : inst.outputs()) {
+        if (id < -1 || id >= p.tensors_size())
+          return instructionError(s, i, absl::StrCat("output ", id,
+                                                      " is not a tensor"));
+        if (p.has_loss_tensor() && id == p.loss_tensor())
+          writes = true;
+      }
+      kernels_.push_back(fn);
+    }
+    writesLoss_.push_back(writes);
+  }
+  // Without a segment writing the loss (a plan that computes it elsewhere),
+  // every forward segment's end is where it is read.
+  bool any = false;
+  for (bool w : writesLoss_)
+    any = any || w;
+  if (!any)
+    for (int s = 0; s < p.segments_size(); ++s)
+      writesLoss_[s] = p.segments(s).kind() == plan::Segment::FORWARD;
+  for (const plan::ScheduleStep &step : p.schedule())
+    if (step.segment() < 0 || step.segment() >= p.segments_size())
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank_, ", program ", p.id(),
+                       ": the schedule runs segment ", step.segment(), " of ",
+                       p.segments_size()));
+  if (p.has_loss_tensor() &&
+      (p.loss_tensor() < 0 || p.loss_tensor() >= p.tensors_size() ||
+       p.tensors(p.loss_tensor()).dtype() != plan::F32))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", rank_, ", program ", p.id(), ": loss tensor ",
+        p.loss_tensor(), " is not an f32 tensor"));
+  return absl::OkStatus();
+}
+
+absl::Status Executor::initialize() {
+  const plan::Program &p = *program_;
+  int64_t bytes = std::max<int64_t>(p.arena_bytes(), kArenaAlignment);
+  bytes = (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  arena_.reset(static_cast<char *>(std::aligned_alloc(kArenaAlignment, bytes)));
+  if (!arena_)
+    return absl::ResourceExhaustedError(
+        absl::StrCat("rank ", rank_, ": cannot allocate an arena of ", bytes,
+                     " bytes"));
+  std::memset(arena_.get(), 0, bytes);
+  filledFor_.assign(p.tensors_size(), {});
+  // Tensors that share arena bytes are initialised in declaration order;
+  // persistent ones never share with each other.
+  for (const TensorDecl &t : p.tensors()) {
+    void *data = tensor(t.id()).data;
+    if (t.kind() == TensorDecl::PARAMETER) {
+      if (t.dtype() != plan::F32)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "rank ", rank_, ": parameter tensor '", t.name(),
+            "' is not f32 (the CPU executor trains in fp32)"));
+      if (absl::Status s = initializeParameter(
+              plan_.parameters(t.param_index()), t, comm_.mesh(), seed_,
+              static_cast<float *>(data));
+          !s.ok())
+        return absl::InvalidArgumentError(
+            absl::StrCat("rank ", rank_, ": ", s.message()));
+    } else if (t.kind() == TensorDecl::CONSTANT) {
+      int64_t size = numElements(t) * plan::dtypeBytes(t.dtype());
+      if (static_cast<int64_t>(t.constant_value().size()) != size)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "rank ", rank_, ": constant '", t.name(), "' has ",
+            t.constant_value().size(), " bytes of value for ", size));
+      std::memcpy(data, t.constant_value().data(), size);
+    }
+  }
+  return absl::OkStatus();
+}
+
+TensorView Executor::tensor(int32_t id, int64_t microbatch) const {
+  const TensorDecl &t = program_->tensors(id);
+  int64_t offset = t.offset();
+  if (slotted(t) && t.slots() > 1)
+    offset += (std::max<int64_t>(0, microbatch) % t.slots()) * t.slot_stride();
+  TensorView view;
+  view.data = arena_.get() + offset;
+  view.shape.assign(t.shape().begin(), t.shape().end());
+  view.dtype = t.dtype();
+  view.id = id;
+  return view;
+}
+
+std::vector<float> Executor::tensorValues(int32_t id,
+                                          int64_t microbatch) const {
+  TensorView view = tensor(id, microbatch);
+  if (view.dtype != plan::F32)
+    return {};
+  const float *data = static_cast<const float *>(view.data);
+  return {data, data + view.numElements()};
+}
+
+absl::Status Executor::instructionError(int32_t segment, int index,
+                                        const std::string &message) const {
+  const plan::Segment &s = program_->segments(segment);
+  const plan::Instruction &inst = s.instructions(index);
+  std::string text = absl::StrCat(
+      "rank ", rank_, ", program ", program_->id(), " (", program_->name(),
+      "), segment ", segment, " '", s.name(), "', instruction ", index, " (",
+      inst.op(), ")");
+  if (!inst.location().empty())
+    absl::StrAppend(&text, " at ", inst.location());
+  return absl::InternalError(absl::StrCat(text, ": ", message));
+}
+
+void Executor::record(std::string name, std::string category, int thread,
+                      int64_t startNs, int64_t endNs, int64_t microbatch) {
+  TraceEvent e;
+  e.name = std::move(name);
+  e.category = std::move(category);
+  e.thread = thread;
+  e.startUs = startNs * 1e-3;
+  e.durationUs = (endNs - startNs) * 1e-3;
+  e.microbatch = static_cast<int32_t>(microbatch);
+  trace_.push_back(std::move(e));
+}
+
+absl::Status Executor::fillInputs(const plan::Instruction &inst, int64_t step,
+                                  int64_t microbatch) {
+  for (int32_t id : inst.inputs()) {
+    if (id < 0)
+      continue;
+    const TensorDecl &t = program_->tensors(id);
+    if (t.kind() != TensorDecl::INPUT)
+      continue;
+    std::vector<int64_t> &filled = filledFor_[id];
+    if (std::find(filled.begin(), filled.end(), microbatch) != filled.end())
+      continue;
+    filled.push_back(microbatch);
+    if (absl::Status s =
+            data_->fill(t, step, microbatch, tensor(id, microbatch).data);
+        !s.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank_, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
+                                  int64_t step) {
+  const plan::Segment &segment = program_->segments(segmentIndex);
+  int64_t segmentStart = options_.trace ? nowNs() : 0;
+  progress_.segment = segmentIndex;
+  for (int i = 0; i < segment.instructions_size(); ++i) {
+    const plan::Instruction &inst = segment.instructions(i);
+    if (absl::Status s = fillInputs(inst, step, microbatch); !s.ok())
+      return instructionError(segmentIndex, i, std::string(s.message()));
+    std::vector<TensorView> inputs, outputs;
+    for (int32_t id : inst.inputs())
+      inputs.push_back(id < 0 ? TensorView{} : tensor(id, microbatch));
+    for (int32_t id : inst.outputs())
+      outputs.push_back(id < 0 ? TensorView{} : tensor(id, microbatch));
+    OpContext context(inst, std::move(inputs), std::move(outputs), comm_,
+                      pending_);
+    int64_t start = nowNs();
+    progress_.instruction = i;
+    progress_.startedNs = start;
+    try {
+      kernels_[firstKernel_[segmentIndex] + i](context);
+    } catch (const std::exception &e) {
+      progress_.startedNs = 0;
+      return instructionError(segmentIndex, i, e.what());
+    }
+    progress_.startedNs = 0;
+    if (options_.trace) {
+      bool isComm = inst.op().compare(0, 5, "comm.") == 0;
+      record(inst.op(), isComm ? "comm" : "compute", isComm ? 2 : 1, start,
+             nowNs(), microbatch);
+    }
+  }
+  if (options_.trace)
+    record(segment.name(), plan::Segment::Kind_Name(segment.kind()), 0,
+           segmentStart, nowNs(), microbatch);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
+  const plan::Program &p = *program_;
+  int64_t start = nowNs();
+  for (const TensorDecl &t : p.tensors())
+    if (t.kind() == TensorDecl::GRADIENT)
+      std::memset(tensor(t.id()).data, 0, t.bytes());
+  for (std::vector<int64_t> &filled : filledFor_)
+    filled.clear();
+
+  double lossSum = 0;
+  int64_t lossCount = 0;
+  for (const plan::ScheduleStep &s : p.schedule()) {
+    if (absl::Status st = runSegment(s.segment(), s.microbatch(), step);
+        !st.ok())
+      return st;
+    if (p.has_loss_tensor() && writesLoss_[s.segment()] &&
+        p.segments(s.segment()).kind() == plan::Segment::FORWARD) {
+      lossSum += *static_cast<const float *>(
+          tensor(p.loss_tensor(), s.microbatch()).data);
+      ++lossCount;
+    }
+  }
+  if (!pending_.empty()) {
+    std::string handles;
+    for (auto &[handle, request] : pending_)
+      absl::StrAppend(&handles, handles.empty() ? "" : ", ", handle);
+    pending_.clear(); // waits for them
+    return absl::InternalError(absl::StrCat(
+        "rank ", rank_, ", program ", p.id(), ": async handles ", handles,
+        " were never waited for in step ", step));
+  }
+
+  // Mean over the ranks holding a loss (the last stage's data-parallel
+  // ranks, and its tensor-parallel peers, which hold the same value): one
+  // sum over every rank of [loss, holds a loss].
+  float reduced[2] = {
+      lossCount ? static_cast<float>(lossSum / lossCount) : 0.0f,
+      lossCount ? 1.0f : 0.0f};
+  comm::CommTensor buffer{reduced, {2}, comm::ElementType::F32};
+  progress_.segment = -1;
+  progress_.instruction = -1;
+  progress_.startedNs = nowNs();
+  try {
+    comm_.allReduce(comm_.mesh().axisNames, buffer, buffer,
+                    comm::Reduction::Sum);
+  } catch (const std::exception &e) {
+    progress_.startedNs = 0;
+    return absl::InternalError(absl::StrCat(
+        "rank ", rank_, ": reducing the loss of step ", step, ": ", e.what()));
+  }
+  progress_.startedNs = 0;
+  StepResult result;
+  result.loss = reduced[1] > 0 ? reduced[0] / reduced[1]
+                               : std::numeric_limits<double>::quiet_NaN();
+  result.seconds = (nowNs() - start) * 1e-9;
+  return result;
+}
+
+} // namespace cleave::executor

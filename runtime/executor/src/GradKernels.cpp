@@ -1,0 +1,185 @@
+//===- GradKernels.cpp - Backward graph ops and optimizer updates ---------===//
+//
+// The grad ops of GraphGradOps.td on the CPU kernels, as the reference
+// evaluator runs them. Gradient outputs are overwritten (accumulation over
+// microbatches is an explicit runtime.accumulate in the plan).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Registry.h"
+
+#include "cleave/runtime/kernels/Attention.h"
+#include "cleave/runtime/kernels/Conv.h"
+#include "cleave/runtime/kernels/DataMovement.h"
+#include "cleave/runtime/kernels/Elementwise.h"
+#include "cleave/runtime/kernels/Loss.h"
+#include "cleave/runtime/kernels/Moe.h"
+#include "cleave/runtime/kernels/Normalization.h"
+#include "cleave/runtime/kernels/Optimizer.h"
+#include "cleave/runtime/kernels/Reduction.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace cleave::executor {
+
+namespace k = cleave::kernels;
+
+namespace {
+
+k::UnaryOp unaryKind(const std::string &kind) {
+  if (kind == "relu")
+    return k::UnaryOp::Relu;
+  if (kind == "gelu")
+    return k::UnaryOp::Gelu;
+  if (kind == "gelu_tanh")
+    return k::UnaryOp::GeluTanh;
+  if (kind == "silu")
+    return k::UnaryOp::Silu;
+  if (kind == "sigmoid")
+    return k::UnaryOp::Sigmoid;
+  if (kind == "tanh")
+    return k::UnaryOp::Tanh;
+  if (kind == "erf")
+    return k::UnaryOp::Erf;
+  throw std::invalid_argument("unknown activation kind '" + kind + "'");
+}
+
+/// The optimizer's output `o` starts as a copy of its input `i` unless the
+/// plan updates in place (the same tensor id, hence the same view).
+k::TensorRef updated(OpContext &c, size_t o, size_t i) {
+  k::TensorRef out = c.out(o);
+  k::ConstTensorRef in = c.in(i);
+  if (out.shape != in.shape)
+    throw std::invalid_argument("output " + std::to_string(o) +
+                                " does not have the shape of input " +
+                                std::to_string(i));
+  if (out.data != in.data)
+    std::memmove(out.data, in.data, out.numElements() * sizeof(float));
+  return out;
+}
+
+void sgdKernel(OpContext &c) {
+  c.expectArity(3, 2);
+  k::ConstTensorRef grad = c.in(1);
+  k::TensorRef param = updated(c, 0, 0);
+  k::TensorRef momentum = updated(c, 1, 2);
+  k::SgdOptions o;
+  o.learningRate = static_cast<float>(c.attrFloat("lr"));
+  o.momentum = static_cast<float>(c.attrFloat("mu", 0.0));
+  o.weightDecay = static_cast<float>(c.attrFloat("weight_decay", 0.0));
+  k::sgdStep(param, grad, momentum, o);
+}
+
+void adamwKernel(OpContext &c) {
+  c.expectArity(5, 3);
+  k::ConstTensorRef grad = c.in(1);
+  k::ConstTensorRef step = c.in(4);
+  if (step.numElements() != 1)
+    throw std::invalid_argument("the step operand is not a scalar");
+  int64_t stepNumber = std::lround(step.data[0]);
+  k::TensorRef param = updated(c, 0, 0);
+  k::TensorRef m = updated(c, 1, 2);
+  k::TensorRef v = updated(c, 2, 3);
+  k::AdamWOptions o;
+  o.learningRate = static_cast<float>(c.attrFloat("lr"));
+  o.beta1 = static_cast<float>(c.attrFloat("beta1"));
+  o.beta2 = static_cast<float>(c.attrFloat("beta2"));
+  o.epsilon = static_cast<float>(c.attrFloat("eps"));
+  o.weightDecay = static_cast<float>(c.attrFloat("weight_decay"));
+  k::adamwStep(param, grad, m, v, stepNumber, o);
+}
+
+} // namespace
+
+void registerGradKernels(Registry &r) {
+  r["graph.activation_grad"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::unaryBackward(unaryKind(c.attrString("kind")), c.in(0), c.in(1),
+                     c.out(0));
+  };
+  r["graph.softmax_grad"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::softmaxBackward(c.in(0), c.in(1), c.attrInt("axis"), c.out(0));
+  };
+  // Operands: input, grad, scale (optional).
+  r["graph.layer_norm_grad"] = [](OpContext &c) {
+    c.expectArity(3, 3);
+    k::layerNormBackward(c.in(0), c.inOpt(2), c.attrInt("axis"),
+                         c.attrFloat("epsilon"), c.in(1), c.out(0), c.out(1),
+                         c.out(2));
+  };
+  r["graph.rms_norm_grad"] = [](OpContext &c) {
+    c.expectArity(3, 2);
+    k::rmsNormBackward(c.in(0), c.inOpt(2), c.attrInt("axis"),
+                       c.attrFloat("epsilon"), c.in(1), c.out(0), c.out(1));
+  };
+  // Operands: input, grad, scale, mean, variance.
+  r["graph.batch_norm_grad"] = [](OpContext &c) {
+    c.expectArity(5, 3);
+    k::batchNormBackward(c.in(0), c.in(2), c.in(3), c.in(4),
+                         c.attrFloat("epsilon"), c.attrBool("training"),
+                         c.in(1), c.out(0), c.out(1), c.out(2), {}, {});
+  };
+  // Operands: grad, indices.
+  r["graph.gather_grad"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::gatherBackward(c.index(1), c.attrInt("axis"), c.in(0), c.out(0));
+  };
+  r["graph.slice_grad"] = [](OpContext &c) {
+    c.expectArity(1, 1);
+    k::sliceBackward(c.in(0), c.attrInts("starts"), c.attrInts("strides"),
+                     c.out(0));
+  };
+  r["graph.reduce_max_grad"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::reduceBackward(k::ReduceOp::Max, c.in(0), c.attrInts("axes"),
+                      c.attrBool("keepdims"), c.in(1), c.out(0));
+  };
+  // Operands: grad, filter.
+  r["graph.conv2d_input_grad"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::conv2dInputGrad(c.in(0), c.in(1), convOptionsOf(c), c.out(0));
+  };
+  // Operands: input, grad.
+  r["graph.conv2d_filter_grad"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::conv2dFilterGrad(c.in(0), c.in(1), convOptionsOf(c), c.out(0));
+  };
+  // Operands: input, grad.
+  r["graph.pool2d_grad"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::Pool2dOptions o = poolOptions(c);
+    std::string kind = c.attrString("kind");
+    if (kind == "max")
+      k::maxPool2dBackward(c.in(0), o, c.in(1), c.out(0));
+    else if (kind == "avg")
+      k::avgPool2dBackward(c.in(1), o, c.out(0));
+    else
+      throw std::invalid_argument("unknown pool kind '" + kind + "'");
+  };
+  // Operands: logits, labels, grad.
+  r["graph.cross_entropy_grad"] = [](OpContext &c) {
+    c.expectArity(3, 1);
+    k::crossEntropyBackward(c.in(0), c.index(1),
+                            c.attrInt("ignore_index", -100), c.in(2),
+                            c.out(0));
+  };
+  // Operands: logits, grad. The kernel recomputes the chosen experts.
+  r["graph.moe_gate_grad"] = [](OpContext &c) {
+    c.expectArity(2, 1);
+    k::moeGateBackward(c.in(0), c.attrInt("top_k"), c.attrBool("renormalize"),
+                       c.in(1), c.out(0));
+  };
+  // Operands: input, weights, indices, grad.
+  r["graph.moe_combine_grad"] = [](OpContext &c) {
+    c.expectArity(4, 2);
+    k::moeCombineBackward(c.in(0), c.in(1), c.index(2), c.in(3), c.out(0),
+                          c.out(1));
+  };
+  r["graph.sgd_update"] = sgdKernel;
+  r["graph.adamw_update"] = adamwKernel;
+}
+
+} // namespace cleave::executor

@@ -1,0 +1,30 @@
+//===- Registry.h - Registration of the executor's kernels ----------------===//
+
+#ifndef CLEAVE_RUNTIME_EXECUTOR_SRC_REGISTRY_H
+#define CLEAVE_RUNTIME_EXECUTOR_SRC_REGISTRY_H
+
+#include "cleave/runtime/executor/OpContext.h"
+#include "cleave/runtime/kernels/Conv.h"
+
+#include <map>
+#include <string>
+
+namespace cleave::executor {
+
+using Registry = std::map<std::string, KernelFn>;
+
+/// Forward graph ops (ComputeKernels.cpp).
+void registerComputeKernels(Registry &registry);
+/// Backward graph ops and optimizer updates (GradKernels.cpp).
+void registerGradKernels(Registry &registry);
+/// runtime.* and comm.* ops (RuntimeKernels.cpp).
+void registerRuntimeKernels(Registry &registry);
+
+/// The kernel, strides and padding attributes of a pool op, and the
+/// strides, padding, dilations and groups of a conv (forward or grad).
+kernels::Pool2dOptions poolOptions(const OpContext &c);
+kernels::Conv2dOptions convOptionsOf(const OpContext &c);
+
+} // namespace cleave::executor
+
+#endif // CLEAVE_RUNTIME_EXECUTOR_SRC_REGISTRY_H
