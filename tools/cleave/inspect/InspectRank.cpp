@@ -138,7 +138,10 @@ void appendTensorTable(std::string &out, const Program &program) {
                                                       ? absl::StrCat(
                                                             ", seq dim ",
                                                             t.seq_dim())
-                                                      : ""));
+                                                      : "",
+                                   t.vocab() > 0
+                                       ? absl::StrCat(", ids < ", t.vocab())
+                                       : ""));
     bool split = std::any_of(t.dims().begin(), t.dims().end(),
                              [](const plan::DimSharding &d) {
                                return !d.axes().empty();
