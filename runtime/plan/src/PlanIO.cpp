@@ -3,6 +3,8 @@
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 #include <cstring>
 #include <fstream>
@@ -74,8 +76,15 @@ int64_t dtypeBytes(DType dtype) {
 std::string serializePlan(const Plan &plan) {
   Plan copy = plan;
   copy.set_format_version(kFormatVersion);
+  // Deterministic: map fields (instruction attributes) in key order, so the
+  // same plan always gives the same bytes and checksum.
   std::string payload;
-  copy.SerializeToString(&payload);
+  {
+    google::protobuf::io::StringOutputStream stream(&payload);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    copy.SerializeToCodedStream(&coded);
+  }
   std::string out(kMagic, sizeof(kMagic));
   putLE<uint32_t>(out, kFormatVersion);
   putLE<uint64_t>(out, payload.size());

@@ -138,4 +138,28 @@ def SpmdPartition : Pass<"cleave-spmd-partition", "mlir::func::FuncOp"> {
   ];
 }
 
+def PipelineSplit : Pass<"cleave-pipeline-split", "mlir::ModuleOp"> {
+  let summary = "Cut @forward into pipeline stages joined by send and recv";
+  let description = [{
+    Numbers every op of `@forward` by the layer it belongs to (the first
+    integer component of its parameters' dotted names, "h.3.attn.q" is
+    layer 3, carried forward to the ops computing from them), splits the
+    layers into `stages` contiguous ranges as evenly as possible (the
+    embedding goes with the first, the head and loss with the last) and
+    writes one function per stage, `@stage0` ... Values that cross from a
+    stage to the next are sent at the end of the producing stage and
+    received at the start of the consuming one (`graph.send` /
+    `graph.recv` on mesh axis "pp", offsets +1 / -1, one tag per value, in
+    producer order on both sides so the order of messages matches).
+    Parameters, inputs and constants, and ops computed only from inputs
+    and constants, are repeated in every stage that reads them (a tied
+    embedding is then a parameter of the first and the last stage). Each
+    stage function carries `cleave.stage`, `cleave.first_layer` and
+    `cleave.num_layers`; the last returns what `@forward` returns.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", "1", "pipeline stages">,
+  ];
+}
+
 #endif // CLEAVE_TRANSFORMS_PASSES_TD
