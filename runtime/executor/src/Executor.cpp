@@ -62,6 +62,11 @@ Executor::create(const plan::Plan &plan, int rank, comm::Communicator &comm,
     return s;
   if (absl::Status s = executor->initialize(); !s.ok())
     return s;
+  plan::Plan &kept = executor->plan_;
+  for (plan::ParameterSharding &param : *kept.mutable_parameters())
+    param.clear_initial_value();
+  kept.clear_partitioned_mlir();
+  kept.clear_simulated_trace();
   return executor;
 }
 

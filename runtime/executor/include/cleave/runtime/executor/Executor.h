@@ -74,8 +74,9 @@ struct StepResult {
 class Executor {
 public:
   /// Validates the rank's program (known ops, tensors inside the arena,
-  /// aligned views), allocates the arena and initialises it. `comm` must
-  /// outlive the executor; its mesh gives this rank's coordinates.
+  /// aligned views), allocates the arena and initialises it. The plan is
+  /// copied; `comm` must outlive the executor; its mesh gives this rank's
+  /// coordinates.
   static absl::StatusOr<std::unique_ptr<Executor>>
   create(const plan::Plan &plan, int rank, comm::Communicator &comm,
          ExecutorOptions options = {});
@@ -107,7 +108,9 @@ private:
   void record(std::string name, std::string category, int thread,
               int64_t startNs, int64_t endNs, int64_t microbatch);
 
-  const plan::Plan &plan_;
+  /// A copy: callers need not keep theirs. What only initialisation reads
+  /// (initial values) and the debugging payloads are dropped after it.
+  plan::Plan plan_;
   const plan::Program *program_ = nullptr;
   int rank_;
   comm::Communicator &comm_;

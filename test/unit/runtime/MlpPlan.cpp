@@ -1,0 +1,253 @@
+//===- MlpPlan.cpp - A hand-built plan of a 2-layer MLP for the tests -----===//
+
+#include "MlpPlan.h"
+
+namespace cleave::test {
+
+namespace {
+
+using plan::Instruction;
+using plan::Program;
+using plan::TensorDecl;
+
+class Builder {
+public:
+  explicit Builder(Program &program) : program_(program) {}
+
+  int32_t tensor(const std::string &name, std::vector<int64_t> shape,
+                 TensorDecl::Kind kind, plan::DType dtype = plan::F32,
+                 int slots = 1) {
+    TensorDecl *t = program_.add_tensors();
+    t->set_id(program_.tensors_size() - 1);
+    t->set_name(name);
+    t->set_dtype(dtype);
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      t->add_shape(d);
+      n *= d;
+    }
+    t->set_kind(kind);
+    int64_t bytes = n * (dtype == plan::I64 ? 8 : 4);
+    int64_t stride = (bytes + 63) / 64 * 64;
+    t->set_offset(next_);
+    t->set_bytes(bytes);
+    t->set_slots(slots);
+    t->set_slot_stride(slots > 1 ? stride : 0);
+    next_ += stride * slots;
+    program_.set_arena_bytes(next_);
+    return t->id();
+  }
+
+  static void dims(TensorDecl &t, std::vector<std::string> perDim) {
+    for (const std::string &axis : perDim) {
+      plan::DimSharding *d = t.add_dims();
+      if (!axis.empty())
+        d->add_axes(axis);
+    }
+  }
+
+private:
+  Program &program_;
+  int64_t next_ = 0;
+};
+
+Instruction *op(plan::Segment *segment, const std::string &name,
+                std::vector<int32_t> inputs, std::vector<int32_t> outputs) {
+  Instruction *inst = segment->add_instructions();
+  inst->set_op(name);
+  for (int32_t id : inputs)
+    inst->add_inputs(id);
+  for (int32_t id : outputs)
+    inst->add_outputs(id);
+  inst->set_location("loc(\"mlp." + name.substr(name.find('.') + 1) + "\")");
+  return inst;
+}
+
+void setF(Instruction *inst, const std::string &name, double value) {
+  (*inst->mutable_attrs())[name].set_f(value);
+}
+void setI(Instruction *inst, const std::string &name, int64_t value) {
+  (*inst->mutable_attrs())[name].set_i(value);
+}
+void setB(Instruction *inst, const std::string &name) {
+  (*inst->mutable_attrs())[name].set_b(true);
+}
+void setS(Instruction *inst, const std::string &name, const std::string &v) {
+  (*inst->mutable_attrs())[name].set_s(v);
+}
+void setAxes(Instruction *inst, const std::string &axis) {
+  (*inst->mutable_attrs())["axes"].mutable_strings()->add_values(axis);
+}
+
+} // namespace
+
+plan::Plan buildMlpPlan(const MlpPlanOptions &o) {
+  plan::Plan p;
+  p.set_format_version(1);
+  p.set_producer("cleave runtime tests");
+  for (auto [name, size] : {std::pair<const char *, int64_t>{"dp", o.dp},
+                            {"tp", o.tp}}) {
+    plan::MeshAxis *axis = p.mutable_mesh()->add_axes();
+    axis->set_name(name);
+    axis->set_size(size);
+  }
+  for (int64_t r = 0; r < o.dp * o.tp; ++r) {
+    plan::RankAssignment *rank = p.add_ranks();
+    rank->set_rank(static_cast<int32_t>(r));
+    rank->set_program(0);
+    rank->add_coords(r / o.tp);
+    rank->add_coords(r % o.tp);
+  }
+  p.mutable_knobs()->set_dp(o.dp);
+  p.mutable_knobs()->set_tp(o.tp);
+  p.mutable_knobs()->set_num_microbatches(o.microbatches);
+  plan::TrainingConfig *training = p.mutable_training();
+  training->set_global_batch(o.batch);
+  training->set_optimizer(o.optimizer);
+  training->set_lr(o.lr);
+  training->set_seed(1234);
+  training->set_tokens_per_step(o.batch);
+  training->set_flops_per_step(6.0 * o.batch * o.hidden * (o.in + o.classes));
+  for (auto [name, rows, cols] :
+       {std::tuple<const char *, int64_t, int64_t>{"w1", o.in, o.hidden},
+        {"w2", o.hidden, o.classes}}) {
+    plan::ParameterSharding *param = p.add_parameters();
+    param->set_name(name);
+    param->add_global_shape(rows);
+    param->add_global_shape(cols);
+    param->mutable_init()->set_kind(plan::InitSpec::NORMAL);
+    param->mutable_init()->set_std(0.5);
+  }
+
+  Program &prog = *p.add_programs();
+  prog.set_id(0);
+  prog.set_name("stage0");
+  Builder b(prog);
+  int64_t M = o.microbatches, rows = o.batch / (M * o.dp);
+  int64_t h = o.hidden / o.tp, c = o.classes;
+  int m = static_cast<int>(M);
+  int32_t w1 = b.tensor("w1", {o.in, h}, TensorDecl::PARAMETER);
+  int32_t w2 = b.tensor("w2", {h, c}, TensorDecl::PARAMETER);
+  int32_t x = b.tensor("x", {rows, o.in}, TensorDecl::INPUT, plan::F32, m);
+  int32_t labels =
+      b.tensor("labels", {rows}, TensorDecl::INPUT, plan::I64, m);
+  int32_t pre = b.tensor("pre", {rows, h}, TensorDecl::STASH, plan::F32, m);
+  int32_t act = b.tensor("act", {rows, h}, TensorDecl::STASH, plan::F32, m);
+  int32_t logits =
+      b.tensor("logits", {rows, c}, TensorDecl::STASH, plan::F32, m);
+  int32_t loss = b.tensor("loss", {}, TensorDecl::STASH, plan::F32, m);
+  int32_t partial = b.tensor("partial", {rows, c}, TensorDecl::TRANSIENT);
+  int32_t dloss = b.tensor("dloss", {}, TensorDecl::CONSTANT);
+  int32_t dlogits = b.tensor("dlogits", {rows, c}, TensorDecl::TRANSIENT);
+  int32_t dw2 = b.tensor("dw2", {h, c}, TensorDecl::TRANSIENT);
+  int32_t dact = b.tensor("dact", {rows, h}, TensorDecl::TRANSIENT);
+  int32_t dpre = b.tensor("dpre", {rows, h}, TensorDecl::TRANSIENT);
+  int32_t dw1 = b.tensor("dw1", {o.in, h}, TensorDecl::TRANSIENT);
+  int32_t g1 = b.tensor("w1.grad", {o.in, h}, TensorDecl::GRADIENT);
+  int32_t g2 = b.tensor("w2.grad", {h, c}, TensorDecl::GRADIENT);
+  int32_t s1 = b.tensor("w1.exp_avg", {o.in, h}, TensorDecl::OPTIMIZER_STATE);
+  int32_t s2 = b.tensor("w2.exp_avg", {h, c}, TensorDecl::OPTIMIZER_STATE);
+  int32_t v1 = b.tensor("w1.exp_avg_sq", {o.in, h},
+                        TensorDecl::OPTIMIZER_STATE);
+  int32_t v2 = b.tensor("w2.exp_avg_sq", {h, c}, TensorDecl::OPTIMIZER_STATE);
+  int32_t step = b.tensor("step", {}, TensorDecl::INPUT);
+
+  Builder::dims(*prog.mutable_tensors(w1), {"", "tp"});
+  Builder::dims(*prog.mutable_tensors(w2), {"tp", ""});
+  for (int32_t id : {g1, s1, v1})
+    Builder::dims(*prog.mutable_tensors(id), {"", "tp"});
+  for (int32_t id : {g2, s2, v2})
+    Builder::dims(*prog.mutable_tensors(id), {"tp", ""});
+  prog.mutable_tensors(w1)->set_param_index(0);
+  prog.mutable_tensors(w2)->set_param_index(1);
+  for (int32_t id : {g1, s1, v1})
+    prog.mutable_tensors(id)->set_param_index(0);
+  for (int32_t id : {g2, s2, v2})
+    prog.mutable_tensors(id)->set_param_index(1);
+  prog.mutable_tensors(x)->set_input_name("pixels");
+  prog.mutable_tensors(x)->set_seq_dim(-1);
+  prog.mutable_tensors(labels)->set_input_name("labels");
+  prog.mutable_tensors(labels)->set_seq_dim(-1);
+  prog.mutable_tensors(labels)->set_vocab(c);
+  prog.mutable_tensors(step)->set_input_name("step");
+  prog.mutable_tensors(step)->set_seq_dim(-1);
+  float scale = 1.0f / static_cast<float>(M);
+  prog.mutable_tensors(dloss)->set_constant_value(
+      std::string(reinterpret_cast<const char *>(&scale), 4));
+  prog.set_loss_tensor(loss);
+
+  plan::Segment *begin = prog.add_segments();
+  begin->set_name("step_begin");
+  begin->set_kind(plan::Segment::STEP_BEGIN);
+  op(begin, "runtime.zero", {}, {g1, g2});
+
+  plan::Segment *fwd = prog.add_segments();
+  fwd->set_name("forward");
+  fwd->set_kind(plan::Segment::FORWARD);
+  op(fwd, "graph.matmul", {x, w1}, {pre});
+  op(fwd, "graph.relu", {pre}, {act});
+  if (o.tp > 1) {
+    op(fwd, "graph.matmul", {act, w2}, {partial});
+    Instruction *ar = op(fwd, "comm.all_reduce", {partial}, {logits});
+    setAxes(ar, "tp");
+    setS(ar, "reduction", "sum");
+  } else {
+    op(fwd, "graph.matmul", {act, w2}, {logits});
+  }
+  setI(op(fwd, "graph.cross_entropy", {logits, labels}, {loss}),
+       "ignore_index", -100);
+
+  plan::Segment *bwd = prog.add_segments();
+  bwd->set_name("backward");
+  bwd->set_kind(plan::Segment::BACKWARD);
+  op(bwd, "graph.cross_entropy_grad", {logits, labels, dloss}, {dlogits});
+  setB(op(bwd, "graph.matmul", {act, dlogits}, {dw2}), "transpose_lhs");
+  op(bwd, "runtime.accumulate", {dw2}, {g2});
+  setB(op(bwd, "graph.matmul", {dlogits, w2}, {dact}), "transpose_rhs");
+  setS(op(bwd, "graph.activation_grad", {pre, dact}, {dpre}), "kind", "relu");
+  setB(op(bwd, "graph.matmul", {x, dpre}, {dw1}), "transpose_lhs");
+  op(bwd, "runtime.accumulate", {dw1}, {g1});
+
+  plan::Segment *opt = prog.add_segments();
+  opt->set_name("optimizer");
+  opt->set_kind(plan::Segment::OPTIMIZER);
+  int handle = 0;
+  for (int32_t g : {g1, g2}) {
+    Instruction *ar = op(opt, "comm.all_reduce", {g}, {g});
+    setAxes(ar, "dp");
+    setS(ar, "reduction", "mean");
+    ar->set_async_handle(handle++);
+  }
+  for (int h2 = 0; h2 < handle; ++h2)
+    setI(op(opt, "comm.wait", {}, {}), "handle", h2);
+  for (auto [w, g, s, v] : {std::tuple{w1, g1, s1, v1}, {w2, g2, s2, v2}}) {
+    Instruction *update;
+    if (o.optimizer == "adamw") {
+      update = op(opt, "graph.adamw_update", {w, g, s, v, step}, {w, s, v});
+      setF(update, "beta1", 0.9);
+      setF(update, "beta2", 0.999);
+      setF(update, "eps", 1e-8);
+      setF(update, "weight_decay", 0.0);
+    } else {
+      update = op(opt, "graph.sgd_update", {w, g, s}, {w, s});
+      setF(update, "mu", 0.0);
+      setF(update, "weight_decay", 0.0);
+    }
+    setF(update, "lr", o.lr);
+  }
+
+  auto schedule = [&](int segment, int microbatch) {
+    plan::ScheduleStep *s = prog.add_schedule();
+    s->set_segment(segment);
+    s->set_microbatch(microbatch);
+  };
+  schedule(0, -1);
+  for (int mb = 0; mb < m; ++mb) {
+    schedule(1, mb);
+    schedule(2, mb);
+  }
+  schedule(3, -1);
+  return p;
+}
+
+} // namespace cleave::test

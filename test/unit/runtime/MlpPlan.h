@@ -1,0 +1,50 @@
+//===- MlpPlan.h - A hand-built plan of a 2-layer MLP for the tests -------===//
+//
+// x [b, in] -> matmul W1 -> relu -> matmul W2 -> cross_entropy(labels),
+// its backward with the grad ops the autodiff pass emits, gradient
+// accumulation over microbatches and an SGD (or AdamW) update, laid out in
+// an arena as the compiler would. W1 is split by columns and W2 by rows
+// over "tp" (Megatron's MLP: one all-reduce of the logits), the batch over
+// "dp" (gradients all-reduced, mean, asynchronously).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TEST_UNIT_RUNTIME_MLPPLAN_H
+#define CLEAVE_TEST_UNIT_RUNTIME_MLPPLAN_H
+
+#include "cleave/runtime/plan/plan.pb.h"
+
+#include <string>
+
+namespace cleave::test {
+
+struct MlpPlanOptions {
+  int64_t batch = 8;
+  int64_t in = 6;
+  int64_t hidden = 8;
+  int64_t classes = 5;
+  int64_t dp = 1;
+  int64_t tp = 1;
+  int64_t microbatches = 1;
+  double lr = 0.5;
+  /// "sgd" or "adamw".
+  std::string optimizer = "sgd";
+};
+
+/// Tensor ids of the plan's program.
+enum MlpTensor : int32_t {
+  kW1 = 0,
+  kW2,
+  kX,
+  kLabels,
+  kPre,
+  kAct,
+  kLogits,
+  kLoss,
+};
+
+plan::Plan buildMlpPlan(const MlpPlanOptions &options);
+
+} // namespace cleave::test
+
+#endif // CLEAVE_TEST_UNIT_RUNTIME_MLPPLAN_H

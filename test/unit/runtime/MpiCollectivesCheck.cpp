@@ -1,0 +1,278 @@
+//===- MpiCollectivesCheck.cpp - Every MpiCommunicator collective ---------===//
+//
+// Run under mpirun with 2 or 4 ranks (CTest does both): the ranks form a
+// mesh a x b (a = 2), and every collective runs on the groups over "a",
+// "b" and both, blocking and asynchronous (all started before any wait),
+// against values each rank computes for itself from the group's ranks.
+// Exits non-zero when any check fails on any rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/runtime/comm/MpiCommunicator.h"
+
+#include <cstdio>
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace cleave::comm;
+
+namespace {
+
+int gFailures = 0;
+int gRank = 0;
+
+void expect(bool ok, const std::string &what, double got, double expected) {
+  if (ok)
+    return;
+  if (++gFailures <= 10)
+    std::fprintf(stderr, "rank %d: FAIL %s: got %g, expected %g\n", gRank,
+                 what.c_str(), got, expected);
+}
+
+void expectValues(const std::vector<float> &got,
+                  const std::function<float(int64_t)> &expected,
+                  const std::string &what) {
+  for (size_t i = 0; i < got.size(); ++i)
+    expect(got[i] == expected(static_cast<int64_t>(i)),
+           what + " element " + std::to_string(i), got[i], expected(i));
+}
+
+std::string name(const Axes &axes) {
+  std::string s;
+  for (const std::string &a : axes)
+    s += (s.empty() ? "" : ",") + a;
+  return s;
+}
+
+/// One collective: started by `start`, checked by `check` after its wait.
+struct Case {
+  std::string what;
+  std::function<std::unique_ptr<Request>()> start;
+  std::function<void()> check;
+};
+
+std::vector<Case> cases(Communicator &comm, const Axes &axes,
+                        std::vector<std::vector<float>> &buffers,
+                        std::vector<std::vector<int64_t>> &indices) {
+  const MeshInfo &mesh = comm.mesh();
+  std::vector<int64_t> ranks = mesh.groupRanks(axes);
+  int64_t n = static_cast<int64_t>(ranks.size());
+  int64_t g = mesh.groupRank(axes);
+  int64_t me = comm.rank();
+  std::string tag = "[" + name(axes) + "] ";
+  auto buffer = [&](int64_t size, std::function<float(int64_t)> f) {
+    buffers.emplace_back(size);
+    for (int64_t i = 0; i < size; ++i)
+      buffers.back()[i] = f ? f(i) : -1.0f;
+    return buffers.size() - 1;
+  };
+  std::vector<Case> result;
+
+  for (Reduction r : {Reduction::Sum, Reduction::Mean, Reduction::Max}) {
+    size_t in = buffer(6, [me](int64_t i) { return me * 10.0f + i; });
+    size_t out = buffer(6, nullptr);
+    const char *rn = r == Reduction::Sum ? "sum" : r == Reduction::Mean ? "mean" : "max";
+    result.push_back(
+        {tag + "all_reduce " + rn,
+         [&, in, out, r, axes] {
+           return comm.allReduceAsync(axes, {buffers[in].data(), {2, 3}},
+                                      {buffers[out].data(), {2, 3}}, r);
+         },
+         [&, out, r, ranks, n, tag, rn] {
+           expectValues(buffers[out],
+                        [&](int64_t i) {
+                          float sum = 0, max = -1e30f;
+                          for (int64_t q : ranks) {
+                            sum += q * 10.0f + i;
+                            max = std::max(max, q * 10.0f + i);
+                          }
+                          return r == Reduction::Sum    ? sum
+                                 : r == Reduction::Mean ? sum / n
+                                                        : max;
+                        },
+                        tag + "all_reduce " + rn);
+         }});
+  }
+  // In place, on integers.
+  indices.emplace_back(std::vector<int64_t>{me, 2 * me});
+  size_t idx = indices.size() - 1;
+  result.push_back(
+      {tag + "all_reduce i64 in place",
+       [&, idx, axes] {
+         CommTensor t{indices[idx].data(), {2}, ElementType::I64};
+         return comm.allReduceAsync(axes, t, t, Reduction::Sum);
+       },
+       [&, idx, ranks, tag] {
+         int64_t sum = 0;
+         for (int64_t q : ranks)
+           sum += q;
+         expect(indices[idx][0] == sum && indices[idx][1] == 2 * sum,
+                tag + "all_reduce i64", indices[idx][1], 2 * sum);
+       }});
+
+  for (int dim : {0, 1}) {
+    size_t in = buffer(6, [me](int64_t i) { return me * 100.0f + i; });
+    size_t out = buffer(6 * n, nullptr);
+    std::vector<int64_t> outShape =
+        dim == 0 ? std::vector<int64_t>{2 * n, 3} : std::vector<int64_t>{2, 3 * n};
+    result.push_back(
+        {tag + "all_gather dim " + std::to_string(dim),
+         [&, in, out, dim, outShape, axes] {
+           return comm.allGatherAsync(axes, {buffers[in].data(), {2, 3}},
+                                      {buffers[out].data(), outShape}, dim);
+         },
+         [&, out, dim, ranks, n, tag] {
+           expectValues(buffers[out],
+                        [&](int64_t i) {
+                          int64_t row = dim == 0 ? i / 3 : i / (3 * n);
+                          int64_t col = dim == 0 ? i % 3 : i % (3 * n);
+                          int64_t j = dim == 0 ? row / 2 : col / 3;
+                          int64_t local = dim == 0 ? (row % 2) * 3 + col
+                                                   : row * 3 + col % 3;
+                          return ranks[j] * 100.0f + local;
+                        },
+                        tag + "all_gather dim " + std::to_string(dim));
+         }});
+  }
+
+  for (int dim : {0, 1}) {
+    std::vector<int64_t> inShape =
+        dim == 0 ? std::vector<int64_t>{2 * n, 2} : std::vector<int64_t>{2, 2 * n};
+    size_t in = buffer(4 * n, [me](int64_t i) { return me * 100.0f + i; });
+    size_t out = buffer(4, nullptr);
+    result.push_back(
+        {tag + "reduce_scatter dim " + std::to_string(dim),
+         [&, in, out, dim, inShape, axes] {
+           return comm.reduceScatterAsync(axes, {buffers[in].data(), inShape},
+                                          {buffers[out].data(), {2, 2}}, dim,
+                                          Reduction::Sum);
+         },
+         [&, out, dim, ranks, n, g, tag] {
+           expectValues(buffers[out],
+                        [&](int64_t i) {
+                          int64_t row = i / 2, col = i % 2;
+                          int64_t src = dim == 0 ? (g * 2 + row) * 2 + col
+                                                 : row * 2 * n + g * 2 + col;
+                          float sum = 0;
+                          for (int64_t q : ranks)
+                            sum += q * 100.0f + src;
+                          return sum;
+                        },
+                        tag + "reduce_scatter dim " + std::to_string(dim));
+         }});
+  }
+
+  {
+    // Rows split among the group, received blocks side by side.
+    size_t in = buffer(6 * n, [me](int64_t i) { return me * 1000.0f + i; });
+    size_t out = buffer(6 * n, nullptr);
+    result.push_back(
+        {tag + "all_to_all",
+         [&, in, out, n, axes] {
+           return comm.allToAllAsync(axes, {buffers[in].data(), {2 * n, 3}},
+                                     {buffers[out].data(), {2, 3 * n}}, 0, 1);
+         },
+         [&, out, ranks, n, g, tag] {
+           expectValues(buffers[out],
+                        [&](int64_t i) {
+                          int64_t row = i / (3 * n), col = i % (3 * n);
+                          int64_t j = col / 3, c = col % 3;
+                          return ranks[j] * 1000.0f + (2 * g + row) * 3 + c;
+                        },
+                        tag + "all_to_all");
+         }});
+  }
+
+  {
+    int64_t root = n - 1;
+    size_t buf = buffer(4, [me](int64_t i) { return me * 7.0f + i; });
+    result.push_back({tag + "broadcast",
+                      [&, buf, root, axes] {
+                        return comm.broadcastAsync(
+                            axes, {buffers[buf].data(), {4}}, root);
+                      },
+                      [&, buf, ranks, root, tag] {
+                        expectValues(
+                            buffers[buf],
+                            [&](int64_t i) { return ranks[root] * 7.0f + i; },
+                            tag + "broadcast");
+                      }});
+  }
+  return result;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  mpiInitialize(&argc, &argv);
+  int size = mpiWorldSize();
+  gRank = mpiWorldRank();
+  if (size % 2 != 0) {
+    std::fprintf(stderr, "run with an even number of ranks\n");
+    mpiFinalize();
+    return 2;
+  }
+  MeshInfo mesh{{"a", "b"}, {2, size / 2}, {gRank / (size / 2), gRank % (size / 2)}};
+  std::unique_ptr<Communicator> comm = createMpiCommunicator(mesh);
+
+  for (const Axes &axes : {Axes{"a"}, Axes{"b"}, Axes{"a", "b"}, Axes{}}) {
+    // Blocking, one at a time.
+    {
+      std::vector<std::vector<float>> buffers;
+      std::vector<std::vector<int64_t>> indices;
+      buffers.reserve(64);
+      for (Case &c : cases(*comm, axes, buffers, indices)) {
+        c.start()->wait();
+        c.check();
+      }
+    }
+    // Asynchronous: everything started, then waited in reverse.
+    {
+      std::vector<std::vector<float>> buffers;
+      std::vector<std::vector<int64_t>> indices;
+      buffers.reserve(64);
+      std::vector<Case> all = cases(*comm, axes, buffers, indices);
+      std::vector<std::unique_ptr<Request>> started;
+      for (Case &c : all)
+        started.push_back(c.start());
+      for (size_t i = started.size(); i-- > 0;)
+        started[i]->wait();
+      for (Case &c : all)
+        c.check();
+    }
+  }
+
+  // Point to point around the ring of axis "b" and across "a".
+  for (const char *axis : {"a", "b"}) {
+    float out = -1, in = static_cast<float>(gRank);
+    auto recv = comm->recvAsync(axis, -1, 3, {&out, {1}});
+    auto send = comm->sendAsync(axis, 1, 3, {&in, {1}});
+    send->wait();
+    recv->wait();
+    expect(out == static_cast<float>(mesh.peer(axis, -1)),
+           std::string("recv along ") + axis, out, mesh.peer(axis, -1));
+  }
+
+  // Errors are exceptions, before anything is started.
+  try {
+    float x[3];
+    comm->reduceScatter({"a"}, {x, {3}}, {x, {1}}, 0, Reduction::Sum);
+    expect(false, "reduce_scatter of 3 over 2 did not throw", 0, 1);
+  } catch (const std::invalid_argument &) {
+  }
+
+  int64_t failures = gFailures;
+  CommTensor total{&failures, {1}, ElementType::I64};
+  comm->allReduce({"a", "b"}, total, total, Reduction::Sum);
+  if (gRank == 0)
+    std::printf("%s: %lld failures on %d ranks\n",
+                failures ? "FAILED" : "PASSED",
+                static_cast<long long>(failures), size);
+  comm.reset();
+  mpiFinalize();
+  return failures ? 1 : 0;
+}

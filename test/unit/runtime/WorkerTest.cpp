@@ -1,0 +1,243 @@
+//===- WorkerTest.cpp - cleave-worker under mpirun, through the launcher --===//
+//
+// Multi-rank runs of the MLP plan against one-rank runs (data and tensor
+// parallel give the same losses and parameters), and faults: a killed
+// rank, a hanging rank (the watchdog), a rank count that does not match.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MlpPlan.h"
+
+#include "cleave/runtime/launcher/Launch.h"
+#include "cleave/runtime/plan/PlanIO.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using namespace cleave;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool mpirunOnPath() {
+  const char *path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':'))
+    if (!dir.empty() && access((dir + "/mpirun").c_str(), X_OK) == 0)
+      return true;
+  return false;
+}
+
+class WorkerTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!mpirunOnPath())
+      GTEST_SKIP() << "mpirun is not on PATH";
+    dir_ = fs::temp_directory_path() /
+           ("cleave-worker-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty())
+      fs::remove_all(dir_);
+  }
+
+  std::string writePlan(const std::string &name,
+                        const test::MlpPlanOptions &options) {
+    std::string path = (dir_ / (name + ".cleave")).string();
+    absl::Status s = plan::writePlanFile(path, test::buildMlpPlan(options));
+    EXPECT_TRUE(s.ok()) << s;
+    return path;
+  }
+
+  struct Outcome {
+    int exitStatus = -1;
+    bool timedOut = false;
+    double seconds = 0;
+    std::string output;
+  };
+
+  Outcome run(int ranks, std::vector<std::string> args,
+              double timeout = 120) {
+    launcher::LaunchOptions options;
+    options.worker = CLEAVE_WORKER;
+    options.ranks = ranks;
+    options.workerArgs = std::move(args);
+    options.timeoutSeconds = timeout;
+    Outcome outcome;
+    options.onLine = [&](const std::string &line) {
+      outcome.output += line + "\n";
+    };
+    auto start = std::chrono::steady_clock::now();
+    auto result = launcher::launch(options);
+    outcome.seconds = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (result.ok()) {
+      outcome.exitStatus = result->exitStatus;
+      outcome.timedOut = result->timedOut;
+    }
+    return outcome;
+  }
+
+  std::vector<float> readFloats(const std::string &dump,
+                                const std::string &file) {
+    std::ifstream in(dir_ / dump / file, std::ios::binary | std::ios::ate);
+    EXPECT_TRUE(in) << file;
+    std::vector<float> values(static_cast<size_t>(in.tellg()) / 4);
+    in.seekg(0);
+    in.read(reinterpret_cast<char *>(values.data()), values.size() * 4);
+    return values;
+  }
+
+  std::vector<double> readLosses(const std::string &dump) {
+    std::ifstream in(dir_ / dump / "loss.txt");
+    std::vector<double> losses;
+    double loss;
+    while (in >> loss)
+      losses.push_back(loss);
+    return losses;
+  }
+
+  std::string dumpDir(const std::string &name) {
+    return (dir_ / name).string();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(WorkerTest, LaunchCommand) {
+  launcher::LaunchOptions options;
+  options.worker = "/bin/cleave-worker";
+  options.ranks = 4;
+  options.workerArgs = {"model.cleave", "--steps", "3"};
+  std::vector<std::string> argv = launcher::launchCommand(options);
+  std::string text;
+  for (const std::string &a : argv)
+    text += a + " ";
+  EXPECT_EQ(text.rfind("mpirun -n 4 ", 0), 0u) << text;
+  EXPECT_NE(text.find("--oversubscribe"), std::string::npos);
+  EXPECT_EQ(text.find("--allow-run-as-root") != std::string::npos,
+            geteuid() == 0);
+  EXPECT_NE(text.find("/bin/cleave-worker model.cleave --steps 3"),
+            std::string::npos);
+}
+
+TEST_F(WorkerTest, OneRankPrintsSteps) {
+  std::string planPath = writePlan("mlp", {});
+  Outcome o = run(1, {planPath, "--steps", "3"});
+  ASSERT_EQ(o.exitStatus, 0) << o.output;
+  EXPECT_NE(o.output.find("step 3  loss "), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("tokens/s"), std::string::npos);
+  EXPECT_NE(o.output.find("TFLOP/s"), std::string::npos);
+}
+
+// dp=2 x tp=2 with two microbatches: the same losses and parameters as one
+// rank, W1 split by columns and W2 by rows.
+TEST_F(WorkerTest, DataAndTensorParallelMatchOneRank) {
+  test::MlpPlanOptions single;
+  test::MlpPlanOptions sharded;
+  sharded.dp = 2;
+  sharded.tp = 2;
+  sharded.microbatches = 2;
+  Outcome a = run(1, {writePlan("single", single), "--steps", "4",
+                      "--dump-params", dumpDir("single")});
+  ASSERT_EQ(a.exitStatus, 0) << a.output;
+  std::string trace = (dir_ / "trace.json").string();
+  Outcome b = run(4, {writePlan("sharded", sharded), "--steps", "4",
+                      "--dump-params", dumpDir("sharded"), "--trace", trace});
+  ASSERT_EQ(b.exitStatus, 0) << b.output;
+
+  std::vector<double> la = readLosses("single"), lb = readLosses("sharded");
+  ASSERT_EQ(la.size(), 4u);
+  ASSERT_EQ(lb.size(), 4u);
+  for (size_t i = 0; i < la.size(); ++i)
+    EXPECT_NEAR(la[i], lb[i], 1e-5) << "step " << i + 1;
+
+  std::vector<float> w1 = readFloats("single", "w1.rank0.bin");
+  std::vector<float> w2 = readFloats("single", "w2.rank0.bin");
+  int64_t in = single.in, hidden = single.hidden, classes = single.classes;
+  for (int rank = 0; rank < 4; ++rank) {
+    int64_t t = rank % 2; // tp coordinate
+    std::vector<float> p1 =
+        readFloats("sharded", "w1.rank" + std::to_string(rank) + ".bin");
+    std::vector<float> p2 =
+        readFloats("sharded", "w2.rank" + std::to_string(rank) + ".bin");
+    ASSERT_EQ(p1.size(), static_cast<size_t>(in * hidden / 2));
+    ASSERT_EQ(p2.size(), static_cast<size_t>(hidden / 2 * classes));
+    for (int64_t r = 0; r < in; ++r)
+      for (int64_t c = 0; c < hidden / 2; ++c)
+        EXPECT_NEAR(p1[r * hidden / 2 + c], w1[r * hidden + t * hidden / 2 + c],
+                    1e-5);
+    for (int64_t i = 0; i < hidden / 2 * classes; ++i)
+      EXPECT_NEAR(p2[i], w2[t * hidden / 2 * classes + i], 1e-5);
+  }
+
+  std::ifstream traceFile(trace);
+  std::stringstream json;
+  json << traceFile.rdbuf();
+  EXPECT_EQ(json.str().rfind("{\"displayTimeUnit\": \"ms\"", 0), 0u);
+  EXPECT_NE(json.str().find("\"name\": \"rank 3\""), std::string::npos);
+  EXPECT_NE(json.str().find("\"name\": \"comm.all_reduce\""),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(trace + ".rank1"));
+}
+
+TEST_F(WorkerTest, KilledRankEndsTheJob) {
+  test::MlpPlanOptions options;
+  options.dp = 2;
+  Outcome o = run(2,
+                  {writePlan("mlp", options), "--steps", "50", "--fault",
+                   "kill", "--fault-rank", "1", "--fault-step", "2"},
+                  /*timeout=*/90);
+  EXPECT_FALSE(o.timedOut) << o.output;
+  EXPECT_NE(o.exitStatus, 0) << o.output;
+  EXPECT_LT(o.seconds, 60) << o.output;
+  EXPECT_NE(o.output.find("rank 1"), std::string::npos) << o.output;
+}
+
+TEST_F(WorkerTest, HangingPeerTripsTheWatchdog) {
+  test::MlpPlanOptions options;
+  options.dp = 2;
+  Outcome o = run(2,
+                  {writePlan("mlp", options), "--steps", "3", "--timeout", "3",
+                   "--fault", "hang", "--fault-rank", "1", "--fault-step",
+                   "2"},
+                  /*timeout=*/90);
+  EXPECT_FALSE(o.timedOut) << o.output;
+  EXPECT_NE(o.exitStatus, 0) << o.output;
+  EXPECT_LT(o.seconds, 60) << o.output;
+  EXPECT_NE(o.output.find("rank 0: timed out on program 0 segment 3 "
+                          "instruction 2 (comm.wait"),
+            std::string::npos)
+      << o.output;
+}
+
+TEST_F(WorkerTest, RankCountMustMatchThePlan) {
+  test::MlpPlanOptions options;
+  options.dp = 2;
+  Outcome o = run(1, {writePlan("mlp", options)});
+  EXPECT_EQ(o.exitStatus, 1) << o.output;
+  EXPECT_NE(o.output.find("the plan has 2 ranks but mpirun started 1"),
+            std::string::npos)
+      << o.output;
+}
+
+TEST_F(WorkerTest, BadPlanIsReported) {
+  std::string path = (dir_ / "bad.cleave").string();
+  std::ofstream(path) << "not a plan";
+  Outcome o = run(1, {path});
+  EXPECT_NE(o.exitStatus, 0);
+  EXPECT_NE(o.output.find("bad.cleave"), std::string::npos) << o.output;
+}
+
+} // namespace

@@ -1,0 +1,95 @@
+//===- Options.cpp - Command line of cleave-worker ------------------------===//
+
+#include "Options.h"
+
+#include <cstdlib>
+
+namespace cleave::worker {
+
+const char *const kUsage =
+    "usage: cleave-worker PLAN [--steps K] [--data tokens.bin] [--seed S]\n"
+    "                     [--trace out.json] [--dump-params DIR]\n"
+    "                     [--timeout SECONDS]\n";
+
+namespace {
+bool parseInt(const std::string &text, int64_t &value) {
+  char *end = nullptr;
+  value = std::strtoll(text.c_str(), &end, 10);
+  return !text.empty() && *end == '\0';
+}
+} // namespace
+
+bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](std::string &out) {
+      if (i + 1 >= argc) {
+        error = arg + " needs a value";
+        return false;
+      }
+      out = argv[++i];
+      return true;
+    };
+    std::string text;
+    int64_t number = 0;
+    if (arg == "--steps") {
+      if (!value(text) || !parseInt(text, number) || number < 1) {
+        error = "--steps needs a positive integer";
+        return false;
+      }
+      options.steps = number;
+    } else if (arg == "--seed") {
+      if (!value(text) || !parseInt(text, number)) {
+        error = "--seed needs an integer";
+        return false;
+      }
+      options.seed = static_cast<uint64_t>(number);
+    } else if (arg == "--timeout") {
+      if (!value(text))
+        return false;
+      char *end = nullptr;
+      options.timeoutSeconds = std::strtod(text.c_str(), &end);
+      if (*end != '\0' || !(options.timeoutSeconds > 0)) {
+        error = "--timeout needs a positive number of seconds";
+        return false;
+      }
+    } else if (arg == "--data") {
+      if (!value(options.dataPath))
+        return false;
+    } else if (arg == "--trace") {
+      if (!value(options.tracePath))
+        return false;
+    } else if (arg == "--dump-params") {
+      if (!value(options.dumpDir))
+        return false;
+    } else if (arg == "--fault") {
+      if (!value(options.fault))
+        return false;
+    } else if (arg == "--fault-rank") {
+      if (!value(text) || !parseInt(text, number)) {
+        error = "--fault-rank needs an integer";
+        return false;
+      }
+      options.faultRank = static_cast<int>(number);
+    } else if (arg == "--fault-step") {
+      if (!value(text) || !parseInt(text, number)) {
+        error = "--fault-step needs an integer";
+        return false;
+      }
+      options.faultStep = number;
+    } else if (!arg.empty() && arg[0] == '-') {
+      error = "unknown option '" + arg + "'";
+      return false;
+    } else if (options.planPath.empty()) {
+      options.planPath = arg;
+    } else {
+      error = "more than one plan given ('" + arg + "')";
+      return false;
+    }
+  }
+  if (options.planPath.empty() && error.empty())
+    error = "no plan given";
+  return error.empty();
+}
+
+} // namespace cleave::worker

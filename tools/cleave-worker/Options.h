@@ -1,0 +1,35 @@
+//===- Options.h - Command line of cleave-worker ----------------*- C++ -*-===//
+
+#ifndef CLEAVE_TOOLS_CLEAVE_WORKER_OPTIONS_H
+#define CLEAVE_TOOLS_CLEAVE_WORKER_OPTIONS_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace cleave::worker {
+
+struct Options {
+  std::string planPath;
+  int64_t steps = 1;
+  std::string dataPath;
+  std::optional<uint64_t> seed;
+  std::string tracePath;
+  std::string dumpDir;
+  double timeoutSeconds = 60;
+  /// Fault injection for the runtime's tests: rank `faultRank` does
+  /// `fault` ("kill": SIGKILL itself, "hang": sleep forever, "exit": exit
+  /// 3 without MPI_Finalize) at the start of step `faultStep`.
+  std::string fault;
+  int faultRank = -1;
+  int64_t faultStep = 1;
+};
+
+extern const char *const kUsage;
+
+/// Parses argv; on error returns false with `error` set.
+bool parseOptions(int argc, char **argv, Options &options, std::string &error);
+
+} // namespace cleave::worker
+
+#endif // CLEAVE_TOOLS_CLEAVE_WORKER_OPTIONS_H

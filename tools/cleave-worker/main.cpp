@@ -1,0 +1,237 @@
+//===- main.cpp - One rank of a plan under mpirun -------------------------===//
+//
+// Usage: mpirun -n N cleave-worker PLAN [--steps K] [--data tokens.bin]
+//        [--seed S] [--trace out.json] [--dump-params DIR] [--timeout S]
+//
+// Every rank reads the plan, runs its program for K training steps, and
+// rank 0 prints one line per step:
+//
+//   step 1  loss 4.8523  time 12.3 ms  tokens/s 12345  TFLOP/s 0.05
+//
+// (TFLOP/s per device). Any error on any rank is printed with the rank and
+// ends the whole job (MPI_Abort), so that no rank waits forever on a peer
+// that gave up; a watchdog does the same for an instruction that runs past
+// --timeout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Options.h"
+
+#include "cleave/runtime/comm/MpiCommunicator.h"
+#include "cleave/runtime/executor/Executor.h"
+#include "cleave/runtime/plan/PlanIO.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+using namespace cleave;
+
+namespace {
+
+int gRank = 0;
+int gSize = 1;
+
+/// Prints the error and ends the job: every rank, not just this one.
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "cleave-worker: rank %d: %s\n", gRank, message.c_str());
+  std::fflush(stderr);
+  if (gSize > 1)
+    comm::mpiAbort(1);
+  comm::mpiFinalize();
+  std::exit(1);
+}
+
+int64_t nowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void injectFault(const worker::Options &options, int64_t step) {
+  if (options.fault.empty() || options.faultRank != gRank ||
+      options.faultStep != step)
+    return;
+  std::fprintf(stderr, "rank %d: injecting fault '%s' at step %lld\n", gRank,
+               options.fault.c_str(), static_cast<long long>(step));
+  std::fflush(stderr);
+  if (options.fault == "kill")
+    std::raise(SIGKILL);
+  if (options.fault == "exit")
+    std::_Exit(3);
+  if (options.fault == "hang")
+    for (;;)
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+/// A file name for a parameter ("h.0.attn.q_proj.weight" stays as it is).
+std::string fileName(std::string name) {
+  for (char &c : name)
+    if (c == '/' || c == '\\' || c == ' ')
+      c = '_';
+  return name;
+}
+
+void dumpParameters(const plan::Plan &plan, const executor::Executor &ex,
+                    const std::string &dir,
+                    const std::vector<double> &losses) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  for (const plan::TensorDecl &t : ex.program().tensors()) {
+    if (t.kind() != plan::TensorDecl::PARAMETER)
+      continue;
+    std::string name = plan.parameters(t.param_index()).name();
+    std::string path = dir + "/" + fileName(name.empty() ? t.name() : name) +
+                       ".rank" + std::to_string(gRank) + ".bin";
+    std::vector<float> values = ex.tensorValues(t.id());
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char *>(values.data()),
+              static_cast<std::streamsize>(values.size() * sizeof(float)));
+    if (!out)
+      fail("cannot write " + path);
+  }
+  if (gRank == 0) {
+    std::ofstream out(dir + "/loss.txt", std::ios::trunc);
+    char line[64];
+    for (double loss : losses) {
+      std::snprintf(line, sizeof(line), "%.9g\n", loss);
+      out << line;
+    }
+    if (!out)
+      fail("cannot write " + dir + "/loss.txt");
+  }
+}
+
+/// Each rank writes its events to PATH.rankR; after a barrier rank 0 joins
+/// them into PATH (one process per rank) and removes the parts.
+void writeTrace(comm::Communicator &comm, const executor::Executor &ex,
+                const std::string &path, double originUs) {
+  std::string part = path + ".rank" + std::to_string(gRank);
+  {
+    std::ofstream out(part, std::ios::trunc);
+    bool first = true;
+    executor::writeChromeTraceRankNames(gRank, out, first);
+    executor::writeChromeTraceEvents(ex.traceEvents(), gRank, originUs, out,
+                                     first);
+    if (!out)
+      fail("cannot write " + part);
+  }
+  float token = 0;
+  comm::CommTensor barrier{&token, {1}, comm::ElementType::F32};
+  comm.allReduce(comm.mesh().axisNames, barrier, barrier, comm::Reduction::Sum);
+  if (gRank != 0)
+    return;
+  std::ofstream out(path, std::ios::trunc);
+  executor::writeChromeTraceHeader(out);
+  for (int r = 0; r < gSize; ++r) {
+    std::string name = path + ".rank" + std::to_string(r);
+    std::ifstream in(name);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (r > 0)
+      out << ",\n";
+    out << text.str();
+    std::remove(name.c_str());
+  }
+  executor::writeChromeTraceFooter(out);
+  if (!out)
+    fail("cannot write " + path);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  comm::mpiInitialize(&argc, &argv);
+  gRank = comm::mpiWorldRank();
+  gSize = comm::mpiWorldSize();
+
+  worker::Options options;
+  std::string error;
+  if (!worker::parseOptions(argc, argv, options, error)) {
+    if (gRank == 0)
+      std::fprintf(stderr, "cleave-worker: %s\n%s", error.c_str(),
+                   worker::kUsage);
+    comm::mpiFinalize();
+    return 2;
+  }
+
+  absl::StatusOr<plan::Plan> plan = plan::readPlanFile(options.planPath);
+  if (!plan.ok())
+    fail(std::string(plan.status().message()));
+  if (plan->ranks_size() != gSize) {
+    // Every rank sees the same mismatch: report once, end together.
+    if (gRank == 0)
+      std::fprintf(stderr,
+                   "cleave-worker: the plan has %d ranks but mpirun started "
+                   "%d; run it with mpirun -n %d\n",
+                   plan->ranks_size(), gSize, plan->ranks_size());
+    comm::mpiFinalize();
+    return 1;
+  }
+
+  comm::MeshInfo mesh;
+  for (const plan::MeshAxis &axis : plan->mesh().axes()) {
+    mesh.axisNames.push_back(axis.name());
+    mesh.axisSizes.push_back(axis.size());
+  }
+  mesh.coords.assign(plan->ranks(gRank).coords().begin(),
+                     plan->ranks(gRank).coords().end());
+  std::unique_ptr<comm::Communicator> comm;
+  try {
+    comm = comm::createMpiCommunicator(mesh);
+  } catch (const std::exception &e) {
+    fail(e.what());
+  }
+
+  executor::ExecutorOptions execOptions;
+  execOptions.seed = options.seed;
+  execOptions.dataPath = options.dataPath;
+  execOptions.trace = !options.tracePath.empty();
+  absl::StatusOr<std::unique_ptr<executor::Executor>> ex =
+      executor::Executor::create(*plan, gRank, *comm, execOptions);
+  if (!ex.ok())
+    fail(std::string(ex.status().message()));
+  executor::Watchdog watchdog(**ex, options.timeoutSeconds,
+                              [] { comm::mpiAbort(1); });
+
+  // A common time origin for the trace: the latest clock reading before a
+  // collective precedes every event after it on every rank.
+  int64_t origin = nowUs();
+  comm::CommTensor originTensor{&origin, {1}, comm::ElementType::I64};
+  comm->allReduce(mesh.axisNames, originTensor, originTensor,
+                  comm::Reduction::Max);
+
+  const plan::TrainingConfig &training = plan->training();
+  double tokens = training.tokens_per_step();
+  if (tokens <= 0)
+    tokens = static_cast<double>(training.global_batch()) *
+             std::max<int64_t>(1, training.seq_len());
+  std::vector<double> losses;
+  for (int64_t step = 1; step <= options.steps; ++step) {
+    injectFault(options, step);
+    absl::StatusOr<executor::StepResult> result = (*ex)->runStep(step);
+    if (!result.ok())
+      fail(std::string(result.status().message()));
+    losses.push_back(result->loss);
+    if (gRank == 0) {
+      double seconds = result->seconds;
+      double tflops = training.flops_per_step() / seconds / gSize / 1e12;
+      std::printf("step %lld  loss %.4f  time %.1f ms  tokens/s %.0f  "
+                  "TFLOP/s %.3g\n",
+                  static_cast<long long>(step), result->loss, seconds * 1e3,
+                  tokens / seconds, tflops);
+      std::fflush(stdout);
+    }
+  }
+  if (!options.dumpDir.empty())
+    dumpParameters(*plan, **ex, options.dumpDir, losses);
+  if (!options.tracePath.empty())
+    writeTrace(*comm, **ex, options.tracePath, static_cast<double>(origin));
+  comm.reset();
+  comm::mpiFinalize();
+  return 0;
+}
