@@ -9,6 +9,8 @@
 
 #include "Registry.h"
 
+#include "cleave/runtime/plan/PlanIO.h"
+
 #include <cstring>
 #include <stdexcept>
 
@@ -37,17 +39,33 @@ void finish(OpContext &c, std::unique_ptr<comm::Request> request) {
   request->wait();
 }
 
+/// The group's axes; a `group_size` attribute (the graph dialect's
+/// collectives carry one) must match the mesh, or the plan and the launch
+/// disagree.
+comm::Axes groupAxes(const OpContext &c) {
+  comm::Axes axes = c.attrStrings("axes");
+  if (c.has("group_size")) {
+    int64_t expected = c.attrInt("group_size");
+    int64_t actual = c.comm.groupSize(axes);
+    if (expected != actual)
+      throw std::invalid_argument("group_size is " + std::to_string(expected) +
+                                  " but the mesh group has " +
+                                  std::to_string(actual) + " ranks");
+  }
+  return axes;
+}
+
 void allReduce(OpContext &c) {
   c.expectArity(1, 1);
   finish(c, c.comm.allReduceAsync(
-                c.attrStrings("axes"), commTensor(c.input(0)),
+                groupAxes(c), commTensor(c.input(0)),
                 commTensor(c.output(0)),
                 comm::parseReduction(c.attrString("reduction", "sum"))));
 }
 
 void allGather(OpContext &c) {
   c.expectArity(1, 1);
-  finish(c, c.comm.allGatherAsync(c.attrStrings("axes"),
+  finish(c, c.comm.allGatherAsync(groupAxes(c),
                                   commTensor(c.input(0)),
                                   commTensor(c.output(0)),
                                   static_cast<int>(c.attrInt("dim"))));
@@ -56,7 +74,7 @@ void allGather(OpContext &c) {
 void reduceScatter(OpContext &c) {
   c.expectArity(1, 1);
   finish(c, c.comm.reduceScatterAsync(
-                c.attrStrings("axes"), commTensor(c.input(0)),
+                groupAxes(c), commTensor(c.input(0)),
                 commTensor(c.output(0)), static_cast<int>(c.attrInt("dim")),
                 comm::parseReduction(c.attrString("reduction", "sum"))));
 }
@@ -64,7 +82,7 @@ void reduceScatter(OpContext &c) {
 void allToAll(OpContext &c) {
   c.expectArity(1, 1);
   finish(c, c.comm.allToAllAsync(
-                c.attrStrings("axes"), commTensor(c.input(0)),
+                groupAxes(c), commTensor(c.input(0)),
                 commTensor(c.output(0)),
                 static_cast<int>(c.attrInt("split_dim")),
                 static_cast<int>(c.attrInt("concat_dim"))));
@@ -78,7 +96,7 @@ void broadcast(OpContext &c) {
     requireSameSize(c.input(0), buffer);
     std::memcpy(buffer.data, c.input(0).data, buffer.numBytes());
   }
-  finish(c, c.comm.broadcastAsync(c.attrStrings("axes"), commTensor(buffer),
+  finish(c, c.comm.broadcastAsync(groupAxes(c), commTensor(buffer),
                                   c.attrInt("root", 0)));
 }
 
@@ -103,6 +121,32 @@ void wait(OpContext &c) {
   std::unique_ptr<comm::Request> request = std::move(it->second);
   c.pending.erase(it);
   request->wait();
+}
+
+/// graph.shard_slice: this rank's block along `dim` of a tensor the group
+/// holds in full (no communication).
+void shardSlice(OpContext &c) {
+  c.expectArity(1, 1);
+  comm::Axes axes = groupAxes(c);
+  const TensorView &in = c.input(0), &out = c.output(0);
+  int64_t n = c.comm.groupSize(axes), g = c.comm.mesh().groupRank(axes);
+  int64_t dim = c.attrInt("dim");
+  if (in.dtype != out.dtype || dim < 0 ||
+      dim >= static_cast<int64_t>(in.shape.size()) ||
+      in.shape[dim] != out.shape[dim] * n ||
+      in.numElements() != out.numElements() * n)
+    throw std::invalid_argument("the output is not block " + std::to_string(g) +
+                                " of " + std::to_string(n) + " of the input");
+  int64_t outer = 1, inner = plan::dtypeBytes(in.dtype);
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= in.shape[d];
+  for (size_t d = dim + 1; d < in.shape.size(); ++d)
+    inner *= in.shape[d];
+  int64_t block = out.shape[dim] * inner;
+  const char *src = static_cast<const char *>(in.data);
+  char *dst = static_cast<char *>(out.data);
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(dst + o * block, src + (o * n + g) * block, block);
 }
 
 void zero(OpContext &c) {
@@ -155,6 +199,16 @@ void registerRuntimeKernels(Registry &r) {
   r["comm.send"] = send;
   r["comm.recv"] = recv;
   r["comm.wait"] = wait;
+  // The graph dialect's communication ops (GraphCollectiveOps.td), should a
+  // plan carry them under their own names; same attributes.
+  r["graph.all_reduce"] = allReduce;
+  r["graph.all_gather"] = allGather;
+  r["graph.reduce_scatter"] = reduceScatter;
+  r["graph.all_to_all"] = allToAll;
+  r["graph.send"] = send;
+  r["graph.recv"] = recv;
+  r["graph.shard_slice"] = shardSlice;
+  r["graph.copy_to_group"] = copy;
   r["runtime.zero"] = zero;
   r["runtime.accumulate"] = accumulate;
   r["runtime.copy"] = copy;

@@ -79,7 +79,165 @@ void setAxes(Instruction *inst, const std::string &axis) {
   (*inst->mutable_attrs())["axes"].mutable_strings()->add_values(axis);
 }
 
+/// Mesh, training config and the two parameters, shared by both plans.
+void header(plan::Plan &p, const MlpPlanOptions &o) {
+  p.set_format_version(1);
+  p.set_producer("cleave runtime tests");
+  p.mutable_knobs()->set_dp(o.dp);
+  p.mutable_knobs()->set_tp(o.tp);
+  p.mutable_knobs()->set_num_microbatches(o.microbatches);
+  plan::TrainingConfig *training = p.mutable_training();
+  training->set_global_batch(o.batch);
+  training->set_optimizer(o.optimizer);
+  training->set_lr(o.lr);
+  training->set_seed(1234);
+  training->set_tokens_per_step(o.batch);
+  training->set_flops_per_step(6.0 * o.batch * o.hidden * (o.in + o.classes));
+  for (auto [name, rows, cols] :
+       {std::tuple<const char *, int64_t, int64_t>{"w1", o.in, o.hidden},
+        {"w2", o.hidden, o.classes}}) {
+    plan::ParameterSharding *param = p.add_parameters();
+    param->set_name(name);
+    param->add_global_shape(rows);
+    param->add_global_shape(cols);
+    param->mutable_init()->set_kind(plan::InitSpec::NORMAL);
+    param->mutable_init()->set_std(0.5);
+  }
+}
+
+void schedule(Program &prog, int segment, int microbatch) {
+  plan::ScheduleStep *s = prog.add_schedule();
+  s->set_segment(segment);
+  s->set_microbatch(microbatch);
+}
+
+plan::Segment *segment(Program &prog, const std::string &name,
+                       plan::Segment::Kind kind) {
+  plan::Segment *s = prog.add_segments();
+  s->set_name(name);
+  s->set_kind(kind);
+  return s;
+}
+
+Instruction *sgd(plan::Segment *opt, int32_t w, int32_t g, int32_t m,
+                 double lr) {
+  Instruction *update = op(opt, "graph.sgd_update", {w, g, m}, {w, m});
+  setF(update, "lr", lr);
+  setF(update, "mu", 0.0);
+  setF(update, "weight_decay", 0.0);
+  return update;
+}
+
 } // namespace
+
+plan::Plan buildMlpPipelinePlan(const MlpPlanOptions &o) {
+  plan::Plan p;
+  header(p, o);
+  plan::MeshAxis *axis = p.mutable_mesh()->add_axes();
+  axis->set_name("pp");
+  axis->set_size(2);
+  for (int r = 0; r < 2; ++r) {
+    plan::RankAssignment *rank = p.add_ranks();
+    rank->set_rank(r);
+    rank->set_program(r);
+    rank->add_coords(r);
+  }
+  int m = static_cast<int>(o.microbatches);
+  int64_t rows = o.batch / o.microbatches, h = o.hidden, c = o.classes;
+
+  // Stage 0: x -> W1 -> relu -> send; recv dact -> relu grad -> dW1.
+  Program &s0 = *p.add_programs();
+  s0.set_id(0);
+  s0.set_name("stage0");
+  s0.set_stage(0);
+  Builder b0(s0);
+  int32_t w1 = b0.tensor("w1", {o.in, h}, TensorDecl::PARAMETER);
+  int32_t x = b0.tensor("x", {rows, o.in}, TensorDecl::INPUT, plan::F32, m);
+  int32_t pre = b0.tensor("pre", {rows, h}, TensorDecl::STASH, plan::F32, m);
+  int32_t act = b0.tensor("act", {rows, h}, TensorDecl::STASH, plan::F32, m);
+  int32_t dact =
+      b0.tensor("dact", {rows, h}, TensorDecl::COMM_BUFFER, plan::F32, m);
+  int32_t dpre = b0.tensor("dpre", {rows, h}, TensorDecl::TRANSIENT);
+  int32_t dw1 = b0.tensor("dw1", {o.in, h}, TensorDecl::TRANSIENT);
+  int32_t g1 = b0.tensor("w1.grad", {o.in, h}, TensorDecl::GRADIENT);
+  int32_t m1 = b0.tensor("w1.momentum", {o.in, h},
+                         TensorDecl::OPTIMIZER_STATE);
+  for (int32_t id : {w1, g1, m1})
+    s0.mutable_tensors(id)->set_param_index(0);
+  s0.mutable_tensors(x)->set_input_name("pixels");
+  s0.mutable_tensors(x)->set_seq_dim(-1);
+  plan::Segment *f0 = segment(s0, "forward", plan::Segment::FORWARD);
+  op(f0, "graph.matmul", {x, w1}, {pre});
+  op(f0, "graph.relu", {pre}, {act});
+  Instruction *send = op(f0, "comm.send", {act}, {});
+  setS(send, "axis", "pp");
+  setI(send, "offset", 1);
+  setI(send, "tag", 0);
+  plan::Segment *bw0 = segment(s0, "backward", plan::Segment::BACKWARD);
+  Instruction *recv = op(bw0, "comm.recv", {}, {dact});
+  setS(recv, "axis", "pp");
+  setI(recv, "offset", 1);
+  setI(recv, "tag", 1);
+  setS(op(bw0, "graph.activation_grad", {pre, dact}, {dpre}), "kind", "relu");
+  setB(op(bw0, "graph.matmul", {x, dpre}, {dw1}), "transpose_lhs");
+  op(bw0, "runtime.accumulate", {dw1}, {g1});
+  sgd(segment(s0, "optimizer", plan::Segment::OPTIMIZER), w1, g1, m1, o.lr);
+
+  // Stage 1: recv act -> W2 -> cross entropy; its backward sends dact.
+  Program &s1 = *p.add_programs();
+  s1.set_id(1);
+  s1.set_name("stage1");
+  s1.set_stage(1);
+  Builder b1(s1);
+  int32_t w2 = b1.tensor("w2", {h, c}, TensorDecl::PARAMETER);
+  int32_t labels = b1.tensor("labels", {rows}, TensorDecl::INPUT, plan::I64, m);
+  int32_t actIn =
+      b1.tensor("act", {rows, h}, TensorDecl::COMM_BUFFER, plan::F32, m);
+  int32_t logits =
+      b1.tensor("logits", {rows, c}, TensorDecl::STASH, plan::F32, m);
+  int32_t loss = b1.tensor("loss", {}, TensorDecl::STASH, plan::F32, m);
+  int32_t dloss = b1.tensor("dloss", {}, TensorDecl::CONSTANT);
+  int32_t dlogits = b1.tensor("dlogits", {rows, c}, TensorDecl::TRANSIENT);
+  int32_t dw2 = b1.tensor("dw2", {h, c}, TensorDecl::TRANSIENT);
+  int32_t dactOut = b1.tensor("dact", {rows, h}, TensorDecl::TRANSIENT);
+  int32_t g2 = b1.tensor("w2.grad", {h, c}, TensorDecl::GRADIENT);
+  int32_t m2 = b1.tensor("w2.momentum", {h, c}, TensorDecl::OPTIMIZER_STATE);
+  for (int32_t id : {w2, g2, m2})
+    s1.mutable_tensors(id)->set_param_index(1);
+  s1.mutable_tensors(labels)->set_input_name("labels");
+  s1.mutable_tensors(labels)->set_seq_dim(-1);
+  s1.mutable_tensors(labels)->set_vocab(c);
+  float scale = 1.0f / static_cast<float>(o.microbatches);
+  s1.mutable_tensors(dloss)->set_constant_value(
+      std::string(reinterpret_cast<const char *>(&scale), 4));
+  s1.set_loss_tensor(loss);
+  plan::Segment *f1 = segment(s1, "forward", plan::Segment::FORWARD);
+  recv = op(f1, "comm.recv", {}, {actIn});
+  setS(recv, "axis", "pp");
+  setI(recv, "offset", -1);
+  setI(recv, "tag", 0);
+  op(f1, "graph.matmul", {actIn, w2}, {logits});
+  op(f1, "graph.cross_entropy", {logits, labels}, {loss});
+  plan::Segment *bw1 = segment(s1, "backward", plan::Segment::BACKWARD);
+  op(bw1, "graph.cross_entropy_grad", {logits, labels, dloss}, {dlogits});
+  setB(op(bw1, "graph.matmul", {actIn, dlogits}, {dw2}), "transpose_lhs");
+  op(bw1, "runtime.accumulate", {dw2}, {g2});
+  setB(op(bw1, "graph.matmul", {dlogits, w2}, {dactOut}), "transpose_rhs");
+  send = op(bw1, "comm.send", {dactOut}, {});
+  setS(send, "axis", "pp");
+  setI(send, "offset", -1);
+  setI(send, "tag", 1);
+  sgd(segment(s1, "optimizer", plan::Segment::OPTIMIZER), w2, g2, m2, o.lr);
+
+  for (Program *prog : {&s0, &s1}) {
+    for (int mb = 0; mb < m; ++mb)
+      schedule(*prog, 0, mb);
+    for (int mb = 0; mb < m; ++mb)
+      schedule(*prog, 1, mb);
+    schedule(*prog, 2, -1);
+  }
+  return p;
+}
 
 plan::Plan buildMlpPlan(const MlpPlanOptions &o) {
   plan::Plan p;

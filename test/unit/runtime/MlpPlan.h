@@ -45,6 +45,11 @@ enum MlpTensor : int32_t {
 
 plan::Plan buildMlpPlan(const MlpPlanOptions &options);
 
+/// The same MLP in two pipeline stages over a "pp" axis of 2 (dp and tp
+/// must be 1): stage 0 holds W1 and sends the activations, stage 1 holds W2
+/// and the loss and sends their gradient back; GPipe order, SGD.
+plan::Plan buildMlpPipelinePlan(const MlpPlanOptions &options);
+
 } // namespace cleave::test
 
 #endif // CLEAVE_TEST_UNIT_RUNTIME_MLPPLAN_H

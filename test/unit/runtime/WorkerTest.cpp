@@ -51,9 +51,15 @@ protected:
   }
 
   std::string writePlan(const std::string &name,
-                        const test::MlpPlanOptions &options) {
+                        const test::MlpPlanOptions &options,
+                        bool pipeline = false) {
     std::string path = (dir_ / (name + ".cleave")).string();
-    absl::Status s = plan::writePlanFile(path, test::buildMlpPlan(options));
+    absl::Status s = plan::writePlanFile(
+        path, pipeline ? test::buildMlpPipelinePlan(options)
+                       : test::buildMlpPlan(options));
+    EXPECT_TRUE(plan::validatePlan(pipeline ? test::buildMlpPipelinePlan(options)
+                                            : test::buildMlpPlan(options))
+                    .ok());
     EXPECT_TRUE(s.ok()) << s;
     return path;
   }
@@ -192,6 +198,35 @@ TEST_F(WorkerTest, DataAndTensorParallelMatchOneRank) {
   EXPECT_FALSE(fs::exists(trace + ".rank1"));
 }
 
+// Two pipeline stages exchanging activations and their gradients: the
+// loss (held by rank 1, printed by rank 0) and the parameters (W1 on rank 0,
+// W2 on rank 1) match one rank.
+TEST_F(WorkerTest, PipelineMatchesOneRank) {
+  test::MlpPlanOptions options;
+  options.microbatches = 2;
+  Outcome a = run(1, {writePlan("single", options), "--steps", "3",
+                      "--dump-params", dumpDir("single")});
+  ASSERT_EQ(a.exitStatus, 0) << a.output;
+  Outcome b = run(2, {writePlan("pipeline", options, /*pipeline=*/true),
+                      "--steps", "3", "--dump-params", dumpDir("pipeline")});
+  ASSERT_EQ(b.exitStatus, 0) << b.output;
+  EXPECT_NE(b.output.find("step 3  loss "), std::string::npos) << b.output;
+  std::vector<double> la = readLosses("single"), lb = readLosses("pipeline");
+  ASSERT_EQ(lb.size(), 3u);
+  for (size_t i = 0; i < la.size(); ++i)
+    EXPECT_NEAR(la[i], lb[i], 1e-5) << "step " << i + 1;
+  std::vector<float> w1 = readFloats("single", "w1.rank0.bin");
+  std::vector<float> w2 = readFloats("single", "w2.rank0.bin");
+  std::vector<float> p1 = readFloats("pipeline", "w1.rank0.bin");
+  std::vector<float> p2 = readFloats("pipeline", "w2.rank1.bin");
+  ASSERT_EQ(p1.size(), w1.size());
+  ASSERT_EQ(p2.size(), w2.size());
+  for (size_t i = 0; i < w1.size(); ++i)
+    EXPECT_NEAR(p1[i], w1[i], 1e-5);
+  for (size_t i = 0; i < w2.size(); ++i)
+    EXPECT_NEAR(p2[i], w2[i], 1e-5);
+}
+
 TEST_F(WorkerTest, KilledRankEndsTheJob) {
   test::MlpPlanOptions options;
   options.dp = 2;
@@ -202,7 +237,7 @@ TEST_F(WorkerTest, KilledRankEndsTheJob) {
   EXPECT_FALSE(o.timedOut) << o.output;
   EXPECT_NE(o.exitStatus, 0) << o.output;
   EXPECT_LT(o.seconds, 60) << o.output;
-  EXPECT_NE(o.output.find("rank 1"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("process rank 1"), std::string::npos) << o.output;
 }
 
 TEST_F(WorkerTest, HangingPeerTripsTheWatchdog) {
