@@ -251,6 +251,22 @@ TEST(ExecutorErrorTest, TensorOutsideArena) {
       << ex.status();
 }
 
+TEST(ExecutorErrorTest, GroupSizeMustMatchTheMesh) {
+  plan::Plan p = test::buildMlpPlan({});
+  plan::Instruction *inst =
+      p.mutable_programs(0)->mutable_segments(3)->mutable_instructions(0);
+  (*inst->mutable_attrs())["group_size"].set_i(2);
+  LocalRun run = start(p);
+  ASSERT_TRUE(run.executor);
+  auto result = run.executor->runStep(1);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find(
+                "instruction 0 (comm.all_reduce) at loc(\"mlp.all_reduce\"): "
+                "group_size is 2 but the mesh group has 1 ranks"),
+            std::string::npos)
+      << result.status();
+}
+
 TEST(ExecutorTest, EveryEvaluatorOpHasAKernel) {
   for (const char *name :
        {"graph.add", "graph.sub", "graph.mul", "graph.div", "graph.pow",

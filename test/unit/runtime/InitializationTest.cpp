@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 
 using namespace cleave;
 using executor::DataSource;
@@ -179,6 +181,34 @@ TEST(DataTest, LabelsAreNextTokensAndShardsAgree) {
       EXPECT_EQ(quarter[r * 3 + i], labels[(2 + r) * 6 + 3 + i]);
   // Another step, another batch.
   EXPECT_NE(fill(*whole, input("tokens", 4, 6), 3, 1), tokens);
+}
+
+// A nanoGPT token file: row r of step k reads the window at
+// ((k B + r) seq) mod (len - seq - 1), labels one position later.
+TEST(DataTest, TokenFileWindows) {
+  std::string path = ::testing::TempDir() + "/cleave-tokens.bin";
+  std::vector<uint16_t> file(100);
+  for (size_t i = 0; i < file.size(); ++i)
+    file[i] = static_cast<uint16_t>(1000 + i);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char *>(file.data()), file.size() * 2);
+  }
+  plan::Plan p = lmPlan(8, 6, 2);
+  auto source = DataSource::create(p, mesh({"dp"}, {2}, {1}), 3, path);
+  ASSERT_TRUE(source.ok()) << source.status();
+  // Step 2, microbatch 1, dp rank 1: global rows 6 and 7.
+  std::vector<int64_t> tokens = fill(*source, input("tokens", 2, 6), 2, 1);
+  std::vector<int64_t> labels = fill(*source, input("labels", 2, 6), 2, 1);
+  for (int64_t r = 0; r < 2; ++r) {
+    int64_t start = ((1 * 8 + 6 + r) * 6) % (100 - 6 - 1);
+    for (int64_t i = 0; i < 6; ++i) {
+      EXPECT_EQ(tokens[r * 6 + i], 1000 + start + i);
+      EXPECT_EQ(labels[r * 6 + i], 1000 + start + i + 1);
+    }
+  }
+  std::remove(path.c_str());
+  EXPECT_FALSE(DataSource::create(p, mesh({}, {}, {}), 3, path).ok());
 }
 
 TEST(DataTest, WrongRowCountIsAnError) {
