@@ -86,7 +86,7 @@ k::Conv2dOptions convOptions(const OpContext &c) {
 }
 
 void conv2dKernel(OpContext &c) {
-  c.expectArity(3, 1);
+  c.expectArity(2, 3, 1);
   k::conv2d(c.in(0), c.in(1), c.inOpt(2), convOptions(c), c.out(0));
 }
 
@@ -167,17 +167,18 @@ void registerComputeKernels(Registry &r) {
   };
   r["graph.softmax"] = [](OpContext &c) {
     c.expectArity(1, 1);
-    k::softmax(c.in(0), c.attrInt("axis"), c.attrBool("causal"), c.out(0));
+    k::softmax(c.in(0), c.attrAxis("axis", c.in(0).rank()), c.attrBool("causal"), c.out(0));
   };
   r["graph.layer_norm"] = [](OpContext &c) {
-    c.expectArity(3, 1);
-    k::layerNorm(c.in(0), c.inOpt(1), c.inOpt(2), c.attrInt("axis"),
+    c.expectArity(1, 3, 1);
+    k::layerNorm(c.in(0), c.inOpt(1), c.inOpt(2),
+                 c.attrAxis("axis", c.in(0).rank()),
                  c.attrFloat("epsilon"), c.out(0));
   };
   r["graph.rms_norm"] = [](OpContext &c) {
-    c.expectArity(2, 1);
-    k::rmsNorm(c.in(0), c.inOpt(1), c.attrInt("axis"), c.attrFloat("epsilon"),
-               c.out(0));
+    c.expectArity(1, 2, 1);
+    k::rmsNorm(c.in(0), c.inOpt(1), c.attrAxis("axis", c.in(0).rank()),
+               c.attrFloat("epsilon"), c.out(0));
   };
   r["graph.batch_norm"] = [](OpContext &c) {
     c.expectArity(5, 1);
@@ -195,7 +196,8 @@ void registerComputeKernels(Registry &r) {
   };
   r["graph.gather"] = [](OpContext &c) {
     c.expectArity(2, 1);
-    k::gather(c.in(0), c.index(1), c.attrInt("axis"), c.out(0));
+    k::gather(c.in(0), c.index(1), c.attrAxis("axis", c.in(0).rank()),
+              c.out(0));
   };
   r["graph.transpose"] = [](OpContext &c) {
     c.expectArity(1, 1);
@@ -212,7 +214,7 @@ void registerComputeKernels(Registry &r) {
     std::vector<k::ConstTensorRef> ins;
     for (size_t i = 0; i < c.inputs.size(); ++i)
       ins.push_back(c.in(i));
-    k::concat(ins, c.attrInt("axis"), c.out(0));
+    k::concat(ins, c.attrAxis("axis", c.out(0).rank()), c.out(0));
   };
   r["graph.split"] = [](OpContext &c) {
     if (c.inputs.size() != 1)
@@ -220,7 +222,7 @@ void registerComputeKernels(Registry &r) {
     std::vector<k::TensorRef> outs;
     for (size_t i = 0; i < c.outputs.size(); ++i)
       outs.push_back(c.out(i));
-    k::split(c.in(0), c.attrInt("axis"), outs);
+    k::split(c.in(0), c.attrAxis("axis", c.in(0).rank()), outs);
   };
   r["graph.reduce_sum"] = reduceKernel<k::ReduceOp::Sum>;
   r["graph.reduce_mean"] = reduceKernel<k::ReduceOp::Mean>;

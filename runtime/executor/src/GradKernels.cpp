@@ -101,31 +101,37 @@ void registerGradKernels(Registry &r) {
   };
   r["graph.softmax_grad"] = [](OpContext &c) {
     c.expectArity(2, 1);
-    k::softmaxBackward(c.in(0), c.in(1), c.attrInt("axis"), c.out(0));
+    k::softmaxBackward(c.in(0), c.in(1), c.attrAxis("axis", c.in(0).rank()),
+                       c.out(0));
   };
   // Operands: input, grad, scale (optional).
   r["graph.layer_norm_grad"] = [](OpContext &c) {
-    c.expectArity(3, 3);
-    k::layerNormBackward(c.in(0), c.inOpt(2), c.attrInt("axis"),
-                         c.attrFloat("epsilon"), c.in(1), c.out(0), c.out(1),
-                         c.out(2));
+    c.expectArity(2, 3, 3);
+    k::layerNormBackward(c.in(0), c.inOpt(2),
+                         c.attrAxis("axis", c.in(0).rank()),
+                         c.attrFloat("epsilon"), c.in(1), c.outOpt(0),
+                         c.outOpt(1), c.outOpt(2));
   };
   r["graph.rms_norm_grad"] = [](OpContext &c) {
-    c.expectArity(3, 2);
-    k::rmsNormBackward(c.in(0), c.inOpt(2), c.attrInt("axis"),
-                       c.attrFloat("epsilon"), c.in(1), c.out(0), c.out(1));
+    c.expectArity(2, 3, 2);
+    k::rmsNormBackward(c.in(0), c.inOpt(2),
+                       c.attrAxis("axis", c.in(0).rank()),
+                       c.attrFloat("epsilon"), c.in(1), c.outOpt(0),
+                       c.outOpt(1));
   };
   // Operands: input, grad, scale, mean, variance.
   r["graph.batch_norm_grad"] = [](OpContext &c) {
     c.expectArity(5, 3);
     k::batchNormBackward(c.in(0), c.in(2), c.in(3), c.in(4),
                          c.attrFloat("epsilon"), c.attrBool("training"),
-                         c.in(1), c.out(0), c.out(1), c.out(2), {}, {});
+                         c.in(1), c.outOpt(0), c.outOpt(1), c.outOpt(2), {},
+                         {});
   };
   // Operands: grad, indices.
   r["graph.gather_grad"] = [](OpContext &c) {
     c.expectArity(2, 1);
-    k::gatherBackward(c.index(1), c.attrInt("axis"), c.in(0), c.out(0));
+    k::gatherBackward(c.index(1), c.attrAxis("axis", c.out(0).rank()),
+                      c.in(0), c.out(0));
   };
   r["graph.slice_grad"] = [](OpContext &c) {
     c.expectArity(1, 1);
@@ -175,8 +181,8 @@ void registerGradKernels(Registry &r) {
   // Operands: input, weights, indices, grad.
   r["graph.moe_combine_grad"] = [](OpContext &c) {
     c.expectArity(4, 2);
-    k::moeCombineBackward(c.in(0), c.in(1), c.index(2), c.in(3), c.out(0),
-                          c.out(1));
+    k::moeCombineBackward(c.in(0), c.in(1), c.index(2), c.in(3), c.outOpt(0),
+                          c.outOpt(1));
   };
   r["graph.sgd_update"] = sgdKernel;
   r["graph.adamw_update"] = adamwKernel;

@@ -80,6 +80,12 @@ k::TensorRef OpContext::out(size_t i) const {
   return {static_cast<float *>(v.data), v.shape};
 }
 
+k::TensorRef OpContext::outOpt(size_t i) const {
+  if (i >= outputs.size() || !outputs[i])
+    return {};
+  return out(i);
+}
+
 k::MutableIndexRef OpContext::outIndex(size_t i) const {
   const TensorView &v = required(outputs, i, "output", plan::I64);
   return {static_cast<int64_t *>(v.data), v.shape};
@@ -91,6 +97,17 @@ void OpContext::expectArity(size_t numInputs, size_t numOutputs) const {
         "has " + std::to_string(inputs.size()) + " inputs and " +
         std::to_string(outputs.size()) + " outputs, expected " +
         std::to_string(numInputs) + " and " + std::to_string(numOutputs));
+}
+
+void OpContext::expectArity(size_t minInputs, size_t maxInputs,
+                            size_t numOutputs) const {
+  if (inputs.size() < minInputs || inputs.size() > maxInputs ||
+      outputs.size() != numOutputs)
+    throw std::invalid_argument(
+        "has " + std::to_string(inputs.size()) + " inputs and " +
+        std::to_string(outputs.size()) + " outputs, expected " +
+        std::to_string(minInputs) + " to " + std::to_string(maxInputs) +
+        " and " + std::to_string(numOutputs));
 }
 
 bool OpContext::has(const std::string &name) const {
@@ -166,6 +183,11 @@ std::vector<int64_t> OpContext::attrInts(const std::string &name) const {
   if (a.has_i())
     return {a.i()};
   badAttr(name, "an integer list");
+}
+
+int64_t OpContext::attrAxis(const std::string &name, int64_t rank) const {
+  int64_t axis = attrInt(name);
+  return axis < 0 ? axis + rank : axis;
 }
 
 std::vector<std::string> OpContext::attrStrings(const std::string &name) const {

@@ -61,11 +61,18 @@ public:
   kernels::IndexRef index(size_t i) const;
   kernels::MaskRef mask(size_t i) const;
   kernels::TensorRef out(size_t i) const;
+  /// A null view (the kernel skips that result) when output i is -1 or
+  /// left out: a gradient nobody reads.
+  kernels::TensorRef outOpt(size_t i) const;
   kernels::MutableIndexRef outIndex(size_t i) const;
   const TensorView &input(size_t i) const;
   const TensorView &output(size_t i) const;
   /// Checks the instruction has exactly these operand counts.
   void expectArity(size_t numInputs, size_t numOutputs) const;
+  /// The same for ops whose trailing operands are optional: they may be
+  /// -1 or left out (between minInputs and maxInputs inputs).
+  void expectArity(size_t minInputs, size_t maxInputs,
+                   size_t numOutputs) const;
 
   // Attribute accessors: absent attributes take `fallback` (unit attributes
   // are absent when false); required ones throw when absent.
@@ -79,6 +86,9 @@ public:
   std::string attrString(const std::string &name,
                          const std::string &fallback) const;
   std::vector<int64_t> attrInts(const std::string &name) const;
+  /// An axis attribute of a rank-`rank` tensor; negative counts from the
+  /// end, as in ONNX and PyTorch (the kernels take it non-negative).
+  int64_t attrAxis(const std::string &name, int64_t rank) const;
   /// A string list, or a single string as a list of one.
   std::vector<std::string> attrStrings(const std::string &name) const;
 };
