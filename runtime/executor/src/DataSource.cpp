@@ -83,6 +83,12 @@ absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
 
   int rank = static_cast<int>(shape.size());
   int batchDim = decl.batch_dim(), seqDim = decl.seq_dim();
+  bool isInt = decl.dtype() == plan::I64 || decl.dtype() == plan::I32;
+  // Only a declared seq_dim is split over "cp"; an integer [batch, seq]
+  // input without one still has positions (labels are the next one's).
+  bool splitSeq = seqDim >= 0;
+  if (!splitSeq && isInt && rank == 2 && (batchDim == 0 || batchDim == 1))
+    seqDim = 1 - batchDim;
   if (batchDim < 0 || batchDim >= rank || seqDim >= rank || seqDim == batchDim)
     return absl::InvalidArgumentError(
         absl::StrCat(where(), " has batch_dim ", batchDim, " and seq_dim ",
@@ -99,13 +105,12 @@ absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
   int64_t mb = std::max<int64_t>(0, microbatch);
   int64_t row0 = mb * perMicrobatch + axisCoord(mesh_, "dp") * rows;
   int64_t localSeq = seqDim >= 0 ? shape[seqDim] : 1;
-  int64_t pos0 = seqDim >= 0 ? axisCoord(mesh_, "cp") * localSeq : 0;
-  int64_t globalSeq = seqDim >= 0 ? localSeq * cp : 1;
+  int64_t pos0 = splitSeq ? axisCoord(mesh_, "cp") * localSeq : 0;
+  int64_t globalSeq = splitSeq ? localSeq * cp : localSeq;
   int64_t batch = globalBatch_ > 0 ? globalBatch_ : perMicrobatch;
   // Elements of the dimensions other than batch and sequence.
   int64_t rest = n / rows / localSeq;
 
-  bool isInt = decl.dtype() == plan::I64 || decl.dtype() == plan::I32;
   if (!isInt && decl.dtype() != plan::F32)
     return absl::InvalidArgumentError(
         absl::StrCat(where(), " is ", plan::DType_Name(decl.dtype()),

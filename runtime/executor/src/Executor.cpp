@@ -273,7 +273,7 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
     for (int32_t id : inst.outputs())
       outputs.push_back(id < 0 ? TensorView{} : tensor(id, microbatch));
     OpContext context(inst, std::move(inputs), std::move(outputs), comm_,
-                      pending_);
+                      pending_, deferred_);
     int64_t start = nowNs();
     progress_.instruction = i;
     progress_.startedNs = start;
@@ -327,6 +327,22 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
         "rank ", rank_, ", program ", p.id(), ": async handles ", handles,
         " were never waited for in step ", step));
   }
+
+  progress_.segment = -1;
+  progress_.instruction = -2;
+  progress_.startedNs = nowNs();
+  try {
+    for (std::unique_ptr<comm::Request> &request : deferred_)
+      request->wait();
+    deferred_.clear();
+  } catch (const std::exception &e) {
+    progress_.startedNs = 0;
+    deferred_.clear();
+    return absl::InternalError(absl::StrCat("rank ", rank_,
+                                            ": completing the sends of step ",
+                                            step, ": ", e.what()));
+  }
+  progress_.startedNs = 0;
 
   // Mean over the ranks holding a loss (the last stage's data-parallel
   // ranks, and its tensor-parallel peers, which hold the same value): one

@@ -26,7 +26,8 @@ void requireSameSize(const TensorView &a, const TensorView &b) {
         std::to_string(b.numElements()) + " elements)");
 }
 
-/// Runs `request` now or parks it under the instruction's async handle.
+/// Runs `request` now, parks it under the instruction's async handle, or
+/// (a `buffered` send) leaves it to the end of the step.
 void finish(OpContext &c, std::unique_ptr<comm::Request> request) {
   if (c.inst.has_async_handle() && c.inst.async_handle() >= 0) {
     int32_t handle = c.inst.async_handle();
@@ -34,6 +35,10 @@ void finish(OpContext &c, std::unique_ptr<comm::Request> request) {
       throw std::invalid_argument("async handle " + std::to_string(handle) +
                                   " is already in flight");
     c.pending[handle] = std::move(request);
+    return;
+  }
+  if (c.attrBool("buffered")) {
+    c.deferred.push_back(std::move(request));
     return;
   }
   request->wait();
@@ -208,6 +213,7 @@ void registerRuntimeKernels(Registry &r) {
   r["graph.send"] = send;
   r["graph.recv"] = recv;
   r["graph.shard_slice"] = shardSlice;
+  r["comm.shard_slice"] = shardSlice;
   r["graph.copy_to_group"] = copy;
   r["runtime.zero"] = zero;
   r["runtime.accumulate"] = accumulate;

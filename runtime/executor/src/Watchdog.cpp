@@ -57,9 +57,11 @@ Watchdog::Watchdog(const Executor &executor, double timeoutSeconds,
                      timeoutSeconds);
       } else {
         std::fprintf(stderr,
-                     "rank %d: timed out on program %d reducing the step's "
-                     "loss after %.0f s\n",
-                     executor.rank(), program.id(), timeoutSeconds);
+                     "rank %d: timed out on program %d %s after %.0f s\n",
+                     executor.rank(), program.id(),
+                     i == -2 ? "completing the step's pipeline sends"
+                             : "reducing the step's loss",
+                     timeoutSeconds);
       }
       std::fflush(stderr);
       onTimeout();

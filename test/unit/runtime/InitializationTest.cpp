@@ -211,6 +211,24 @@ TEST(DataTest, TokenFileWindows) {
   EXPECT_FALSE(DataSource::create(p, mesh({}, {}, {}), 3, path).ok());
 }
 
+// The compiler may leave seq_dim at -1 (no context parallelism): an integer
+// [batch, seq] input still has positions, and labels are the next token.
+TEST(DataTest, UndeclaredSequenceDimension) {
+  plan::Plan p = lmPlan(4, 6, 1);
+  auto source = DataSource::create(p, mesh({}, {}, {}), 3, "");
+  ASSERT_TRUE(source.ok());
+  plan::TensorDecl tokensDecl = input("tokens", 4, 6);
+  plan::TensorDecl labelsDecl = input("labels", 4, 6);
+  tokensDecl.set_seq_dim(-1);
+  labelsDecl.set_seq_dim(-1);
+  std::vector<int64_t> tokens = fill(*source, tokensDecl, 1, 0);
+  std::vector<int64_t> labels = fill(*source, labelsDecl, 1, 0);
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t i = 0; i + 1 < 6; ++i)
+      EXPECT_EQ(labels[r * 6 + i], tokens[r * 6 + i + 1]);
+  EXPECT_EQ(tokens, fill(*source, input("tokens", 4, 6), 1, 0));
+}
+
 TEST(DataTest, WrongRowCountIsAnError) {
   plan::Plan p = lmPlan(8, 6, 2);
   auto source = DataSource::create(p, mesh({}, {}, {}), 3, "");

@@ -2,6 +2,8 @@
 
 #include "MlpPlan.h"
 
+#include <algorithm>
+
 namespace cleave::test {
 
 namespace {
@@ -173,6 +175,8 @@ plan::Plan buildMlpPipelinePlan(const MlpPlanOptions &o) {
   setS(send, "axis", "pp");
   setI(send, "offset", 1);
   setI(send, "tag", 0);
+  if (o.bufferedSends)
+    setB(send, "buffered");
   plan::Segment *bw0 = segment(s0, "backward", plan::Segment::BACKWARD);
   Instruction *recv = op(bw0, "comm.recv", {}, {dact});
   setS(recv, "axis", "pp");
@@ -227,14 +231,30 @@ plan::Plan buildMlpPipelinePlan(const MlpPlanOptions &o) {
   setS(send, "axis", "pp");
   setI(send, "offset", -1);
   setI(send, "tag", 1);
+  if (o.bufferedSends)
+    setB(send, "buffered");
   sgd(segment(s1, "optimizer", plan::Segment::OPTIMIZER), w2, g2, m2, o.lr);
 
-  for (Program *prog : {&s0, &s1}) {
-    for (int mb = 0; mb < m; ++mb)
-      schedule(*prog, 0, mb);
-    for (int mb = 0; mb < m; ++mb)
-      schedule(*prog, 1, mb);
-    schedule(*prog, 2, -1);
+  for (int stage = 0; stage < 2; ++stage) {
+    Program &prog = stage == 0 ? s0 : s1;
+    if (o.oneFOneB) {
+      // Warm-up forwards (one per later stage), then alternate.
+      int warmup = std::min(m, 1 - stage);
+      int f = 0, b = 0;
+      for (; f < warmup; ++f)
+        schedule(prog, 0, f);
+      while (b < m) {
+        if (f < m)
+          schedule(prog, 0, f++);
+        schedule(prog, 1, b++);
+      }
+    } else {
+      for (int mb = 0; mb < m; ++mb)
+        schedule(prog, 0, mb);
+      for (int mb = 0; mb < m; ++mb)
+        schedule(prog, 1, mb);
+    }
+    schedule(prog, 2, -1);
   }
   return p;
 }

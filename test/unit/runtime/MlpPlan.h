@@ -29,6 +29,10 @@ struct MlpPlanOptions {
   double lr = 0.5;
   /// "sgd" or "adamw".
   std::string optimizer = "sgd";
+  /// Pipeline plan: 1F1B order instead of GPipe, and whether its sends are
+  /// `buffered` (completed at the end of the step).
+  bool oneFOneB = false;
+  bool bufferedSends = true;
 };
 
 /// Tensor ids of the plan's program.

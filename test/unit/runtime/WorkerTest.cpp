@@ -227,6 +227,30 @@ TEST_F(WorkerTest, PipelineMatchesOneRank) {
     EXPECT_NEAR(p2[i], w2[i], 1e-5);
 }
 
+// 1F1B with messages above Open MPI's eager limit: stage 0 sends the next
+// activation while stage 1 sends the last gradient. Blocking sends would
+// wait for each other's receive forever; `buffered` ones complete at the
+// end of the step.
+TEST_F(WorkerTest, OneFOneBWithLargeMessages) {
+  test::MlpPlanOptions options;
+  options.microbatches = 4;
+  options.hidden = 1024;
+  options.lr = 0.05;
+  options.oneFOneB = true;
+  Outcome a = run(1, {writePlan("single", options), "--steps", "2",
+                      "--dump-params", dumpDir("single")});
+  ASSERT_EQ(a.exitStatus, 0) << a.output;
+  Outcome b = run(2, {writePlan("pipeline", options, /*pipeline=*/true),
+                      "--steps", "2", "--timeout", "20", "--dump-params",
+                      dumpDir("pipeline")},
+                  /*timeout=*/60);
+  ASSERT_EQ(b.exitStatus, 0) << b.output;
+  std::vector<double> la = readLosses("single"), lb = readLosses("pipeline");
+  ASSERT_EQ(lb.size(), 2u);
+  for (size_t i = 0; i < la.size(); ++i)
+    EXPECT_NEAR(la[i], lb[i], 1e-4) << "step " << i + 1;
+}
+
 TEST_F(WorkerTest, KilledRankEndsTheJob) {
   test::MlpPlanOptions options;
   options.dp = 2;

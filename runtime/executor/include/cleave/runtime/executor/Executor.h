@@ -44,6 +44,8 @@ struct ExecutorOptions {
 };
 
 /// What a rank is doing, for the watchdog (read from another thread).
+/// segment -1 is the end of a step: instruction -2 completing buffered
+/// sends, -1 reducing the loss.
 struct Progress {
   /// steady_clock nanoseconds when the current instruction started, 0 when
   /// none runs.
@@ -129,6 +131,7 @@ private:
   /// Input tensors filled this step, per (tensor, microbatch).
   std::vector<std::vector<int64_t>> filledFor_;
   PendingRequests pending_;
+  DeferredRequests deferred_;
   Progress progress_;
   std::vector<TraceEvent> trace_;
 };

@@ -39,20 +39,25 @@ struct TensorView {
 
 /// Started comm ops of the current step, by async handle.
 using PendingRequests = std::map<int32_t, std::unique_ptr<comm::Request>>;
+/// Sends marked `buffered` (pipeline sends): started at once and completed
+/// at the end of the step, so that two stages sending to each other in a
+/// 1F1B schedule do not both wait for the other's receive.
+using DeferredRequests = std::vector<std::unique_ptr<comm::Request>>;
 
 class OpContext {
 public:
   OpContext(const plan::Instruction &inst, std::vector<TensorView> inputs,
             std::vector<TensorView> outputs, comm::Communicator &comm,
-            PendingRequests &pending)
+            PendingRequests &pending, DeferredRequests &deferred)
       : inst(inst), inputs(std::move(inputs)), outputs(std::move(outputs)),
-        comm(comm), pending(pending) {}
+        comm(comm), pending(pending), deferred(deferred) {}
 
   const plan::Instruction &inst;
   std::vector<TensorView> inputs;
   std::vector<TensorView> outputs;
   comm::Communicator &comm;
   PendingRequests &pending;
+  DeferredRequests &deferred;
 
   // Tensor accessors: throw if the operand is missing or of the wrong type.
   kernels::ConstTensorRef in(size_t i) const;
