@@ -6,6 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PlanArtifact.h"
+#include "RunCommand.h"
+#include "inspect/Inspect.h"
+
+#include "cleave/runtime/plan/PlanIO.h"
+
 #include "cleave/Analysis/ModelSummary.h"
 #include "cleave/Analysis/TransformerShape.h"
 #include "cleave/cost_model/Cluster.h"
@@ -54,6 +60,12 @@ cl::SubCommand compileCmd(
     "compile", "Score a parallel training plan of MODEL on a cluster: step "
                "time, TFLOP/s, MFU, memory per device, bubble");
 
+cl::SubCommand inspectCmd(
+    "inspect", "Show a plan artifact: mesh, stages, shardings, collectives, "
+               "memory, predictions; one rank's program; the partitioned IR");
+cl::SubCommand runCmd("run", "Train with a plan artifact on local CPU ranks "
+                             "(mpirun), optionally checked against one rank");
+
 cl::OptionCategory modelCategory("Model options");
 cl::OptionCategory outputCategory("Output options");
 
@@ -82,6 +94,25 @@ cl::opt<bool> noWeights("no-weights",
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
                             cl::value_desc("FILE"), cl::init("-"),
                             cl::sub(importCmd), cl::cat(outputCategory));
+cl::opt<std::string> planOut(
+    "o",
+    cl::desc("Lower the plan to per-rank programs and write the plan "
+             "artifact (the search then keeps to what the lowering "
+             "supports)"),
+    cl::value_desc("PLAN"), cl::sub(compileCmd), cl::cat(outputCategory));
+cl::opt<uint64_t> planSeed("seed",
+                           cl::desc("Seed of parameter initialisation and "
+                                    "synthetic data in the plan"),
+                           cl::init(1234), cl::sub(compileCmd),
+                           cl::cat(outputCategory));
+cl::opt<std::string> planOptimizer("optimizer",
+                                   cl::desc("Optimizer of the plan: adamw or "
+                                            "sgd"),
+                                   cl::init("adamw"), cl::sub(compileCmd),
+                                   cl::cat(outputCategory));
+cl::opt<double> planLr("lr", cl::desc("Learning rate of the plan"),
+                       cl::init(1e-3), cl::sub(compileCmd),
+                       cl::cat(outputCategory));
 cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(summaryCmd),
                    cl::sub(zooCmd), cl::sub(compileCmd), cl::cat(outputCategory));
 
@@ -106,6 +137,44 @@ cl::opt<std::string> fixKnobs(
              "devices left over, the rest to 1/off/none)"),
     cl::value_desc("KNOB=VALUE,..."), cl::sub(compileCmd),
     cl::cat(planCategory));
+cl::OptionCategory artifactCategory("Plan artifact options");
+cl::opt<std::string> planPath(cl::Positional, cl::Required,
+                              cl::desc("PLAN (written by cleave compile -o)"),
+                              cl::sub(inspectCmd), cl::sub(runCmd),
+                              cl::cat(artifactCategory));
+cl::opt<bool> inspectJson("json", cl::desc("Print JSON"), cl::sub(inspectCmd),
+                          cl::cat(artifactCategory));
+cl::opt<int> inspectRank("rank",
+                         cl::desc("Print rank N's instruction stream for one "
+                                  "training step"),
+                         cl::value_desc("N"), cl::init(-1),
+                         cl::sub(inspectCmd), cl::cat(artifactCategory));
+cl::opt<bool> inspectMlir("mlir", cl::desc("Print the partitioned MLIR"),
+                          cl::sub(inspectCmd), cl::cat(artifactCategory));
+cl::opt<std::string> artifactTrace(
+    "trace",
+    cl::desc("Write a Chrome trace: inspect, the simulated step; run, the "
+             "measured one"),
+    cl::value_desc("FILE"), cl::sub(inspectCmd), cl::sub(runCmd),
+    cl::cat(artifactCategory));
+cl::opt<int64_t> runSteps("steps", cl::desc("Training steps"), cl::init(3),
+                          cl::sub(runCmd), cl::cat(artifactCategory));
+cl::opt<std::string> runData(
+    "data", cl::desc("Token ids (flat uint16, as nanoGPT writes them)"),
+    cl::value_desc("FILE"), cl::sub(runCmd), cl::cat(artifactCategory));
+cl::opt<bool> runCheck(
+    "check",
+    cl::desc("Also train the unpartitioned model on one rank and compare the "
+             "loss of every step and the final parameters"),
+    cl::sub(runCmd), cl::cat(artifactCategory));
+cl::opt<double> runTolerance("tolerance",
+                             cl::desc("Largest relative error --check accepts"),
+                             cl::init(1e-5), cl::sub(runCmd),
+                             cl::cat(artifactCategory));
+cl::opt<double> runTimeout(
+    "timeout",
+    cl::desc("Seconds an instruction may take before every rank is stopped"),
+    cl::init(60), cl::sub(runCmd), cl::cat(artifactCategory));
 cl::OptionCategory profileCategory("Profile options");
 cl::opt<std::string> backend("backend",
                             cl::desc("What to measure: cpu (cuda comes with "
@@ -464,6 +533,20 @@ int runCompile() {
       return badUsage("--fix: " + Twine(std::string(status.message())));
     fixed.insert("dp");
   }
+  if (!planOut.empty()) {
+    if (std::string why = cleave::tool::whyNotLowerable(plan); !why.empty())
+      for (const char *knob : {"cp", "ep", "zero", "recompute", "schedule"})
+        if (fixed.count(knob) && why.find(knob) != std::string::npos)
+          return badUsage("-o: --fix " + std::string(knob) +
+                          " asks for what the lowering to programs does not "
+                          "support yet (" + why + ")");
+    cleave::tool::restrictToLowerable(plan, fixed);
+  }
+  if (planOptimizer != "adamw" && planOptimizer != "sgd")
+    return badUsage("--optimizer must be adamw or sgd, got '" + planOptimizer +
+                    "'");
+  if (!(planLr > 0))
+    return badUsage("--lr must be positive");
   if (topK < 1)
     return badUsage("--top-k must be at least 1, got " + Twine(topK));
   if (timeLimit < 0)
@@ -542,6 +625,25 @@ int runCompile() {
   }
 
   const cleave::cost::PlanPrediction &best = plans.front();
+  if (!planOut.empty()) {
+    cleave::tool::ArtifactRequest request;
+    request.path = planOut;
+    request.modelSource = model;
+    request.clusterSpec = clusterSpec;
+    request.cluster = *cluster;
+    request.shape = *shape;
+    request.prediction = best;
+    request.globalBatch = globalBatch;
+    request.seed = planSeed;
+    request.step.optimizer = planOptimizer;
+    request.step.lr = planLr;
+    request.importOptions = options;
+    request.load = [&](const cleave::ImportOptions &o) {
+      return tool.loadModel(o);
+    };
+    if (int code = cleave::tool::writePlanArtifact(request))
+      return code;
+  }
   if (!tracePath.empty()) {
     cleave::cost::TaskGraph graph;
     cleave::cost::Timeline timeline;
@@ -642,16 +744,78 @@ int runCompile() {
   return kOk;
 }
 
+int runInspect() {
+  auto loaded = cleave::plan::readPlanFile(planPath);
+  if (!loaded.ok())
+    return badUsage(std::string(loaded.status().message()));
+  const cleave::plan::Plan &plan = *loaded;
+  if (!artifactTrace.empty()) {
+    if (absl::Status s = cleave::inspect::writeSimulatedTrace(plan, artifactTrace);
+        !s.ok()) {
+      WithColor::error(errs(), "cleave") << std::string(s.message()) << "\n";
+      return kFailed;
+    }
+  }
+  if (inspectRank.getNumOccurrences()) {
+    auto text = cleave::inspect::formatRankProgram(plan, inspectRank);
+    if (!text.ok())
+      return badUsage("--rank: " + Twine(std::string(text.status().message())));
+    outs() << *text;
+    return kOk;
+  }
+  if (inspectMlir) {
+    auto text = cleave::inspect::planMlir(plan);
+    if (!text.ok()) {
+      WithColor::error(errs(), "cleave")
+          << std::string(text.status().message()) << "\n";
+      return kFailed;
+    }
+    outs() << *text;
+    return kOk;
+  }
+  outs() << (inspectJson ? cleave::inspect::formatPlanJson(plan)
+                         : cleave::inspect::formatPlanSummary(plan));
+  return kOk;
+}
+
+int runRun(const char *argv0) {
+  if (runSteps < 1)
+    return badUsage("--steps must be at least 1, got " + Twine(runSteps));
+  if (runTimeout <= 0)
+    return badUsage("--timeout must be positive");
+  if (!runData.empty() && !sys::fs::exists(runData))
+    return badUsage("--data " + runData + ": no such file");
+  cleave::tool::RunRequest request;
+  request.planPath = planPath;
+  request.argv0 = argv0;
+  request.steps = runSteps;
+  request.dataPath = runData;
+  request.tracePath = artifactTrace;
+  request.timeoutSeconds = runTimeout;
+  request.check = runCheck;
+  request.tolerance = runTolerance;
+  request.reference = [](const cleave::plan::Plan &plan) {
+    ToolContext tool;
+    return cleave::tool::buildReferencePlan(
+        plan, [&](const std::string &source, const cleave::ImportOptions &o) {
+          return cleave::loadModel(tool.ctx, source, o);
+        });
+  };
+  return cleave::tool::runPlan(request);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   // --help shows cleave's options, not every option LLVM registers.
   std::vector<const cl::OptionCategory *> categories = {
-      &modelCategory, &outputCategory, &planCategory, &profileCategory};
+      &modelCategory, &outputCategory, &planCategory, &profileCategory,
+      &artifactCategory};
   cl::HideUnrelatedOptions(categories);
   for (cl::SubCommand *sub :
-       {&importCmd, &summaryCmd, &zooCmd, &compileCmd, &profileCmd})
+       {&importCmd, &summaryCmd, &zooCmd, &compileCmd, &profileCmd,
+        &inspectCmd, &runCmd})
     cl::HideUnrelatedOptions(categories, *sub);
   std::string errors;
   raw_string_ostream errorStream(errors);
@@ -659,7 +823,12 @@ int main(int argc, char **argv) {
                                    "cleave: automatic model partitioning\n\n"
                                    "  cleave import MODEL [-o out.mlir]\n"
                                    "  cleave compile MODEL --cluster C "
-                                   "--global-batch B [--fix KNOBS] [--json]\n"
+                                   "--global-batch B [--fix KNOBS] [--json] "
+                                   "[-o PLAN]\n"
+                                   "  cleave inspect PLAN [--json] [--rank N] "
+                                   "[--mlir] [--trace out.json]\n"
+                                   "  cleave run PLAN [--steps K] [--data "
+                                   "tokens.bin] [--check] [--trace out.json]\n"
                                    "  cleave summary MODEL [--json]\n"
                                    "  cleave zoo [--json]\n"
                                    "  cleave profile --backend cpu -o FILE\n",
@@ -673,6 +842,10 @@ int main(int argc, char **argv) {
     return runCompile();
   if (profileCmd)
     return runProfile();
+  if (inspectCmd)
+    return runInspect();
+  if (runCmd)
+    return runRun(argv[0]);
   if (zooCmd)
     return runZoo();
   cl::PrintHelpMessage();

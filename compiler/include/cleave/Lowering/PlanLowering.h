@@ -1,0 +1,57 @@
+//===- PlanLowering.h - A model and its knobs to a plan artifact -*- C++ -*-===//
+//
+// The lowering from a searched (or hand-given) plan to the artifact the
+// runtime executes:
+//   1. tensor parallelism: the intra-op search picks every op's sharding
+//      on the "tp" axis with the parameters held to their 1/tp share, and
+//      cleave-spmd-partition rewrites @forward into one device's program;
+//   2. pipeline parallelism: cleave-pipeline-split cuts it into stages;
+//   3. each stage's training step (forward, backward with send/recv
+//      pairing, optimizer) is built with the loss scaled by 1 /
+//      (microbatches x data-parallel replicas);
+//   4. each step is emitted as a program (segments, tensors, arena,
+//      schedule), and the plan gets its mesh ["pp", "dp", "tp"], ranks,
+//      groups and parameter table.
+// The model must be imported at the shape of one microbatch of one
+// data-parallel replica.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_LOWERING_PLANLOWERING_H
+#define CLEAVE_LOWERING_PLANLOWERING_H
+
+#include "cleave/Transforms/TrainingStepBuilder.h"
+#include "cleave/cost_model/Cluster.h"
+#include "cleave/runtime/plan/plan.pb.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace cleave::lowering {
+
+struct LoweringOptions {
+  cost::Cluster cluster;
+  std::string clusterSpec;
+  int64_t dp = 1, tp = 1, pp = 1;
+  int64_t microbatches = 1;
+  /// Samples per microbatch and replica (the imported batch).
+  int64_t microbatchSize = 1;
+  std::string schedule = "1f1b";
+  StepOptions step;
+  uint64_t seed = 1234;
+  /// Vocabulary of the token inputs (0 if none).
+  int64_t vocab = 0;
+  int64_t seqLen = 0;
+  /// CBC's time limit for the tensor-parallel sharding.
+  double searchTimeLimit = 60;
+};
+
+/// Lowers `module` (consumed: its functions are rewritten) to a plan.
+/// Errors are emitted as diagnostics.
+llvm::FailureOr<plan::Plan> lowerToPlan(mlir::ModuleOp module,
+                                        const LoweringOptions &options);
+
+} // namespace cleave::lowering
+
+#endif // CLEAVE_LOWERING_PLANLOWERING_H

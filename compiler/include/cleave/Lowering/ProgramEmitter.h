@@ -1,0 +1,44 @@
+//===- ProgramEmitter.h - A stage's training step to a plan program -*- C++ -*-===//
+//
+// Lowers one pipeline stage's training step (built by buildTrainingStep with
+// tagged phases, after SPMD partitioning) to a plan::Program: a tensor table
+// with a static arena layout, the forward, backward and optimizer segments,
+// and the stage's schedule of segment runs for one step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_LOWERING_PROGRAMEMITTER_H
+#define CLEAVE_LOWERING_PROGRAMEMITTER_H
+
+#include "cleave/runtime/plan/plan.pb.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cleave::lowering {
+
+struct ProgramContext {
+  int stage = 0, stages = 1;
+  int64_t microbatches = 1;
+  int64_t dp = 1;
+  /// "gpipe" or "1f1b".
+  std::string schedule = "1f1b";
+  /// Vocabulary size for synthetic token ids (0: not a language model).
+  int64_t vocab = 0;
+  /// Stages holding each parameter, by name (two for tied embeddings):
+  /// their gradients are summed between them over the "pp" axis.
+  std::map<std::string, std::vector<int>> paramStages;
+};
+
+/// Emits the program; parameters are looked up in (and added to)
+/// `plan.parameters` by name. Errors are emitted at the offending op.
+llvm::FailureOr<plan::Program> emitProgram(mlir::func::FuncOp step,
+                                           const ProgramContext &context,
+                                           plan::Plan &plan);
+
+} // namespace cleave::lowering
+
+#endif // CLEAVE_LOWERING_PROGRAMEMITTER_H

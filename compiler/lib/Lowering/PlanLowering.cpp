@@ -1,0 +1,192 @@
+//===- PlanLowering.cpp - A model and its knobs to a plan artifact --------===//
+
+#include "cleave/Lowering/PlanLowering.h"
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Lowering/ProgramEmitter.h"
+#include "cleave/Search/ShardingStrategy.h"
+#include "cleave/Transforms/Autodiff.h"
+#include "cleave/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+namespace gr = cleave::graph;
+
+namespace cleave::lowering {
+
+namespace {
+
+double trainableParamBytes(func::FuncOp func) {
+  double bytes = 0;
+  func.walk([&](gr::ParamOp p) {
+    if (p.isTrainable())
+      bytes += gr::tensorBytes(p.getType());
+  });
+  return bytes;
+}
+
+LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
+                                      const LoweringOptions &o) {
+  if (o.tp <= 1)
+    return success();
+  PassManager pm(module.getContext());
+  IntraOpSearchOptions search;
+  search.mesh = o.tp;
+  search.clusterSpec = o.clusterSpec;
+  // A tensor-parallel degree means the parameters are split: hold each
+  // device to its share (with room for the norms and biases that stay
+  // whole), and let the search choose how.
+  search.paramMemory = trainableParamBytes(forward) / double(o.tp) * 1.1 + 4096;
+  search.timeLimit = o.searchTimeLimit;
+  SpmdPartitionOptions spmd;
+  spmd.axis = "tp";
+  spmd.size = o.tp;
+  OpPassManager &fpm = pm.nest<func::FuncOp>();
+  fpm.addPass(createIntraOpSearch(search));
+  fpm.addPass(createSpmdPartition(spmd));
+  return pm.run(module);
+}
+
+void addMeshAndRanks(const LoweringOptions &o, plan::Plan &plan) {
+  int64_t sizes[3] = {o.pp, o.dp, o.tp};
+  const char *names[3] = {"pp", "dp", "tp"};
+  for (int a = 0; a < 3; ++a) {
+    plan::MeshAxis *axis = plan.mutable_mesh()->add_axes();
+    axis->set_name(names[a]);
+    axis->set_size(sizes[a]);
+  }
+  int64_t perNode = std::max<int64_t>(1, o.cluster.devicesPerNode);
+  int64_t total = o.pp * o.dp * o.tp;
+  for (int64_t r = 0; r < total; ++r) {
+    plan::RankAssignment *rank = plan.add_ranks();
+    rank->set_rank(r);
+    int64_t p = r / (o.dp * o.tp), d = r / o.tp % o.dp, t = r % o.tp;
+    rank->set_program(p);
+    rank->add_coords(p);
+    rank->add_coords(d);
+    rank->add_coords(t);
+    rank->set_node(r / perNode);
+    rank->set_local_device(r % perNode);
+  }
+  // One group per axis and coordinate of the other two.
+  for (int a = 0; a < 3; ++a) {
+    std::map<std::vector<int64_t>, plan::CommGroup> groups;
+    for (const plan::RankAssignment &r : plan.ranks()) {
+      std::vector<int64_t> key;
+      for (int b = 0; b < 3; ++b)
+        if (b != a)
+          key.push_back(r.coords(b));
+      plan::CommGroup &g = groups[key];
+      if (g.axes_size() == 0)
+        g.add_axes(names[a]);
+      g.add_ranks(r.rank());
+    }
+    if (sizes[a] > 1)
+      for (auto &[key, g] : groups)
+        *plan.add_groups() = g;
+  }
+}
+
+} // namespace
+
+FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
+                                  const LoweringOptions &o) {
+  MLIRContext *ctx = module.getContext();
+  DialectRegistry registry;
+  registerAutodiffExternalModels(registry);
+  search::registerShardingStrategyExternalModels(registry);
+  ctx->appendDialectRegistry(registry);
+
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return module.emitError("expected a func.func @forward holding the model");
+  if (o.dp < 1 || o.tp < 1 || o.pp < 1 || o.microbatches < 1)
+    return module.emitError("parallel degrees and microbatches must be "
+                            "positive");
+  if (o.pp > 1 && o.microbatches < o.pp)
+    module.emitWarning("fewer microbatches (")
+        << o.microbatches << ") than pipeline stages (" << o.pp
+        << "): most of the step is bubble";
+
+  if (failed(partitionTensorParallel(module, forward, o)))
+    return failure();
+  {
+    PassManager pm(ctx);
+    PipelineSplitOptions split;
+    split.stages = o.pp;
+    pm.addPass(createPipelineSplit(split));
+    if (failed(pm.run(module)))
+      return failure();
+  }
+
+  StepOptions step = o.step;
+  step.lossScale = 1.0 / double(o.microbatches * o.dp);
+  step.tagPhases = true;
+  ProgramContext pc;
+  pc.stages = o.pp;
+  pc.microbatches = o.microbatches;
+  pc.dp = o.dp;
+  pc.schedule = o.schedule;
+  pc.vocab = o.vocab;
+  SmallVector<func::FuncOp> steps;
+  for (int64_t s = 0; s < o.pp; ++s) {
+    auto stage = module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s));
+    if (!stage)
+      return module.emitError("pipeline split made no @stage") << s;
+    stage.walk([&](gr::ParamOp p) {
+      if (p.isTrainable())
+        pc.paramStages[p.getName().str()].push_back(s);
+    });
+    FailureOr<func::FuncOp> built = buildTrainingStep(
+        stage, ("stage" + std::to_string(s) + "_step"), step);
+    if (failed(built))
+      return failure();
+    steps.push_back(*built);
+  }
+
+  plan::Plan plan;
+  addMeshAndRanks(o, plan);
+  for (int64_t s = 0; s < o.pp; ++s) {
+    pc.stage = s;
+    FailureOr<plan::Program> program = emitProgram(steps[s], pc, plan);
+    if (failed(program))
+      return failure();
+    program->set_id(s);
+    *plan.add_programs() = std::move(*program);
+  }
+
+  plan::Knobs *k = plan.mutable_knobs();
+  k->set_dp(o.dp);
+  k->set_tp(o.tp);
+  k->set_pp(o.pp);
+  k->set_cp(1);
+  k->set_ep(1);
+  k->set_microbatch_size(o.microbatchSize);
+  k->set_num_microbatches(o.microbatches);
+  k->set_schedule(o.schedule);
+  k->set_virtual_stages(1);
+  k->set_recompute("none");
+  k->set_precision("fp32");
+  plan::TrainingConfig *t = plan.mutable_training();
+  t->set_global_batch(o.microbatchSize * o.microbatches * o.dp);
+  t->set_seq_len(o.seqLen);
+  t->set_optimizer(o.step.optimizer);
+  t->set_lr(o.step.lr);
+  t->set_beta1(o.step.beta1);
+  t->set_beta2(o.step.beta2);
+  t->set_eps(o.step.eps);
+  t->set_weight_decay(o.step.weightDecay);
+  t->set_momentum(o.step.momentum);
+  t->set_seed(o.seed);
+  t->set_tokens_per_step(t->global_batch() * std::max<int64_t>(1, o.seqLen));
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  plan.set_partitioned_mlir(std::move(text));
+  return plan;
+}
+
+} // namespace cleave::lowering

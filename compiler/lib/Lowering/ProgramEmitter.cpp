@@ -1,0 +1,616 @@
+//===- ProgramEmitter.cpp - A stage's training step to a plan program -----===//
+//
+// The walk: sources (parameters, optimizer state, inputs, constants) become
+// declared tensors; every other op becomes one instruction of the segment
+// its `cleave.phase` names. A value's kind follows from where it is read:
+// within its segment it is transient (its bytes reused after its last
+// reader), read by the backward pass of its microbatch it is stashed (one
+// slot per microbatch in flight), sent to another stage it keeps a slot
+// per microbatch until the send completes. Parameter gradients are
+// accumulated over the microbatches into GRADIENT tensors, reduced over
+// the data-parallel axis (and between the stages sharing a tied
+// parameter), then read by the optimizer updates, which write the
+// parameters and their state in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Lowering/ProgramEmitter.h"
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Lowering/BufferPlan.h"
+#include "cleave/cost_model/PipelineSchedule.h"
+#include "cleave/runtime/plan/PlanIO.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+namespace gr = cleave::graph;
+
+namespace cleave::lowering {
+
+namespace {
+
+enum Phase { kForward = 0, kBackward = 1, kOptimizer = 2, kNumPhases = 3 };
+
+Phase phaseOf(Operation *op) {
+  auto attr = op->getAttrOfType<StringAttr>("cleave.phase");
+  if (!attr)
+    return kForward;
+  return attr.getValue() == "optimizer" ? kOptimizer : kBackward;
+}
+
+plan::DType dtypeOf(Type type) {
+  Type e = cast<RankedTensorType>(type).getElementType();
+  if (e.isF32())
+    return plan::F32;
+  if (e.isBF16())
+    return plan::BF16;
+  if (e.isF16())
+    return plan::F16;
+  if (e.isInteger(1))
+    return plan::BOOL;
+  if (e.isInteger(32))
+    return plan::I32;
+  return isa<FloatType>(e) ? plan::F32 : plan::I64;
+}
+
+/// The name an instruction carries: graph ops keep theirs, communication
+/// becomes the runtime's comm.* vocabulary.
+std::string instructionName(Operation *op) {
+  if (isa<gr::CopyToGroupOp>(op))
+    return "runtime.copy";
+  if (isa<gr::AllReduceOp, gr::AllGatherOp, gr::ReduceScatterOp,
+          gr::AllToAllOp, gr::ShardSliceOp, gr::SendOp, gr::RecvOp>(op))
+    return ("comm." + op->getName().stripDialect()).str();
+  return op->getName().getStringRef().str();
+}
+
+bool toPlanAttr(Attribute attr, plan::Attr &out) {
+  if (auto b = dyn_cast<BoolAttr>(attr)) {
+    out.set_b(b.getValue());
+  } else if (auto i = dyn_cast<IntegerAttr>(attr)) {
+    out.set_i(i.getValue().getSExtValue());
+  } else if (auto f = dyn_cast<FloatAttr>(attr)) {
+    out.set_f(f.getValueAsDouble());
+  } else if (isa<UnitAttr>(attr)) {
+    out.set_b(true);
+  } else if (auto s = dyn_cast<StringAttr>(attr)) {
+    out.set_s(s.getValue().str());
+  } else if (auto a = dyn_cast<DenseI64ArrayAttr>(attr)) {
+    for (int64_t v : a.asArrayRef())
+      out.mutable_ints()->add_values(v);
+  } else if (auto a = dyn_cast<DenseF64ArrayAttr>(attr)) {
+    for (double v : a.asArrayRef())
+      out.mutable_floats()->add_values(v);
+  } else if (auto a = dyn_cast<ArrayAttr>(attr)) {
+    for (Attribute e : a) {
+      if (auto s = dyn_cast<StringAttr>(e))
+        out.mutable_strings()->add_values(s.getValue().str());
+      else if (auto i = dyn_cast<IntegerAttr>(e))
+        out.mutable_ints()->add_values(i.getValue().getSExtValue());
+      else
+        return false;
+    }
+    if (a.empty())
+      out.mutable_ints();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// Raw little-endian bytes of a constant in the plan's dtype.
+std::string rawBytes(ElementsAttr attr, plan::DType dtype) {
+  std::string out;
+  auto append = [&](const void *p, size_t n) {
+    out.append(static_cast<const char *>(p), n);
+  };
+  if (dtype == plan::F32 || dtype == plan::BF16 || dtype == plan::F16) {
+    // The CPU runtime computes in fp32; constants are stored as fp32
+    // unless the plan's dtype says otherwise (mixed precision is the CUDA
+    // backend's, which converts on upload).
+    for (APFloat v : attr.getValues<APFloat>()) {
+      bool lost;
+      v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+      float f = v.convertToFloat();
+      append(&f, 4);
+    }
+  } else if (dtype == plan::BOOL) {
+    for (bool v : attr.getValues<bool>()) {
+      uint8_t b = v;
+      append(&b, 1);
+    }
+  } else {
+    for (APInt v : attr.getValues<APInt>()) {
+      int64_t i = v.getSExtValue();
+      if (dtype == plan::I32) {
+        int32_t j = static_cast<int32_t>(i);
+        append(&j, 4);
+      } else {
+        append(&i, 8);
+      }
+    }
+  }
+  return out;
+}
+
+/// Initialisation by the parameter's role, as GPT-2 and BERT do: biases
+/// zero, normalisation scales one, every other weight N(0, 0.02).
+plan::InitSpec initFor(StringRef name, RankedTensorType type) {
+  plan::InitSpec init;
+  bool norm = name.contains("ln") || name.contains("norm");
+  if (name.ends_with("bias")) {
+    init.set_kind(plan::InitSpec::ZEROS);
+  } else if (norm && type.getRank() == 1) {
+    init.set_kind(plan::InitSpec::ONES);
+  } else {
+    init.set_kind(plan::InitSpec::NORMAL);
+    init.set_std(0.02);
+  }
+  return init;
+}
+
+class Emitter {
+public:
+  Emitter(func::FuncOp step, const ProgramContext &ctx, plan::Plan &plan)
+      : step(step), ctx(ctx), plan(plan) {}
+
+  FailureOr<plan::Program> run();
+
+private:
+  int addTensor(Value v, const std::string &name,
+                plan::TensorDecl::Kind kind, Type type);
+  int paramIndex(gr::ParamOp param);
+  void setParamDims(plan::TensorDecl &t, int index);
+  LogicalResult declareSource(Operation *op);
+  LogicalResult emitInstruction(Operation *op, Phase phase);
+  plan::Instruction &append(Phase phase, const std::string &name);
+  LogicalResult emitOptimizer(ArrayRef<Operation *> updates);
+  void planMemory();
+  LogicalResult buildSchedule();
+
+  func::FuncOp step;
+  const ProgramContext &ctx;
+  plan::Plan &plan;
+  plan::Program program;
+  llvm::DenseMap<Value, int> ids;
+  std::vector<BufferRequest> requests;
+  std::vector<std::vector<plan::Instruction>> segments{kNumPhases};
+  /// Per tensor: the segment and instruction interval it is live in.
+  std::vector<int64_t> firstUse, lastUse;
+  std::vector<int> segmentOf;
+  int64_t slots = 1;
+  /// Parameter tensor id -> its GRADIENT tensor id.
+  llvm::DenseMap<int, int> gradientOf;
+};
+
+int Emitter::addTensor(Value v, const std::string &name,
+                       plan::TensorDecl::Kind kind, Type type) {
+  int id = program.tensors_size();
+  plan::TensorDecl *t = program.add_tensors();
+  t->set_id(id);
+  t->set_name(name);
+  t->set_kind(kind);
+  t->set_dtype(dtypeOf(type));
+  t->set_seq_dim(-1);
+  t->set_batch_dim(-1);
+  auto ranked = cast<RankedTensorType>(type);
+  for (int64_t d : ranked.getShape())
+    t->add_shape(d);
+  t->set_bytes(gr::numElements(ranked) * plan::dtypeBytes(t->dtype()));
+  t->set_slots(1);
+  t->set_param_index(-1);
+  if (v)
+    ids[v] = id;
+  firstUse.push_back(-1);
+  lastUse.push_back(-1);
+  segmentOf.push_back(-1);
+  return id;
+}
+
+int Emitter::paramIndex(gr::ParamOp param) {
+  std::string name = param.getName().str();
+  for (int i = 0; i < plan.parameters_size(); ++i)
+    if (plan.parameters(i).name() == name) {
+      plan::ParameterSharding *p = plan.mutable_parameters(i);
+      if (!llvm::is_contained(p->stages(), ctx.stage))
+        p->add_stages(ctx.stage);
+      return i;
+    }
+  plan::ParameterSharding *p = plan.add_parameters();
+  p->set_name(name);
+  auto local = cast<RankedTensorType>(param.getType());
+  SmallVector<int64_t> global(local.getShape());
+  if (auto g = param->getAttrOfType<DenseI64ArrayAttr>("cleave.global_shape"))
+    global.assign(g.asArrayRef().begin(), g.asArrayRef().end());
+  for (int64_t d : global)
+    p->add_global_shape(d);
+  auto axes = param->getAttrOfType<ArrayAttr>("cleave.shard_axes");
+  for (int64_t d = 0; d < local.getRank(); ++d) {
+    plan::DimSharding *dim = p->add_dims();
+    if (axes && d < int64_t(axes.size()))
+      if (auto s = dyn_cast<StringAttr>(axes[d]); s && !s.getValue().empty())
+        dim->add_axes(s.getValue().str());
+  }
+  p->add_stages(ctx.stage);
+  *p->mutable_init() = initFor(name, local.clone(global));
+  ElementsAttr value = param.getValueAttr();
+  if (!value)
+    value = param->getAttrOfType<ElementsAttr>("cleave.global_value");
+  if (value)
+    p->set_initial_value(rawBytes(value, plan::F32));
+  return plan.parameters_size() - 1;
+}
+
+void Emitter::setParamDims(plan::TensorDecl &t, int index) {
+  t.set_param_index(index);
+  *t.mutable_dims() = plan.parameters(index).dims();
+}
+
+LogicalResult Emitter::declareSource(Operation *op) {
+  if (auto param = dyn_cast<gr::ParamOp>(op)) {
+    int id = addTensor(param, param.getName().str(), plan::TensorDecl::PARAMETER,
+                       param.getType());
+    setParamDims(*program.mutable_tensors(id), paramIndex(param));
+    return success();
+  }
+  if (auto state = dyn_cast<gr::OptimizerStateOp>(op)) {
+    StringRef name = state.getName();
+    auto [owner, which] = name.rsplit('.');
+    int index = -1;
+    for (int i = 0; i < plan.parameters_size(); ++i)
+      if (plan.parameters(i).name() == owner)
+        index = i;
+    if (index < 0)
+      return op->emitOpError("optimizer state of an unknown parameter '")
+             << owner << "'";
+    int id = addTensor(state, name.str(), plan::TensorDecl::OPTIMIZER_STATE,
+                       state.getType());
+    setParamDims(*program.mutable_tensors(id), index);
+    program.mutable_tensors(id)->set_state(which.str());
+    return success();
+  }
+  if (auto input = dyn_cast<gr::InputOp>(op)) {
+    int id = addTensor(input, input.getName().str(), plan::TensorDecl::INPUT,
+                       input.getType());
+    plan::TensorDecl &t = *program.mutable_tensors(id);
+    t.set_input_name(input.getName().str());
+    auto type = cast<RankedTensorType>(input.getType());
+    if (input.getName() != "step" && type.getRank() > 0)
+      t.set_batch_dim(0);
+    if (!isa<FloatType>(type.getElementType()) && ctx.vocab > 0)
+      t.set_vocab(ctx.vocab);
+    return success();
+  }
+  if (auto constant = dyn_cast<gr::ConstantOp>(op)) {
+    int id = addTensor(constant, "constant", plan::TensorDecl::CONSTANT,
+                       constant.getType());
+    plan::TensorDecl &t = *program.mutable_tensors(id);
+    t.set_constant_value(rawBytes(constant.getValue(), t.dtype()));
+    return success();
+  }
+  return failure();
+}
+
+plan::Instruction &Emitter::append(Phase phase, const std::string &name) {
+  segments[phase].emplace_back();
+  plan::Instruction &inst = segments[phase].back();
+  inst.set_op(name);
+  return inst;
+}
+
+LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
+  plan::Instruction &inst = append(phase, instructionName(op));
+  // Optional operands absent from a segment show as -1.
+  SmallVector<int32_t> sizes;
+  bool segmented = false;
+  if (auto segs =
+          dyn_cast_or_null<DenseI32ArrayAttr>(op->getInherentAttr(
+                                                   "operandSegmentSizes")
+                                                   .value_or(Attribute()))) {
+    sizes.assign(segs.asArrayRef().begin(), segs.asArrayRef().end());
+    segmented = true;
+  } else {
+    sizes.push_back(op->getNumOperands());
+  }
+  unsigned next = 0;
+  for (int32_t size : sizes) {
+    if (size == 0 && segmented) {
+      inst.add_inputs(-1);
+      continue;
+    }
+    for (int32_t k = 0; k < size; ++k) {
+      Value v = op->getOperand(next++);
+      auto it = ids.find(v);
+      if (it == ids.end())
+        return op->emitOpError("reads a value the lowering has not placed");
+      inst.add_inputs(it->second);
+    }
+  }
+  for (Value r : op->getResults()) {
+    std::string name = "%" + std::to_string(program.tensors_size());
+    inst.add_outputs(
+        addTensor(r, name, plan::TensorDecl::TRANSIENT, r.getType()));
+  }
+  auto addAttrs = [&](DictionaryAttr dict) {
+    for (NamedAttribute a : dict) {
+      StringRef name = a.getName().getValue();
+      if (name.starts_with("cleave.") || name == "operandSegmentSizes" ||
+          name == "resultSegmentSizes")
+        continue;
+      plan::Attr value;
+      if (toPlanAttr(a.getValue(), value))
+        (*inst.mutable_attrs())[name.str()] = value;
+    }
+  };
+  if (auto props = dyn_cast_or_null<DictionaryAttr>(op->getPropertiesAsAttribute()))
+    addAttrs(props);
+  addAttrs(op->getDiscardableAttrDictionary());
+  if (isa<gr::ReduceScatterOp>(op))
+    (*inst.mutable_attrs())["reduction"].set_s("sum");
+  // A pipeline send returns at once; the runtime completes it before the
+  // step ends, and its tensor keeps one slot per microbatch until then.
+  if (isa<gr::SendOp>(op))
+    (*inst.mutable_attrs())["buffered"].set_b(true);
+  std::string loc;
+  llvm::raw_string_ostream os(loc);
+  op->getLoc().print(os);
+  inst.set_location(loc);
+  return success();
+}
+
+LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
+  // Gradients: accumulate each microbatch's into the GRADIENT tensor.
+  std::vector<std::pair<Operation *, int>> gradTensors;
+  for (Operation *update : updates) {
+    Value param = update->getOperand(0), grad = update->getOperand(1);
+    int paramId = ids.lookup(param);
+    const plan::TensorDecl &p = program.tensors(paramId);
+    int g = addTensor(Value(), p.name() + ".grad", plan::TensorDecl::GRADIENT,
+                      param.getType());
+    setParamDims(*program.mutable_tensors(g), p.param_index());
+    gradientOf[paramId] = g;
+    gradTensors.push_back({update, g});
+    // A parameter the loss does not reach has a zero gradient: nothing to
+    // accumulate.
+    if (grad.getDefiningOp<gr::ConstantOp>())
+      continue;
+    auto it = ids.find(grad);
+    if (it == ids.end())
+      return update->emitOpError("gradient is not computed by the backward "
+                                 "pass");
+    plan::Instruction &acc = append(kBackward, "runtime.accumulate");
+    acc.add_inputs(it->second);
+    acc.add_outputs(g);
+  }
+  // Data-parallel replicas sum their gradients (the loss scale divided by
+  // the replica count already).
+  for (auto [update, g] : gradTensors) {
+    if (ctx.dp > 1) {
+      plan::Instruction &ar = append(kOptimizer, "comm.all_reduce");
+      ar.add_inputs(g);
+      ar.add_outputs(g);
+      (*ar.mutable_attrs())["axes"].mutable_strings()->add_values("dp");
+      (*ar.mutable_attrs())["reduction"].set_s("sum");
+    }
+    // A parameter held by two stages (a tied embedding) sums both stages'
+    // gradients: the lower stage sends first, the higher receives first.
+    auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
+    auto holders = ctx.paramStages.find(param.getName().str());
+    if (holders != ctx.paramStages.end() && holders->second.size() > 1) {
+      for (int other : holders->second) {
+        if (other == ctx.stage)
+          continue;
+        int tmp = addTensor(Value(), param.getName().str() + ".peer_grad",
+                            plan::TensorDecl::TRANSIENT, param.getType());
+        auto p2p = [&](const char *name, int tensor, bool out) {
+          plan::Instruction &i = append(kOptimizer, name);
+          if (out)
+            i.add_outputs(tensor);
+          else
+            i.add_inputs(tensor);
+          (*i.mutable_attrs())["axis"].set_s("pp");
+          (*i.mutable_attrs())["offset"].set_i(other - ctx.stage);
+          (*i.mutable_attrs())["tag"].set_i(1 << 20);
+        };
+        if (ctx.stage < other) {
+          p2p("comm.send", g, false);
+          p2p("comm.recv", tmp, true);
+        } else {
+          p2p("comm.recv", tmp, true);
+          p2p("comm.send", g, false);
+        }
+        plan::Instruction &acc = append(kOptimizer, "runtime.accumulate");
+        acc.add_inputs(tmp);
+        acc.add_outputs(g);
+      }
+    }
+  }
+  // Updates in place: results alias the parameter and state tensors.
+  for (auto [update, g] : gradTensors) {
+    plan::Instruction &inst = append(kOptimizer, instructionName(update));
+    for (auto [i, operand] : llvm::enumerate(update->getOperands()))
+      inst.add_inputs(i == 1 ? g : ids.lookup(operand));
+    // Results: new param, then new state, in operand order (param, grad,
+    // state...).
+    inst.add_outputs(ids.lookup(update->getOperand(0)));
+    for (unsigned k = 2; k < update->getNumOperands(); ++k) {
+      Value operand = update->getOperand(k);
+      if (operand.getDefiningOp<gr::OptimizerStateOp>())
+        inst.add_outputs(ids.lookup(operand));
+    }
+    if (auto props = dyn_cast_or_null<DictionaryAttr>(
+            update->getPropertiesAsAttribute()))
+      for (NamedAttribute a : props) {
+        plan::Attr value;
+        if (toPlanAttr(a.getValue(), value))
+          (*inst.mutable_attrs())[a.getName().str()] = value;
+      }
+  }
+  return success();
+}
+
+void Emitter::planMemory() {
+  // Liveness within segments, and the kinds that follow from it.
+  for (int s = 0; s < kNumPhases; ++s)
+    for (size_t i = 0; i < segments[s].size(); ++i) {
+      const plan::Instruction &inst = segments[s][i];
+      auto touch = [&](int id) {
+        if (id < 0)
+          return;
+        plan::TensorDecl &t = *program.mutable_tensors(id);
+        if (t.kind() != plan::TensorDecl::TRANSIENT &&
+            t.kind() != plan::TensorDecl::STASH)
+          return;
+        if (segmentOf[id] == -1) {
+          segmentOf[id] = s;
+          firstUse[id] = i;
+        } else if (segmentOf[id] != s) {
+          t.set_kind(plan::TensorDecl::STASH);
+        }
+        lastUse[id] = std::max<int64_t>(lastUse[id], i);
+      };
+      for (int id : inst.outputs())
+        touch(id);
+      for (int id : inst.inputs())
+        touch(id);
+      if (inst.op() == "comm.send" && inst.attrs().count("buffered")) {
+        plan::TensorDecl &t = *program.mutable_tensors(inst.inputs(0));
+        if (t.kind() == plan::TensorDecl::TRANSIENT)
+          t.set_kind(plan::TensorDecl::COMM_BUFFER);
+      }
+    }
+  for (plan::TensorDecl &t : *program.mutable_tensors()) {
+    BufferRequest r;
+    r.bytes = t.bytes();
+    switch (t.kind()) {
+    case plan::TensorDecl::STASH:
+    case plan::TensorDecl::INPUT:
+      t.set_slots(t.input_name() == "step" ? 1 : slots);
+      break;
+    case plan::TensorDecl::COMM_BUFFER:
+      t.set_slots(ctx.microbatches);
+      break;
+    case plan::TensorDecl::TRANSIENT:
+      r.transient = true;
+      r.segment = std::max(segmentOf[t.id()], 0);
+      r.first = firstUse[t.id()];
+      r.last = lastUse[t.id()];
+      break;
+    default:
+      break;
+    }
+    r.slots = t.slots();
+    requests.push_back(r);
+  }
+  BufferAssignment a = planBuffers(requests);
+  std::map<plan::TensorDecl::Kind, int64_t> byKind;
+  for (plan::TensorDecl &t : *program.mutable_tensors()) {
+    t.set_offset(a.offsets[t.id()]);
+    t.set_slot_stride(a.slotStrides[t.id()]);
+    if (t.kind() != plan::TensorDecl::TRANSIENT)
+      byKind[t.kind()] += t.bytes() * std::max<int64_t>(1, t.slots());
+  }
+  byKind[plan::TensorDecl::TRANSIENT] = a.transientBytes;
+  for (auto [kind, bytes] : byKind) {
+    plan::KindBytes *k = program.add_memory();
+    k->set_kind(kind);
+    k->set_bytes(bytes);
+  }
+  program.set_arena_bytes(a.totalBytes);
+}
+
+LogicalResult Emitter::buildSchedule() {
+  absl::StatusOr<cost::ScheduleKind> kind = cost::parseSchedule(ctx.schedule);
+  if (!kind.ok() || (*kind != cost::ScheduleKind::GPipe &&
+                     *kind != cost::ScheduleKind::OneFOneB))
+    return step.emitOpError("schedule '")
+           << ctx.schedule
+           << "' is not lowered to programs yet (gpipe and 1f1b are)";
+  auto order = cost::pipelineOrder(*kind, ctx.stages, ctx.stage,
+                                   static_cast<int>(ctx.microbatches));
+  if (!order.ok())
+    return step.emitOpError(std::string(order.status().message()));
+  slots = std::max(1, cost::peakInFlight(*order));
+  for (const cost::PipelineSlot &s : *order) {
+    plan::ScheduleStep *st = program.add_schedule();
+    st->set_segment(s.pass == cost::PassKind::Forward ? kForward : kBackward);
+    st->set_microbatch(s.microbatch);
+  }
+  plan::ScheduleStep *opt = program.add_schedule();
+  opt->set_segment(kOptimizer);
+  opt->set_microbatch(-1);
+  return success();
+}
+
+FailureOr<plan::Program> Emitter::run() {
+  program.set_stage(ctx.stage);
+  program.set_name("stage" + std::to_string(ctx.stage));
+  if (failed(buildSchedule()))
+    return failure();
+  SmallVector<Operation *> updates;
+  func::ReturnOp ret;
+  // Parameters first: the optimizer state built at the top of the block
+  // refers to them.
+  for (Operation &op : step.front())
+    if (isa<gr::ParamOp>(op))
+      (void)declareSource(&op);
+  for (Operation &op : step.front()) {
+    if (isa<gr::ParamOp>(op))
+      continue;
+    if (auto r = dyn_cast<func::ReturnOp>(op)) {
+      ret = r;
+      continue;
+    }
+    if (succeeded(declareSource(&op)))
+      continue;
+    if (op.getNumRegions())
+      return op.emitOpError("has regions; the lowering handles flat graphs");
+    if (isa<gr::SgdUpdateOp, gr::AdamwUpdateOp>(op)) {
+      updates.push_back(&op);
+      continue;
+    }
+    if (failed(emitInstruction(&op, phaseOf(&op))))
+      return failure();
+  }
+  if (failed(emitOptimizer(updates)))
+    return failure();
+  // The loss (a result without an update tag) is read after each forward
+  // run, so it keeps a slot.
+  if (ret && ret.getNumOperands() > 0 &&
+      !step.getResultAttr(0, "cleave.update") &&
+      !step.getResultAttr(0, "cleave.grad")) {
+    int id = ids.lookup(ret.getOperand(0));
+    program.mutable_tensors(id)->set_kind(plan::TensorDecl::STASH);
+    program.set_loss_tensor(id);
+  }
+  static const char *names[] = {"forward", "backward", "optimizer"};
+  static const plan::Segment::Kind kinds[] = {
+      plan::Segment::FORWARD, plan::Segment::BACKWARD,
+      plan::Segment::OPTIMIZER};
+  for (int s = 0; s < kNumPhases; ++s) {
+    plan::Segment *seg = program.add_segments();
+    seg->set_name(names[s]);
+    seg->set_kind(kinds[s]);
+    for (plan::Instruction &inst : segments[s])
+      *seg->add_instructions() = std::move(inst);
+  }
+  // Segments moved out; liveness reads them back from the program.
+  for (int s = 0; s < kNumPhases; ++s)
+    segments[s].assign(program.segments(s).instructions().begin(),
+                       program.segments(s).instructions().end());
+  planMemory();
+  return program;
+}
+
+} // namespace
+
+FailureOr<plan::Program> emitProgram(func::FuncOp step,
+                                     const ProgramContext &context,
+                                     plan::Plan &plan) {
+  return Emitter(step, context, plan).run();
+}
+
+} // namespace cleave::lowering

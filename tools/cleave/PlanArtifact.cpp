@@ -1,0 +1,239 @@
+//===- PlanArtifact.cpp - `cleave compile -o`: the plan artifact ----------===//
+
+#include "PlanArtifact.h"
+
+#include "cleave/Analysis/ModelSummary.h"
+#include "cleave/Lowering/PlanLowering.h"
+#include "cleave/cost_model/PlanKnobs.h"
+#include "cleave/cost_model/Simulator.h"
+#include "cleave/runtime/plan/PlanIO.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <sstream>
+
+using namespace llvm;
+
+namespace cleave::tool {
+
+void restrictToLowerable(cost::ParallelConfig &plan,
+                         std::set<std::string> &fixed) {
+  auto fix = [&](const char *knob, auto apply) {
+    if (!fixed.count(knob)) {
+      apply();
+      fixed.insert(knob);
+    }
+  };
+  fix("cp", [&] { plan.cp = 1; });
+  fix("ep", [&] { plan.ep = 1; });
+  fix("sp", [&] { plan.sequenceParallel = false; });
+  fix("zero", [&] { plan.zero = 0; });
+  fix("recompute", [&] { plan.recompute = cost::Recompute::None; });
+  fix("precision", [&] { plan.precision = cost::DType::Fp32; });
+  if (!fixed.count("schedule") && !fixed.count("vpp")) {
+    plan.schedule = cost::ScheduleKind::OneFOneB;
+    plan.chunks = 1;
+    fixed.insert("schedule");
+  }
+}
+
+std::string whyNotLowerable(const cost::ParallelConfig &plan) {
+  std::vector<std::string> reasons;
+  if (plan.cp != 1)
+    reasons.push_back("cp=" + std::to_string(plan.cp));
+  if (plan.ep != 1)
+    reasons.push_back("ep=" + std::to_string(plan.ep));
+  if (plan.zero != 0)
+    reasons.push_back("zero=" + std::to_string(plan.zero));
+  if (plan.recompute != cost::Recompute::None)
+    reasons.push_back("recompute");
+  if (plan.chunks != 1 || (plan.schedule != cost::ScheduleKind::GPipe &&
+                           plan.schedule != cost::ScheduleKind::OneFOneB))
+    reasons.push_back(std::string("schedule=") +
+                      cost::scheduleName(plan.schedule));
+  if (reasons.empty())
+    return "";
+  std::string out;
+  for (const std::string &r : reasons)
+    out += (out.empty() ? "" : ", ") + r;
+  return out;
+}
+
+namespace {
+
+std::string graphHash(mlir::ModuleOp module) {
+  std::string text;
+  raw_string_ostream os(text);
+  if (auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward"))
+    forward.print(os);
+  std::array<uint8_t, 32> digest = SHA256::hash(
+      ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(text.data()),
+                        text.size()));
+  return toHex(ArrayRef<uint8_t>(digest), /*LowerCase=*/true);
+}
+
+int fail(const Twine &message, int code) {
+  WithColor::error(errs(), "cleave") << message << "\n";
+  return code;
+}
+
+} // namespace
+
+int writePlanArtifact(const ArtifactRequest &r) {
+  const cost::ParallelConfig &knobs = r.prediction.plan;
+  if (std::string why = whyNotLowerable(knobs); !why.empty())
+    return fail("-o: the plan uses " + why +
+                    ", which the lowering to programs does not support yet "
+                    "(it lowers dp, tp and pp with the gpipe or 1f1b "
+                    "schedule); --fix other values",
+                2);
+  int64_t replicaBatch = r.globalBatch / knobs.dp;
+  int64_t b = knobs.microbatchSize;
+  if (r.globalBatch % knobs.dp != 0 || replicaBatch % b != 0)
+    return fail("-o: global batch " + Twine(r.globalBatch) +
+                    " does not split into microbatches of " + Twine(b) +
+                    " over " + Twine(knobs.dp) + " data-parallel replicas",
+                2);
+  ImportOptions options = r.importOptions;
+  options.batch = b;
+  mlir::OwningOpRef<mlir::ModuleOp> module = r.load(options);
+  if (!module)
+    return 2;
+  std::string hash = graphHash(*module);
+  ModelSummary summary = summarizeModel(*module);
+
+  lowering::LoweringOptions lo;
+  lo.cluster = r.cluster;
+  lo.clusterSpec = r.clusterSpec;
+  lo.dp = knobs.dp;
+  lo.tp = knobs.tp;
+  lo.pp = knobs.pp;
+  lo.microbatchSize = b;
+  lo.microbatches = replicaBatch / b;
+  lo.schedule = cost::scheduleName(knobs.schedule);
+  lo.seed = r.seed;
+  lo.step = r.step;
+  lo.vocab = r.shape.vocab;
+  lo.seqLen = r.shape.seq;
+  FailureOr<plan::Plan> lowered = lowering::lowerToPlan(*module, lo);
+  if (failed(lowered))
+    return fail("-o: lowering the plan to programs failed", 1);
+  plan::Plan &plan = *lowered;
+  plan.set_producer("cleave 0.1");
+
+  plan::ModelIdentity *model = plan.mutable_model();
+  model->set_source(r.modelSource);
+  model->set_name(r.shape.name);
+  model->set_num_parameters(summary.trainableParams);
+  model->set_graph_hash(hash);
+  plan::ClusterInfo *cluster = plan.mutable_cluster();
+  cluster->set_spec(r.clusterSpec);
+  cluster->set_device_kind(r.cluster.device.name);
+  cluster->set_nodes(r.cluster.nodes);
+  cluster->set_devices_per_node(r.cluster.devicesPerNode);
+  cluster->set_peak_flops(r.cluster.device.peakFlops(knobs.precision));
+  cluster->set_memory_bytes(r.cluster.device.memoryBytes);
+  plan.mutable_knobs()->set_text(cost::planKnobsString(knobs));
+  plan.mutable_knobs()->set_precision(
+      std::string(cost::precisionName(knobs.precision)));
+  plan.mutable_training()->set_flops_per_step(r.prediction.modelFlops);
+
+  const cost::PlanPrediction &p = r.prediction;
+  plan::PredictedMetrics *m = plan.mutable_predicted();
+  m->set_step_time_s(p.stepSeconds);
+  m->set_tflops_per_device(p.tflopsPerDevice);
+  m->set_mfu(p.mfu);
+  m->set_bubble_fraction(p.bubbleFraction);
+  m->set_tokens_per_s(p.stepSeconds > 0
+                          ? plan.training().tokens_per_step() / p.stepSeconds
+                          : 0);
+  int64_t first = 0;
+  for (int64_t s = 0; s < knobs.pp; ++s) {
+    plan::StageInfo *stage = plan.add_stages();
+    stage->set_stage(s);
+    int64_t layers = s < int64_t(p.layersPerStage.size())
+                         ? p.layersPerStage[s]
+                         : r.shape.layers / knobs.pp;
+    stage->set_first_layer(first);
+    stage->set_num_layers(layers);
+    first += layers;
+    stage->set_has_embedding(s == 0);
+    stage->set_has_head(s == knobs.pp - 1);
+    for (const plan::RankAssignment &rank : plan.ranks())
+      if (rank.program() == s)
+        stage->add_ranks(rank.rank());
+    if (s == p.peakMemoryStage) {
+      stage->set_predicted_peak_bytes(p.peakMemoryBytes);
+      for (auto [name, bytes] : p.memory.items())
+        (*stage->mutable_predicted_memory())[std::string(name)] = bytes;
+    }
+    stage->set_planned_arena_bytes(plan.programs(s).arena_bytes());
+    m->add_peak_memory_per_stage(s == p.peakMemoryStage ? p.peakMemoryBytes
+                                                        : 0);
+  }
+  {
+    cost::TaskGraph graph;
+    cost::Timeline timeline;
+    (void)cost::scoreTransformerPlan(r.shape, r.cluster, knobs, nullptr,
+                                     &graph, &timeline);
+    std::ostringstream trace;
+    cost::writeChromeTrace(graph, timeline, trace);
+    plan.set_simulated_trace(trace.str());
+  }
+  if (absl::Status s = plan::validatePlan(plan); !s.ok())
+    return fail("-o: the lowered plan is inconsistent: " +
+                    Twine(std::string(s.message())),
+                1);
+  if (absl::Status s = plan::writePlanFile(r.path, plan); !s.ok())
+    return fail(std::string(s.message()), 1);
+  return 0;
+}
+
+absl::StatusOr<plan::Plan> buildReferencePlan(
+    const plan::Plan &partitioned,
+    const std::function<mlir::OwningOpRef<mlir::ModuleOp>(
+        const std::string &, const ImportOptions &)> &load) {
+  const plan::TrainingConfig &t = partitioned.training();
+  ImportOptions options;
+  options.batch = t.global_batch();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      load(partitioned.model().source(), options);
+  if (!module)
+    return absl::InvalidArgumentError(
+        "cannot import the plan's model '" + partitioned.model().source() +
+        "'");
+  lowering::LoweringOptions lo;
+  lo.clusterSpec = "cpu-local,devices=1";
+  auto cluster = cost::parseCluster(lo.clusterSpec);
+  if (!cluster.ok())
+    return cluster.status();
+  lo.cluster = *cluster;
+  lo.microbatchSize = t.global_batch();
+  lo.seed = t.seed();
+  lo.seqLen = t.seq_len();
+  lo.step.optimizer = t.optimizer();
+  lo.step.lr = t.lr();
+  lo.step.beta1 = t.beta1();
+  lo.step.beta2 = t.beta2();
+  lo.step.eps = t.eps();
+  lo.step.weightDecay = t.weight_decay();
+  lo.step.momentum = t.momentum();
+  for (const plan::Program &p : partitioned.programs())
+    for (const plan::TensorDecl &decl : p.tensors())
+      if (decl.kind() == plan::TensorDecl::INPUT && decl.vocab() > 0)
+        lo.vocab = decl.vocab();
+  FailureOr<plan::Plan> lowered = lowering::lowerToPlan(*module, lo);
+  if (failed(lowered))
+    return absl::InternalError("lowering the reference plan failed");
+  *lowered->mutable_model() = partitioned.model();
+  lowered->set_producer(partitioned.producer());
+  lowered->mutable_training()->set_flops_per_step(t.flops_per_step());
+  lowered->mutable_knobs()->set_text("reference (one rank)");
+  return *std::move(lowered);
+}
+
+} // namespace cleave::tool

@@ -1,0 +1,59 @@
+//===- PlanArtifact.h - `cleave compile -o`: the plan artifact --*- C++ -*-===//
+
+#ifndef CLEAVE_TOOLS_PLANARTIFACT_H
+#define CLEAVE_TOOLS_PLANARTIFACT_H
+
+#include "cleave/Importers/ImportOptions.h"
+#include "cleave/Transforms/TrainingStepBuilder.h"
+#include "cleave/cost_model/TransformerPlan.h"
+#include "cleave/runtime/plan/plan.pb.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <functional>
+#include <set>
+#include <string>
+
+namespace cleave::tool {
+
+/// The knobs the lowering to programs supports; a search for a plan to
+/// write fixes the others to these values, and a plan that sets them
+/// otherwise is refused with the reason.
+void restrictToLowerable(cost::ParallelConfig &plan,
+                         std::set<std::string> &fixed);
+/// Empty when `plan` can be lowered, else why not.
+std::string whyNotLowerable(const cost::ParallelConfig &plan);
+
+struct ArtifactRequest {
+  std::string path;
+  std::string modelSource;
+  std::string clusterSpec;
+  cost::Cluster cluster;
+  cost::TransformerModel shape;
+  cost::PlanPrediction prediction;
+  int64_t globalBatch = 0;
+  uint64_t seed = 1234;
+  StepOptions step;
+  /// Imports the model with the given options (the microbatch shape).
+  std::function<mlir::OwningOpRef<mlir::ModuleOp>(const ImportOptions &)>
+      load;
+  ImportOptions importOptions;
+};
+
+/// Lowers the predicted plan to programs and writes the artifact. Returns
+/// the exit code (0, 1 for a failed lowering, 2 for bad input); errors are
+/// reported on stderr.
+int writePlanArtifact(const ArtifactRequest &request);
+
+/// The one-rank plan of `partitioned`'s model that `cleave run --check`
+/// trains alongside: the whole global batch as one microbatch, the same
+/// optimizer, seed and data. `load` imports the model source with options.
+absl::StatusOr<plan::Plan> buildReferencePlan(
+    const plan::Plan &partitioned,
+    const std::function<mlir::OwningOpRef<mlir::ModuleOp>(
+        const std::string &source, const ImportOptions &)> &load);
+
+} // namespace cleave::tool
+
+#endif // CLEAVE_TOOLS_PLANARTIFACT_H

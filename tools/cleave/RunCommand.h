@@ -1,0 +1,47 @@
+//===- RunCommand.h - `cleave run`: launch a plan, check it -----*- C++ -*-===//
+
+#ifndef CLEAVE_TOOLS_RUNCOMMAND_H
+#define CLEAVE_TOOLS_RUNCOMMAND_H
+
+#include "cleave/runtime/plan/plan.pb.h"
+
+#include "absl/status/statusor.h"
+
+#include <functional>
+#include <string>
+
+namespace cleave::tool {
+
+struct RunRequest {
+  std::string planPath;
+  std::string argv0;
+  int64_t steps = 3;
+  std::string dataPath;
+  std::string tracePath;
+  double timeoutSeconds = 60;
+  /// Train the unpartitioned model on one rank alongside and compare.
+  bool check = false;
+  double tolerance = 1e-5;
+  /// Builds the one-rank reference plan of `plan`'s model (needs the
+  /// compiler); used by --check.
+  std::function<absl::StatusOr<plan::Plan>(const plan::Plan &)> reference;
+};
+
+/// Runs the plan's ranks on this machine through mpirun; with `check`,
+/// compares the loss of every step and the final parameters with the
+/// reference. Returns the exit code (0, 1: run failed or diverged, 2: bad
+/// input).
+int runPlan(const RunRequest &request);
+
+/// The comparison behind --check, on two --dump-params directories:
+/// `plan`'s ranks' blocks are assembled into whole parameters and compared
+/// with the one-rank `reference` run. Fails naming the first loss step or
+/// parameter whose relative error exceeds `tolerance`.
+absl::Status compareRuns(const plan::Plan &plan, const std::string &planDir,
+                         const plan::Plan &reference,
+                         const std::string &referenceDir, double tolerance,
+                         std::string *report);
+
+} // namespace cleave::tool
+
+#endif // CLEAVE_TOOLS_RUNCOMMAND_H
