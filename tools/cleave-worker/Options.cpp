@@ -9,7 +9,7 @@ namespace cleave::worker {
 const char *const kUsage =
     "usage: cleave-worker PLAN [--steps K] [--data tokens.bin] [--seed S]\n"
     "                     [--trace out.json] [--dump-params DIR]\n"
-    "                     [--timeout SECONDS]\n";
+    "                     [--timeout SECONDS] [--list]\n";
 
 namespace {
 bool parseInt(const std::string &text, int64_t &value) {
@@ -53,6 +53,8 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
         error = "--timeout needs a positive number of seconds";
         return false;
       }
+    } else if (arg == "--list") {
+      options.list = true;
     } else if (arg == "--data") {
       if (!value(options.dataPath))
         return false;

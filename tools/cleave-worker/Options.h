@@ -17,6 +17,8 @@ struct Options {
   std::string tracePath;
   std::string dumpDir;
   double timeoutSeconds = 60;
+  /// Print each rank's program (schedule and instructions) and exit.
+  bool list = false;
   /// Fault injection for the runtime's tests: rank `faultRank` does
   /// `fault` ("kill": SIGKILL itself, "hang": sleep forever, "exit": exit
   /// 3 without MPI_Finalize) at the start of step `faultStep`.

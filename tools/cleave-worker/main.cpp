@@ -25,6 +25,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -106,6 +107,42 @@ void dumpParameters(const plan::Plan &plan, const executor::Executor &ex,
   }
 }
 
+/// --list: the rank's program as the executor will run it.
+void listProgram(const plan::Plan &plan) {
+  const plan::Program &p = plan.programs(plan.ranks(gRank).program());
+  std::string text = "rank " + std::to_string(gRank) + ": program " +
+                     std::to_string(p.id()) + " (" + p.name() + "), arena " +
+                     std::to_string(p.arena_bytes()) + " bytes\n  schedule:";
+  for (const plan::ScheduleStep &s : p.schedule())
+    text += " " + p.segments(s.segment()).name() + ":" +
+            std::to_string(s.microbatch());
+  text += "\n";
+  for (int s = 0; s < p.segments_size(); ++s) {
+    const plan::Segment &segment = p.segments(s);
+    text += "  segment " + std::to_string(s) + " '" + segment.name() + "'\n";
+    for (int i = 0; i < segment.instructions_size(); ++i) {
+      const plan::Instruction &inst = segment.instructions(i);
+      text += "    " + std::to_string(i) + " " + inst.op() + " (";
+      for (int k = 0; k < inst.inputs_size(); ++k)
+        text += (k ? ", " : "") + std::to_string(inst.inputs(k));
+      text += ") -> (";
+      for (int k = 0; k < inst.outputs_size(); ++k)
+        text += (k ? ", " : "") + std::to_string(inst.outputs(k));
+      text += ")";
+      std::map<std::string, std::string> attrs;
+      for (const auto &[name, value] : inst.attrs())
+        attrs[name] = value.ShortDebugString();
+      for (const auto &[name, value] : attrs)
+        text += " " + name + "={" + value + "}";
+      if (inst.has_async_handle())
+        text += " async=" + std::to_string(inst.async_handle());
+      text += "\n";
+    }
+  }
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
 /// Each rank writes its events to PATH.rankR; after a barrier rank 0 joins
 /// them into PATH (one process per rank) and removes the parts.
 void writeTrace(comm::Communicator &comm, const executor::Executor &ex,
@@ -171,6 +208,17 @@ int main(int argc, char **argv) {
                    plan->ranks_size(), gSize, plan->ranks_size());
     comm::mpiFinalize();
     return 1;
+  }
+
+  if (options.list) {
+    // One rank after another, so that the listings do not interleave.
+    for (int r = 0; r < gSize; ++r) {
+      if (r == gRank)
+        listProgram(*plan);
+      comm::mpiBarrier();
+    }
+    comm::mpiFinalize();
+    return 0;
   }
 
   comm::MeshInfo mesh;

@@ -35,6 +35,8 @@ int mpiWorldSize() {
   return size;
 }
 
+void mpiBarrier() { MPI_Barrier(MPI_COMM_WORLD); }
+
 void mpiAbort(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);

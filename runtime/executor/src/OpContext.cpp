@@ -182,6 +182,9 @@ std::vector<int64_t> OpContext::attrInts(const std::string &name) const {
     return {a.ints().values().begin(), a.ints().values().end()};
   if (a.has_i())
     return {a.i()};
+  // An empty list may arrive as an Attr with no value set.
+  if (a.value_case() == plan::Attr::VALUE_NOT_SET)
+    return {};
   badAttr(name, "an integer list");
 }
 
@@ -196,6 +199,9 @@ std::vector<std::string> OpContext::attrStrings(const std::string &name) const {
     return {a.strings().values().begin(), a.strings().values().end()};
   if (a.has_s())
     return {a.s()};
+  if (a.value_case() == plan::Attr::VALUE_NOT_SET ||
+      (a.has_ints() && a.ints().values_size() == 0))
+    return {};
   badAttr(name, "a list of strings");
 }
 

@@ -291,6 +291,24 @@ TEST_F(WorkerTest, RankCountMustMatchThePlan) {
       << o.output;
 }
 
+TEST_F(WorkerTest, ListShowsEachRanksProgram) {
+  test::MlpPlanOptions options;
+  Outcome o = run(2, {writePlan("pipeline", options, /*pipeline=*/true),
+                      "--list"});
+  ASSERT_EQ(o.exitStatus, 0) << o.output;
+  size_t rank0 = o.output.find("rank 0: program 0 (stage0)");
+  size_t rank1 = o.output.find("rank 1: program 1 (stage1)");
+  ASSERT_NE(rank0, std::string::npos) << o.output;
+  ASSERT_NE(rank1, std::string::npos) << o.output;
+  EXPECT_LT(rank0, rank1);
+  EXPECT_NE(o.output.find("schedule: forward:0 backward:0 optimizer:-1"),
+            std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("2 comm.send (3) -> () axis={s: \"pp\"} buffered={b: true}"),
+            std::string::npos)
+      << o.output;
+}
+
 TEST_F(WorkerTest, BadPlanIsReported) {
   std::string path = (dir_ / "bad.cleave").string();
   std::ofstream(path) << "not a plan";

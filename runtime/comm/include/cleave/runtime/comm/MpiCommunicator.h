@@ -23,6 +23,8 @@ void mpiInitialize(int *argc, char ***argv);
 void mpiFinalize();
 int mpiWorldRank();
 int mpiWorldSize();
+/// MPI_Barrier on MPI_COMM_WORLD.
+void mpiBarrier();
 /// MPI_Abort on MPI_COMM_WORLD: ends every rank of the job.
 [[noreturn]] void mpiAbort(int code);
 
