@@ -62,7 +62,9 @@ absl::StatusOr<DataSource> DataSource::create(const plan::Plan &plan,
 }
 
 absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
-                              int64_t microbatch, void *dst) const {
+                              int64_t microbatch, void *dst,
+                              int64_t vocabOverride) const {
+  int64_t vocab = vocabOverride > 0 ? vocabOverride : decl.vocab();
   std::vector<int64_t> shape(decl.shape().begin(), decl.shape().end());
   int64_t n = 1;
   for (int64_t d : shape)
@@ -121,7 +123,7 @@ absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
     return absl::InvalidArgumentError(absl::StrCat(
         "the token file has ", tokens_.size(), " tokens, fewer than a ",
         "sequence of ", fileSeq, " needs"));
-  if (isInt && !fromFile && decl.vocab() <= 0)
+  if (isInt && !fromFile && vocab <= 0)
     return absl::InvalidArgumentError(
         where() + " has no vocab for synthetic ids (TensorDecl.vocab)");
   bool shifted = name == "labels" && languageModel_;
@@ -146,7 +148,7 @@ absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
     } else {
       uint64_t h = mix(mix(mix(streamKey, row), pos), other);
       if (isInt)
-        value = static_cast<int64_t>(h % static_cast<uint64_t>(decl.vocab()));
+        value = static_cast<int64_t>(h % static_cast<uint64_t>(vocab));
       else
         static_cast<float *>(dst)[i] = static_cast<float>(
             normalSample(streamKey, (row * globalSeq + pos) * rest + other));

@@ -129,6 +129,29 @@ absl::Status Executor::prepare() {
     }
     writesLoss_.push_back(writes);
   }
+  // Integer inputs reach their gathers through copies and slices
+  // (copy_to_group, shard_slice): follow them back to the INPUT.
+  inputOf_.assign(p.tensors_size(), -1);
+  for (const TensorDecl &t : p.tensors())
+    if (t.kind() == TensorDecl::INPUT)
+      inputOf_[t.id()] = t.id();
+  for (const plan::Segment &segment : p.segments())
+    for (const plan::Instruction &inst : segment.instructions()) {
+      const std::string &op = inst.op();
+      bool passes = op == "runtime.copy" || op == "comm.shard_slice" ||
+                    op == "graph.shard_slice" || op == "graph.reshape" ||
+                    op == "comm.all_gather" || op == "graph.all_gather" ||
+                    op == "comm.broadcast" || op == "graph.slice";
+      if (passes && inst.inputs_size() >= 1 && inst.outputs_size() == 1 &&
+          inst.inputs(0) >= 0 && inst.outputs(0) >= 0 &&
+          inputOf_[inst.inputs(0)] >= 0)
+        inputOf_[inst.outputs(0)] = inputOf_[inst.inputs(0)];
+    }
+  idBound_.assign(p.tensors_size(), 0);
+  for (const plan::Segment &segment : p.segments())
+    for (const plan::Instruction &inst : segment.instructions())
+      boundIds(inst);
+
   // Without a segment writing the loss (a plan that computes it elsewhere),
   // every forward segment's end is where it is read.
   bool any = false;
@@ -150,6 +173,52 @@ absl::Status Executor::prepare() {
         "rank ", rank_, ", program ", p.id(), ": loss tensor ",
         p.loss_tensor(), " is not an f32 tensor"));
   return absl::OkStatus();
+}
+
+void Executor::boundIds(const plan::Instruction &inst) {
+  const plan::Program &p = *program_;
+  // (index operand, table operand or result, dimension of the table) of
+  // the ops whose integer operand indexes a tensor.
+  int indices = -1, table = -1, dim = -1;
+  bool tableIsOutput = false;
+  const std::string &op = inst.op();
+  auto axisOf = [&](int rank) {
+    auto it = inst.attrs().find("axis");
+    int64_t axis = it == inst.attrs().end() ? 0 : it->second.i();
+    return static_cast<int>(axis < 0 ? axis + rank : axis);
+  };
+  if (op == "graph.gather") {
+    indices = 1;
+    table = 0;
+  } else if (op == "graph.gather_grad") {
+    indices = 1;
+    table = 0;
+    tableIsOutput = true;
+  } else if (op == "graph.cross_entropy" || op == "graph.cross_entropy_grad") {
+    indices = 1;
+    table = 0;
+  } else {
+    return;
+  }
+  if (inst.inputs_size() <= indices ||
+      (tableIsOutput ? inst.outputs_size() : inst.inputs_size()) <= table)
+    return;
+  int32_t id = inst.inputs(indices);
+  int32_t tableId = tableIsOutput ? inst.outputs(table) : inst.inputs(table);
+  if (id < 0 || tableId < 0 || inputOf_[id] < 0)
+    return;
+  id = inputOf_[id];
+  const TensorDecl &t = p.tensors(tableId);
+  int rank = t.shape_size();
+  dim = op.find("cross_entropy") != std::string::npos ? rank - 1
+                                                       : axisOf(rank);
+  if (dim < 0 || dim >= rank)
+    return;
+  int64_t bound = t.shape(dim);
+  int64_t vocab = p.tensors(id).vocab();
+  if ((vocab <= 0 || bound < vocab) &&
+      (idBound_[id] == 0 || bound < idBound_[id]))
+    idBound_[id] = bound;
 }
 
 absl::Status Executor::initialize() {
@@ -250,7 +319,8 @@ absl::Status Executor::fillInputs(const plan::Instruction &inst, int64_t step,
       continue;
     filled.push_back(microbatch);
     if (absl::Status s =
-            data_->fill(t, step, microbatch, tensor(id, microbatch).data);
+            data_->fill(t, step, microbatch, tensor(id, microbatch).data,
+                        idBound_[id]);
         !s.ok())
       return absl::InvalidArgumentError(
           absl::StrCat("rank ", rank_, ": ", s.message()));

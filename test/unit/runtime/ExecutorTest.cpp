@@ -178,6 +178,20 @@ TEST(ExecutorTest, TraceRecordsSegmentsAndInstructions) {
   EXPECT_NE(os.str().find("\"ph\": \"X\""), std::string::npos);
 }
 
+// A plan may give every integer input the model's vocab; ids are kept
+// within what the cross entropy (or a gather table) they reach accepts.
+TEST(ExecutorTest, SyntheticIdsStayWithinTheirTables) {
+  plan::Plan p = test::buildMlpPlan({});
+  p.mutable_programs(0)->mutable_tensors(test::kLabels)->set_vocab(1000);
+  LocalRun run = start(p);
+  ASSERT_TRUE(run.executor);
+  for (int s = 1; s <= 3; ++s)
+    EXPECT_TRUE(std::isfinite(step(*run.executor, s)));
+  executor::TensorView labels = run.executor->tensor(test::kLabels);
+  for (int64_t i = 0; i < labels.numElements(); ++i)
+    EXPECT_LT(static_cast<const int64_t *>(labels.data)[i], 5);
+}
+
 //===----------------------------------------------------------------------===//
 // Errors name the instruction.
 

@@ -102,6 +102,7 @@ private:
            ExecutorOptions options);
   absl::Status prepare();
   absl::Status initialize();
+  void boundIds(const plan::Instruction &inst);
   absl::Status runSegment(int32_t segment, int64_t microbatch, int64_t step);
   absl::Status fillInputs(const plan::Instruction &inst, int64_t step,
                           int64_t microbatch);
@@ -128,6 +129,12 @@ private:
   std::vector<size_t> firstKernel_; // per segment, index into kernels_
   /// Per segment: does it write the loss tensor?
   std::vector<bool> writesLoss_;
+  /// Per INPUT tensor: the ids its gather tables and cross-entropy logits
+  /// accept (0: no bound), when smaller than its vocab (a plan may give
+  /// every integer input the model's vocab, BERT's token types too).
+  std::vector<int64_t> idBound_;
+  /// Per tensor: the INPUT it is a copy or slice of (-1: none).
+  std::vector<int32_t> inputOf_;
   /// Input tensors filled this step, per (tensor, microbatch).
   std::vector<std::vector<int64_t>> filledFor_;
   PendingRequests pending_;

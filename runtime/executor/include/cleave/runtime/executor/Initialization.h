@@ -55,9 +55,10 @@ public:
                                            const std::string &tokenFile);
 
   /// Fills INPUT tensor `decl` (its slot at `dst`) for 1-based `step` and
-  /// microbatch `microbatch` of this rank.
+  /// microbatch `microbatch` of this rank. `vocab` > 0 overrides
+  /// decl.vocab() for synthetic ids.
   absl::Status fill(const plan::TensorDecl &decl, int64_t step,
-                    int64_t microbatch, void *dst) const;
+                    int64_t microbatch, void *dst, int64_t vocab = 0) const;
 
 private:
   DataSource() = default;
