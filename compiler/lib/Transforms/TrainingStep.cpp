@@ -88,7 +88,7 @@ LogicalResult StepBuilder::build(cleave::StepStatistics &stats) {
       if (active.contains(send.getInput()))
         grads[send.getInput()] = RecvOp::create(
             b, send.getLoc(), send.getInput().getType(), send.getAxisAttr(),
-            b.getI64IntegerAttr(-send.getOffset()), send.getTagAttr());
+            send.getOffsetAttr(), send.getTagAttr());
   if (!loss && grads.empty())
     return step.emitOpError("has neither a scalar loss as its first result "
                             "nor a value sent to another stage to "
@@ -125,7 +125,7 @@ LogicalResult StepBuilder::build(cleave::StepStatistics &stats) {
     if (auto recv = dyn_cast<RecvOp>(op))
       if (Value grad = grads.lookup(recv.getResult()))
         SendOp::create(b, recv.getLoc(), grad, recv.getAxisAttr(),
-                       b.getI64IntegerAttr(-recv.getOffset()),
+                       recv.getOffsetAttr(),
                        recv.getTagAttr());
 
   // Optimizer updates, in parameter order.

@@ -5,8 +5,8 @@
 // no loss unless it is the last; instead it sends activations to the next
 // stage (graph.send) and receives them from the previous one (graph.recv).
 // The builder pairs them: the gradient of a sent value is received back,
-// and the gradient of a received value is sent back, with the offset
-// negated and the same tag.
+// and the gradient of a received value is sent back, to and from the same
+// peer (the same offset) with the same tag.
 //
 //===----------------------------------------------------------------------===//
 
