@@ -147,6 +147,33 @@ absl::Status Executor::prepare() {
           inputOf_[inst.inputs(0)] >= 0)
         inputOf_[inst.outputs(0)] = inputOf_[inst.inputs(0)];
     }
+  // A buffered send is still in flight when later microbatches run the
+  // segment again: its tensor needs a slot per run, or they overwrite it.
+  std::vector<int64_t> runs(p.segments_size(), 0);
+  for (const plan::ScheduleStep &step : p.schedule())
+    if (step.segment() >= 0 && step.segment() < p.segments_size())
+      ++runs[step.segment()];
+  for (int s = 0; s < p.segments_size(); ++s)
+    for (int i = 0; i < p.segments(s).instructions_size(); ++i) {
+      const plan::Instruction &inst = p.segments(s).instructions(i);
+      auto buffered = inst.attrs().find("buffered");
+      if (buffered == inst.attrs().end() || !buffered->second.b() ||
+          inst.has_async_handle() || inst.inputs_size() < 1 ||
+          inst.inputs(0) < 0)
+        continue;
+      const TensorDecl &t = p.tensors(inst.inputs(0));
+      int64_t slots = slotted(t) ? std::max(1, t.slots()) : 1;
+      bool persistent = t.kind() == TensorDecl::PARAMETER ||
+                        t.kind() == TensorDecl::CONSTANT;
+      if (!persistent && slots < runs[s])
+        return instructionError(
+            s, i,
+            absl::StrCat("tensor ", t.id(), " '", t.name(), "' (",
+                         TensorDecl::Kind_Name(t.kind()), ", ", slots,
+                         " slot(s)) is sent buffered by a segment that runs ",
+                         runs[s], " times a step; it needs a slot per run"));
+    }
+
   idBound_.assign(p.tensors_size(), 0);
   for (const plan::Segment &segment : p.segments())
     for (const plan::Instruction &inst : segment.instructions())

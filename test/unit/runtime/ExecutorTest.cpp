@@ -254,6 +254,26 @@ TEST(ExecutorErrorTest, UnwaitedHandleIsAnError) {
       << result.status();
 }
 
+TEST(ExecutorErrorTest, BufferedSendNeedsASlotPerMicrobatch) {
+  test::MlpPlanOptions o;
+  o.microbatches = 2;
+  plan::Plan p = test::buildMlpPlan(o);
+  plan::Instruction *send =
+      p.mutable_programs(0)->mutable_segments(1)->add_instructions();
+  send->set_op("comm.send");
+  send->add_inputs(test::kAct);
+  (*send->mutable_attrs())["axis"].set_s("pp");
+  (*send->mutable_attrs())["offset"].set_i(1);
+  (*send->mutable_attrs())["buffered"].set_b(true);
+  p.mutable_programs(0)->mutable_tensors(test::kAct)->set_slots(1);
+  auto comm = comm::createLocalCommunicator(meshOf(p, 0));
+  auto ex = executor::Executor::create(p, 0, *comm);
+  ASSERT_FALSE(ex.ok());
+  EXPECT_NE(ex.status().message().find("needs a slot per run"),
+            std::string::npos)
+      << ex.status();
+}
+
 TEST(ExecutorErrorTest, TensorOutsideArena) {
   plan::Plan p = test::buildMlpPlan({});
   p.mutable_programs(0)->mutable_tensors(3)->set_offset(

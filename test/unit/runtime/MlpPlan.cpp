@@ -203,7 +203,10 @@ plan::Plan buildMlpPipelinePlan(const MlpPlanOptions &o) {
   int32_t dloss = b1.tensor("dloss", {}, TensorDecl::CONSTANT);
   int32_t dlogits = b1.tensor("dlogits", {rows, c}, TensorDecl::TRANSIENT);
   int32_t dw2 = b1.tensor("dw2", {h, c}, TensorDecl::TRANSIENT);
-  int32_t dactOut = b1.tensor("dact", {rows, h}, TensorDecl::TRANSIENT);
+  // A buffered send's tensor stays in flight until the step ends: one slot
+  // per microbatch.
+  int32_t dactOut =
+      b1.tensor("dact", {rows, h}, TensorDecl::COMM_BUFFER, plan::F32, m);
   int32_t g2 = b1.tensor("w2.grad", {h, c}, TensorDecl::GRADIENT);
   int32_t m2 = b1.tensor("w2.momentum", {h, c}, TensorDecl::OPTIMIZER_STATE);
   for (int32_t id : {w2, g2, m2})
