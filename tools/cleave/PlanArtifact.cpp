@@ -198,8 +198,13 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
     const std::function<mlir::OwningOpRef<mlir::ModuleOp>(
         const std::string &, const ImportOptions &)> &load) {
   const plan::TrainingConfig &t = partitioned.training();
+  // The same microbatches, one after another on one device: a model whose
+  // math depends on the batch (an expert's token capacity) then computes
+  // exactly what the partitioned plan does, only in another order.
+  const plan::Knobs &knobs = partitioned.knobs();
+  int64_t b = std::max<int64_t>(1, knobs.microbatch_size());
   ImportOptions options;
-  options.batch = t.global_batch();
+  options.batch = b;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       load(partitioned.model().source(), options);
   if (!module)
@@ -212,7 +217,8 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
   if (!cluster.ok())
     return cluster.status();
   lo.cluster = *cluster;
-  lo.microbatchSize = t.global_batch();
+  lo.microbatchSize = b;
+  lo.microbatches = std::max<int64_t>(1, t.global_batch() / b);
   lo.seed = t.seed();
   lo.seqLen = t.seq_len();
   lo.step.optimizer = t.optimizer();

@@ -47,8 +47,8 @@ struct ArtifactRequest {
 int writePlanArtifact(const ArtifactRequest &request);
 
 /// The one-rank plan of `partitioned`'s model that `cleave run --check`
-/// trains alongside: the whole global batch as one microbatch, the same
-/// optimizer, seed and data. `load` imports the model source with options.
+/// trains alongside: the same microbatches accumulated on one device, the
+/// same optimizer, seed and data. `load` imports the model source with options.
 absl::StatusOr<plan::Plan> buildReferencePlan(
     const plan::Plan &partitioned,
     const std::function<mlir::OwningOpRef<mlir::ModuleOp>(

@@ -61,10 +61,10 @@ def Graph_AllGatherOp : Graph_CollectiveOp<"all_gather"> {
     %y = graph.all_gather %x axes ["tp"] size 4 dim 1 : tensor<8x256x768xf32> -> tensor<8x1024x768xf32>
     ```
   }];
-  let arguments = (ins Graph_FloatTensor:$input, StrArrayAttr:$axes,
+  let arguments = (ins Graph_Tensor:$input, StrArrayAttr:$axes,
                        I64Attr:$group_size, I64Attr:$dim,
                        UnitAttr:$varying_grad);
-  let results = (outs Graph_FloatTensor:$result);
+  let results = (outs Graph_Tensor:$result);
   let assemblyFormat = [{
     $input `axes` $axes `size` $group_size `dim` $dim
     (`varying_grad` $varying_grad^)? attr-dict `:` type($input) `->`
@@ -103,10 +103,10 @@ def Graph_AllToAllOp : Graph_CollectiveOp<"all_to_all"> {
     %y = graph.all_to_all %x axes ["ep"] size 4 split 0 concat 1 : tensor<8x16x64xf32> -> tensor<2x64x64xf32>
     ```
   }];
-  let arguments = (ins Graph_FloatTensor:$input, StrArrayAttr:$axes,
+  let arguments = (ins Graph_Tensor:$input, StrArrayAttr:$axes,
                        I64Attr:$group_size, I64Attr:$split_dim,
                        I64Attr:$concat_dim);
-  let results = (outs Graph_FloatTensor:$result);
+  let results = (outs Graph_Tensor:$result);
   let assemblyFormat = [{
     $input `axes` $axes `size` $group_size `split` $split_dim `concat`
     $concat_dim attr-dict `:` type($input) `->` type($result)
