@@ -49,19 +49,31 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
 fi
 
+# The main job on the embedded default: plan GPT-3 175B for 1024 A100s
+# (the search), then compile a small zoo GPT for 4 local CPU ranks into a
+# plan artifact, inspect it, and train it a few steps checked against one
+# rank.
+main_job() {
+  local cleave="$BUILD_DIR/tools/cleave/cleave"
+  local plan="$BUILD_DIR/main-job.cleave"
+  "$cleave" compile zoo:gpt3-175b --cluster dgx-a100-80g,nodes=128 --global-batch 1536
+  "$cleave" compile zoo:gpt,layers=4,hidden=128,heads=4,seq=64,vocab=512 \
+    --cluster cpu-local,devices=4 --global-batch 16 --optimizer sgd --lr 0.05 -o "$plan"
+  "$cleave" inspect "$plan"
+  "$cleave" run "$plan" --steps 3 --check
+}
+
 case "$MODE" in
   build)
     ninja -C "$BUILD_DIR"
     ;;
   run)
     ninja -C "$BUILD_DIR" cleave
-    # The main job on the embedded default: import GPT-3 175B from the model
-    # zoo and summarise it.
-    "$BUILD_DIR/tools/cleave/cleave" summary zoo:gpt3-175b
+    main_job
     ;;
   test)
     ninja -C "$BUILD_DIR"
-    "$BUILD_DIR/tools/cleave/cleave" summary zoo:gpt3-175b
+    main_job
     ninja -C "$BUILD_DIR" check-cleave
     ;;
   *)
