@@ -130,6 +130,10 @@ int writePlanArtifact(const ArtifactRequest &r) {
   model->set_name(r.shape.name);
   model->set_num_parameters(summary.trainableParams);
   model->set_graph_hash(hash);
+  if (r.importOptions.seq)
+    model->set_import_seq(*r.importOptions.seq);
+  for (const auto &[name, value] : r.importOptions.dims)
+    (*model->mutable_import_dims())[name] = value;
   plan::ClusterInfo *cluster = plan.mutable_cluster();
   cluster->set_spec(r.clusterSpec);
   cluster->set_device_kind(r.cluster.device.name);
@@ -205,6 +209,10 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
   int64_t b = std::max<int64_t>(1, knobs.microbatch_size());
   ImportOptions options;
   options.batch = b;
+  if (partitioned.model().import_seq() > 0)
+    options.seq = partitioned.model().import_seq();
+  for (const auto &[name, value] : partitioned.model().import_dims())
+    options.dims[name] = value;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       load(partitioned.model().source(), options);
   if (!module)

@@ -110,6 +110,34 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
         << o.microbatches << ") than pipeline stages (" << o.pp
         << "): most of the step is bubble";
 
+  // The runtime cuts each input's first dimension from the global batch.
+  WalkResult batchCheck = forward.walk([&](gr::InputOp input) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (type.getRank() == 0 || type.getDimSize(0) == o.microbatchSize)
+      return WalkResult::advance();
+    input.emitError("input '")
+        << input.getName() << "' has a batch of " << type.getDimSize(0)
+        << " but each microbatch holds " << o.microbatchSize
+        << " samples; the model has a fixed batch, so choose the microbatch "
+           "size to match (--fix microbatch="
+        << type.getDimSize(0) << ")";
+    return WalkResult::interrupt();
+  });
+  if (batchCheck.wasInterrupted())
+    return failure();
+
+  // An inference graph (an imported classifier or decoder) trains on the
+  // cross-entropy of its first output against a `labels` input.
+  auto results = forward.getFunctionType().getResults();
+  auto first = results.empty() ? RankedTensorType()
+                               : dyn_cast<RankedTensorType>(results[0]);
+  if (!first || first.getRank() != 0) {
+    PassManager pm(ctx);
+    pm.addPass(createAppendLoss());
+    if (failed(pm.run(module)))
+      return failure();
+  }
+
   if (failed(partitionTensorParallel(module, forward, o)))
     return failure();
   {
