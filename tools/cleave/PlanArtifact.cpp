@@ -31,7 +31,6 @@ void restrictToLowerable(cost::ParallelConfig &plan,
   fix("cp", [&] { plan.cp = 1; });
   fix("ep", [&] { plan.ep = 1; });
   fix("sp", [&] { plan.sequenceParallel = false; });
-  fix("zero", [&] { plan.zero = 0; });
   fix("recompute", [&] { plan.recompute = cost::Recompute::None; });
   fix("precision", [&] { plan.precision = cost::DType::Fp32; });
   if (!fixed.count("schedule") && !fixed.count("vpp")) {
@@ -47,8 +46,6 @@ std::string whyNotLowerable(const cost::ParallelConfig &plan) {
     reasons.push_back("cp=" + std::to_string(plan.cp));
   if (plan.ep != 1)
     reasons.push_back("ep=" + std::to_string(plan.ep));
-  if (plan.zero != 0)
-    reasons.push_back("zero=" + std::to_string(plan.zero));
   if (plan.recompute != cost::Recompute::None)
     reasons.push_back("recompute");
   if (plan.chunks != 1 || (plan.schedule != cost::ScheduleKind::GPipe &&
@@ -88,8 +85,8 @@ int writePlanArtifact(const ArtifactRequest &r) {
   if (std::string why = whyNotLowerable(knobs); !why.empty())
     return fail("-o: the plan uses " + why +
                     ", which the lowering to programs does not support yet "
-                    "(it lowers dp, tp and pp with the gpipe or 1f1b "
-                    "schedule); --fix other values",
+                    "(it lowers dp, tp, pp and ZeRO 0-3 with the gpipe or "
+                    "1f1b schedule); --fix other values",
                 2);
   int64_t replicaBatch = r.globalBatch / knobs.dp;
   int64_t b = knobs.microbatchSize;
@@ -112,6 +109,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.dp = knobs.dp;
   lo.tp = knobs.tp;
   lo.pp = knobs.pp;
+  lo.zero = knobs.zero;
   lo.microbatchSize = b;
   lo.microbatches = replicaBatch / b;
   lo.schedule = cost::scheduleName(knobs.schedule);

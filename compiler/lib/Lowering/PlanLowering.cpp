@@ -49,6 +49,74 @@ LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
   return pm.run(module);
 }
 
+/// ZeRO-3: every trainable parameter of a stage with a dimension that the
+/// replicas divide is stored as one replica's block and all-gathered where
+/// it is read. The gather's gradient is the reduce-scatter of the
+/// replicas' gradients (`varying_grad`), so each replica ends the backward
+/// pass with its block's summed gradient and updates only that block.
+void shardParametersOverReplicas(func::FuncOp stage, int64_t dp) {
+  OpBuilder b(stage.getContext());
+  stage.walk([&](gr::ParamOp param) {
+    if (!param.isTrainable())
+      return;
+    auto type = cast<RankedTensorType>(param.getType());
+    int64_t dim = -1;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (type.getDimSize(d) >= dp && type.getDimSize(d) % dp == 0) {
+        dim = d;
+        break;
+      }
+    if (dim < 0)
+      return;
+    SmallVector<std::string> axes(type.getRank());
+    if (auto old = param->getAttrOfType<ArrayAttr>("cleave.shard_axes"))
+      for (auto [d, a] : llvm::enumerate(old))
+        axes[d] = cast<StringAttr>(a).getValue().str();
+    axes[dim] += axes[dim].empty() ? "dp" : ",dp";
+    if (!param->hasAttr("cleave.global_shape"))
+      param->setAttr("cleave.global_shape",
+                     b.getDenseI64ArrayAttr(type.getShape()));
+    SmallVector<StringRef> refs(axes.begin(), axes.end());
+    param->setAttr("cleave.shard_axes", b.getStrArrayAttr(refs));
+    param->setAttr("cleave.zero_sharded", b.getUnitAttr());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] /= dp;
+    param.getResult().setType(type.clone(shape));
+    b.setInsertionPointAfter(param);
+    auto gather = gr::AllGatherOp::create(
+        b, param.getLoc(), type, param, b.getStrArrayAttr({"dp"}),
+        b.getI64IntegerAttr(dp), b.getI64IntegerAttr(dim), b.getUnitAttr());
+    param.getResult().replaceAllUsesExcept(gather, gather);
+  });
+}
+
+/// ZeRO-3 gathers a parameter again for the backward pass instead of
+/// keeping the gathered copy of every microbatch in flight.
+void regatherForBackward(func::FuncOp step) {
+  SmallVector<gr::AllGatherOp> gathers;
+  step.walk([&](gr::AllGatherOp g) {
+    if (g.getVaryingGrad() && !g->hasAttr("cleave.phase") &&
+        g.getInput().getDefiningOp<gr::ParamOp>())
+      gathers.push_back(g);
+  });
+  OpBuilder b(step.getContext());
+  for (gr::AllGatherOp g : gathers) {
+    Operation *first = nullptr;
+    for (Operation *user : g->getUsers())
+      if (user->hasAttr("cleave.phase") &&
+          (!first || user->isBeforeInBlock(first)))
+        first = user;
+    if (!first)
+      continue;
+    b.setInsertionPoint(first);
+    Operation *copy = b.clone(*g);
+    copy->setAttr("cleave.phase", first->getAttr("cleave.phase"));
+    g.getResult().replaceUsesWithIf(copy->getResult(0), [&](OpOperand &use) {
+      return use.getOwner()->hasAttr("cleave.phase");
+    });
+  }
+}
+
 void addMeshAndRanks(const LoweringOptions &o, plan::Plan &plan) {
   int64_t sizes[3] = {o.pp, o.dp, o.tp};
   const char *names[3] = {"pp", "dp", "tp"};
@@ -156,6 +224,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   pc.stages = o.pp;
   pc.microbatches = o.microbatches;
   pc.dp = o.dp;
+  pc.zero = o.zero;
   pc.schedule = o.schedule;
   pc.vocab = o.vocab;
   SmallVector<func::FuncOp> steps;
@@ -167,10 +236,14 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
       if (p.isTrainable())
         pc.paramStages[p.getName().str()].push_back(s);
     });
+    if (o.zero >= 3 && o.dp > 1)
+      shardParametersOverReplicas(stage, o.dp);
     FailureOr<func::FuncOp> built = buildTrainingStep(
         stage, ("stage" + std::to_string(s) + "_step"), step);
     if (failed(built))
       return failure();
+    if (o.zero >= 3 && o.dp > 1)
+      regatherForBackward(*built);
     steps.push_back(*built);
   }
 
@@ -190,6 +263,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   k->set_tp(o.tp);
   k->set_pp(o.pp);
   k->set_cp(1);
+  k->set_zero(o.zero);
   k->set_ep(1);
   k->set_microbatch_size(o.microbatchSize);
   k->set_num_microbatches(o.microbatches);

@@ -168,6 +168,10 @@ private:
   LogicalResult emitInstruction(Operation *op, Phase phase);
   plan::Instruction &append(Phase phase, const std::string &name);
   LogicalResult emitOptimizer(ArrayRef<Operation *> updates);
+  void exchangeTiedGradient(gr::ParamOp param, int g);
+  void shardOverReplicas(plan::TensorDecl &t, int64_t dim);
+  plan::Instruction &collective(const char *name, int input, int output,
+                                int64_t dim);
   void planMemory();
   LogicalResult buildSchedule();
 
@@ -182,8 +186,6 @@ private:
   std::vector<int64_t> firstUse, lastUse;
   std::vector<int> segmentOf;
   int64_t slots = 1;
-  /// Parameter tensor id -> its GRADIENT tensor id.
-  llvm::DenseMap<int, int> gradientOf;
 };
 
 int Emitter::addTensor(Value v, const std::string &name,
@@ -231,9 +233,16 @@ int Emitter::paramIndex(gr::ParamOp param) {
   for (int64_t d = 0; d < local.getRank(); ++d) {
     plan::DimSharding *dim = p->add_dims();
     if (axes && d < int64_t(axes.size()))
-      if (auto s = dyn_cast<StringAttr>(axes[d]); s && !s.getValue().empty())
-        dim->add_axes(s.getValue().str());
+      if (auto s = dyn_cast<StringAttr>(axes[d]); s && !s.getValue().empty()) {
+        // "tp,dp": split over tp, each block again over dp (major first).
+        SmallVector<StringRef> names;
+        s.getValue().split(names, ',');
+        for (StringRef name : names)
+          dim->add_axes(name.str());
+      }
   }
+  if (param->hasAttr("cleave.zero_sharded"))
+    p->set_zero_axis("dp");
   p->add_stages(ctx.stage);
   *p->mutable_init() = initFor(name, local.clone(global));
   ElementsAttr value = param.getValueAttr();
@@ -361,6 +370,66 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
   return success();
 }
 
+/// The dimension ZeRO splits a tensor of `shape` along over `n` replicas:
+/// the first that divides evenly (-1: none, the tensor stays whole).
+int64_t zeroDim(llvm::ArrayRef<int64_t> shape, int64_t n) {
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (size >= n && size % n == 0)
+      return d;
+  return -1;
+}
+
+void Emitter::shardOverReplicas(plan::TensorDecl &t, int64_t dim) {
+  t.set_shape(dim, t.shape(dim) / ctx.dp);
+  t.set_bytes(t.bytes() / ctx.dp);
+  t.mutable_dims(dim)->add_axes("dp");
+}
+
+plan::Instruction &Emitter::collective(const char *name, int input, int output,
+                                       int64_t dim) {
+  plan::Instruction &i = append(kOptimizer, name);
+  i.add_inputs(input);
+  i.add_outputs(output);
+  (*i.mutable_attrs())["axes"].mutable_strings()->add_values("dp");
+  if (dim >= 0)
+    (*i.mutable_attrs())["dim"].set_i(dim);
+  return i;
+}
+
+void Emitter::exchangeTiedGradient(gr::ParamOp param, int g) {
+  // A parameter held by two stages (a tied embedding) sums both stages'
+  // gradients: the lower stage sends first, the higher receives first.
+  auto holders = ctx.paramStages.find(param.getName().str());
+  if (holders == ctx.paramStages.end() || holders->second.size() < 2)
+    return;
+  for (int other : holders->second) {
+    if (other == ctx.stage)
+      continue;
+    int tmp = addTensor(Value(), param.getName().str() + ".peer_grad",
+                        plan::TensorDecl::TRANSIENT, param.getType());
+    auto p2p = [&](const char *name, int tensor, bool out) {
+      plan::Instruction &i = append(kOptimizer, name);
+      if (out)
+        i.add_outputs(tensor);
+      else
+        i.add_inputs(tensor);
+      (*i.mutable_attrs())["axis"].set_s("pp");
+      (*i.mutable_attrs())["offset"].set_i(other - ctx.stage);
+      (*i.mutable_attrs())["tag"].set_i(1 << 20);
+    };
+    if (ctx.stage < other) {
+      p2p("comm.send", g, false);
+      p2p("comm.recv", tmp, true);
+    } else {
+      p2p("comm.recv", tmp, true);
+      p2p("comm.send", g, false);
+    }
+    plan::Instruction &acc = append(kOptimizer, "runtime.accumulate");
+    acc.add_inputs(tmp);
+    acc.add_outputs(g);
+  }
+}
+
 LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
   // Gradients: accumulate each microbatch's into the GRADIENT tensor.
   std::vector<std::pair<Operation *, int>> gradTensors;
@@ -371,7 +440,6 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     int g = addTensor(Value(), p.name() + ".grad", plan::TensorDecl::GRADIENT,
                       param.getType());
     setParamDims(*program.mutable_tensors(g), p.param_index());
-    gradientOf[paramId] = g;
     gradTensors.push_back({update, g});
     // A parameter the loss does not reach has a zero gradient: nothing to
     // accumulate.
@@ -385,62 +453,62 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     acc.add_inputs(it->second);
     acc.add_outputs(g);
   }
-  // Data-parallel replicas sum their gradients (the loss scale divided by
-  // the replica count already).
+
   for (auto [update, g] : gradTensors) {
-    if (ctx.dp > 1) {
-      plan::Instruction &ar = append(kOptimizer, "comm.all_reduce");
-      ar.add_inputs(g);
-      ar.add_outputs(g);
-      (*ar.mutable_attrs())["axes"].mutable_strings()->add_values("dp");
-      (*ar.mutable_attrs())["reduction"].set_s("sum");
-    }
-    // A parameter held by two stages (a tied embedding) sums both stages'
-    // gradients: the lower stage sends first, the higher receives first.
     auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
-    auto holders = ctx.paramStages.find(param.getName().str());
-    if (holders != ctx.paramStages.end() && holders->second.size() > 1) {
-      for (int other : holders->second) {
-        if (other == ctx.stage)
-          continue;
-        int tmp = addTensor(Value(), param.getName().str() + ".peer_grad",
-                            plan::TensorDecl::TRANSIENT, param.getType());
-        auto p2p = [&](const char *name, int tensor, bool out) {
-          plan::Instruction &i = append(kOptimizer, name);
-          if (out)
-            i.add_outputs(tensor);
-          else
-            i.add_inputs(tensor);
-          (*i.mutable_attrs())["axis"].set_s("pp");
-          (*i.mutable_attrs())["offset"].set_i(other - ctx.stage);
-          (*i.mutable_attrs())["tag"].set_i(1 << 20);
-        };
-        if (ctx.stage < other) {
-          p2p("comm.send", g, false);
-          p2p("comm.recv", tmp, true);
-        } else {
-          p2p("comm.recv", tmp, true);
-          p2p("comm.send", g, false);
-        }
-        plan::Instruction &acc = append(kOptimizer, "runtime.accumulate");
-        acc.add_inputs(tmp);
-        acc.add_outputs(g);
-      }
+    int paramId = ids.lookup(param);
+    exchangeTiedGradient(param, g);
+    SmallVector<int> states;
+    for (unsigned k = 2; k < update->getNumOperands(); ++k)
+      if (update->getOperand(k).getDefiningOp<gr::OptimizerStateOp>())
+        states.push_back(ids.lookup(update->getOperand(k)));
+    // A ZeRO-3 parameter is already a shard whose gradient the backward
+    // pass reduce-scattered (the all-gather's gradient).
+    bool alreadySharded = param->hasAttr("cleave.zero_sharded");
+    int64_t dim = -1;
+    if (ctx.zero >= 1 && ctx.dp > 1 && !alreadySharded)
+      dim = zeroDim(cast<RankedTensorType>(param.getType()).getShape(),
+                    ctx.dp);
+
+    int paramIn = paramId, gradIn = g;
+    if (dim >= 0) {
+      // ZeRO-1/2: each replica reduces, updates and keeps the optimizer
+      // state of one block of the parameter, then the blocks are gathered.
+      plan.mutable_parameters(program.tensors(paramId).param_index())
+          ->set_zero_axis("dp");
+      for (int s : states)
+        shardOverReplicas(*program.mutable_tensors(s), dim);
+      auto shardType = [&] {
+        auto t = cast<RankedTensorType>(param.getType());
+        SmallVector<int64_t> shape(t.getShape());
+        shape[dim] /= ctx.dp;
+        return t.clone(shape);
+      };
+      gradIn = addTensor(Value(), param.getName().str() + ".grad_shard",
+                         plan::TensorDecl::TRANSIENT, shardType());
+      (*collective("comm.reduce_scatter", g, gradIn, dim)
+            .mutable_attrs())["reduction"]
+          .set_s("sum");
+      paramIn = addTensor(Value(), param.getName().str() + ".shard",
+                          plan::TensorDecl::TRANSIENT, shardType());
+      collective("comm.shard_slice", paramId, paramIn, dim);
+    } else if (ctx.dp > 1 && !alreadySharded) {
+      // Replicas sum their gradients (the loss scale divided by their
+      // count already).
+      (*collective("comm.all_reduce", g, g, -1).mutable_attrs())["reduction"]
+          .set_s("sum");
     }
-  }
-  // Updates in place: results alias the parameter and state tensors.
-  for (auto [update, g] : gradTensors) {
+
+    // The update runs in place: its results alias the parameter (block)
+    // and state tensors.
     plan::Instruction &inst = append(kOptimizer, instructionName(update));
-    for (auto [i, operand] : llvm::enumerate(update->getOperands()))
-      inst.add_inputs(i == 1 ? g : ids.lookup(operand));
-    // Results: new param, then new state, in operand order (param, grad,
-    // state...).
-    inst.add_outputs(ids.lookup(update->getOperand(0)));
-    for (unsigned k = 2; k < update->getNumOperands(); ++k) {
-      Value operand = update->getOperand(k);
-      if (operand.getDefiningOp<gr::OptimizerStateOp>())
-        inst.add_outputs(ids.lookup(operand));
-    }
+    inst.add_inputs(paramIn);
+    inst.add_inputs(gradIn);
+    for (unsigned k = 2; k < update->getNumOperands(); ++k)
+      inst.add_inputs(ids.lookup(update->getOperand(k)));
+    inst.add_outputs(paramIn);
+    for (int s : states)
+      inst.add_outputs(s);
     if (auto props = dyn_cast_or_null<DictionaryAttr>(
             update->getPropertiesAsAttribute()))
       for (NamedAttribute a : props) {
@@ -448,6 +516,8 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
         if (toPlanAttr(a.getValue(), value))
           (*inst.mutable_attrs())[a.getName().str()] = value;
       }
+    if (dim >= 0)
+      collective("comm.all_gather", paramIn, paramId, dim);
   }
   return success();
 }

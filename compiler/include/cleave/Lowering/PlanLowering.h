@@ -34,6 +34,9 @@ struct LoweringOptions {
   cost::Cluster cluster;
   std::string clusterSpec;
   int64_t dp = 1, tp = 1, pp = 1;
+  /// ZeRO stage over the "dp" replicas: 1 and 2 split the optimizer state
+  /// and its update, 3 also the parameters (gathered where read).
+  int zero = 0;
   int64_t microbatches = 1;
   /// Samples per microbatch and replica (the imported batch).
   int64_t microbatchSize = 1;

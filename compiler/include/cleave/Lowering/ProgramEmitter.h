@@ -24,6 +24,9 @@ struct ProgramContext {
   int stage = 0, stages = 1;
   int64_t microbatches = 1;
   int64_t dp = 1;
+  /// ZeRO stage: 1 and 2 split the optimizer state (and its update) over
+  /// the "dp" replicas; parameters of stage 3 arrive already split.
+  int zero = 0;
   /// "gpipe" or "1f1b".
   std::string schedule = "1f1b";
   /// Vocabulary size for synthetic token ids (0: not a language model).
