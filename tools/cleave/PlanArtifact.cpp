@@ -30,7 +30,6 @@ void restrictToLowerable(cost::ParallelConfig &plan,
   };
   fix("cp", [&] { plan.cp = 1; });
   fix("ep", [&] { plan.ep = 1; });
-  fix("sp", [&] { plan.sequenceParallel = false; });
   fix("recompute", [&] { plan.recompute = cost::Recompute::None; });
   fix("precision", [&] { plan.precision = cost::DType::Fp32; });
   if (!fixed.count("schedule") && !fixed.count("vpp")) {
@@ -85,8 +84,8 @@ int writePlanArtifact(const ArtifactRequest &r) {
   if (std::string why = whyNotLowerable(knobs); !why.empty())
     return fail("-o: the plan uses " + why +
                     ", which the lowering to programs does not support yet "
-                    "(it lowers dp, tp, pp and ZeRO 0-3 with the gpipe or "
-                    "1f1b schedule); --fix other values",
+                    "(it lowers dp, tp with or without sp, pp and ZeRO 0-3 "
+                    "with the gpipe or 1f1b schedule); --fix other values",
                 2);
   int64_t replicaBatch = r.globalBatch / knobs.dp;
   int64_t b = knobs.microbatchSize;
@@ -110,6 +109,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.tp = knobs.tp;
   lo.pp = knobs.pp;
   lo.zero = knobs.zero;
+  lo.sequenceParallel = knobs.sequenceParallel;
   lo.microbatchSize = b;
   lo.microbatches = replicaBatch / b;
   lo.schedule = cost::scheduleName(knobs.schedule);

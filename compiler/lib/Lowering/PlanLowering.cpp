@@ -40,6 +40,7 @@ LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
   // whole), and let the search choose how.
   search.paramMemory = trainableParamBytes(forward) / double(o.tp) * 1.1 + 4096;
   search.timeLimit = o.searchTimeLimit;
+  search.sequenceParallel = o.sequenceParallel;
   SpmdPartitionOptions spmd;
   spmd.axis = "tp";
   spmd.size = o.tp;
@@ -264,6 +265,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   k->set_pp(o.pp);
   k->set_cp(1);
   k->set_zero(o.zero);
+  k->set_sp(o.sequenceParallel);
   k->set_ep(1);
   k->set_microbatch_size(o.microbatchSize);
   k->set_num_microbatches(o.microbatches);

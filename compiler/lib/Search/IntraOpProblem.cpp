@@ -117,6 +117,18 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
       rules.getShardingStrategies(meshSize, strategies);
     if (strategies.empty())
       strategies.push_back(replicatedStrategy(&op));
+    if (options.sequenceParallel &&
+        isa<graph::LayerNormOp, graph::RmsNormOp>(op)) {
+      auto type = cast<RankedTensorType>(op.getResult(0).getType());
+      int64_t seqDim = type.getRank() - 2;
+      auto onSequence = [&](const ShardingStrategy &s) {
+        return s.results[0] == seqDim;
+      };
+      if (seqDim >= 0 && llvm::any_of(strategies, onSequence))
+        llvm::erase_if(strategies, [&](const ShardingStrategy &s) {
+          return !onSequence(s);
+        });
+    }
 
     auto &costs = p.nodeCosts.emplace_back();
     auto &params = p.nodeParamBytes.emplace_back();

@@ -76,6 +76,7 @@ struct IntraOpSearchPass
     options.paramMemoryBytes = paramMemory;
     options.timeLimitSeconds = timeLimit;
     options.relativeGap = relativeGap;
+    options.sequenceParallel = sequenceParallel;
     FailureOr<cleave::search::IntraOpPlan> plan =
         cleave::search::searchIntraOp(func, *cluster, mesh, options);
     if (failed(plan))

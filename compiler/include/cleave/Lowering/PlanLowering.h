@@ -37,6 +37,8 @@ struct LoweringOptions {
   /// ZeRO stage over the "dp" replicas: 1 and 2 split the optimizer state
   /// and its update, 3 also the parameters (gathered where read).
   int zero = 0;
+  /// Megatron's sequence parallelism on the "tp" axis.
+  bool sequenceParallel = false;
   int64_t microbatches = 1;
   /// Samples per microbatch and replica (the imported batch).
   int64_t microbatchSize = 1;

@@ -40,6 +40,11 @@ struct IntraOpOptions {
   double relativeGap = 1e-3;
   /// Mesh ranks are cluster ranks first, first + 1, ...
   int64_t firstRank = 0;
+  /// Megatron's sequence parallelism, asked for: normalisations run on
+  /// activations split along the sequence (the dimension before the
+  /// normalised one) instead of replicated, so their inputs arrive by
+  /// reduce-scatter and leave by all-gather.
+  bool sequenceParallel = false;
 };
 
 /// One edge of the problem: operand `operand` of node `consumer` reads

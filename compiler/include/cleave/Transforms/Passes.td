@@ -87,6 +87,9 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
            "stop when proven within this fraction of the optimum">,
     Option<"report", "report", "bool", "false",
            "emit a remark with the ILP's size, objective, gap and solve time">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", "false",
+           "normalisations run split along the sequence (Megatron's "
+           "sequence parallelism)">,
   ];
   let statistics = [
     Statistic<"numOps", "ops", "Ops given a sharding">,
