@@ -9,6 +9,7 @@ namespace cleave::worker {
 const char *const kUsage =
     "usage: cleave-worker PLAN [--steps K] [--data tokens.bin] [--seed S]\n"
     "                     [--trace out.json] [--dump-params DIR]\n"
+    "                     [--input NAME=FILE]... [--dump-outputs DIR]\n"
     "                     [--timeout SECONDS] [--list]\n";
 
 namespace {
@@ -63,6 +64,23 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
         return false;
     } else if (arg == "--dump-params") {
       if (!value(options.dumpDir))
+        return false;
+    } else if (arg == "--input") {
+      if (!value(text))
+        return false;
+      size_t eq = text.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+        error = "--input needs NAME=FILE (the plan's input name, '=', a raw "
+                "file of its global batch), got '" + text + "'";
+        return false;
+      }
+      std::string name = text.substr(0, eq);
+      if (!options.inputFiles.emplace(name, text.substr(eq + 1)).second) {
+        error = "--input " + name + " is given more than once";
+        return false;
+      }
+    } else if (arg == "--dump-outputs") {
+      if (!value(options.outputsDir))
         return false;
     } else if (arg == "--fault") {
       if (!value(options.fault))

@@ -4,6 +4,7 @@
 #define CLEAVE_TOOLS_CLEAVE_WORKER_OPTIONS_H
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,10 @@ struct Options {
   std::optional<uint64_t> seed;
   std::string tracePath;
   std::string dumpDir;
+  /// --input NAME=FILE (repeatable): input_name -> raw global-batch file.
+  std::map<std::string, std::string> inputFiles;
+  /// --dump-outputs DIR: the output tensors of the last step.
+  std::string outputsDir;
   double timeoutSeconds = 60;
   /// Print each rank's program (schedule and instructions) and exit.
   bool list = false;

@@ -2,13 +2,20 @@
 //
 // Usage: mpirun -n N cleave-worker PLAN [--steps K] [--data tokens.bin]
 //        [--seed S] [--trace out.json] [--dump-params DIR] [--timeout S]
+//        [--input NAME=FILE]... [--dump-outputs DIR]
 //
 // Every rank reads the plan, runs its program for K training steps, and
 // rank 0 prints one line per step:
 //
 //   step 1  loss 4.8523  time 12.3 ms  tokens/s 12345  TFLOP/s 0.05
 //
-// (TFLOP/s per device). Any error on any rank is printed with the rank and
+// (TFLOP/s per device). An inference plan (no loss) prints
+//
+//   step 1  time 3.2 ms  samples/s 2500  TFLOP/s 0.01
+//
+// `--input NAME=FILE` feeds input NAME from a raw file of its global batch
+// (the same rows every step); `--dump-outputs DIR` writes the output
+// tensors of the last step, DIR/output<i>.mb<m>.rank<R>.bin. Any error on any rank is printed with the rank and
 // ends the whole job (MPI_Abort), so that no rank waits forever on a peer
 // that gave up; a watchdog does the same for an instruction that runs past
 // --timeout.
@@ -105,6 +112,28 @@ void dumpParameters(const plan::Plan &plan, const executor::Executor &ex,
     if (!out)
       fail("cannot write " + dir + "/loss.txt");
   }
+}
+
+/// --dump-outputs: per output i and microbatch m of the last step, the
+/// slot's raw contents (fp32 for F32 outputs) in DIR/output<i>.mb<m>.rank<R>.bin.
+/// Only ranks whose program has outputs write; nothing else is written.
+void dumpOutputs(const executor::Executor &ex, const std::string &dir) {
+  const plan::Program &p = ex.program();
+  if (p.output_tensors_size() == 0)
+    return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  for (int i = 0; i < p.output_tensors_size(); ++i)
+    for (int64_t m = 0; m < ex.numMicrobatches(); ++m) {
+      std::string path = dir + "/output" + std::to_string(i) + ".mb" +
+                         std::to_string(m) + ".rank" + std::to_string(gRank) +
+                         ".bin";
+      std::string bytes = ex.outputBytes(i, m);
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (!out)
+        fail("cannot write " + path);
+    }
 }
 
 /// --list: the rank's program as the executor will run it.
@@ -221,6 +250,20 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  bool hasLoss = false, hasOutputs = false;
+  for (const plan::Program &p : plan->programs()) {
+    hasLoss = hasLoss || p.has_loss_tensor();
+    hasOutputs = hasOutputs || p.output_tensors_size() > 0;
+  }
+  if (!options.outputsDir.empty() && !hasOutputs) {
+    if (gRank == 0)
+      std::fprintf(stderr,
+                   "cleave-worker: --dump-outputs: the plan has no output "
+                   "tensors (only inference plans have them)\n");
+    comm::mpiFinalize();
+    return 1;
+  }
+
   comm::MeshInfo mesh;
   for (const plan::MeshAxis &axis : plan->mesh().axes()) {
     mesh.axisNames.push_back(axis.name());
@@ -238,6 +281,7 @@ int main(int argc, char **argv) {
   executor::ExecutorOptions execOptions;
   execOptions.seed = options.seed;
   execOptions.dataPath = options.dataPath;
+  execOptions.inputFiles = options.inputFiles;
   execOptions.trace = !options.tracePath.empty();
   absl::StatusOr<std::unique_ptr<executor::Executor>> ex =
       executor::Executor::create(*plan, gRank, *comm, execOptions);
@@ -268,6 +312,22 @@ int main(int argc, char **argv) {
     if (gRank == 0) {
       double seconds = result->seconds;
       double tflops = training.flops_per_step() / seconds / gSize / 1e12;
+      if (!hasLoss) {
+        // An inference plan: no loss; samples of the global batch.
+        std::string line = "step " + std::to_string(step);
+        char text[128];
+        std::snprintf(text, sizeof(text), "  time %.1f ms  samples/s %.0f",
+                      seconds * 1e3,
+                      static_cast<double>(training.global_batch()) / seconds);
+        line += text;
+        if (training.flops_per_step() > 0) {
+          std::snprintf(text, sizeof(text), "  TFLOP/s %.3g", tflops);
+          line += text;
+        }
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+        continue;
+      }
       std::printf("step %lld  loss %.4f  time %.1f ms  tokens/s %.0f  "
                   "TFLOP/s %.3g\n",
                   static_cast<long long>(step), result->loss, seconds * 1e3,
@@ -277,6 +337,8 @@ int main(int argc, char **argv) {
   }
   if (!options.dumpDir.empty())
     dumpParameters(*plan, **ex, options.dumpDir, losses);
+  if (!options.outputsDir.empty())
+    dumpOutputs(**ex, options.outputsDir);
   if (!options.tracePath.empty())
     writeTrace(*comm, **ex, options.tracePath, static_cast<double>(origin));
   comm.reset();

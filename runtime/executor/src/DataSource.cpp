@@ -4,15 +4,22 @@
 // data-parallel rank d takes its share of those, and context-parallel rank
 // c its share of the sequence. Synthetic tokens are a hash of (seed, step,
 // global row, position), so that any partitioning sees the same batch;
-// language-model labels are the next position's token.
+// language-model labels are the next position's token. An `--input` file
+// holds one input's global batch, cut the same way (the same rows every
+// step).
 //
 //===----------------------------------------------------------------------===//
 
 #include "cleave/runtime/executor/Initialization.h"
 
-#include "absl/strings/str_cat.h"
+#include "cleave/runtime/plan/PlanIO.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+#include <cstring>
 #include <fstream>
+#include <sstream>
 
 namespace cleave::executor {
 
@@ -30,12 +37,98 @@ int64_t axisCoord(const comm::MeshInfo &mesh, const std::string &axis) {
 
 uint64_t mix(uint64_t h, uint64_t v) { return splitmix64(h ^ v); }
 
+std::string inputWhere(const plan::TensorDecl &decl) {
+  return absl::StrCat("input '", decl.input_name(), "' (tensor ", decl.id(),
+                      " '", decl.name(), "')");
+}
+
 } // namespace
 
-absl::StatusOr<DataSource> DataSource::create(const plan::Plan &plan,
-                                              const comm::MeshInfo &mesh,
-                                              uint64_t seed,
-                                              const std::string &tokenFile) {
+int64_t inputRowBytes(const plan::TensorDecl &decl,
+                      const comm::MeshInfo &mesh) {
+  int64_t bytes = plan::dtypeBytes(decl.dtype());
+  for (int d = 0; d < decl.shape_size(); ++d)
+    if (d != decl.batch_dim())
+      bytes *= decl.shape(d) * (d == decl.seq_dim() ? axisSize(mesh, "cp") : 1);
+  return bytes;
+}
+
+absl::Status cutInputRows(const plan::TensorDecl &decl,
+                          const comm::MeshInfo &mesh, int64_t globalBatch,
+                          int64_t numMicrobatches, int64_t microbatch,
+                          const void *global, int64_t globalBytes, void *dst) {
+  std::vector<int64_t> shape(decl.shape().begin(), decl.shape().end());
+  int rank = static_cast<int>(shape.size());
+  int batchDim = decl.batch_dim(), seqDim = decl.seq_dim();
+  if (batchDim < 0 || batchDim >= rank || seqDim >= rank ||
+      (seqDim >= 0 && seqDim == batchDim))
+    return absl::InvalidArgumentError(
+        absl::StrCat(inputWhere(decl), " has batch_dim ", batchDim,
+                     " and seq_dim ", seqDim, " for a rank-", rank, " tensor"));
+  int64_t M = std::max<int64_t>(1, numMicrobatches);
+  int64_t dp = axisSize(mesh, "dp"), cp = axisSize(mesh, "cp");
+  int64_t rows = shape[batchDim];
+  if (globalBatch <= 0 || globalBatch % M != 0 ||
+      rows * dp != globalBatch / M)
+    return absl::InvalidArgumentError(absl::StrCat(
+        inputWhere(decl), " has ", rows, " rows; a global batch of ",
+        globalBatch, " in ", M, " microbatches over ", dp,
+        " data-parallel ranks needs ", globalBatch / M / std::max<int64_t>(1, dp)));
+  int64_t rowBytes = inputRowBytes(decl, mesh);
+  if (globalBytes != globalBatch * rowBytes)
+    return absl::InvalidArgumentError(absl::StrCat(
+        inputWhere(decl), ": expected ", globalBatch * rowBytes,
+        " bytes for a global batch of ", globalBatch, ", got ", globalBytes));
+  int64_t mb = std::max<int64_t>(0, microbatch) % M;
+  int64_t row0 = mb * (globalBatch / M) + axisCoord(mesh, "dp") * rows;
+  const char *src = static_cast<const char *>(global);
+  char *out = static_cast<char *>(dst);
+  bool splitSeq = seqDim >= 0 && cp > 1;
+  if (batchDim == 0 && !splitSeq) {
+    // The rows are contiguous in both.
+    std::memcpy(out, src + row0 * rowBytes, rows * rowBytes);
+    return absl::OkStatus();
+  }
+  // Global strides of the file's [batch, other dims...] layout.
+  int64_t elementBytes = plan::dtypeBytes(decl.dtype());
+  std::vector<int64_t> stride(rank, 0);
+  int64_t s = elementBytes;
+  for (int d = rank; d-- > 0;) {
+    if (d == batchDim)
+      continue;
+    stride[d] = s;
+    s *= shape[d] * (d == seqDim ? cp : 1);
+  }
+  stride[batchDim] = rowBytes;
+  int64_t pos0 = seqDim >= 0 ? axisCoord(mesh, "cp") * shape[seqDim] : 0;
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t offset = 0;
+    for (int d = 0; d < rank; ++d) {
+      int64_t g = idx[d];
+      if (d == batchDim)
+        g += row0;
+      else if (d == seqDim)
+        g += pos0;
+      offset += g * stride[d];
+    }
+    std::memcpy(out + i * elementBytes, src + offset, elementBytes);
+    for (int d = rank; d-- > 0;) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DataSource>
+DataSource::create(const plan::Plan &plan, const comm::MeshInfo &mesh,
+                   uint64_t seed, const std::string &tokenFile,
+                   const std::map<std::string, std::string> &inputFiles) {
   DataSource source;
   source.mesh_ = mesh;
   source.seed_ = seed;
@@ -58,6 +151,64 @@ absl::StatusOr<DataSource> DataSource::create(const plan::Plan &plan,
     if (!in)
       return absl::DataLossError(absl::StrCat(tokenFile, ": read failed"));
   }
+  if (!inputFiles.empty()) {
+    // The plan's inputs, in order of first appearance ("step" is the
+    // runtime's, not the model's).
+    std::vector<const plan::TensorDecl *> inputs;
+    for (const plan::Program &program : plan.programs())
+      for (const plan::TensorDecl &t : program.tensors()) {
+        if (t.kind() != plan::TensorDecl::INPUT || t.input_name() == "step")
+          continue;
+        bool seen = false;
+        for (const plan::TensorDecl *other : inputs)
+          seen = seen || other->input_name() == t.input_name();
+        if (!seen)
+          inputs.push_back(&t);
+      }
+    for (const auto &[name, path] : inputFiles) {
+      const plan::TensorDecl *decl = nullptr;
+      std::vector<std::string> names;
+      for (const plan::TensorDecl *t : inputs) {
+        names.push_back(t->input_name());
+        if (t->input_name() == name)
+          decl = t;
+      }
+      if (!decl)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--input ", name, "=", path, ": the plan has no input '", name,
+            "'; its inputs are: ",
+            names.empty() ? "(none)" : absl::StrJoin(names, ", ")));
+      int64_t rowBytes = inputRowBytes(*decl, mesh);
+      int64_t expected = source.globalBatch_ * rowBytes;
+      std::ifstream in(path, std::ios::binary | std::ios::ate);
+      if (!in)
+        return absl::NotFoundError(
+            absl::StrCat("--input ", name, "=", path, ": cannot open ", path));
+      int64_t size = static_cast<int64_t>(in.tellg());
+      if (size != expected) {
+        std::string dims;
+        for (int d = 0; d < decl->shape_size(); ++d)
+          if (d != decl->batch_dim())
+            absl::StrAppend(&dims, ", ",
+                            decl->shape(d) * (d == decl->seq_dim()
+                                                  ? axisSize(mesh, "cp")
+                                                  : 1));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--input ", name, "=", path, ": expected ", expected,
+            " bytes (global batch ", source.globalBatch_, " x ", rowBytes,
+            " bytes per row: ", plan::DType_Name(decl->dtype()), " [",
+            source.globalBatch_, dims, "]), but the file has ", size,
+            " bytes"));
+      }
+      auto data = std::make_shared<std::string>(static_cast<size_t>(size), '\0');
+      in.seekg(0);
+      in.read(data->data(), size);
+      if (!in)
+        return absl::DataLossError(
+            absl::StrCat("--input ", name, "=", path, ": read failed"));
+      source.files_[name] = std::move(data);
+    }
+  }
   return source;
 }
 
@@ -70,10 +221,11 @@ absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
   for (int64_t d : shape)
     n *= d;
   const std::string &name = decl.input_name();
-  auto where = [&] {
-    return absl::StrCat("input '", name, "' (tensor ", decl.id(), " '",
-                        decl.name(), "')");
-  };
+  auto where = [&] { return inputWhere(decl); };
+  if (auto file = files_.find(name); file != files_.end())
+    return cutInputRows(decl, mesh_, globalBatch_, numMicrobatches_,
+                        microbatch, file->second->data(),
+                        static_cast<int64_t>(file->second->size()), dst);
   if (name == "step") {
     if (decl.dtype() != plan::F32)
       return absl::InvalidArgumentError(where() + " is not f32");

@@ -79,7 +79,8 @@ absl::Status Executor::prepare() {
   program_ = &plan_.programs(programIndex);
   seed_ = options_.seed ? *options_.seed : plan_.training().seed();
   absl::StatusOr<DataSource> data =
-      DataSource::create(plan_, comm_.mesh(), seed_, options_.dataPath);
+      DataSource::create(plan_, comm_.mesh(), seed_, options_.dataPath,
+                         options_.inputFiles);
   if (!data.ok())
     return data.status();
   data_ = std::make_unique<DataSource>(*std::move(data));
@@ -199,6 +200,21 @@ absl::Status Executor::prepare() {
     return absl::InvalidArgumentError(absl::StrCat(
         "rank ", rank_, ", program ", p.id(), ": loss tensor ",
         p.loss_tensor(), " is not an f32 tensor"));
+  // Model outputs (inference plans): one slot per microbatch, or later
+  // microbatches overwrite the earlier ones' results.
+  for (int32_t id : p.output_tensors()) {
+    if (id < 0 || id >= p.tensors_size())
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank_, ", program ", p.id(), ": output tensor ",
+                       id, " is not a tensor"));
+    const TensorDecl &t = p.tensors(id);
+    int64_t slots = slotted(t) ? std::max(1, t.slots()) : 1;
+    if (slots < numMicrobatches())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank_, ", program ", p.id(), ": output tensor ", id, " '",
+          t.name(), "' (", TensorDecl::Kind_Name(t.kind()), ", ", t.slots(),
+          " slot(s)) needs a slot per microbatch (", numMicrobatches(), ")"));
+  }
   return absl::OkStatus();
 }
 
@@ -297,6 +313,17 @@ TensorView Executor::tensor(int32_t id, int64_t microbatch) const {
   view.dtype = t.dtype();
   view.id = id;
   return view;
+}
+
+int64_t Executor::numMicrobatches() const {
+  return std::max<int64_t>(1, plan_.knobs().num_microbatches());
+}
+
+std::string Executor::outputBytes(int index, int64_t microbatch) const {
+  TensorView view = tensor(program_->output_tensors(index), microbatch);
+  return std::string(static_cast<const char *>(view.data),
+                     static_cast<size_t>(view.numElements() *
+                                         plan::dtypeBytes(view.dtype)));
 }
 
 std::vector<float> Executor::tensorValues(int32_t id,

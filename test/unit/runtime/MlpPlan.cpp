@@ -431,4 +431,55 @@ plan::Plan buildMlpPlan(const MlpPlanOptions &o) {
   return p;
 }
 
+plan::Plan buildInferencePlan(const MlpPlanOptions &o) {
+  plan::Plan p;
+  p.set_format_version(1);
+  p.set_producer("cleave runtime tests");
+  plan::MeshAxis *axis = p.mutable_mesh()->add_axes();
+  axis->set_name("dp");
+  axis->set_size(o.dp);
+  for (int64_t r = 0; r < o.dp; ++r) {
+    plan::RankAssignment *rank = p.add_ranks();
+    rank->set_rank(static_cast<int32_t>(r));
+    rank->set_program(0);
+    rank->add_coords(r);
+  }
+  p.mutable_knobs()->set_dp(o.dp);
+  p.mutable_knobs()->set_tp(1);
+  p.mutable_knobs()->set_num_microbatches(o.microbatches);
+  plan::TrainingConfig *training = p.mutable_training();
+  training->set_global_batch(o.batch);
+  training->set_optimizer("none");
+  training->set_seed(1234);
+  training->set_tokens_per_step(o.batch);
+  training->set_flops_per_step(2.0 * o.batch * o.in * o.hidden);
+  plan::ParameterSharding *param = p.add_parameters();
+  param->set_name("w");
+  param->add_global_shape(o.in);
+  param->add_global_shape(o.hidden);
+  param->mutable_init()->set_kind(plan::InitSpec::NORMAL);
+  param->mutable_init()->set_std(0.5);
+
+  Program &prog = *p.add_programs();
+  prog.set_id(0);
+  prog.set_name("stage0");
+  Builder b(prog);
+  int m = static_cast<int>(o.microbatches);
+  int64_t rows = o.batch / (o.microbatches * o.dp);
+  int32_t w = b.tensor("w", {o.in, o.hidden}, TensorDecl::PARAMETER);
+  int32_t x = b.tensor("x", {rows, o.in}, TensorDecl::INPUT, plan::F32, m);
+  int32_t y = b.tensor("y", {rows, o.hidden}, TensorDecl::STASH, plan::F32, m);
+  int32_t pre = b.tensor("pre", {rows, o.hidden}, TensorDecl::TRANSIENT);
+  prog.mutable_tensors(w)->set_param_index(0);
+  prog.mutable_tensors(x)->set_input_name("pixels");
+  prog.mutable_tensors(x)->set_seq_dim(-1);
+  prog.add_output_tensors(y);
+  plan::Segment *fwd = segment(prog, "forward", plan::Segment::FORWARD);
+  op(fwd, "graph.matmul", {x, w}, {pre});
+  op(fwd, "graph.relu", {pre}, {y});
+  for (int mb = 0; mb < m; ++mb)
+    schedule(prog, 0, mb);
+  return p;
+}
+
 } // namespace cleave::test

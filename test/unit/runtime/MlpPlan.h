@@ -54,6 +54,15 @@ plan::Plan buildMlpPlan(const MlpPlanOptions &options);
 /// and the loss and sends their gradient back; GPipe order, SGD.
 plan::Plan buildMlpPipelinePlan(const MlpPlanOptions &options);
 
+/// An inference plan (optimizer "none", forward segments only): y = relu(x
+/// W) with x an F32 INPUT "pixels" [batch / (microbatches dp), in], W a
+/// parameter [in, hidden] and y the model output (Program.output_tensors),
+/// a STASH with one slot per microbatch. dp ranks over a "dp" axis; no loss.
+plan::Plan buildInferencePlan(const MlpPlanOptions &options);
+
+/// Tensor ids of the inference plan's program.
+enum InferenceTensor : int32_t { kInferW = 0, kInferX, kInferY };
+
 } // namespace cleave::test
 
 #endif // CLEAVE_TEST_UNIT_RUNTIME_MLPPLAN_H

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <ostream>
 #include <memory>
 #include <optional>
@@ -39,6 +40,9 @@ struct ExecutorOptions {
   std::optional<uint64_t> seed;
   /// A uint16 token file (nanoGPT format); empty: synthetic data.
   std::string dataPath;
+  /// input_name -> a raw file of that input's global batch (the worker's
+  /// `--input NAME=FILE`), the same every step; see cutInputRows.
+  std::map<std::string, std::string> inputFiles;
   /// Record trace events (traceEvents()).
   bool trace = false;
 };
@@ -68,7 +72,7 @@ struct TraceEvent {
 
 struct StepResult {
   /// Mean loss over microbatches and the ranks holding it (the same on
-  /// every rank); NaN when no program computes a loss.
+  /// every rank); NaN when no program computes a loss (inference plans).
   double loss = 0;
   double seconds = 0;
 };
@@ -84,8 +88,10 @@ public:
          ExecutorOptions options = {});
   ~Executor();
 
-  /// Runs training step `step` (1-based). Every rank must call it: the loss
-  /// is reduced over all ranks at the end.
+  /// Runs training step `step` (1-based): or, for an inference plan (only
+  /// forward segments, no loss), one forward pass of the global batch whose
+  /// results are left in Program.output_tensors (outputBytes). Every rank
+  /// must call it: the loss is reduced over all ranks at the end.
   absl::StatusOr<StepResult> runStep(int64_t step);
 
   int rank() const { return rank_; }
@@ -94,6 +100,12 @@ public:
   TensorView tensor(int32_t id, int64_t microbatch = 0) const;
   /// Local values of a PARAMETER (or any f32) tensor.
   std::vector<float> tensorValues(int32_t id, int64_t microbatch = 0) const;
+  /// Number of microbatches of a step (Knobs.num_microbatches, at least 1).
+  int64_t numMicrobatches() const;
+  /// The raw little-endian contents (of the tensor's dtype) of output
+  /// `index` (Program.output_tensors[index]) for `microbatch` of the last
+  /// step: its slot, [this rank's rows of the microbatch, ...].
+  std::string outputBytes(int index, int64_t microbatch) const;
   const Progress &progress() const { return progress_; }
   const std::vector<TraceEvent> &traceEvents() const { return trace_; }
 

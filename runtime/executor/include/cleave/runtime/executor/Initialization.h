@@ -18,6 +18,8 @@
 #include "absl/status/statusor.h"
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,15 +46,35 @@ absl::Status initializeParameter(const plan::ParameterSharding &param,
                                  const comm::MeshInfo &mesh, uint64_t seed,
                                  float *dst);
 
-/// The model inputs of a step: synthetic, or windows of a token file.
+/// Bytes of one row (one sample) of the global batch of INPUT `decl`: the
+/// dimensions other than batch_dim, the sequence (seq_dim >= 0) whole, i.e.
+/// its local size times the "cp" axis of `mesh`.
+int64_t inputRowBytes(const plan::TensorDecl &decl, const comm::MeshInfo &mesh);
+
+/// Copies into `dst` the block of a global-batch input that INPUT `decl` of
+/// the rank at `mesh` holds for `microbatch`, exactly as the synthetic data
+/// are cut: rows [m B/M + d B/(M dp), + B/(M dp)) (B = `globalBatch`, M =
+/// `numMicrobatches`, d the "dp" coordinate) and, when seq_dim >= 0, the
+/// "cp" coordinate's share of the sequence. `global` holds `globalBytes`
+/// raw little-endian values of decl's dtype shaped [B, the other dimensions
+/// in decl's order] (the sequence whole); it must be B * inputRowBytes().
+absl::Status cutInputRows(const plan::TensorDecl &decl,
+                          const comm::MeshInfo &mesh, int64_t globalBatch,
+                          int64_t numMicrobatches, int64_t microbatch,
+                          const void *global, int64_t globalBytes, void *dst);
+
+/// The model inputs of a step: synthetic, windows of a token file, or the
+/// same global batch from a file every step (`--input NAME=FILE`).
 class DataSource {
 public:
   /// `tokenFile`: a flat file of uint16 token ids (nanoGPT's format); empty
-  /// for synthetic data.
-  static absl::StatusOr<DataSource> create(const plan::Plan &plan,
-                                           const comm::MeshInfo &mesh,
-                                           uint64_t seed,
-                                           const std::string &tokenFile);
+  /// for synthetic data. `inputFiles`: input_name -> a file of that input's
+  /// global batch (see cutInputRows); it overrides the other sources for
+  /// that input. Unknown names and files of the wrong size are errors.
+  static absl::StatusOr<DataSource>
+  create(const plan::Plan &plan, const comm::MeshInfo &mesh, uint64_t seed,
+         const std::string &tokenFile,
+         const std::map<std::string, std::string> &inputFiles = {});
 
   /// Fills INPUT tensor `decl` (its slot at `dst`) for 1-based `step` and
   /// microbatch `microbatch` of this rank. `vocab` > 0 overrides
@@ -71,6 +93,8 @@ private:
   /// Some program reads "tokens": "labels" are then the next tokens.
   bool languageModel_ = false;
   std::vector<uint16_t> tokens_;
+  /// --input files by input name: the whole global batch.
+  std::map<std::string, std::shared_ptr<const std::string>> files_;
 };
 
 } // namespace cleave::executor
