@@ -1,0 +1,558 @@
+#!/usr/bin/env python3
+"""Time one training step of a small GPT in cleave against PyTorch and JAX.
+
+Three configurations, side by side, all on this machine's CPU:
+
+  1 rank      cleave (dp=1)        vs PyTorch on CPU, one process
+  dp=2        cleave (2 ranks)     vs torch.distributed (gloo) + DDP, 2 processes
+  tp=2        cleave (2 ranks)     vs JAX on 2 host devices, the parameters
+                                      sharded exactly as the cleave plan shards
+                                      them (read from `cleave inspect --json`),
+                                      XLA's SPMD partitioner doing the rest
+
+The model is the zoo's GPT (GPT-2 style: learned positions, pre-LN, separate
+q/k/v projections with biases, GELU-tanh MLP 4x, LM head tied to the token
+embedding, mean cross-entropy, fp32) at the same batch and sequence length
+with the same optimizer (AdamW, lr 1e-3, betas 0.9/0.999, eps 1e-8, no weight
+decay, or SGD with --optimizer sgd). Every process gets the same number of
+threads a rank (--threads, default 1: OPENBLAS_NUM_THREADS/OMP_NUM_THREADS for
+cleave, torch.set_num_threads for PyTorch, one XLA CPU thread a device
+through --xla_cpu_multi_thread_eigen=false for JAX). Each side reports the
+median step time after warm-up; the table prints cleave/peer (above 1: cleave
+is slower).
+
+The cleave side needs only Python 3's standard library. The peers run in a
+separate virtual environment, passed with --python; create it with
+
+    python3 -m venv /tmp/peer-venv
+    /tmp/peer-venv/bin/pip install torch "jax[cpu]"
+    # (or torch from the PyTorch CPU wheel index where it is reachable)
+
+    python3 bench/runtime_speed.py --python /tmp/peer-venv/bin/python
+    python3 bench/runtime_speed.py --python ... --only 1rank,dp2 --steps 10
+
+The script runs itself under that interpreter in --peer mode for the PyTorch
+and JAX sides. Run on an otherwise idle machine: the script reports the other
+processes' CPU use during each measurement (column "other load").
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_CLEAVE = os.path.join(ROOT, "build", "tools", "cleave", "cleave")
+STEP_RE = re.compile(r"^step\s+(\d+)\s+loss\s+(\S+)\s+time\s+([0-9.]+)\s*ms")
+
+# ---------------------------------------------------------------------------
+# Machine load: CPU seconds spent by processes other than ours.
+
+
+def _cpu_jiffies():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return sum(v[:8]) - idle
+
+
+class LoadMeter:
+    """Other processes' CPU use while a measurement runs, in cores."""
+
+    def __enter__(self):
+        self.t = time.time()
+        self.busy = _cpu_jiffies()
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        s = resource.getrusage(resource.RUSAGE_SELF)
+        self.ours = r.ru_utime + r.ru_stime + s.ru_utime + s.ru_stime
+        return self
+
+    def __exit__(self, *exc):
+        wall = time.time() - self.t
+        busy = (_cpu_jiffies() - self.busy) / os.sysconf("SC_CLK_TCK")
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        s = resource.getrusage(resource.RUSAGE_SELF)
+        ours = r.ru_utime + r.ru_stime + s.ru_utime + s.ru_stime - self.ours
+        self.other_cores = max(0.0, busy - ours) / max(wall, 1e-9)
+
+
+def wait_idle(limit_s, threshold=0.25):
+    """Waits (up to limit_s) until others use < threshold cores over 2 s."""
+    t0 = time.time()
+    while True:
+        with LoadMeter() as m:
+            time.sleep(2)
+        if m.other_cores < threshold or time.time() - t0 > limit_s:
+            return m.other_cores
+
+
+# ---------------------------------------------------------------------------
+# Peers (run under --python, in --peer mode).
+
+
+def peer_main(args):
+    cfg = json.loads(args.peer_config)
+    if args.peer in ("torch", "ddp"):
+        return torch_peer(cfg, distributed=args.peer == "ddp")
+    if args.peer == "jax":
+        return jax_peer(cfg)
+    raise SystemExit("unknown peer " + args.peer)
+
+
+def torch_peer(cfg, distributed):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.set_num_threads(cfg["threads"])
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+    torch.manual_seed(0)
+    L, H, NH, V, S = (cfg[k] for k in ("layers", "hidden", "heads", "vocab",
+                                       "seq"))
+    eps = 1e-5
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(H, eps=eps)
+            self.q = nn.Linear(H, H)
+            self.k = nn.Linear(H, H)
+            self.v = nn.Linear(H, H)
+            self.o = nn.Linear(H, H)
+            self.ln_2 = nn.LayerNorm(H, eps=eps)
+            self.fc = nn.Linear(H, 4 * H)
+            self.proj = nn.Linear(4 * H, H)
+
+        def forward(self, x):
+            B = x.shape[0]
+            h = self.ln_1(x)
+
+            def heads(t):
+                return t.view(B, S, NH, H // NH).transpose(1, 2)
+
+            a = F.scaled_dot_product_attention(
+                heads(self.q(h)), heads(self.k(h)), heads(self.v(h)),
+                is_causal=True)
+            x = x + self.o(a.transpose(1, 2).reshape(B, S, H))
+            return x + self.proj(F.gelu(self.fc(self.ln_2(x)),
+                                        approximate="tanh"))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(V, H)
+            self.wpe = nn.Embedding(S, H)
+            self.h = nn.ModuleList(Block() for _ in range(L))
+            self.ln_f = nn.LayerNorm(H, eps=eps)
+            for p in self.parameters():
+                if p.dim() == 2:
+                    nn.init.normal_(p, std=0.02)
+
+        def forward(self, tokens, labels):
+            x = self.wte(tokens) + self.wpe.weight[: tokens.shape[1]]
+            for b in self.h:
+                x = b(x)
+            logits = self.ln_f(x) @ self.wte.weight.t()  # tied head
+            return F.cross_entropy(logits.view(-1, V), labels.view(-1))
+
+    rank, world = 0, 1
+    model = GPT()
+    if distributed:
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        rank, world = dist.get_rank(), dist.get_world_size()
+        model = nn.parallel.DistributedDataParallel(model)
+    if cfg["optimizer"] == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=cfg["lr"],
+                              momentum=cfg["momentum"])
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"],
+                                betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    local = cfg["batch"] // world
+    mb = cfg["microbatch"] or local
+    g = torch.Generator().manual_seed(rank)
+    times = []
+    for step in range(cfg["steps"]):
+        tokens = torch.randint(0, V, (local, S), generator=g)
+        labels = torch.randint(0, V, (local, S), generator=g)
+        if distributed:
+            dist.barrier()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        n = local // mb
+        for i in range(n):
+            sl = slice(i * mb, (i + 1) * mb)
+            if distributed and i < n - 1:
+                with model.no_sync():
+                    (model(tokens[sl], labels[sl]) / n).backward()
+            else:
+                (model(tokens[sl], labels[sl]) / n).backward()
+        opt.step()
+        times.append((time.perf_counter() - t0) * 1e3)
+    if rank == 0:
+        print("PEER " + json.dumps(dict(times_ms=times,
+                                        torch=torch.__version__)))
+    if distributed:
+        dist.destroy_process_group()
+
+
+def jax_peer(cfg):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    L, H, NH, V, S, B = (cfg[k] for k in ("layers", "hidden", "heads", "vocab",
+                                          "seq", "batch"))
+    D = H // NH
+    eps = 1e-5
+    devices = jax.devices()[: cfg["devices"]]
+    mesh = Mesh(devices, ("tp",))
+    dims = cfg["param_dims"]  # cleave name -> [axes or None per dim]
+
+    key = jax.random.PRNGKey(0)
+    params = {}
+    for name, shape in cfg["param_shapes"].items():
+        key, sub = jax.random.split(key)
+        if name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or \
+                name == "ln_f.weight":
+            params[name] = jnp.ones(shape, jnp.float32)
+        elif len(shape) == 1:
+            params[name] = jnp.zeros(shape, jnp.float32)
+        else:
+            params[name] = 0.02 * jax.random.normal(sub, shape, jnp.float32)
+
+    def spec(name):
+        return NamedSharding(mesh, P(*[("tp" if "tp" in d else None)
+                                       for d in dims[name]]))
+
+    pshard = {n: spec(n) for n in params}
+    params = {n: jax.device_put(p, pshard[n]) for n, p in params.items()}
+    repl = NamedSharding(mesh, P())
+
+    def ln(x, w, b):
+        m = x.mean(-1, keepdims=True)
+        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        return (x - m) / jnp.sqrt(v + eps) * w + b
+
+    def gelu(x):
+        return 0.5 * x * (1 + jnp.tanh(0.7978845608028654 *
+                                       (x + 0.044715 * x ** 3)))
+
+    mask = jnp.tril(jnp.ones((S, S), bool))
+
+    def loss_fn(p, tokens, labels):
+        x = p["wte.weight"][tokens] + p["wpe.weight"][:S]
+        bsz = tokens.shape[0]
+        for i in range(L):
+            pre = "h.%d." % i
+
+            def lin(t, n):
+                return t @ p[pre + n + ".weight"] + p[pre + n + ".bias"]
+
+            h = ln(x, p[pre + "ln_1.weight"], p[pre + "ln_1.bias"])
+
+            def heads(t):
+                return t.reshape(bsz, S, NH, D).transpose(0, 2, 1, 3)
+
+            q = heads(lin(h, "attn.q_proj"))
+            k = heads(lin(h, "attn.k_proj"))
+            v = heads(lin(h, "attn.v_proj"))
+            s = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / D ** 0.5)
+            s = jnp.where(mask, s, -jnp.inf)
+            a = jax.nn.softmax(s, axis=-1) @ v
+            a = a.transpose(0, 2, 1, 3).reshape(bsz, S, H)
+            x = x + lin(a, "attn.o_proj")
+            h = ln(x, p[pre + "ln_2.weight"], p[pre + "ln_2.bias"])
+            x = x + lin(gelu(lin(h, "mlp.fc")), "mlp.proj")
+        x = ln(x, p["ln_f.weight"], p["ln_f.bias"])
+        logits = x @ p["wte.weight"].T
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        return -jnp.take_along_axis(logp, labels[..., None], -1).mean()
+
+    lr, b1, b2, e = cfg["lr"], 0.9, 0.999, 1e-8
+    sgd = cfg["optimizer"] == "sgd"
+    mb = cfg["microbatch"] or B
+    n = B // mb
+
+    def train_step(p, m, v, t, tokens, labels):
+        if n == 1:
+            loss, g = jax.value_and_grad(loss_fn)(p, tokens, labels)
+        else:
+            def body(carry, xs):
+                l, gacc = carry
+                li, gi = jax.value_and_grad(loss_fn)(p, *xs)
+                return (l + li / n, jax.tree.map(lambda a, b: a + b / n,
+                                                  gacc, gi)), None
+            zero = jax.tree.map(jnp.zeros_like, p)
+            (loss, g), _ = jax.lax.scan(
+                body, (0.0, zero), (tokens.reshape(n, mb, S),
+                                    labels.reshape(n, mb, S)))
+        t = t + 1
+        if sgd:
+            m = jax.tree.map(lambda m_, g_: cfg["momentum"] * m_ + g_, m, g)
+            p = jax.tree.map(lambda p_, m_: p_ - lr * m_, p, m)
+            return p, m, v, t, loss
+        m = jax.tree.map(lambda m_, g_: b1 * m_ + (1 - b1) * g_, m, g)
+        v = jax.tree.map(lambda v_, g_: b2 * v_ + (1 - b2) * g_ * g_, v, g)
+        c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+        p = jax.tree.map(lambda p_, m_, v_: p_ - lr * (m_ / c1) /
+                         (jnp.sqrt(v_ / c2) + e), p, m, v)
+        return p, m, v, t, loss
+
+    step = jax.jit(train_step,
+                   in_shardings=(pshard, pshard, pshard, repl, repl, repl),
+                   out_shardings=(pshard, pshard, pshard, repl, repl),
+                   donate_argnums=(0, 1, 2))
+    m = jax.tree.map(jnp.zeros_like, params)
+    v = jax.tree.map(jnp.zeros_like, params)
+    t = jnp.zeros((), jnp.float32)
+    rng = jax.random.PRNGKey(1)
+    times = []
+    # Two untimed steps first: the first compiles, the second recompiles
+    # once the step counter and the donated state are committed arrays.
+    for i in range(cfg["steps"] + 2):
+        rng, a, b = jax.random.split(rng, 3)
+        tokens = jax.device_put(jax.random.randint(a, (B, S), 0, V), repl)
+        labels = jax.device_put(jax.random.randint(b, (B, S), 0, V), repl)
+        jax.block_until_ready((tokens, labels))
+        t0 = time.perf_counter()
+        params, m, v, t, loss = step(params, m, v, t, tokens, labels)
+        jax.block_until_ready((params, loss))
+        if i >= 2:
+            times.append((time.perf_counter() - t0) * 1e3)
+    print("PEER " + json.dumps(dict(times_ms=times, jax=jax.__version__,
+                                    devices=[str(d) for d in devices])))
+
+
+# ---------------------------------------------------------------------------
+# Orchestration (standard library only).
+
+
+def run(cmd, env=None, timeout=1800):
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                       timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError("command failed (%d): %s\n%s%s" % (
+            p.returncode, " ".join(cmd), p.stdout[-3000:], p.stderr[-3000:]))
+    return p.stdout
+
+
+def peer_times(out):
+    for line in out.splitlines():
+        if line.startswith("PEER "):
+            return json.loads(line[5:])
+    raise RuntimeError("no PEER line in:\n" + out[-3000:])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--python", help="python of the venv with torch and jax")
+    ap.add_argument("--cleave", default=DEFAULT_CLEAVE)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=512)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--vocab", type=int, default=1024)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=8, help="global batch")
+    ap.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"])
+    ap.add_argument("--threads", type=int, default=1, help="threads a rank")
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--only", help="comma-separated: 1rank,dp2,tp2")
+    ap.add_argument("--wait-idle", type=float, default=120,
+                    help="seconds to wait for an idle machine before each "
+                         "measurement")
+    ap.add_argument("--max-load", type=float, default=0.2,
+                    help="rerun a measurement while other processes used "
+                         "more cores than this")
+    ap.add_argument("--retries", type=int, default=2)
+    ap.add_argument("--trace-dir", help="also write cleave run --trace files "
+                    "here and print the top ops of each")
+    ap.add_argument("--peer", help=argparse.SUPPRESS)
+    ap.add_argument("--peer-config", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.peer:
+        return peer_main(args)
+    if not args.python:
+        ap.error("--python (the venv with torch and jax) is required")
+
+    model = "zoo:gpt,layers=%d,hidden=%d,heads=%d,seq=%d,vocab=%d" % (
+        args.layers, args.hidden, args.heads, args.seq, args.vocab)
+    work = tempfile.mkdtemp(prefix="cleave-speed-")
+    env = dict(os.environ)
+    T = str(args.threads)
+    env.update(OPENBLAS_NUM_THREADS=T, OMP_NUM_THREADS=T, MKL_NUM_THREADS=T)
+    configs = [
+        # name, ranks, cleave --fix, peer
+        ("1rank", 1, "dp=1,microbatch=%d" % args.batch, "torch"),
+        ("dp2", 2, "dp=2,microbatch=%d" % (args.batch // 2), "ddp"),
+        ("tp2", 2, "tp=2,microbatch=%d" % args.batch, "jax"),
+    ]
+    if args.only:
+        keep = set(args.only.split(","))
+        configs = [c for c in configs if c[0] in keep]
+
+    base = dict(layers=args.layers, hidden=args.hidden, heads=args.heads,
+                vocab=args.vocab, seq=args.seq, batch=args.batch,
+                optimizer=args.optimizer, threads=args.threads,
+                steps=args.steps, lr=1e-3, momentum=0.9, microbatch=0)
+    rows = []
+    for name, ranks, fix, peer in configs:
+        plan = os.path.join(work, name + ".cleave")
+        run([args.cleave, "compile", model, "--cluster",
+             "cpu-local,devices=%d" % ranks, "--global-batch",
+             str(args.batch), "--fix", fix, "--optimizer", args.optimizer,
+             "-o", plan], env=env)
+        info = json.loads(run([args.cleave, "inspect", plan, "--json"]))
+        cfg = dict(base)
+        cfg["microbatch"] = info["knobs"]["microbatch_size"]
+        if cfg["microbatch"] >= args.batch // max(1, info["knobs"]["dp"]):
+            cfg["microbatch"] = 0
+
+        # cleave
+        cmd = [args.cleave, "run", plan, "--steps", str(args.steps)]
+
+        def cleave_side():
+            out = run(cmd, env=env)
+            return [float(m.group(3)) for m in
+                    (STEP_RE.match(l.strip()) for l in out.splitlines()) if m]
+
+        ct, lm_c = measured(cleave_side, args)
+        cleave_ms = statistics.median(ct[args.warmup:])
+
+        # peer
+        penv = dict(env)
+        me = os.path.abspath(__file__)
+        if peer == "jax":
+            cfg["devices"] = ranks
+            cfg["param_dims"] = {p["name"]: p["dims"]
+                                 for p in info["parameters"]}
+            cfg["param_shapes"] = {p["name"]: p["global_shape"]
+                                   for p in info["parameters"]}
+            penv["XLA_FLAGS"] = (
+                "--xla_force_host_platform_device_count=%d "
+                "--xla_cpu_multi_thread_eigen=false "
+                "intra_op_parallelism_threads=%d" % (ranks, args.threads))
+            penv["JAX_PLATFORMS"] = "cpu"
+        pcmd = [args.python, me, "--peer", peer, "--peer-config",
+                json.dumps(cfg)]
+        def peer_side():
+            if peer == "ddp":
+                port = str(free_port())
+                procs = []
+                for r in range(ranks):
+                    e = dict(penv, RANK=str(r), WORLD_SIZE=str(ranks),
+                             LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
+                             MASTER_PORT=port)
+                    procs.append(subprocess.Popen(
+                        pcmd, env=e, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True))
+                outs = [p.communicate(timeout=1800) for p in procs]
+                for p, (o, er) in zip(procs, outs):
+                    if p.returncode:
+                        raise RuntimeError("DDP peer failed:\n" + o + er)
+                pout = outs[0][0]
+            else:
+                pout = run(pcmd, env=penv)
+            return peer_times(pout)
+
+        pinfo, lm_p = measured(peer_side, args)
+        pt = pinfo["times_ms"]
+        peer_ms = statistics.median(pt[args.warmup:])
+        label = {"torch": "PyTorch %s" % pinfo.get("torch", ""),
+                 "ddp": "torch DDP gloo %s" % pinfo.get("torch", ""),
+                 "jax": "JAX %s, %d devices" % (pinfo.get("jax", ""),
+                                                ranks)}[peer]
+        rows.append(dict(config=name, ranks=ranks, fix=fix, peer=label,
+                         cleave_ms=cleave_ms, peer_ms=peer_ms,
+                         ratio=cleave_ms / peer_ms, cleave_steps=ct,
+                         peer_steps=pt, other_cleave=lm_c.other_cores,
+                         other_peer=lm_p.other_cores))
+        print("  %-6s cleave %8.1f ms  %-28s %8.1f ms  ratio %.2f" % (
+            name, cleave_ms, label, peer_ms, cleave_ms / peer_ms), flush=True)
+
+        if args.trace_dir:
+            os.makedirs(args.trace_dir, exist_ok=True)
+            tr = os.path.join(args.trace_dir, name + ".json")
+            run([args.cleave, "run", plan, "--steps", "3", "--trace", tr],
+                env=env)
+            print_trace_top(tr, name)
+
+    print()
+    print("model %s, global batch %d, %s, %d thread(s) a rank, median of "
+          "steps %d-%d" % (model, args.batch, args.optimizer, args.threads,
+                           args.warmup + 1, args.steps))
+    print("%-7s %-28s %12s %10s %10s %7s %s" % (
+        "config", "cleave plan", "cleave ms", "peer", "peer ms", "ratio",
+        "other load (cores, cleave/peer)"))
+    print("-" * 110)
+    for r in rows:
+        print("%-7s %-28s %12.1f %10s %10.1f %7.2f  %.2f / %.2f   (%s)" % (
+            r["config"], r["fix"], r["cleave_ms"], r["peer"].split()[0],
+            r["peer_ms"], r["ratio"], r["other_cleave"], r["other_peer"],
+            r["peer"]))
+    print("-" * 110)
+    print("ratio = cleave ms / peer ms (above 1: cleave is slower)")
+
+
+def measured(fn, args):
+    """fn() after waiting for an idle machine; reruns it (up to --retries
+    times) while other processes used more than --max-load cores, and keeps
+    the least disturbed result. Returns (result, LoadMeter)."""
+    best = None
+    for _ in range(args.retries + 1):
+        wait_idle(args.wait_idle)
+        with LoadMeter() as lm:
+            result = fn()
+        if best is None or lm.other_cores < best[1].other_cores:
+            best = (result, lm)
+        if lm.other_cores <= args.max_load:
+            break
+    return best
+
+
+def print_trace_top(path, name, top=12):
+    with open(path) as f:
+        data = json.load(f)
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    per = {}
+    phases = {}
+    pids = set()
+    for ev in events:
+        if ev.get("ph") != "X":
+            continue
+        pids.add(ev.get("pid"))
+        key = ev.get("name", "?")
+        if "." not in key:  # forward / backward / optimizer spans
+            phases[key] = phases.get(key, 0.0) + ev.get("dur", 0.0)
+            continue
+        t, c = per.get(key, (0.0, 0))
+        per[key] = (t + ev.get("dur", 0.0), c + 1)
+    total = sum(t for t, _ in per.values()) or 1.0
+    print("    %s trace: %d ranks, 3 steps; phases: %s" % (
+        name, len(pids), ", ".join("%s %.0f ms" % (k, v / 1e3)
+                                   for k, v in sorted(phases.items()))))
+    print("    top instructions by total time (all ranks, all steps):")
+    for k, (t, c) in sorted(per.items(), key=lambda kv: -kv[1][0])[:top]:
+        print("      %-34s %9.1f ms %6.1f%%  x%d" % (k[:34], t / 1e3,
+                                                   100 * t / total, c))
+
+
+if __name__ == "__main__":
+    main()
