@@ -64,6 +64,24 @@ protected:
     return path;
   }
 
+  std::string writeInferencePlan(const std::string &name,
+                                 const test::MlpPlanOptions &options) {
+    std::string path = (dir_ / (name + ".cleave")).string();
+    plan::Plan p = test::buildInferencePlan(options);
+    EXPECT_TRUE(plan::validatePlan(p).ok());
+    absl::Status s = plan::writePlanFile(path, p);
+    EXPECT_TRUE(s.ok()) << s;
+    return path;
+  }
+
+  std::string writeBytes(const std::string &name, const void *data,
+                         size_t bytes) {
+    std::string path = (dir_ / name).string();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(static_cast<const char *>(data), bytes);
+    return path;
+  }
+
   struct Outcome {
     int exitStatus = -1;
     bool timedOut = false;
@@ -315,6 +333,96 @@ TEST_F(WorkerTest, BadPlanIsReported) {
   Outcome o = run(1, {path});
   EXPECT_NE(o.exitStatus, 0);
   EXPECT_NE(o.output.find("bad.cleave"), std::string::npos) << o.output;
+}
+
+//===----------------------------------------------------------------------===//
+// Inference plans, --input and --dump-outputs.
+
+// A dp=2 inference plan fed the same global batch as one rank: rank d's
+// output of microbatch m holds rows [4m + 2d, +2) of the one-rank output
+// of microbatch m, which is relu(X W) of the file's rows [4m, +4).
+TEST_F(WorkerTest, InferenceInputsAndOutputsAcrossDataParallelRanks) {
+  test::MlpPlanOptions single, sharded;
+  single.microbatches = sharded.microbatches = 2;
+  sharded.dp = 2;
+  int64_t B = single.batch, in = single.in, hidden = single.hidden;
+  std::vector<float> global(B * in);
+  for (size_t i = 0; i < global.size(); ++i)
+    global[i] = 0.01f * static_cast<float>((i * 37) % 101) - 0.5f;
+  std::string input =
+      "pixels=" + writeBytes("pixels.bin", global.data(), global.size() * 4);
+  Outcome a = run(1, {writeInferencePlan("single", single), "--steps", "2",
+                      "--input", input, "--dump-outputs", dumpDir("single"),
+                      "--dump-params", dumpDir("params")});
+  ASSERT_EQ(a.exitStatus, 0) << a.output;
+  EXPECT_NE(a.output.find("step 2  time "), std::string::npos) << a.output;
+  EXPECT_NE(a.output.find("samples/s"), std::string::npos) << a.output;
+  EXPECT_EQ(a.output.find("loss"), std::string::npos) << a.output;
+  Outcome b = run(2, {writeInferencePlan("sharded", sharded), "--input", input,
+                      "--dump-outputs", dumpDir("sharded")});
+  ASSERT_EQ(b.exitStatus, 0) << b.output;
+
+  // Only output files: rank 0 writes nothing else.
+  int files = 0;
+  for (const auto &entry : fs::directory_iterator(dir_ / "sharded")) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 4);
+  std::vector<float> w = readFloats("params", "w.rank0.bin");
+  ASSERT_EQ(w.size(), static_cast<size_t>(in * hidden));
+  for (int64_t m = 0; m < 2; ++m) {
+    std::vector<float> whole =
+        readFloats("single", "output0.mb" + std::to_string(m) + ".rank0.bin");
+    ASSERT_EQ(whole.size(), static_cast<size_t>(4 * hidden));
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t c = 0; c < hidden; ++c) {
+        float sum = 0;
+        for (int64_t k = 0; k < in; ++k)
+          sum += global[(4 * m + r) * in + k] * w[k * hidden + c];
+        EXPECT_NEAR(whole[r * hidden + c], std::max(sum, 0.0f), 1e-5);
+      }
+    for (int d = 0; d < 2; ++d) {
+      std::vector<float> part =
+          readFloats("sharded", "output0.mb" + std::to_string(m) + ".rank" +
+                                    std::to_string(d) + ".bin");
+      ASSERT_EQ(part.size(), static_cast<size_t>(2 * hidden));
+      for (int64_t i = 0; i < 2 * hidden; ++i)
+        EXPECT_NEAR(part[i], whole[2 * d * hidden + i], 1e-6)
+            << "mb " << m << " rank " << d;
+    }
+  }
+}
+
+TEST_F(WorkerTest, InputFlagErrors) {
+  std::string planPath = writeInferencePlan("plan", {});
+  Outcome o = run(1, {planPath, "--input", "pixels.bin"});
+  EXPECT_EQ(o.exitStatus, 2) << o.output;
+  EXPECT_NE(o.output.find("--input needs NAME=FILE"), std::string::npos)
+      << o.output;
+
+  std::vector<float> data(8 * 6);
+  std::string file = writeBytes("x.bin", data.data(), data.size() * 4);
+  o = run(1, {planPath, "--input", "image=" + file});
+  EXPECT_NE(o.exitStatus, 0) << o.output;
+  EXPECT_NE(o.output.find("the plan has no input 'image'; its inputs are: "
+                          "pixels"),
+            std::string::npos)
+      << o.output;
+
+  std::string shortFile = writeBytes("short.bin", data.data(), 100);
+  o = run(1, {planPath, "--input", "pixels=" + shortFile});
+  EXPECT_NE(o.exitStatus, 0) << o.output;
+  EXPECT_NE(o.output.find("expected 192 bytes"), std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("the file has 100 bytes"), std::string::npos)
+      << o.output;
+
+  // --dump-outputs of a training plan: it has no outputs.
+  o = run(1, {writePlan("mlp", {}), "--dump-outputs", dumpDir("out")});
+  EXPECT_EQ(o.exitStatus, 1) << o.output;
+  EXPECT_NE(o.output.find("the plan has no output tensors"), std::string::npos)
+      << o.output;
 }
 
 } // namespace
