@@ -482,4 +482,67 @@ plan::Plan buildInferencePlan(const MlpPlanOptions &o) {
   return p;
 }
 
+plan::Plan buildInferencePipelinePlan(const MlpPlanOptions &o) {
+  plan::Plan p;
+  header(p, o);
+  p.mutable_training()->set_optimizer("none");
+  plan::MeshAxis *axis = p.mutable_mesh()->add_axes();
+  axis->set_name("pp");
+  axis->set_size(2);
+  for (int r = 0; r < 2; ++r) {
+    plan::RankAssignment *rank = p.add_ranks();
+    rank->set_rank(r);
+    rank->set_program(r);
+    rank->add_coords(r);
+  }
+  int m = static_cast<int>(o.microbatches);
+  int64_t rows = o.batch / o.microbatches, h = o.hidden, c = o.classes;
+
+  Program &s0 = *p.add_programs();
+  s0.set_id(0);
+  s0.set_name("stage0");
+  s0.set_stage(0);
+  Builder b0(s0);
+  int32_t w1 = b0.tensor("w1", {o.in, h}, TensorDecl::PARAMETER);
+  int32_t x = b0.tensor("x", {rows, o.in}, TensorDecl::INPUT, plan::F32, m);
+  int32_t pre = b0.tensor("pre", {rows, h}, TensorDecl::TRANSIENT);
+  int32_t act =
+      b0.tensor("act", {rows, h}, TensorDecl::COMM_BUFFER, plan::F32, m);
+  s0.mutable_tensors(w1)->set_param_index(0);
+  s0.mutable_tensors(x)->set_input_name("pixels");
+  s0.mutable_tensors(x)->set_seq_dim(-1);
+  plan::Segment *f0 = segment(s0, "forward", plan::Segment::FORWARD);
+  op(f0, "graph.matmul", {x, w1}, {pre});
+  op(f0, "graph.relu", {pre}, {act});
+  Instruction *send = op(f0, "comm.send", {act}, {});
+  setS(send, "axis", "pp");
+  setI(send, "offset", 1);
+  setI(send, "tag", 0);
+  setB(send, "buffered");
+
+  Program &s1 = *p.add_programs();
+  s1.set_id(1);
+  s1.set_name("stage1");
+  s1.set_stage(1);
+  Builder b1(s1);
+  int32_t w2 = b1.tensor("w2", {h, c}, TensorDecl::PARAMETER);
+  int32_t actIn =
+      b1.tensor("act", {rows, h}, TensorDecl::COMM_BUFFER, plan::F32, m);
+  int32_t logits =
+      b1.tensor("logits", {rows, c}, TensorDecl::STASH, plan::F32, m);
+  s1.mutable_tensors(w2)->set_param_index(1);
+  s1.add_output_tensors(logits);
+  plan::Segment *f1 = segment(s1, "forward", plan::Segment::FORWARD);
+  Instruction *recv = op(f1, "comm.recv", {}, {actIn});
+  setS(recv, "axis", "pp");
+  setI(recv, "offset", -1);
+  setI(recv, "tag", 0);
+  op(f1, "graph.matmul", {actIn, w2}, {logits});
+
+  for (Program *prog : {&s0, &s1})
+    for (int mb = 0; mb < m; ++mb)
+      schedule(*prog, 0, mb);
+  return p;
+}
+
 } // namespace cleave::test

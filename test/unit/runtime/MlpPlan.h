@@ -60,6 +60,11 @@ plan::Plan buildMlpPipelinePlan(const MlpPlanOptions &options);
 /// a STASH with one slot per microbatch. dp ranks over a "dp" axis; no loss.
 plan::Plan buildInferencePlan(const MlpPlanOptions &options);
 
+/// The 2-layer MLP's forward as an inference plan in two pipeline stages
+/// over "pp" (dp and tp 1): stage 0 relu(x W1) sent (buffered) to stage 1,
+/// which computes logits = act W2, the output. Forward segments only.
+plan::Plan buildInferencePipelinePlan(const MlpPlanOptions &options);
+
 /// Tensor ids of the inference plan's program.
 enum InferenceTensor : int32_t { kInferW = 0, kInferX, kInferY };
 

@@ -425,4 +425,56 @@ TEST_F(WorkerTest, InputFlagErrors) {
       << o.output;
 }
 
+// Two pipeline stages of inference: only the last stage (rank 1) holds and
+// writes the outputs, relu(X W1) W2 of the input file's rows.
+TEST_F(WorkerTest, PipelineInferenceOutputsOnTheLastStage) {
+  test::MlpPlanOptions o;
+  o.microbatches = 2;
+  int64_t B = o.batch, in = o.in, h = o.hidden, c = o.classes;
+  std::vector<float> global(B * in);
+  for (size_t i = 0; i < global.size(); ++i)
+    global[i] = 0.02f * static_cast<float>((i * 13) % 71) - 0.7f;
+  std::string planPath = (dir_ / "pipeline.cleave").string();
+  plan::Plan p = test::buildInferencePipelinePlan(o);
+  ASSERT_TRUE(plan::validatePlan(p).ok()) << plan::validatePlan(p);
+  ASSERT_TRUE(plan::writePlanFile(planPath, p).ok());
+  Outcome r = run(2, {planPath, "--steps", "2", "--input",
+                      "pixels=" + writeBytes("x.bin", global.data(),
+                                             global.size() * 4),
+                      "--dump-outputs", dumpDir("out"), "--dump-params",
+                      dumpDir("params")});
+  ASSERT_EQ(r.exitStatus, 0) << r.output;
+  EXPECT_NE(r.output.find("step 2  time "), std::string::npos) << r.output;
+  std::vector<float> w1 = readFloats("params", "w1.rank0.bin");
+  std::vector<float> w2 = readFloats("params", "w2.rank1.bin");
+  int files = 0;
+  for (const auto &entry : fs::directory_iterator(dir_ / "out")) {
+    EXPECT_NE(entry.path().filename().string().find(".rank1.bin"),
+              std::string::npos)
+        << entry.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 2);
+  int64_t rows = B / 2;
+  for (int64_t m = 0; m < 2; ++m) {
+    std::vector<float> y =
+        readFloats("out", "output0.mb" + std::to_string(m) + ".rank1.bin");
+    ASSERT_EQ(y.size(), static_cast<size_t>(rows * c));
+    for (int64_t r0 = 0; r0 < rows; ++r0) {
+      std::vector<float> act(h, 0);
+      for (int64_t j = 0; j < h; ++j) {
+        for (int64_t k = 0; k < in; ++k)
+          act[j] += global[(m * rows + r0) * in + k] * w1[k * h + j];
+        act[j] = std::max(act[j], 0.0f);
+      }
+      for (int64_t j = 0; j < c; ++j) {
+        float sum = 0;
+        for (int64_t k = 0; k < h; ++k)
+          sum += act[k] * w2[k * c + j];
+        EXPECT_NEAR(y[r0 * c + j], sum, 1e-4) << "mb " << m << " row " << r0;
+      }
+    }
+  }
+}
+
 } // namespace
