@@ -238,6 +238,10 @@ absl::Status validatePlan(const Plan &plan) {
       return absl::InvalidArgumentError(absl::StrCat(
           where(program), ": loss tensor ", program.loss_tensor(),
           " is not a tensor"));
+    for (int32_t id : program.output_tensors())
+      if (id < 0 || id >= program.tensors_size())
+        return absl::InvalidArgumentError(absl::StrCat(
+            where(program), ": output tensor ", id, " is not a tensor"));
   }
   return absl::OkStatus();
 }

@@ -103,6 +103,11 @@ TEST(InferenceTest, PlanIsValid) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   ASSERT_EQ(parsed->programs(0).output_tensors_size(), 1);
   EXPECT_EQ(parsed->programs(0).output_tensors(0), test::kInferY);
+  p.mutable_programs(0)->add_output_tensors(99);
+  absl::Status bad = plan::validatePlan(p);
+  EXPECT_NE(bad.message().find("output tensor 99 is not a tensor"),
+            std::string::npos)
+      << bad;
 }
 
 // Synthetic inputs: each microbatch's output slot is relu(x W) of that
