@@ -271,6 +271,16 @@ int main(int argc, char **argv) {
   }
   mesh.coords.assign(plan->ranks(gRank).coords().begin(),
                      plan->ranks(gRank).coords().end());
+  // Every rank finds the same fault with --input files: report it once.
+  if (absl::Status s = executor::checkInputFiles(*plan, mesh,
+                                                 options.inputFiles);
+      !s.ok()) {
+    if (gRank == 0)
+      std::fprintf(stderr, "cleave-worker: %s\n",
+                   std::string(s.message()).c_str());
+    comm::mpiFinalize();
+    return 1;
+  }
   std::unique_ptr<comm::Communicator> comm;
   try {
     comm = comm::createMpiCommunicator(mesh);

@@ -125,6 +125,66 @@ absl::Status cutInputRows(const plan::TensorDecl &decl,
   return absl::OkStatus();
 }
 
+absl::Status
+checkInputFiles(const plan::Plan &plan, const comm::MeshInfo &mesh,
+                const std::map<std::string, std::string> &inputFiles) {
+  if (inputFiles.empty())
+    return absl::OkStatus();
+  // The plan's inputs, in order of first appearance ("step" is the
+  // runtime's, not the model's).
+  std::vector<const plan::TensorDecl *> inputs;
+  for (const plan::Program &program : plan.programs())
+    for (const plan::TensorDecl &t : program.tensors()) {
+      if (t.kind() != plan::TensorDecl::INPUT || t.input_name() == "step")
+        continue;
+      bool seen = false;
+      for (const plan::TensorDecl *other : inputs)
+        seen = seen || other->input_name() == t.input_name();
+      if (!seen)
+        inputs.push_back(&t);
+    }
+  int64_t globalBatch = plan.training().global_batch();
+  for (const auto &[name, path] : inputFiles) {
+    const plan::TensorDecl *decl = nullptr;
+    std::vector<std::string> names;
+    for (const plan::TensorDecl *t : inputs) {
+      names.push_back(t->input_name());
+      if (t->input_name() == name)
+        decl = t;
+    }
+    if (!decl)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--input ", name, "=", path, ": the plan has no input '", name,
+          "'; its inputs are: ",
+          names.empty() ? "(none)" : absl::StrJoin(names, ", ")));
+    if (globalBatch <= 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input ", name, "=", path,
+                       ": the plan has no global batch (training.global_batch)"));
+    int64_t rowBytes = inputRowBytes(*decl, mesh);
+    int64_t expected = globalBatch * rowBytes;
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in)
+      return absl::NotFoundError(
+          absl::StrCat("--input ", name, "=", path, ": cannot open ", path));
+    int64_t size = static_cast<int64_t>(in.tellg());
+    if (size != expected) {
+      std::string dims;
+      for (int d = 0; d < decl->shape_size(); ++d)
+        if (d != decl->batch_dim())
+          absl::StrAppend(&dims, ", ",
+                          decl->shape(d) *
+                              (d == decl->seq_dim() ? axisSize(mesh, "cp") : 1));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--input ", name, "=", path, ": expected ", expected,
+          " bytes (global batch ", globalBatch, " x ", rowBytes,
+          " bytes per row: ", plan::DType_Name(decl->dtype()), " [",
+          globalBatch, dims, "]), but the file has ", size, " bytes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<DataSource>
 DataSource::create(const plan::Plan &plan, const comm::MeshInfo &mesh,
                    uint64_t seed, const std::string &tokenFile,
@@ -151,63 +211,18 @@ DataSource::create(const plan::Plan &plan, const comm::MeshInfo &mesh,
     if (!in)
       return absl::DataLossError(absl::StrCat(tokenFile, ": read failed"));
   }
-  if (!inputFiles.empty()) {
-    // The plan's inputs, in order of first appearance ("step" is the
-    // runtime's, not the model's).
-    std::vector<const plan::TensorDecl *> inputs;
-    for (const plan::Program &program : plan.programs())
-      for (const plan::TensorDecl &t : program.tensors()) {
-        if (t.kind() != plan::TensorDecl::INPUT || t.input_name() == "step")
-          continue;
-        bool seen = false;
-        for (const plan::TensorDecl *other : inputs)
-          seen = seen || other->input_name() == t.input_name();
-        if (!seen)
-          inputs.push_back(&t);
-      }
-    for (const auto &[name, path] : inputFiles) {
-      const plan::TensorDecl *decl = nullptr;
-      std::vector<std::string> names;
-      for (const plan::TensorDecl *t : inputs) {
-        names.push_back(t->input_name());
-        if (t->input_name() == name)
-          decl = t;
-      }
-      if (!decl)
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--input ", name, "=", path, ": the plan has no input '", name,
-            "'; its inputs are: ",
-            names.empty() ? "(none)" : absl::StrJoin(names, ", ")));
-      int64_t rowBytes = inputRowBytes(*decl, mesh);
-      int64_t expected = source.globalBatch_ * rowBytes;
-      std::ifstream in(path, std::ios::binary | std::ios::ate);
-      if (!in)
-        return absl::NotFoundError(
-            absl::StrCat("--input ", name, "=", path, ": cannot open ", path));
-      int64_t size = static_cast<int64_t>(in.tellg());
-      if (size != expected) {
-        std::string dims;
-        for (int d = 0; d < decl->shape_size(); ++d)
-          if (d != decl->batch_dim())
-            absl::StrAppend(&dims, ", ",
-                            decl->shape(d) * (d == decl->seq_dim()
-                                                  ? axisSize(mesh, "cp")
-                                                  : 1));
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--input ", name, "=", path, ": expected ", expected,
-            " bytes (global batch ", source.globalBatch_, " x ", rowBytes,
-            " bytes per row: ", plan::DType_Name(decl->dtype()), " [",
-            source.globalBatch_, dims, "]), but the file has ", size,
-            " bytes"));
-      }
-      auto data = std::make_shared<std::string>(static_cast<size_t>(size), '\0');
-      in.seekg(0);
-      in.read(data->data(), size);
-      if (!in)
-        return absl::DataLossError(
-            absl::StrCat("--input ", name, "=", path, ": read failed"));
-      source.files_[name] = std::move(data);
-    }
+  if (absl::Status s = checkInputFiles(plan, mesh, inputFiles); !s.ok())
+    return s;
+  for (const auto &[name, path] : inputFiles) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    int64_t size = in ? static_cast<int64_t>(in.tellg()) : 0;
+    auto data = std::make_shared<std::string>(static_cast<size_t>(size), '\0');
+    in.seekg(0);
+    in.read(data->data(), size);
+    if (!in)
+      return absl::DataLossError(
+          absl::StrCat("--input ", name, "=", path, ": read failed"));
+    source.files_[name] = std::move(data);
   }
   return source;
 }

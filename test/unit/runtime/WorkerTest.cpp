@@ -401,18 +401,22 @@ TEST_F(WorkerTest, InputFlagErrors) {
   EXPECT_NE(o.output.find("--input needs NAME=FILE"), std::string::npos)
       << o.output;
 
+  // On two ranks: reported once, by rank 0.
+  test::MlpPlanOptions dp2;
+  dp2.dp = 2;
   std::vector<float> data(8 * 6);
   std::string file = writeBytes("x.bin", data.data(), data.size() * 4);
-  o = run(1, {planPath, "--input", "image=" + file});
-  EXPECT_NE(o.exitStatus, 0) << o.output;
-  EXPECT_NE(o.output.find("the plan has no input 'image'; its inputs are: "
-                          "pixels"),
-            std::string::npos)
-      << o.output;
+  o = run(2, {writeInferencePlan("dp2", dp2), "--input", "image=" + file});
+  EXPECT_EQ(o.exitStatus, 1) << o.output;
+  std::string message =
+      "the plan has no input 'image'; its inputs are: pixels";
+  size_t at = o.output.find(message);
+  ASSERT_NE(at, std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find(message, at + 1), std::string::npos) << o.output;
 
   std::string shortFile = writeBytes("short.bin", data.data(), 100);
   o = run(1, {planPath, "--input", "pixels=" + shortFile});
-  EXPECT_NE(o.exitStatus, 0) << o.output;
+  EXPECT_EQ(o.exitStatus, 1) << o.output;
   EXPECT_NE(o.output.find("expected 192 bytes"), std::string::npos)
       << o.output;
   EXPECT_NE(o.output.find("the file has 100 bytes"), std::string::npos)

@@ -63,6 +63,14 @@ absl::Status cutInputRows(const plan::TensorDecl &decl,
                           int64_t numMicrobatches, int64_t microbatch,
                           const void *global, int64_t globalBytes, void *dst);
 
+/// Checks `--input` files (input_name -> path) against the plan without
+/// reading them: every name is an INPUT of some program (the error lists
+/// the plan's inputs) and every file holds global_batch * inputRowBytes
+/// bytes (the error gives both sizes). The same answer on every rank.
+absl::Status
+checkInputFiles(const plan::Plan &plan, const comm::MeshInfo &mesh,
+                const std::map<std::string, std::string> &inputFiles);
+
 /// The model inputs of a step: synthetic, windows of a token file, or the
 /// same global batch from a file every step (`--input NAME=FILE`).
 class DataSource {
