@@ -179,6 +179,11 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
   if (!dumpDir.empty())
     options.workerArgs.insert(options.workerArgs.end(),
                               {"--dump-params", dumpDir});
+  for (const std::string &input : r.inputs)
+    options.workerArgs.insert(options.workerArgs.end(), {"--input", input});
+  if (!r.expectedOutputs.empty() && printSteps)
+    options.workerArgs.insert(options.workerArgs.end(),
+                              {"--dump-outputs", dumpDir});
   options.timeoutSeconds = r.timeoutSeconds * (r.steps + 2) + 60;
   if (!printSteps)
     options.onLine = [](const std::string &) {};
@@ -200,6 +205,54 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
 }
 
 } // namespace
+
+absl::StatusOr<std::vector<float>> assembleOutput(const plan::Plan &plan,
+                                                  int index,
+                                                  const std::string &dir) {
+  int64_t B = plan.training().global_batch();
+  int64_t M = std::max<int64_t>(1, plan.knobs().num_microbatches());
+  int64_t dpAxis = axisIndex(plan, "dp");
+  int64_t dp = dpAxis < 0 ? 1 : plan.mesh().axes(dpAxis).size();
+  int64_t rows = B / (M * dp);
+  std::vector<float> whole;
+  std::vector<bool> seen;
+  int64_t rowSize = -1;
+  for (const plan::RankAssignment &rank : plan.ranks()) {
+    const plan::Program &program = plan.programs(rank.program());
+    if (index >= program.output_tensors_size())
+      continue;
+    int64_t d = dpAxis < 0 ? 0 : rank.coords(dpAxis);
+    for (int64_t m = 0; m < M; ++m) {
+      auto block = readFloats(absl::StrCat(dir, "/output", index, ".mb", m,
+                                           ".rank", rank.rank(), ".bin"));
+      if (!block.ok())
+        return block.status();
+      if (rowSize < 0) {
+        rowSize = int64_t(block->size()) / rows;
+        whole.assign(B * rowSize, 0.0f);
+        seen.assign(whole.size(), false);
+      }
+      if (int64_t(block->size()) != rows * rowSize)
+        return absl::DataLossError(absl::StrCat(
+            "output ", index, " of rank ", rank.rank(), " has ",
+            block->size(), " values, expected ", rows * rowSize));
+      int64_t start = (m * (B / M) + d * rows) * rowSize;
+      for (size_t i = 0; i < block->size(); ++i) {
+        float v = (*block)[i];
+        if (seen[start + i] && whole[start + i] != v)
+          return absl::InternalError(absl::StrCat(
+              "output ", index, ": rank ", rank.rank(),
+              " disagrees with a replica at element ", start + i));
+        whole[start + i] = v;
+        seen[start + i] = true;
+      }
+    }
+  }
+  if (whole.empty())
+    return absl::NotFoundError(
+        absl::StrCat("the plan has no output ", index));
+  return whole;
+}
 
 absl::Status compareRuns(const plan::Plan &plan, const std::string &planDir,
                          const plan::Plan &reference,
@@ -282,14 +335,64 @@ int runPlan(const RunRequest &r) {
   std::cout << "running " << r.planPath << " (" << p.model().name() << ", "
             << p.knobs().text() << ") on " << ranks << " local rank(s)"
             << std::endl;
-  std::string planDir = r.check ? tempDir("plan") : "";
+  bool compareOutputs = !r.expectedOutputs.empty();
+  std::string planDir = r.check || compareOutputs ? tempDir("plan") : "";
   if (absl::Status s = launchPlan(r, r.planPath, ranks, planDir, true);
       !s.ok()) {
     std::cerr << "cleave: error: " << s.message() << "\n";
     return 1;
   }
-  if (!r.check)
+  if (compareOutputs) {
+    for (const std::string &spec : r.expectedOutputs) {
+      size_t eq = spec.find('=');
+      int index = -1;
+      if (eq == std::string::npos ||
+          (index = std::atoi(spec.substr(0, eq).c_str()), spec[0] < '0' ||
+           spec[0] > '9')) {
+        std::cerr << "cleave: error: --expect-output " << spec
+                  << ": expected INDEX=FILE\n";
+        return 2;
+      }
+      auto mine = assembleOutput(p, index, planDir);
+      auto ref = readFloats(spec.substr(eq + 1));
+      if (!mine.ok() || !ref.ok()) {
+        std::cerr << "cleave: error: --expect-output: "
+                  << (!mine.ok() ? mine.status() : ref.status()).message()
+                  << "\n";
+        return 1;
+      }
+      if (mine->size() != ref->size()) {
+        std::cerr << "cleave: error: --expect-output " << spec << ": output "
+                  << index << " has " << mine->size() << " values, the file "
+                  << ref->size() << "\n";
+        return 1;
+      }
+      double diff = 0, scale = 0;
+      for (size_t i = 0; i < ref->size(); ++i) {
+        diff = std::max(diff, std::fabs(double((*mine)[i]) - (*ref)[i]));
+        scale = std::max(scale, std::fabs(double((*ref)[i])));
+      }
+      double err = scale > 0 ? diff / scale : diff;
+      std::cout << absl::StrFormat(
+          "output %d: %d values, largest difference %.3g, relative error "
+          "%.2e\n",
+          index, ref->size(), diff, err);
+      if (!(err <= r.tolerance)) {
+        std::cerr << absl::StrFormat("cleave: error: output %d differs from "
+                                     "%s: relative error %.2e > %.0e\n",
+                                     index, spec.substr(eq + 1), err,
+                                     r.tolerance);
+        return 1;
+      }
+    }
+    std::cout << "outputs match within " << absl::StrFormat("%.0e", r.tolerance)
+              << std::endl;
+  }
+  if (!r.check) {
+    if (!planDir.empty())
+      std::filesystem::remove_all(planDir);
     return 0;
+  }
   auto reference = r.reference(p);
   if (!reference.ok()) {
     std::cerr << "cleave: error: --check: " << reference.status().message()

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 
 #include <functional>
+#include <vector>
 #include <string>
 
 namespace cleave::tool {
@@ -22,6 +23,12 @@ struct RunRequest {
   /// Train the unpartitioned model on one rank alongside and compare.
   bool check = false;
   double tolerance = 1e-5;
+  /// `NAME=FILE`: an input's values for the whole global batch.
+  std::vector<std::string> inputs;
+  /// `I=FILE`: the expected values of output I (an inference plan's
+  /// result I) for the whole global batch, raw fp32; compared within
+  /// `tolerance`.
+  std::vector<std::string> expectedOutputs;
   /// Builds the one-rank reference plan of `plan`'s model (needs the
   /// compiler); used by --check.
   std::function<absl::StatusOr<plan::Plan>(const plan::Plan &)> reference;
@@ -32,6 +39,13 @@ struct RunRequest {
 /// reference. Returns the exit code (0, 1: run failed or diverged, 2: bad
 /// input).
 int runPlan(const RunRequest &request);
+
+/// Output `index` of an inference plan for the whole global batch,
+/// assembled from the files `cleave-worker --dump-outputs DIR` wrote (each
+/// rank's rows of each microbatch; tensor-parallel replicas must agree).
+absl::StatusOr<std::vector<float>> assembleOutput(const plan::Plan &plan,
+                                                  int index,
+                                                  const std::string &dir);
 
 /// The comparison behind --check, on two --dump-params directories:
 /// `plan`'s ranks' blocks are assembled into whole parameters and compared

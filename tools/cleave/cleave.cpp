@@ -106,8 +106,9 @@ cl::opt<uint64_t> planSeed("seed",
                            cl::init(1234), cl::sub(compileCmd),
                            cl::cat(outputCategory));
 cl::opt<std::string> planOptimizer("optimizer",
-                                   cl::desc("Optimizer of the plan: adamw or "
-                                            "sgd"),
+                                   cl::desc("Optimizer of the plan: adamw, "
+                                            "sgd, or none for an inference "
+                                            "plan (forward only)"),
                                    cl::init("adamw"), cl::sub(compileCmd),
                                    cl::cat(outputCategory));
 cl::opt<double> planLr("lr", cl::desc("Learning rate of the plan"),
@@ -171,6 +172,16 @@ cl::opt<double> runTolerance("tolerance",
                              cl::desc("Largest relative error --check accepts"),
                              cl::init(1e-5), cl::sub(runCmd),
                              cl::cat(artifactCategory));
+cl::list<std::string> runInputs(
+    "input",
+    cl::desc("An input's values for the whole global batch (raw "
+             "little-endian, the input's dtype)"),
+    cl::value_desc("NAME=FILE"), cl::sub(runCmd), cl::cat(artifactCategory));
+cl::list<std::string> runExpected(
+    "expect-output",
+    cl::desc("Compare output I of an inference plan with FILE (raw fp32, the "
+             "whole global batch) within --tolerance"),
+    cl::value_desc("I=FILE"), cl::sub(runCmd), cl::cat(artifactCategory));
 cl::opt<double> runTimeout(
     "timeout",
     cl::desc("Seconds an instruction may take before every rank is stopped"),
@@ -542,9 +553,10 @@ int runCompile() {
                           "support yet (" + why + ")");
     cleave::tool::restrictToLowerable(plan, fixed);
   }
-  if (planOptimizer != "adamw" && planOptimizer != "sgd")
-    return badUsage("--optimizer must be adamw or sgd, got '" + planOptimizer +
-                    "'");
+  if (planOptimizer != "adamw" && planOptimizer != "sgd" &&
+      planOptimizer != "none")
+    return badUsage("--optimizer must be adamw, sgd or none (an inference "
+                    "plan), got '" + planOptimizer + "'");
   if (!(planLr > 0))
     return badUsage("--lr must be positive");
   if (topK < 1)
@@ -793,6 +805,11 @@ int runRun(const char *argv0) {
   request.tracePath = artifactTrace;
   request.timeoutSeconds = runTimeout;
   request.check = runCheck;
+  request.inputs.assign(runInputs.begin(), runInputs.end());
+  request.expectedOutputs.assign(runExpected.begin(), runExpected.end());
+  for (const std::string &input : request.inputs)
+    if (input.find('=') == std::string::npos)
+      return badUsage("--input " + input + ": expected NAME=FILE");
   request.tolerance = runTolerance;
   request.reference = [](const cleave::plan::Plan &plan) {
     ToolContext tool;

@@ -200,7 +200,8 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   auto results = forward.getFunctionType().getResults();
   auto first = results.empty() ? RankedTensorType()
                                : dyn_cast<RankedTensorType>(results[0]);
-  if (!first || first.getRank() != 0) {
+  bool inference = o.step.optimizer == "none";
+  if (!inference && (!first || first.getRank() != 0)) {
     PassManager pm(ctx);
     pm.addPass(createAppendLoss());
     if (failed(pm.run(module)))
@@ -226,6 +227,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   pc.microbatches = o.microbatches;
   pc.dp = o.dp;
   pc.zero = o.zero;
+  pc.inference = inference;
   pc.schedule = o.schedule;
   pc.vocab = o.vocab;
   SmallVector<func::FuncOp> steps;
@@ -237,6 +239,10 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
       if (p.isTrainable())
         pc.paramStages[p.getName().str()].push_back(s);
     });
+    if (inference) {
+      steps.push_back(stage);
+      continue;
+    }
     if (o.zero >= 3 && o.dp > 1)
       shardParametersOverReplicas(stage, o.dp);
     FailureOr<func::FuncOp> built = buildTrainingStep(

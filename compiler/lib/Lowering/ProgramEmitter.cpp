@@ -559,6 +559,8 @@ void Emitter::planMemory() {
     case plan::TensorDecl::STASH:
     case plan::TensorDecl::INPUT:
       t.set_slots(t.input_name() == "step" ? 1 : slots);
+      if (llvm::is_contained(program.output_tensors(), t.id()))
+        t.set_slots(ctx.microbatches);
       break;
     case plan::TensorDecl::COMM_BUFFER:
       t.set_slots(ctx.microbatches);
@@ -599,6 +601,14 @@ LogicalResult Emitter::buildSchedule() {
     return step.emitOpError("schedule '")
            << ctx.schedule
            << "' is not lowered to programs yet (gpipe and 1f1b are)";
+  if (ctx.inference) {
+    for (int64_t m = 0; m < ctx.microbatches; ++m) {
+      plan::ScheduleStep *st = program.add_schedule();
+      st->set_segment(kForward);
+      st->set_microbatch(m);
+    }
+    return success();
+  }
   auto order = cost::pipelineOrder(*kind, ctx.stages, ctx.stage,
                                    static_cast<int>(ctx.microbatches));
   if (!order.ok())
@@ -647,9 +657,17 @@ FailureOr<plan::Program> Emitter::run() {
   }
   if (failed(emitOptimizer(updates)))
     return failure();
+  // An inference plan's results are kept, one slot per microbatch.
+  if (ctx.inference && ret) {
+    for (Value v : ret.getOperands()) {
+      int id = ids.lookup(v);
+      program.mutable_tensors(id)->set_kind(plan::TensorDecl::STASH);
+      program.add_output_tensors(id);
+    }
+  }
   // The loss (a result without an update tag) is read after each forward
   // run, so it keeps a slot.
-  if (ret && ret.getNumOperands() > 0 &&
+  if (!ctx.inference && ret && ret.getNumOperands() > 0 &&
       !step.getResultAttr(0, "cleave.update") &&
       !step.getResultAttr(0, "cleave.grad")) {
     int id = ids.lookup(ret.getOperand(0));

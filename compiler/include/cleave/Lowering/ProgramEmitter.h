@@ -27,6 +27,10 @@ struct ProgramContext {
   /// ZeRO stage: 1 and 2 split the optimizer state (and its update) over
   /// the "dp" replicas; parameters of stage 3 arrive already split.
   int zero = 0;
+  /// An inference plan: the stage function is emitted as it is (no
+  /// backward, no optimizer), microbatches run forward only, and the last
+  /// stage's results become Program.output_tensors.
+  bool inference = false;
   /// "gpipe" or "1f1b".
   std::string schedule = "1f1b";
   /// Vocabulary size for synthetic token ids (0: not a language model).
