@@ -46,16 +46,19 @@ StageAssignment assignLayers(func::FuncOp forward) {
     int64_t layer = -1;
     if (auto param = dyn_cast<ParamOp>(op))
       layer = layerOfName(param.getName());
-    bool fromModel = isa<ParamOp>(op);
+    bool fromRepeated = true;
     for (Value v : op.getOperands()) {
       Operation *def = v.getDefiningOp();
       if (!def)
         continue;
       layer = std::max(layer, a.layer.lookup(def));
-      fromModel |= isa<ParamOp>(def) || !a.repeated.contains(def);
+      fromRepeated &= a.repeated.contains(def);
     }
     a.layer[&op] = layer;
-    if (!fromModel || isa<InputOp, ConstantOp, ParamOp>(op))
+    // Sources, and what is computed from them before any layer (an
+    // embedding table gathered over tensor-parallel ranks for a tied head),
+    // are repeated in the stages that read them.
+    if (isa<InputOp, ConstantOp, ParamOp>(op) || (layer < 0 && fromRepeated))
       a.repeated.insert(&op);
     a.numLayers = std::max(a.numLayers, layer + 1);
   }

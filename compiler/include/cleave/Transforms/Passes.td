@@ -154,9 +154,10 @@ def PipelineSplit : Pass<"cleave-pipeline-split", "mlir::ModuleOp"> {
     received at the start of the consuming one (`graph.send` /
     `graph.recv` on mesh axis "pp", offsets +1 / -1, one tag per value, in
     producer order on both sides so the order of messages matches).
-    Parameters, inputs and constants, and ops computed only from inputs
-    and constants, are repeated in every stage that reads them (a tied
-    embedding is then a parameter of the first and the last stage). Each
+    Parameters, inputs and constants, and ops computed only from them
+    before the first layer, are repeated in every stage that reads them (a
+    tied embedding is then a parameter of the first and the last stage,
+    and its tensor-parallel all-gather runs in both). Each
     stage function carries `cleave.stage`, `cleave.first_layer` and
     `cleave.num_layers`; the last returns what `@forward` returns.
   }];
