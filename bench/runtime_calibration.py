@@ -14,7 +14,7 @@ and prints predicted against measured time per plan, the median and largest
 
 Python 3 standard library only.
 
-    python3 bench/runtime_calibration.py                # full profile, 14 plans
+    python3 bench/runtime_calibration.py                # full profile, 17 plans
     python3 bench/runtime_calibration.py --quick-profile --steps 6
     python3 bench/runtime_calibration.py --profile prof.txt   # reuse a profile
     python3 bench/runtime_calibration.py --json out.json
@@ -47,6 +47,8 @@ PLANS_4 = [
     ("tp4 mb8", "tp=4,microbatch=8"),
     ("pp4 1f1b mb1", "pp=4,microbatch=1,schedule=1f1b"),
     ("pp4 1f1b mb2", "pp=4,microbatch=2,schedule=1f1b"),
+    ("pp4 1f1b mb4", "pp=4,microbatch=4,schedule=1f1b"),
+    ("pp4 1f1b mb8", "pp=4,microbatch=8,schedule=1f1b"),
     ("pp4 gpipe mb1", "pp=4,microbatch=1,schedule=gpipe"),
     ("pp4 gpipe mb2", "pp=4,microbatch=2,schedule=gpipe"),
     ("tp2 pp2 mb1", "tp=2,pp=2,microbatch=1"),
