@@ -76,6 +76,9 @@ const std::vector<Field> &fields() {
       CLEAVE_INTEGER("nodes", nodes, "number of nodes"),
       CLEAVE_INTEGER("devices_per_node", devicesPerNode,
                      "devices (ranks) per node; `devices` is short for it"),
+      CLEAVE_INTEGER("cores_per_node", coresPerNode,
+                     "compute engines the devices of a node share (CPU "
+                     "cores); 0: one per device; `cores` is short for it"),
       CLEAVE_TEXT("device.name", device.name, "the device model"),
       CLEAVE_REAL("device.peak_fp32", FlopRate, device.peakFp32,
                   "dense peak, fp32 (CUDA cores)"),
@@ -143,6 +146,7 @@ std::string knownKeys() {
   for (const Field &field : fields())
     keys.push_back(field.key);
   keys.push_back("devices");
+  keys.push_back("cores");
   return join(keys, ", ");
 }
 
@@ -152,6 +156,8 @@ std::string knownKeys() {
 absl::StatusOr<const Field *> findField(std::string_view key, bool allowShort) {
   if (key == "devices")
     key = "devices_per_node";
+  if (key == "cores")
+    key = "cores_per_node";
   for (const Field &field : fields())
     if (field.key == key)
       return &field;

@@ -13,6 +13,9 @@
 #include "Strings.h"
 #include "cleave/cost_model/Cluster.h"
 
+#include <algorithm>
+#include <thread>
+
 #include <functional>
 #include <utility>
 
@@ -134,6 +137,8 @@ Cluster cpuLocal() {
   c.name = "cpu-local";
   c.nodes = 1;
   c.devicesPerNode = 1; // `cpu-local,devices=4` for four ranks
+  // Ranks beyond the cores share them (`cpu-local,devices=4,cores=2`).
+  c.coresPerNode = std::max(1u, std::thread::hardware_concurrency());
   c.device.name = "cpu-rank";
   // Placeholder: one core with AVX2 FMA peaks near 100 GFLOP/s fp32 (2 FMA
   // units x 8 lanes x 2 FLOPs x ~3 GHz); OpenBLAS sustains about half.

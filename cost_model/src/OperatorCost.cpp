@@ -71,16 +71,18 @@ absl::StatusOr<OpCost> estimateGemm(const Gemm &gemm, const Cluster &cluster,
           profile ? profile->findGemm(gemm.dtype) : nullptr) {
     // A batched GEMM fills the device like one GEMM with batch x M rows:
     // the same number of output tiles and the same K loop.
-    cost.seconds = table->seconds(gemm.batch * gemm.m, gemm.n, gemm.k);
+    cost.seconds = table->seconds(gemm.batch * gemm.m, gemm.n, gemm.k) *
+                   cluster.computeSharing();
     cost.computeSeconds = cost.seconds;
     cost.efficiency = 1;
     cost.profiled = true;
     return cost;
   }
   cost.efficiency = gemmEfficiency(gemm, cluster, profile);
-  cost.computeSeconds =
-      gemm.flops() / (cluster.device.peakFlops(gemm.dtype) * cost.efficiency);
-  cost.memorySeconds = gemm.bytes() / memoryBandwidth(cluster, profile);
+  cost.computeSeconds = gemm.flops() * cluster.computeSharing() /
+                        (cluster.device.peakFlops(gemm.dtype) * cost.efficiency);
+  cost.memorySeconds = gemm.bytes() * cluster.computeSharing() /
+                       memoryBandwidth(cluster, profile);
   cost.overheadSeconds = kernelOverhead(cluster, profile);
   cost.seconds =
       std::max(cost.computeSeconds, cost.memorySeconds) + cost.overheadSeconds;
@@ -107,10 +109,12 @@ absl::StatusOr<OpCost> estimateGeneric(const GenericOp &op,
       peak = cluster.device.peakFlops(op.dtype);
       cost.efficiency = cluster.efficiency.gemmMax;
     }
-    cost.computeSeconds = op.flops / (peak * cost.efficiency);
+    cost.computeSeconds =
+        op.flops * cluster.computeSharing() / (peak * cost.efficiency);
   }
-  cost.memorySeconds =
-      (op.bytesRead + op.bytesWritten) / memoryBandwidth(cluster, profile);
+  cost.memorySeconds = (op.bytesRead + op.bytesWritten) *
+                       cluster.computeSharing() /
+                       memoryBandwidth(cluster, profile);
   cost.overheadSeconds = kernelOverhead(cluster, profile);
   cost.seconds =
       std::max(cost.computeSeconds, cost.memorySeconds) + cost.overheadSeconds;

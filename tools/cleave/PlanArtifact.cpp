@@ -180,7 +180,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   {
     cost::TaskGraph graph;
     cost::Timeline timeline;
-    (void)cost::scoreTransformerPlan(r.shape, r.cluster, knobs, nullptr,
+    (void)cost::scoreTransformerPlan(r.shape, r.cluster, knobs, r.profile,
                                      &graph, &timeline);
     std::ostringstream trace;
     cost::writeChromeTrace(graph, timeline, trace);

@@ -32,6 +32,8 @@ struct ArtifactRequest {
   cost::Cluster cluster;
   cost::TransformerModel shape;
   cost::PlanPrediction prediction;
+  /// The measured profile the prediction used (null: the formulas).
+  const cost::Profile *profile = nullptr;
   int64_t globalBatch = 0;
   uint64_t seed = 1234;
   StepOptions step;

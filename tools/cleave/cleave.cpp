@@ -645,6 +645,7 @@ int runCompile() {
     request.cluster = *cluster;
     request.shape = *shape;
     request.prediction = best;
+    request.profile = prof;
     request.globalBatch = globalBatch;
     request.seed = planSeed;
     request.step.optimizer = planOptimizer;

@@ -5,6 +5,8 @@
 #include "Support.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace cleave::kernels {
 namespace {
@@ -15,7 +17,31 @@ constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 constexpr float kSqrt2OverPi = 0.79788456080286535588f;
 constexpr float kGeluCubic = 0.044715f;
 
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+/// e^x without branches or calls, so that the loops using it vectorise
+/// (libm's expf and tanhf do not, and made GELU a fifth of a GPT step on
+/// the CPU): x = n ln2 + r with |r| <= ln2 / 2, e^r from its degree-6
+/// Taylor polynomial (relative error below 2e-7 there), 2^n built in the
+/// exponent bits. The rounding adds and subtracts 1.5 * 2^23, which IEEE
+/// arithmetic (no -ffast-math here) keeps.
+inline float fastExp(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = x - n * 0.693145751953125f;   // ln 2, high part
+  r = r - n * 1.428606765330187045e-06f;  // ln 2, low part
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return p * scale;
+}
+
+inline float sigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }
 
 template <typename F> void map(const float *in, float *out, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i)
@@ -96,8 +122,10 @@ void unary(UnaryOp op, ConstTensorRef in, TensorRef out) {
     });
   case UnaryOp::GeluTanh:
     return map(x, y, n, [](float v) {
+      // 0.5 v (1 + tanh u) = v sigmoid(2u), without the cancellation of
+      // 1 + tanh u near -1.
       float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
-      return 0.5f * v * (1.0f + std::tanh(u));
+      return v / (1.0f + fastExp(-2.0f * u));
     });
   }
 }
@@ -150,10 +178,11 @@ void unaryBackward(UnaryOp op, ConstTensorRef in, ConstTensorRef dOut,
     });
   case UnaryOp::GeluTanh:
     return mapGrad(x, g, d, n, [](float v) {
+      // With s = sigmoid(2u): 1 + tanh u = 2s and 1 - tanh^2 u = 4s(1 - s).
       float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
-      float t = std::tanh(u);
+      float s = 1.0f / (1.0f + fastExp(-2.0f * u));
       float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
-      return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
+      return s + 2.0f * v * s * (1.0f - s) * du;
     });
   }
 }

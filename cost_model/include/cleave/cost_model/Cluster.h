@@ -99,12 +99,22 @@ struct Cluster {
   std::string name;
   int64_t nodes = 1;
   int64_t devicesPerNode = 1;
+  /// Compute engines a node's devices share; 0: each device has its own (a
+  /// GPU). CPU ranks share the host's cores: with more ranks than cores,
+  /// each runs at cores / ranks of the speed the profile measured.
+  int64_t coresPerNode = 0;
   DeviceSpec device;
   IntraNodeLink intraNode;
   Network network;
   Efficiency efficiency;
 
   int64_t numDevices() const { return nodes * devicesPerNode; }
+  /// How many devices share one compute engine (1 when none do).
+  double computeSharing() const {
+    return coresPerNode > 0 && devicesPerNode > coresPerNode
+               ? double(devicesPerNode) / double(coresPerNode)
+               : 1.0;
+  }
   int64_t nodeOf(int64_t rank) const { return rank / devicesPerNode; }
   /// NCCL bus bandwidth a collective reaches inside one node.
   double intraNodeBusBandwidth() const {
