@@ -55,7 +55,8 @@ BufferAssignment planBuffers(const std::vector<BufferRequest> &requests,
   out.slotStrides.assign(n, 0);
   int64_t cursor = 0;
   for (size_t i = 0; i < n; ++i)
-    if (!requests[i].transient && requests[i].slots <= 1) {
+    if (!requests[i].transient && requests[i].slots <= 1 &&
+        requests[i].aliasOf < 0) {
       out.offsets[i] = cursor;
       cursor += alignUp(requests[i].bytes, alignment);
     }
@@ -81,6 +82,9 @@ BufferAssignment planBuffers(const std::vector<BufferRequest> &requests,
       out.offsets[i] = cursor + local[i];
   out.transientBytes = region;
   out.totalBytes = cursor + region;
+  for (size_t i = 0; i < n; ++i)
+    if (requests[i].aliasOf >= 0)
+      out.offsets[i] = out.offsets[requests[i].aliasOf];
   return out;
 }
 

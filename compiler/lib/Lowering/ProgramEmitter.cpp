@@ -169,6 +169,7 @@ private:
   plan::Instruction &append(Phase phase, const std::string &name);
   LogicalResult emitOptimizer(ArrayRef<Operation *> updates);
   void exchangeTiedGradient(gr::ParamOp param, int g);
+  void emitGradientBuckets(ArrayRef<int> grads);
   void shardOverReplicas(plan::TensorDecl &t, int64_t dim);
   plan::Instruction &collective(const char *name, int input, int output,
                                 int64_t dim);
@@ -186,6 +187,9 @@ private:
   std::vector<int64_t> firstUse, lastUse;
   std::vector<int> segmentOf;
   int64_t slots = 1;
+  /// Gradient buckets: tensor id -> the first and last gradient it views.
+  std::map<int, std::pair<int, int>> bucketOf;
+  int numBuckets = 0;
 };
 
 int Emitter::addTensor(Value v, const std::string &name,
@@ -430,6 +434,46 @@ void Emitter::exchangeTiedGradient(gr::ParamOp param, int g) {
   }
 }
 
+void Emitter::emitGradientBuckets(ArrayRef<int> grads) {
+  // Replicas sum their gradients (the loss scale divided by their count
+  // already). Gradients are laid out one after another in the arena, so
+  // runs of them up to kBucketBytes are reduced as one tensor that views
+  // their bytes (and the alignment padding between them), as PyTorch DDP
+  // buckets them: one collective instead of one per parameter.
+  constexpr int64_t kBucketBytes = 25 << 20;
+  size_t begin = 0;
+  while (begin < grads.size()) {
+    size_t end = begin;
+    int64_t bytes = 0;
+    while (end < grads.size() &&
+           (end == begin || bytes + program.tensors(grads[end]).bytes() <=
+                                kBucketBytes) &&
+           (end == begin || grads[end] == grads[end - 1] + 1)) {
+      bytes += program.tensors(grads[end]).bytes();
+      ++end;
+    }
+    int first = grads[begin], last = grads[end - 1];
+    int bucket = first;
+    if (end - begin > 1) {
+      bucket = addTensor(Value(), "grad_bucket" + std::to_string(numBuckets++),
+                         plan::TensorDecl::GRADIENT,
+                         RankedTensorType::get(
+                             {1}, Float32Type::get(step.getContext())));
+      bucketOf[bucket] = {first, last};
+      // It starts at the first gradient's parameter (for the validator and
+      // readers: a bucket's name says what it is).
+      program.mutable_tensors(bucket)->set_param_index(
+          program.tensors(first).param_index());
+    }
+    plan::Instruction &ar = append(kOptimizer, "comm.all_reduce");
+    ar.add_inputs(bucket);
+    ar.add_outputs(bucket);
+    (*ar.mutable_attrs())["axes"].mutable_strings()->add_values("dp");
+    (*ar.mutable_attrs())["reduction"].set_s("sum");
+    begin = end;
+  }
+}
+
 LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
   // Gradients: accumulate each microbatch's into the GRADIENT tensor.
   std::vector<std::pair<Operation *, int>> gradTensors;
@@ -454,14 +498,17 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     acc.add_outputs(g);
   }
 
+  // Tied gradients are summed between stages and all-reduced over the
+  // replicas before any update reads them.
+  SmallVector<int> bucketed;
+  for (auto [update, g] : gradTensors)
+    exchangeTiedGradient(
+        cast<gr::ParamOp>(update->getOperand(0).getDefiningOp()), g);
+  // The dimension ZeRO splits each parameter's update along (-1: the
+  // update is not split).
+  SmallVector<int64_t> zeroDims;
   for (auto [update, g] : gradTensors) {
     auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
-    int paramId = ids.lookup(param);
-    exchangeTiedGradient(param, g);
-    SmallVector<int> states;
-    for (unsigned k = 2; k < update->getNumOperands(); ++k)
-      if (update->getOperand(k).getDefiningOp<gr::OptimizerStateOp>())
-        states.push_back(ids.lookup(update->getOperand(k)));
     // A ZeRO-3 parameter is already a shard whose gradient the backward
     // pass reduce-scattered (the all-gather's gradient).
     bool alreadySharded = param->hasAttr("cleave.zero_sharded");
@@ -469,7 +516,20 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     if (ctx.zero >= 1 && ctx.dp > 1 && !alreadySharded)
       dim = zeroDim(cast<RankedTensorType>(param.getType()).getShape(),
                     ctx.dp);
-
+    zeroDims.push_back(dim);
+    if (ctx.dp > 1 && !alreadySharded && dim < 0)
+      bucketed.push_back(g);
+  }
+  emitGradientBuckets(bucketed);
+  for (auto [i, entry] : llvm::enumerate(gradTensors)) {
+    auto [update, g] = entry;
+    auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
+    int paramId = ids.lookup(param);
+    int64_t dim = zeroDims[i];
+    SmallVector<int> states;
+    for (unsigned k = 2; k < update->getNumOperands(); ++k)
+      if (update->getOperand(k).getDefiningOp<gr::OptimizerStateOp>())
+        states.push_back(ids.lookup(update->getOperand(k)));
     int paramIn = paramId, gradIn = g;
     if (dim >= 0) {
       // ZeRO-1/2: each replica reduces, updates and keeps the optimizer
@@ -492,11 +552,6 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
       paramIn = addTensor(Value(), param.getName().str() + ".shard",
                           plan::TensorDecl::TRANSIENT, shardType());
       collective("comm.shard_slice", paramId, paramIn, dim);
-    } else if (ctx.dp > 1 && !alreadySharded) {
-      // Replicas sum their gradients (the loss scale divided by their
-      // count already).
-      (*collective("comm.all_reduce", g, g, -1).mutable_attrs())["reduction"]
-          .set_s("sum");
     }
 
     // The update runs in place: its results alias the parameter (block)
@@ -575,14 +630,25 @@ void Emitter::planMemory() {
       break;
     }
     r.slots = t.slots();
+    if (auto it = bucketOf.find(t.id()); it != bucketOf.end())
+      r.aliasOf = it->second.first;
     requests.push_back(r);
   }
   BufferAssignment a = planBuffers(requests);
+  // A bucket spans its gradients, padding included.
+  for (auto [bucket, range] : bucketOf) {
+    plan::TensorDecl &b = *program.mutable_tensors(bucket);
+    const plan::TensorDecl &last = program.tensors(range.second);
+    int64_t bytes = a.offsets[range.second] + last.bytes() -
+                    a.offsets[range.first];
+    b.set_bytes(bytes);
+    b.set_shape(0, bytes / 4);
+  }
   std::map<plan::TensorDecl::Kind, int64_t> byKind;
   for (plan::TensorDecl &t : *program.mutable_tensors()) {
     t.set_offset(a.offsets[t.id()]);
     t.set_slot_stride(a.slotStrides[t.id()]);
-    if (t.kind() != plan::TensorDecl::TRANSIENT)
+    if (t.kind() != plan::TensorDecl::TRANSIENT && !bucketOf.count(t.id()))
       byKind[t.kind()] += t.bytes() * std::max<int64_t>(1, t.slots());
   }
   byKind[plan::TensorDecl::TRANSIENT] = a.transientBytes;

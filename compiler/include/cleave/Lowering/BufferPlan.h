@@ -25,6 +25,9 @@ struct BufferRequest {
   bool transient = false;
   int segment = 0;
   int64_t first = 0, last = 0;
+  /// A view of other tensors' bytes (a gradient bucket): placed at the
+  /// offset of request `aliasOf`, taking no bytes of its own.
+  int64_t aliasOf = -1;
 };
 
 struct BufferAssignment {
