@@ -209,11 +209,46 @@ PipelineSchedule memorySchedule(ScheduleKind kind) {
 
 } // namespace
 
+namespace {
+/// scoreTransformerPlan on a cluster whose compute sharing is settled.
+absl::StatusOr<PlanPrediction>
+scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
+               const ParallelConfig &p, const Profile *profile,
+               TaskGraph *graphOut, Timeline *timelineOut,
+               double simulateBelow);
+} // namespace
+
 absl::StatusOr<PlanPrediction>
 scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
                      const ParallelConfig &p, const Profile *profile,
                      TaskGraph *graphOut, Timeline *timelineOut,
                      double simulateBelow) {
+  if (cluster.computeSharing() <= 1)
+    return scoreOnCluster(m, cluster, p, profile, graphOut, timelineOut,
+                          simulateBelow);
+  // Ranks share cores (CPU ranks beyond the cores). The busy ranks split
+  // the cores at every moment; as an average over the step, a plan keeps
+  // devices x (1 - bubble) ranks busy, so price it once unshared for its
+  // bubble, then with that many ranks sharing the cores.
+  Cluster alone = cluster;
+  alone.coresPerNode = 0;
+  absl::StatusOr<PlanPrediction> first =
+      scoreOnCluster(m, alone, p, profile, nullptr, nullptr, simulateBelow);
+  if (!first.ok())
+    return first;
+  Cluster shared = cluster;
+  shared.busyDevicesPerNode =
+      double(cluster.devicesPerNode) * (1.0 - first->bubbleFraction);
+  return scoreOnCluster(m, shared, p, profile, graphOut, timelineOut,
+                        simulateBelow);
+}
+
+namespace {
+absl::StatusOr<PlanPrediction>
+scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
+               const ParallelConfig &p, const Profile *profile,
+               TaskGraph *graphOut, Timeline *timelineOut,
+               double simulateBelow) {
   if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.seq < 1 ||
       m.vocab < 1 || m.hidden % m.heads)
     return absl::InvalidArgumentError(
@@ -583,5 +618,6 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
     *timelineOut = std::move(timeline);
   return out;
 }
+} // namespace
 
 } // namespace cleave::cost

@@ -323,3 +323,15 @@ TEST(ClusterFile, FieldListCoversTheWriter) {
     EXPECT_FALSE(field.help.empty()) << field.key;
   }
 }
+
+TEST(ClusterPresets, CpuLocalRanksShareTheCores) {
+  Cluster c = mustParse("cpu-local,devices=4,cores=2");
+  EXPECT_EQ(c.coresPerNode, 2);
+  EXPECT_DOUBLE_EQ(c.computeSharing(), 2.0);
+  c.busyDevicesPerNode = 1.5; // most ranks idle: the cores suffice
+  EXPECT_DOUBLE_EQ(c.computeSharing(), 1.0);
+  EXPECT_DOUBLE_EQ(mustParse("cpu-local,devices=2,cores=8").computeSharing(),
+                   1.0);
+  // GPUs do not share: no cores.
+  EXPECT_DOUBLE_EQ(mustParse("dgx-a100-80g").computeSharing(), 1.0);
+}

@@ -167,3 +167,48 @@ TEST(PlanKnobs, ParseAndPrint) {
 }
 
 } // namespace
+
+namespace {
+
+Cluster cpu(int64_t devices, int64_t cores) {
+  auto c = parseCluster("cpu-local,devices=" + std::to_string(devices) +
+                        ",cores=" + std::to_string(cores));
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+} // namespace
+
+TEST(TransformerPlan, RanksBeyondTheCoresShareThem) {
+  // Four data-parallel ranks on two cores keep all four busy: every op
+  // takes twice as long as on four cores.
+  TransformerModel m = gpt(2, 256, 4);
+  m.seq = 128;
+  m.vocab = 512;
+  ParallelConfig p;
+  p.dp = 4;
+  p.globalBatch = 8;
+  p.precision = DType::Fp32;
+  auto four = scoreTransformerPlan(m, cpu(4, 4), p);
+  auto two = scoreTransformerPlan(m, cpu(4, 2), p);
+  ASSERT_TRUE(four.ok() && two.ok()) << four.status() << two.status();
+  EXPECT_GT(two->stepSeconds, 1.8 * four->stepSeconds);
+  EXPECT_LT(two->stepSeconds, 2.1 * four->stepSeconds);
+}
+
+TEST(TransformerPlan, RanksIdleInBubblesLeaveTheirCores) {
+  // One microbatch through four stages: one rank is busy at a time, so
+  // two cores are enough and sharing them costs nothing.
+  TransformerModel m = gpt(4, 256, 4);
+  m.seq = 128;
+  m.vocab = 512;
+  ParallelConfig p;
+  p.pp = 4;
+  p.globalBatch = 1;
+  p.precision = DType::Fp32;
+  auto four = scoreTransformerPlan(m, cpu(4, 4), p);
+  auto two = scoreTransformerPlan(m, cpu(4, 2), p);
+  ASSERT_TRUE(four.ok() && two.ok()) << four.status() << two.status();
+  EXPECT_GT(four->bubbleFraction, 0.6);
+  EXPECT_NEAR(two->stepSeconds, four->stepSeconds, 0.01 * four->stepSeconds);
+}

@@ -103,6 +103,10 @@ struct Cluster {
   /// GPU). CPU ranks share the host's cores: with more ranks than cores,
   /// each runs at cores / ranks of the speed the profile measured.
   int64_t coresPerNode = 0;
+  /// Devices of a node busy on average (0: all of them); the cost model
+  /// sets it from a plan's pipeline bubble, since a rank idle in a bubble
+  /// leaves its core to the others.
+  double busyDevicesPerNode = 0;
   DeviceSpec device;
   IntraNodeLink intraNode;
   Network network;
@@ -111,8 +115,10 @@ struct Cluster {
   int64_t numDevices() const { return nodes * devicesPerNode; }
   /// How many devices share one compute engine (1 when none do).
   double computeSharing() const {
-    return coresPerNode > 0 && devicesPerNode > coresPerNode
-               ? double(devicesPerNode) / double(coresPerNode)
+    double busy = busyDevicesPerNode > 0 ? busyDevicesPerNode
+                                         : double(devicesPerNode);
+    return coresPerNode > 0 && busy > double(coresPerNode)
+               ? busy / double(coresPerNode)
                : 1.0;
   }
   int64_t nodeOf(int64_t rank) const { return rank / devicesPerNode; }
