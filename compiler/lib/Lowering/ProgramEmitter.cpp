@@ -363,8 +363,8 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
   addAttrs(op->getDiscardableAttrDictionary());
   if (isa<gr::ReduceScatterOp>(op))
     (*inst.mutable_attrs())["reduction"].set_s("sum");
-  // A pipeline send returns at once; the runtime completes it before the
-  // step ends, and its tensor keeps one slot per microbatch until then.
+  // A pipeline send returns at once; the runtime completes it before its
+  // slot is written again or the step ends.
   if (isa<gr::SendOp>(op))
     (*inst.mutable_attrs())["buffered"].set_b(true);
   std::string loc;
@@ -618,7 +618,11 @@ void Emitter::planMemory() {
         t.set_slots(ctx.microbatches);
       break;
     case plan::TensorDecl::COMM_BUFFER:
-      t.set_slots(ctx.microbatches);
+      // A slot per microbatch in flight: the runtime completes a send
+      // before the slot is written again, and by then the receiving stage
+      // has taken it (1F1B keeps at most this many microbatches between
+      // neighbours; GPipe all of them).
+      t.set_slots(std::min<int64_t>(ctx.microbatches, slots));
       break;
     case plan::TensorDecl::TRANSIENT:
       r.transient = true;

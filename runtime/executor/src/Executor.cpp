@@ -166,13 +166,16 @@ absl::Status Executor::prepare() {
       int64_t slots = slotted(t) ? std::max(1, t.slots()) : 1;
       bool persistent = t.kind() == TensorDecl::PARAMETER ||
                         t.kind() == TensorDecl::CONSTANT;
-      if (!persistent && slots < runs[s])
+      // Reusing a slot waits for its previous send, which is safe only
+      // when the slot outlives the microbatches in flight; a tensor with no
+      // slots at all (transient) would be overwritten within a run.
+      if (!persistent && !slotted(t) && runs[s] > 1)
         return instructionError(
             s, i,
             absl::StrCat("tensor ", t.id(), " '", t.name(), "' (",
-                         TensorDecl::Kind_Name(t.kind()), ", ", slots,
-                         " slot(s)) is sent buffered by a segment that runs ",
-                         runs[s], " times a step; it needs a slot per run"));
+                         TensorDecl::Kind_Name(t.kind()),
+                         ") is sent buffered by a segment that runs ",
+                         runs[s], " times a step; it needs slots"));
     }
 
   idBound_.assign(p.tensors_size(), 0);
@@ -387,6 +390,30 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
   const plan::Segment &segment = program_->segments(segmentIndex);
   int64_t segmentStart = options_.trace ? nowNs() : 0;
   progress_.segment = segmentIndex;
+  // A slot this run sends from may still be read by the send of an earlier
+  // microbatch: complete that send before anything rewrites the slot. The
+  // compiler gives a send a slot per microbatch in flight, so the receiver
+  // has posted that receive by now (a wait here cannot close a cycle).
+  for (int i = 0; i < segment.instructions_size(); ++i) {
+    const plan::Instruction &inst = segment.instructions(i);
+    auto buffered = inst.attrs().find("buffered");
+    if (buffered == inst.attrs().end() || !buffered->second.b() ||
+        inst.inputs_size() < 1 || inst.inputs(0) < 0)
+      continue;
+    auto it = deferred_.find(tensor(inst.inputs(0), microbatch).data);
+    if (it == deferred_.end())
+      continue;
+    progress_.instruction = i;
+    progress_.startedNs = nowNs();
+    try {
+      it->second->wait();
+    } catch (const std::exception &e) {
+      progress_.startedNs = 0;
+      return instructionError(segmentIndex, i, e.what());
+    }
+    progress_.startedNs = 0;
+    deferred_.erase(it);
+  }
   for (int i = 0; i < segment.instructions_size(); ++i) {
     const plan::Instruction &inst = segment.instructions(i);
     if (absl::Status s = fillInputs(inst, step, microbatch); !s.ok())
@@ -456,7 +483,7 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
   progress_.instruction = -2;
   progress_.startedNs = nowNs();
   try {
-    for (std::unique_ptr<comm::Request> &request : deferred_)
+    for (auto &[buffer, request] : deferred_)
       request->wait();
     deferred_.clear();
   } catch (const std::exception &e) {

@@ -38,7 +38,11 @@ void finish(OpContext &c, std::unique_ptr<comm::Request> request) {
     return;
   }
   if (c.attrBool("buffered")) {
-    c.deferred.push_back(std::move(request));
+    // The executor waited for the slot's previous send before this run.
+    std::unique_ptr<comm::Request> &slot = c.deferred[c.inputs.at(0).data];
+    if (slot)
+      slot->wait();
+    slot = std::move(request);
     return;
   }
   request->wait();

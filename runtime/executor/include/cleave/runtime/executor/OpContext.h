@@ -39,10 +39,13 @@ struct TensorView {
 
 /// Started comm ops of the current step, by async handle.
 using PendingRequests = std::map<int32_t, std::unique_ptr<comm::Request>>;
-/// Sends marked `buffered` (pipeline sends): started at once and completed
-/// at the end of the step, so that two stages sending to each other in a
-/// 1F1B schedule do not both wait for the other's receive.
-using DeferredRequests = std::vector<std::unique_ptr<comm::Request>>;
+/// Sends marked `buffered` (pipeline sends), by the address of the buffer
+/// they read: started at once and completed before a later segment run
+/// writes that buffer slot again, or at the end of the step, so that two
+/// stages sending to each other in a 1F1B schedule do not both wait for
+/// the other's receive.
+using DeferredRequests =
+    std::map<const void *, std::unique_ptr<comm::Request>>;
 
 class OpContext {
 public:
