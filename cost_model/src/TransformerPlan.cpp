@@ -553,6 +553,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     double fragFraction = mc.fragmentation;
     mb.fragmentation = fragFraction * (states.total() + others);
     mb.total = states.total() + others + mb.fragmentation;
+    out.stageMemory.push_back(mb);
     if (mb.total > out.peakMemoryBytes) {
       out.peakMemoryBytes = mb.total;
       out.peakMemoryStage = st;

@@ -168,14 +168,13 @@ int writePlanArtifact(const ArtifactRequest &r) {
     for (const plan::RankAssignment &rank : plan.ranks())
       if (rank.program() == s)
         stage->add_ranks(rank.rank());
-    if (s == p.peakMemoryStage) {
-      stage->set_predicted_peak_bytes(p.peakMemoryBytes);
-      for (auto [name, bytes] : p.memory.items())
-        (*stage->mutable_predicted_memory())[std::string(name)] = bytes;
-    }
+    const cost::MemoryBreakdown &mb =
+        s < int64_t(p.stageMemory.size()) ? p.stageMemory[s] : p.memory;
+    stage->set_predicted_peak_bytes(mb.total);
+    for (auto [name, bytes] : mb.items())
+      (*stage->mutable_predicted_memory())[std::string(name)] = bytes;
     stage->set_planned_arena_bytes(plan.programs(s).arena_bytes());
-    m->add_peak_memory_per_stage(s == p.peakMemoryStage ? p.peakMemoryBytes
-                                                        : 0);
+    m->add_peak_memory_per_stage(mb.total);
   }
   {
     cost::TaskGraph graph;

@@ -100,6 +100,8 @@ struct PlanPrediction {
   double peakMemoryBytes = 0;
   int64_t peakMemoryStage = 0;
   MemoryBreakdown memory;
+  /// Every stage's memory per device (memory is stage peakMemoryStage's).
+  std::vector<MemoryBreakdown> stageMemory;
   /// Where a layer's forward time goes on one rank (seconds per microbatch).
   double layerGemmSeconds = 0, layerElementwiseSeconds = 0,
          layerTensorCommSeconds = 0;
