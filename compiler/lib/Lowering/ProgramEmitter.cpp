@@ -2,24 +2,15 @@
 //
 // The walk: sources (parameters, optimizer state, inputs, constants) become
 // declared tensors; every other op becomes one instruction of the segment
-// its `cleave.phase` names. A value's kind follows from where it is read:
-// within its segment it is transient (its bytes reused after its last
-// reader), read by the backward pass of its microbatch it is stashed (one
-// slot per microbatch in flight), sent to another stage it keeps a slot
-// per microbatch until the send completes. Parameter gradients are
-// accumulated over the microbatches into GRADIENT tensors, reduced over
-// the data-parallel axis (and between the stages sharing a tied
-// parameter), then read by the optimizer updates, which write the
-// parameters and their state in place.
+// its `cleave.phase` names; the stage's schedule expands the pipeline
+// order. The gradients and optimizer are GradientLowering.cpp's, the
+// tensor kinds and arena ProgramMemory.cpp's.
 //
 //===----------------------------------------------------------------------===//
 
-#include "cleave/Lowering/ProgramEmitter.h"
+#include "EmitterImpl.h"
 
-#include "cleave/Dialect/Graph/IR/GraphOps.h"
-#include "cleave/Lowering/BufferPlan.h"
 #include "cleave/cost_model/PipelineSchedule.h"
-#include "cleave/runtime/plan/PlanIO.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -30,9 +21,9 @@ namespace gr = cleave::graph;
 
 namespace cleave::lowering {
 
-namespace {
+namespace detail {
 
-enum Phase { kForward = 0, kBackward = 1, kOptimizer = 2, kNumPhases = 3 };
+namespace {
 
 Phase phaseOf(Operation *op) {
   auto attr = op->getAttrOfType<StringAttr>("cleave.phase");
@@ -54,51 +45,6 @@ plan::DType dtypeOf(Type type) {
   if (e.isInteger(32))
     return plan::I32;
   return isa<FloatType>(e) ? plan::F32 : plan::I64;
-}
-
-/// The name an instruction carries: graph ops keep theirs, communication
-/// becomes the runtime's comm.* vocabulary.
-std::string instructionName(Operation *op) {
-  if (isa<gr::CopyToGroupOp>(op))
-    return "runtime.copy";
-  if (isa<gr::AllReduceOp, gr::AllGatherOp, gr::ReduceScatterOp,
-          gr::AllToAllOp, gr::ShardSliceOp, gr::SendOp, gr::RecvOp>(op))
-    return ("comm." + op->getName().stripDialect()).str();
-  return op->getName().getStringRef().str();
-}
-
-bool toPlanAttr(Attribute attr, plan::Attr &out) {
-  if (auto b = dyn_cast<BoolAttr>(attr)) {
-    out.set_b(b.getValue());
-  } else if (auto i = dyn_cast<IntegerAttr>(attr)) {
-    out.set_i(i.getValue().getSExtValue());
-  } else if (auto f = dyn_cast<FloatAttr>(attr)) {
-    out.set_f(f.getValueAsDouble());
-  } else if (isa<UnitAttr>(attr)) {
-    out.set_b(true);
-  } else if (auto s = dyn_cast<StringAttr>(attr)) {
-    out.set_s(s.getValue().str());
-  } else if (auto a = dyn_cast<DenseI64ArrayAttr>(attr)) {
-    for (int64_t v : a.asArrayRef())
-      out.mutable_ints()->add_values(v);
-  } else if (auto a = dyn_cast<DenseF64ArrayAttr>(attr)) {
-    for (double v : a.asArrayRef())
-      out.mutable_floats()->add_values(v);
-  } else if (auto a = dyn_cast<ArrayAttr>(attr)) {
-    for (Attribute e : a) {
-      if (auto s = dyn_cast<StringAttr>(e))
-        out.mutable_strings()->add_values(s.getValue().str());
-      else if (auto i = dyn_cast<IntegerAttr>(e))
-        out.mutable_ints()->add_values(i.getValue().getSExtValue());
-      else
-        return false;
-    }
-    if (a.empty())
-      out.mutable_ints();
-  } else {
-    return false;
-  }
-  return true;
 }
 
 /// Raw little-endian bytes of a constant in the plan's dtype.
@@ -152,45 +98,50 @@ plan::InitSpec initFor(StringRef name, RankedTensorType type) {
   return init;
 }
 
-class Emitter {
-public:
-  Emitter(func::FuncOp step, const ProgramContext &ctx, plan::Plan &plan)
-      : step(step), ctx(ctx), plan(plan) {}
+} // namespace
 
-  FailureOr<plan::Program> run();
+std::string instructionName(Operation *op) {
+  if (isa<gr::CopyToGroupOp>(op))
+    return "runtime.copy";
+  if (isa<gr::AllReduceOp, gr::AllGatherOp, gr::ReduceScatterOp,
+          gr::AllToAllOp, gr::ShardSliceOp, gr::SendOp, gr::RecvOp>(op))
+    return ("comm." + op->getName().stripDialect()).str();
+  return op->getName().getStringRef().str();
+}
 
-private:
-  int addTensor(Value v, const std::string &name,
-                plan::TensorDecl::Kind kind, Type type);
-  int paramIndex(gr::ParamOp param);
-  void setParamDims(plan::TensorDecl &t, int index);
-  LogicalResult declareSource(Operation *op);
-  LogicalResult emitInstruction(Operation *op, Phase phase);
-  plan::Instruction &append(Phase phase, const std::string &name);
-  LogicalResult emitOptimizer(ArrayRef<Operation *> updates);
-  void exchangeTiedGradient(gr::ParamOp param, int g);
-  void emitGradientBuckets(ArrayRef<int> grads);
-  void shardOverReplicas(plan::TensorDecl &t, int64_t dim);
-  plan::Instruction &collective(const char *name, int input, int output,
-                                int64_t dim);
-  void planMemory();
-  LogicalResult buildSchedule();
-
-  func::FuncOp step;
-  const ProgramContext &ctx;
-  plan::Plan &plan;
-  plan::Program program;
-  llvm::DenseMap<Value, int> ids;
-  std::vector<BufferRequest> requests;
-  std::vector<std::vector<plan::Instruction>> segments{kNumPhases};
-  /// Per tensor: the segment and instruction interval it is live in.
-  std::vector<int64_t> firstUse, lastUse;
-  std::vector<int> segmentOf;
-  int64_t slots = 1;
-  /// Gradient buckets: tensor id -> the first and last gradient it views.
-  std::map<int, std::pair<int, int>> bucketOf;
-  int numBuckets = 0;
-};
+bool toPlanAttr(Attribute attr, plan::Attr &out) {
+  if (auto b = dyn_cast<BoolAttr>(attr)) {
+    out.set_b(b.getValue());
+  } else if (auto i = dyn_cast<IntegerAttr>(attr)) {
+    out.set_i(i.getValue().getSExtValue());
+  } else if (auto f = dyn_cast<FloatAttr>(attr)) {
+    out.set_f(f.getValueAsDouble());
+  } else if (isa<UnitAttr>(attr)) {
+    out.set_b(true);
+  } else if (auto s = dyn_cast<StringAttr>(attr)) {
+    out.set_s(s.getValue().str());
+  } else if (auto a = dyn_cast<DenseI64ArrayAttr>(attr)) {
+    for (int64_t v : a.asArrayRef())
+      out.mutable_ints()->add_values(v);
+  } else if (auto a = dyn_cast<DenseF64ArrayAttr>(attr)) {
+    for (double v : a.asArrayRef())
+      out.mutable_floats()->add_values(v);
+  } else if (auto a = dyn_cast<ArrayAttr>(attr)) {
+    for (Attribute e : a) {
+      if (auto s = dyn_cast<StringAttr>(e))
+        out.mutable_strings()->add_values(s.getValue().str());
+      else if (auto i = dyn_cast<IntegerAttr>(e))
+        out.mutable_ints()->add_values(i.getValue().getSExtValue());
+      else
+        return false;
+    }
+    if (a.empty())
+      out.mutable_ints();
+  } else {
+    return false;
+  }
+  return true;
+}
 
 int Emitter::addTensor(Value v, const std::string &name,
                        plan::TensorDecl::Kind kind, Type type) {
@@ -374,296 +325,6 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
   return success();
 }
 
-/// The dimension ZeRO splits a tensor of `shape` along over `n` replicas:
-/// the first that divides evenly (-1: none, the tensor stays whole).
-int64_t zeroDim(llvm::ArrayRef<int64_t> shape, int64_t n) {
-  for (auto [d, size] : llvm::enumerate(shape))
-    if (size >= n && size % n == 0)
-      return d;
-  return -1;
-}
-
-void Emitter::shardOverReplicas(plan::TensorDecl &t, int64_t dim) {
-  t.set_shape(dim, t.shape(dim) / ctx.dp);
-  t.set_bytes(t.bytes() / ctx.dp);
-  t.mutable_dims(dim)->add_axes("dp");
-}
-
-plan::Instruction &Emitter::collective(const char *name, int input, int output,
-                                       int64_t dim) {
-  plan::Instruction &i = append(kOptimizer, name);
-  i.add_inputs(input);
-  i.add_outputs(output);
-  (*i.mutable_attrs())["axes"].mutable_strings()->add_values("dp");
-  if (dim >= 0)
-    (*i.mutable_attrs())["dim"].set_i(dim);
-  return i;
-}
-
-void Emitter::exchangeTiedGradient(gr::ParamOp param, int g) {
-  // A parameter held by two stages (a tied embedding) sums both stages'
-  // gradients: the lower stage sends first, the higher receives first.
-  auto holders = ctx.paramStages.find(param.getName().str());
-  if (holders == ctx.paramStages.end() || holders->second.size() < 2)
-    return;
-  for (int other : holders->second) {
-    if (other == ctx.stage)
-      continue;
-    int tmp = addTensor(Value(), param.getName().str() + ".peer_grad",
-                        plan::TensorDecl::TRANSIENT, param.getType());
-    auto p2p = [&](const char *name, int tensor, bool out) {
-      plan::Instruction &i = append(kOptimizer, name);
-      if (out)
-        i.add_outputs(tensor);
-      else
-        i.add_inputs(tensor);
-      (*i.mutable_attrs())["axis"].set_s("pp");
-      (*i.mutable_attrs())["offset"].set_i(other - ctx.stage);
-      (*i.mutable_attrs())["tag"].set_i(1 << 20);
-    };
-    if (ctx.stage < other) {
-      p2p("comm.send", g, false);
-      p2p("comm.recv", tmp, true);
-    } else {
-      p2p("comm.recv", tmp, true);
-      p2p("comm.send", g, false);
-    }
-    plan::Instruction &acc = append(kOptimizer, "runtime.accumulate");
-    acc.add_inputs(tmp);
-    acc.add_outputs(g);
-  }
-}
-
-void Emitter::emitGradientBuckets(ArrayRef<int> grads) {
-  // Replicas sum their gradients (the loss scale divided by their count
-  // already). Gradients are laid out one after another in the arena, so
-  // runs of them up to kBucketBytes are reduced as one tensor that views
-  // their bytes (and the alignment padding between them), as PyTorch DDP
-  // buckets them: one collective instead of one per parameter.
-  constexpr int64_t kBucketBytes = 25 << 20;
-  size_t begin = 0;
-  while (begin < grads.size()) {
-    size_t end = begin;
-    int64_t bytes = 0;
-    while (end < grads.size() &&
-           (end == begin || bytes + program.tensors(grads[end]).bytes() <=
-                                kBucketBytes) &&
-           (end == begin || grads[end] == grads[end - 1] + 1)) {
-      bytes += program.tensors(grads[end]).bytes();
-      ++end;
-    }
-    int first = grads[begin], last = grads[end - 1];
-    int bucket = first;
-    if (end - begin > 1) {
-      bucket = addTensor(Value(), "grad_bucket" + std::to_string(numBuckets++),
-                         plan::TensorDecl::GRADIENT,
-                         RankedTensorType::get(
-                             {1}, Float32Type::get(step.getContext())));
-      bucketOf[bucket] = {first, last};
-      // It starts at the first gradient's parameter (for the validator and
-      // readers: a bucket's name says what it is).
-      program.mutable_tensors(bucket)->set_param_index(
-          program.tensors(first).param_index());
-    }
-    plan::Instruction &ar = append(kOptimizer, "comm.all_reduce");
-    ar.add_inputs(bucket);
-    ar.add_outputs(bucket);
-    (*ar.mutable_attrs())["axes"].mutable_strings()->add_values("dp");
-    (*ar.mutable_attrs())["reduction"].set_s("sum");
-    begin = end;
-  }
-}
-
-LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
-  // Gradients: accumulate each microbatch's into the GRADIENT tensor.
-  std::vector<std::pair<Operation *, int>> gradTensors;
-  for (Operation *update : updates) {
-    Value param = update->getOperand(0), grad = update->getOperand(1);
-    int paramId = ids.lookup(param);
-    const plan::TensorDecl &p = program.tensors(paramId);
-    int g = addTensor(Value(), p.name() + ".grad", plan::TensorDecl::GRADIENT,
-                      param.getType());
-    setParamDims(*program.mutable_tensors(g), p.param_index());
-    gradTensors.push_back({update, g});
-    // A parameter the loss does not reach has a zero gradient: nothing to
-    // accumulate.
-    if (grad.getDefiningOp<gr::ConstantOp>())
-      continue;
-    auto it = ids.find(grad);
-    if (it == ids.end())
-      return update->emitOpError("gradient is not computed by the backward "
-                                 "pass");
-    plan::Instruction &acc = append(kBackward, "runtime.accumulate");
-    acc.add_inputs(it->second);
-    acc.add_outputs(g);
-  }
-
-  // Tied gradients are summed between stages and all-reduced over the
-  // replicas before any update reads them.
-  SmallVector<int> bucketed;
-  for (auto [update, g] : gradTensors)
-    exchangeTiedGradient(
-        cast<gr::ParamOp>(update->getOperand(0).getDefiningOp()), g);
-  // The dimension ZeRO splits each parameter's update along (-1: the
-  // update is not split).
-  SmallVector<int64_t> zeroDims;
-  for (auto [update, g] : gradTensors) {
-    auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
-    // A ZeRO-3 parameter is already a shard whose gradient the backward
-    // pass reduce-scattered (the all-gather's gradient).
-    bool alreadySharded = param->hasAttr("cleave.zero_sharded");
-    int64_t dim = -1;
-    if (ctx.zero >= 1 && ctx.dp > 1 && !alreadySharded)
-      dim = zeroDim(cast<RankedTensorType>(param.getType()).getShape(),
-                    ctx.dp);
-    zeroDims.push_back(dim);
-    if (ctx.dp > 1 && !alreadySharded && dim < 0)
-      bucketed.push_back(g);
-  }
-  emitGradientBuckets(bucketed);
-  for (auto [i, entry] : llvm::enumerate(gradTensors)) {
-    auto [update, g] = entry;
-    auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
-    int paramId = ids.lookup(param);
-    int64_t dim = zeroDims[i];
-    SmallVector<int> states;
-    for (unsigned k = 2; k < update->getNumOperands(); ++k)
-      if (update->getOperand(k).getDefiningOp<gr::OptimizerStateOp>())
-        states.push_back(ids.lookup(update->getOperand(k)));
-    int paramIn = paramId, gradIn = g;
-    if (dim >= 0) {
-      // ZeRO-1/2: each replica reduces, updates and keeps the optimizer
-      // state of one block of the parameter, then the blocks are gathered.
-      plan.mutable_parameters(program.tensors(paramId).param_index())
-          ->set_zero_axis("dp");
-      for (int s : states)
-        shardOverReplicas(*program.mutable_tensors(s), dim);
-      auto shardType = [&] {
-        auto t = cast<RankedTensorType>(param.getType());
-        SmallVector<int64_t> shape(t.getShape());
-        shape[dim] /= ctx.dp;
-        return t.clone(shape);
-      };
-      gradIn = addTensor(Value(), param.getName().str() + ".grad_shard",
-                         plan::TensorDecl::TRANSIENT, shardType());
-      (*collective("comm.reduce_scatter", g, gradIn, dim)
-            .mutable_attrs())["reduction"]
-          .set_s("sum");
-      paramIn = addTensor(Value(), param.getName().str() + ".shard",
-                          plan::TensorDecl::TRANSIENT, shardType());
-      collective("comm.shard_slice", paramId, paramIn, dim);
-    }
-
-    // The update runs in place: its results alias the parameter (block)
-    // and state tensors.
-    plan::Instruction &inst = append(kOptimizer, instructionName(update));
-    inst.add_inputs(paramIn);
-    inst.add_inputs(gradIn);
-    for (unsigned k = 2; k < update->getNumOperands(); ++k)
-      inst.add_inputs(ids.lookup(update->getOperand(k)));
-    inst.add_outputs(paramIn);
-    for (int s : states)
-      inst.add_outputs(s);
-    if (auto props = dyn_cast_or_null<DictionaryAttr>(
-            update->getPropertiesAsAttribute()))
-      for (NamedAttribute a : props) {
-        plan::Attr value;
-        if (toPlanAttr(a.getValue(), value))
-          (*inst.mutable_attrs())[a.getName().str()] = value;
-      }
-    if (dim >= 0)
-      collective("comm.all_gather", paramIn, paramId, dim);
-  }
-  return success();
-}
-
-void Emitter::planMemory() {
-  // Liveness within segments, and the kinds that follow from it.
-  for (int s = 0; s < kNumPhases; ++s)
-    for (size_t i = 0; i < segments[s].size(); ++i) {
-      const plan::Instruction &inst = segments[s][i];
-      auto touch = [&](int id) {
-        if (id < 0)
-          return;
-        plan::TensorDecl &t = *program.mutable_tensors(id);
-        if (t.kind() != plan::TensorDecl::TRANSIENT &&
-            t.kind() != plan::TensorDecl::STASH)
-          return;
-        if (segmentOf[id] == -1) {
-          segmentOf[id] = s;
-          firstUse[id] = i;
-        } else if (segmentOf[id] != s) {
-          t.set_kind(plan::TensorDecl::STASH);
-        }
-        lastUse[id] = std::max<int64_t>(lastUse[id], i);
-      };
-      for (int id : inst.outputs())
-        touch(id);
-      for (int id : inst.inputs())
-        touch(id);
-      if (inst.op() == "comm.send" && inst.attrs().count("buffered")) {
-        plan::TensorDecl &t = *program.mutable_tensors(inst.inputs(0));
-        if (t.kind() == plan::TensorDecl::TRANSIENT)
-          t.set_kind(plan::TensorDecl::COMM_BUFFER);
-      }
-    }
-  for (plan::TensorDecl &t : *program.mutable_tensors()) {
-    BufferRequest r;
-    r.bytes = t.bytes();
-    switch (t.kind()) {
-    case plan::TensorDecl::STASH:
-    case plan::TensorDecl::INPUT:
-      t.set_slots(t.input_name() == "step" ? 1 : slots);
-      if (llvm::is_contained(program.output_tensors(), t.id()))
-        t.set_slots(ctx.microbatches);
-      break;
-    case plan::TensorDecl::COMM_BUFFER:
-      // A slot per microbatch in flight: the runtime completes a send
-      // before the slot is written again, and by then the receiving stage
-      // has taken it (1F1B keeps at most this many microbatches between
-      // neighbours; GPipe all of them).
-      t.set_slots(std::min<int64_t>(ctx.microbatches, slots));
-      break;
-    case plan::TensorDecl::TRANSIENT:
-      r.transient = true;
-      r.segment = std::max(segmentOf[t.id()], 0);
-      r.first = firstUse[t.id()];
-      r.last = lastUse[t.id()];
-      break;
-    default:
-      break;
-    }
-    r.slots = t.slots();
-    if (auto it = bucketOf.find(t.id()); it != bucketOf.end())
-      r.aliasOf = it->second.first;
-    requests.push_back(r);
-  }
-  BufferAssignment a = planBuffers(requests);
-  // A bucket spans its gradients, padding included.
-  for (auto [bucket, range] : bucketOf) {
-    plan::TensorDecl &b = *program.mutable_tensors(bucket);
-    const plan::TensorDecl &last = program.tensors(range.second);
-    int64_t bytes = a.offsets[range.second] + last.bytes() -
-                    a.offsets[range.first];
-    b.set_bytes(bytes);
-    b.set_shape(0, bytes / 4);
-  }
-  std::map<plan::TensorDecl::Kind, int64_t> byKind;
-  for (plan::TensorDecl &t : *program.mutable_tensors()) {
-    t.set_offset(a.offsets[t.id()]);
-    t.set_slot_stride(a.slotStrides[t.id()]);
-    if (t.kind() != plan::TensorDecl::TRANSIENT && !bucketOf.count(t.id()))
-      byKind[t.kind()] += t.bytes() * std::max<int64_t>(1, t.slots());
-  }
-  byKind[plan::TensorDecl::TRANSIENT] = a.transientBytes;
-  for (auto [kind, bytes] : byKind) {
-    plan::KindBytes *k = program.add_memory();
-    k->set_kind(kind);
-    k->set_bytes(bytes);
-  }
-  program.set_arena_bytes(a.totalBytes);
-}
-
 LogicalResult Emitter::buildSchedule() {
   absl::StatusOr<cost::ScheduleKind> kind = cost::parseSchedule(ctx.schedule);
   if (!kind.ok() || (*kind != cost::ScheduleKind::GPipe &&
@@ -763,12 +424,12 @@ FailureOr<plan::Program> Emitter::run() {
   return program;
 }
 
-} // namespace
+} // namespace detail
 
 FailureOr<plan::Program> emitProgram(func::FuncOp step,
                                      const ProgramContext &context,
                                      plan::Plan &plan) {
-  return Emitter(step, context, plan).run();
+  return detail::Emitter(step, context, plan).run();
 }
 
 } // namespace cleave::lowering

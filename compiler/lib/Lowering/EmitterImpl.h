@@ -1,0 +1,80 @@
+//===- EmitterImpl.h - The program emitter's state, shared by its files -*- C++ -*-===//
+//
+// Internal to compiler/lib/Lowering: ProgramEmitter.cpp walks a stage's
+// step and emits its instructions, GradientLowering.cpp the gradient
+// accumulation, reduction (buckets, ZeRO, tied parameters) and optimizer
+// updates, ProgramMemory.cpp the tensor kinds and the arena layout.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_LOWERING_EMITTERIMPL_H
+#define CLEAVE_LOWERING_EMITTERIMPL_H
+
+#include "cleave/Lowering/BufferPlan.h"
+#include "cleave/Lowering/ProgramEmitter.h"
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/runtime/plan/PlanIO.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cleave::lowering::detail {
+
+using namespace mlir;
+namespace gr = cleave::graph;
+
+enum Phase { kForward = 0, kBackward = 1, kOptimizer = 2, kNumPhases = 3 };
+
+/// The name an instruction carries: graph ops keep theirs, communication
+/// becomes the runtime's comm.* vocabulary.
+std::string instructionName(mlir::Operation *op);
+/// An MLIR attribute as a plan attribute; false for kinds plans do not carry.
+bool toPlanAttr(mlir::Attribute attr, plan::Attr &out);
+
+class Emitter {
+public:
+  Emitter(func::FuncOp step, const ProgramContext &ctx, plan::Plan &plan)
+      : step(step), ctx(ctx), plan(plan) {}
+
+  FailureOr<plan::Program> run();
+
+private:
+  int addTensor(Value v, const std::string &name,
+                plan::TensorDecl::Kind kind, Type type);
+  int paramIndex(gr::ParamOp param);
+  void setParamDims(plan::TensorDecl &t, int index);
+  LogicalResult declareSource(Operation *op);
+  LogicalResult emitInstruction(Operation *op, Phase phase);
+  plan::Instruction &append(Phase phase, const std::string &name);
+  LogicalResult emitOptimizer(ArrayRef<Operation *> updates);
+  void exchangeTiedGradient(gr::ParamOp param, int g);
+  void emitGradientBuckets(ArrayRef<int> grads);
+  void shardOverReplicas(plan::TensorDecl &t, int64_t dim);
+  plan::Instruction &collective(const char *name, int input, int output,
+                                int64_t dim);
+  void planMemory();
+  LogicalResult buildSchedule();
+
+  func::FuncOp step;
+  const ProgramContext &ctx;
+  plan::Plan &plan;
+  plan::Program program;
+  llvm::DenseMap<Value, int> ids;
+  std::vector<BufferRequest> requests;
+  std::vector<std::vector<plan::Instruction>> segments{kNumPhases};
+  /// Per tensor: the segment and instruction interval it is live in.
+  std::vector<int64_t> firstUse, lastUse;
+  std::vector<int> segmentOf;
+  int64_t slots = 1;
+  /// Gradient buckets: tensor id -> the first and last gradient it views.
+  std::map<int, std::pair<int, int>> bucketOf;
+  int numBuckets = 0;
+};
+
+} // namespace cleave::lowering::detail
+
+#endif // CLEAVE_LOWERING_EMITTERIMPL_H

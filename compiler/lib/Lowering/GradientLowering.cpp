@@ -1,0 +1,225 @@
+//===- GradientLowering.cpp - Gradients to the optimizer, per program -----===//
+//
+// Each microbatch's parameter gradients are accumulated into GRADIENT
+// tensors; after the last one, the gradients of a tied parameter are summed
+// between the stages holding it, then reduced over the data-parallel
+// replicas (in buckets, or by ZeRO's reduce-scatter), and the optimizer
+// updates the parameters and their state in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitterImpl.h"
+
+using namespace mlir;
+namespace gr = cleave::graph;
+
+namespace cleave::lowering::detail {
+
+namespace {
+
+/// The dimension ZeRO splits a tensor of `shape` along over `n` replicas:
+/// the first that divides evenly (-1: none, the tensor stays whole).
+int64_t zeroDim(llvm::ArrayRef<int64_t> shape, int64_t n) {
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (size >= n && size % n == 0)
+      return d;
+  return -1;
+}
+
+} // namespace
+
+void Emitter::shardOverReplicas(plan::TensorDecl &t, int64_t dim) {
+  t.set_shape(dim, t.shape(dim) / ctx.dp);
+  t.set_bytes(t.bytes() / ctx.dp);
+  t.mutable_dims(dim)->add_axes("dp");
+}
+
+plan::Instruction &Emitter::collective(const char *name, int input, int output,
+                                       int64_t dim) {
+  plan::Instruction &i = append(kOptimizer, name);
+  i.add_inputs(input);
+  i.add_outputs(output);
+  (*i.mutable_attrs())["axes"].mutable_strings()->add_values("dp");
+  if (dim >= 0)
+    (*i.mutable_attrs())["dim"].set_i(dim);
+  return i;
+}
+
+void Emitter::exchangeTiedGradient(gr::ParamOp param, int g) {
+  // A parameter held by two stages (a tied embedding) sums both stages'
+  // gradients: the lower stage sends first, the higher receives first.
+  auto holders = ctx.paramStages.find(param.getName().str());
+  if (holders == ctx.paramStages.end() || holders->second.size() < 2)
+    return;
+  for (int other : holders->second) {
+    if (other == ctx.stage)
+      continue;
+    int tmp = addTensor(Value(), param.getName().str() + ".peer_grad",
+                        plan::TensorDecl::TRANSIENT, param.getType());
+    auto p2p = [&](const char *name, int tensor, bool out) {
+      plan::Instruction &i = append(kOptimizer, name);
+      if (out)
+        i.add_outputs(tensor);
+      else
+        i.add_inputs(tensor);
+      (*i.mutable_attrs())["axis"].set_s("pp");
+      (*i.mutable_attrs())["offset"].set_i(other - ctx.stage);
+      (*i.mutable_attrs())["tag"].set_i(1 << 20);
+    };
+    if (ctx.stage < other) {
+      p2p("comm.send", g, false);
+      p2p("comm.recv", tmp, true);
+    } else {
+      p2p("comm.recv", tmp, true);
+      p2p("comm.send", g, false);
+    }
+    plan::Instruction &acc = append(kOptimizer, "runtime.accumulate");
+    acc.add_inputs(tmp);
+    acc.add_outputs(g);
+  }
+}
+
+void Emitter::emitGradientBuckets(ArrayRef<int> grads) {
+  // Replicas sum their gradients (the loss scale divided by their count
+  // already). Gradients are laid out one after another in the arena, so
+  // runs of them up to kBucketBytes are reduced as one tensor that views
+  // their bytes (and the alignment padding between them), as PyTorch DDP
+  // buckets them: one collective instead of one per parameter.
+  constexpr int64_t kBucketBytes = 25 << 20;
+  size_t begin = 0;
+  while (begin < grads.size()) {
+    size_t end = begin;
+    int64_t bytes = 0;
+    while (end < grads.size() &&
+           (end == begin || bytes + program.tensors(grads[end]).bytes() <=
+                                kBucketBytes) &&
+           (end == begin || grads[end] == grads[end - 1] + 1)) {
+      bytes += program.tensors(grads[end]).bytes();
+      ++end;
+    }
+    int first = grads[begin], last = grads[end - 1];
+    int bucket = first;
+    if (end - begin > 1) {
+      bucket = addTensor(Value(), "grad_bucket" + std::to_string(numBuckets++),
+                         plan::TensorDecl::GRADIENT,
+                         RankedTensorType::get(
+                             {1}, Float32Type::get(step.getContext())));
+      bucketOf[bucket] = {first, last};
+      // It starts at the first gradient's parameter (for the validator and
+      // readers: a bucket's name says what it is).
+      program.mutable_tensors(bucket)->set_param_index(
+          program.tensors(first).param_index());
+    }
+    plan::Instruction &ar = append(kOptimizer, "comm.all_reduce");
+    ar.add_inputs(bucket);
+    ar.add_outputs(bucket);
+    (*ar.mutable_attrs())["axes"].mutable_strings()->add_values("dp");
+    (*ar.mutable_attrs())["reduction"].set_s("sum");
+    begin = end;
+  }
+}
+
+LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
+  // Gradients: accumulate each microbatch's into the GRADIENT tensor.
+  std::vector<std::pair<Operation *, int>> gradTensors;
+  for (Operation *update : updates) {
+    Value param = update->getOperand(0), grad = update->getOperand(1);
+    int paramId = ids.lookup(param);
+    const plan::TensorDecl &p = program.tensors(paramId);
+    int g = addTensor(Value(), p.name() + ".grad", plan::TensorDecl::GRADIENT,
+                      param.getType());
+    setParamDims(*program.mutable_tensors(g), p.param_index());
+    gradTensors.push_back({update, g});
+    // A parameter the loss does not reach has a zero gradient: nothing to
+    // accumulate.
+    if (grad.getDefiningOp<gr::ConstantOp>())
+      continue;
+    auto it = ids.find(grad);
+    if (it == ids.end())
+      return update->emitOpError("gradient is not computed by the backward "
+                                 "pass");
+    plan::Instruction &acc = append(kBackward, "runtime.accumulate");
+    acc.add_inputs(it->second);
+    acc.add_outputs(g);
+  }
+
+  // Tied gradients are summed between stages and all-reduced over the
+  // replicas before any update reads them.
+  SmallVector<int> bucketed;
+  for (auto [update, g] : gradTensors)
+    exchangeTiedGradient(
+        cast<gr::ParamOp>(update->getOperand(0).getDefiningOp()), g);
+  // The dimension ZeRO splits each parameter's update along (-1: the
+  // update is not split).
+  SmallVector<int64_t> zeroDims;
+  for (auto [update, g] : gradTensors) {
+    auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
+    // A ZeRO-3 parameter is already a shard whose gradient the backward
+    // pass reduce-scattered (the all-gather's gradient).
+    bool alreadySharded = param->hasAttr("cleave.zero_sharded");
+    int64_t dim = -1;
+    if (ctx.zero >= 1 && ctx.dp > 1 && !alreadySharded)
+      dim = zeroDim(cast<RankedTensorType>(param.getType()).getShape(),
+                    ctx.dp);
+    zeroDims.push_back(dim);
+    if (ctx.dp > 1 && !alreadySharded && dim < 0)
+      bucketed.push_back(g);
+  }
+  emitGradientBuckets(bucketed);
+  for (auto [i, entry] : llvm::enumerate(gradTensors)) {
+    auto [update, g] = entry;
+    auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
+    int paramId = ids.lookup(param);
+    int64_t dim = zeroDims[i];
+    SmallVector<int> states;
+    for (unsigned k = 2; k < update->getNumOperands(); ++k)
+      if (update->getOperand(k).getDefiningOp<gr::OptimizerStateOp>())
+        states.push_back(ids.lookup(update->getOperand(k)));
+    int paramIn = paramId, gradIn = g;
+    if (dim >= 0) {
+      // ZeRO-1/2: each replica reduces, updates and keeps the optimizer
+      // state of one block of the parameter, then the blocks are gathered.
+      plan.mutable_parameters(program.tensors(paramId).param_index())
+          ->set_zero_axis("dp");
+      for (int s : states)
+        shardOverReplicas(*program.mutable_tensors(s), dim);
+      auto shardType = [&] {
+        auto t = cast<RankedTensorType>(param.getType());
+        SmallVector<int64_t> shape(t.getShape());
+        shape[dim] /= ctx.dp;
+        return t.clone(shape);
+      };
+      gradIn = addTensor(Value(), param.getName().str() + ".grad_shard",
+                         plan::TensorDecl::TRANSIENT, shardType());
+      (*collective("comm.reduce_scatter", g, gradIn, dim)
+            .mutable_attrs())["reduction"]
+          .set_s("sum");
+      paramIn = addTensor(Value(), param.getName().str() + ".shard",
+                          plan::TensorDecl::TRANSIENT, shardType());
+      collective("comm.shard_slice", paramId, paramIn, dim);
+    }
+
+    // The update runs in place: its results alias the parameter (block)
+    // and state tensors.
+    plan::Instruction &inst = append(kOptimizer, instructionName(update));
+    inst.add_inputs(paramIn);
+    inst.add_inputs(gradIn);
+    for (unsigned k = 2; k < update->getNumOperands(); ++k)
+      inst.add_inputs(ids.lookup(update->getOperand(k)));
+    inst.add_outputs(paramIn);
+    for (int s : states)
+      inst.add_outputs(s);
+    if (auto props = dyn_cast_or_null<DictionaryAttr>(
+            update->getPropertiesAsAttribute()))
+      for (NamedAttribute a : props) {
+        plan::Attr value;
+        if (toPlanAttr(a.getValue(), value))
+          (*inst.mutable_attrs())[a.getName().str()] = value;
+      }
+    if (dim >= 0)
+      collective("comm.all_gather", paramIn, paramId, dim);
+  }
+  return success();
+}
+
+} // namespace cleave::lowering::detail

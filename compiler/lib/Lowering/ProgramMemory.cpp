@@ -1,0 +1,101 @@
+//===- ProgramMemory.cpp - Tensor kinds and the arena of a program --------===//
+//
+// Liveness decides a value's kind: read only within its segment run it is
+// transient, read by a later segment of its microbatch it is stashed (a
+// slot per microbatch in flight), sent to another stage it keeps a slot
+// until the send completes. BufferPlan then lays out one arena.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitterImpl.h"
+
+namespace cleave::lowering::detail {
+
+void Emitter::planMemory() {
+  // Liveness within segments, and the kinds that follow from it.
+  for (int s = 0; s < kNumPhases; ++s)
+    for (size_t i = 0; i < segments[s].size(); ++i) {
+      const plan::Instruction &inst = segments[s][i];
+      auto touch = [&](int id) {
+        if (id < 0)
+          return;
+        plan::TensorDecl &t = *program.mutable_tensors(id);
+        if (t.kind() != plan::TensorDecl::TRANSIENT &&
+            t.kind() != plan::TensorDecl::STASH)
+          return;
+        if (segmentOf[id] == -1) {
+          segmentOf[id] = s;
+          firstUse[id] = i;
+        } else if (segmentOf[id] != s) {
+          t.set_kind(plan::TensorDecl::STASH);
+        }
+        lastUse[id] = std::max<int64_t>(lastUse[id], i);
+      };
+      for (int id : inst.outputs())
+        touch(id);
+      for (int id : inst.inputs())
+        touch(id);
+      if (inst.op() == "comm.send" && inst.attrs().count("buffered")) {
+        plan::TensorDecl &t = *program.mutable_tensors(inst.inputs(0));
+        if (t.kind() == plan::TensorDecl::TRANSIENT)
+          t.set_kind(plan::TensorDecl::COMM_BUFFER);
+      }
+    }
+  for (plan::TensorDecl &t : *program.mutable_tensors()) {
+    BufferRequest r;
+    r.bytes = t.bytes();
+    switch (t.kind()) {
+    case plan::TensorDecl::STASH:
+    case plan::TensorDecl::INPUT:
+      t.set_slots(t.input_name() == "step" ? 1 : slots);
+      if (llvm::is_contained(program.output_tensors(), t.id()))
+        t.set_slots(ctx.microbatches);
+      break;
+    case plan::TensorDecl::COMM_BUFFER:
+      // A slot per microbatch in flight: the runtime completes a send
+      // before the slot is written again, and by then the receiving stage
+      // has taken it (1F1B keeps at most this many microbatches between
+      // neighbours; GPipe all of them).
+      t.set_slots(std::min<int64_t>(ctx.microbatches, slots));
+      break;
+    case plan::TensorDecl::TRANSIENT:
+      r.transient = true;
+      r.segment = std::max(segmentOf[t.id()], 0);
+      r.first = firstUse[t.id()];
+      r.last = lastUse[t.id()];
+      break;
+    default:
+      break;
+    }
+    r.slots = t.slots();
+    if (auto it = bucketOf.find(t.id()); it != bucketOf.end())
+      r.aliasOf = it->second.first;
+    requests.push_back(r);
+  }
+  BufferAssignment a = planBuffers(requests);
+  // A bucket spans its gradients, padding included.
+  for (auto [bucket, range] : bucketOf) {
+    plan::TensorDecl &b = *program.mutable_tensors(bucket);
+    const plan::TensorDecl &last = program.tensors(range.second);
+    int64_t bytes = a.offsets[range.second] + last.bytes() -
+                    a.offsets[range.first];
+    b.set_bytes(bytes);
+    b.set_shape(0, bytes / 4);
+  }
+  std::map<plan::TensorDecl::Kind, int64_t> byKind;
+  for (plan::TensorDecl &t : *program.mutable_tensors()) {
+    t.set_offset(a.offsets[t.id()]);
+    t.set_slot_stride(a.slotStrides[t.id()]);
+    if (t.kind() != plan::TensorDecl::TRANSIENT && !bucketOf.count(t.id()))
+      byKind[t.kind()] += t.bytes() * std::max<int64_t>(1, t.slots());
+  }
+  byKind[plan::TensorDecl::TRANSIENT] = a.transientBytes;
+  for (auto [kind, bytes] : byKind) {
+    plan::KindBytes *k = program.add_memory();
+    k->set_kind(kind);
+    k->set_bytes(bytes);
+  }
+  program.set_arena_bytes(a.totalBytes);
+}
+
+} // namespace cleave::lowering::detail
