@@ -14,6 +14,12 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cleave_obj_root, "test")
 
 config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
+# Checks written in Python (the repository's scripts/), run by the Python
+# that runs lit.
+import sys
+config.substitutions.append(("%python", sys.executable))
+config.substitutions.append(("%scripts", os.path.join(
+    os.path.dirname(config.test_source_root), "scripts")))
 
 llvm_config.use_default_substitutions()
 tool_dirs = [os.path.join(config.cleave_tools_dir, "cleave"),

@@ -74,7 +74,8 @@ LayerActivations layerTerms(const TransformerMemoryConfig &c) {
   LayerActivations terms;
   // Two layer-norm inputs, the QKV input and the first MLP input (4 d), and
   // the two dropout masks after attention and MLP (1 byte each): 10 sbh.
-  terms.replicated = (4 * d + 2) * sbh;
+  double masks = c.dropout ? 1 : 0;
+  terms.replicated = (4 * d + 2 * masks) * sbh;
   // Q, K, V and the projection input (4 d), GeLU input and second MLP
   // input (4 h wide each: 8 d): 24 sbh. With grouped-query attention K and
   // V are kv/a as wide; a gated MLP keeps gate, up and their product (f
@@ -85,7 +86,7 @@ LayerActivations layerTerms(const TransformerMemoryConfig &c) {
   terms.split = d * sbh * (2 + 2 * kv / a + mlpTensors * f / h);
   // Softmax output and its dropout output (2 d), the dropout mask (1 byte),
   // a s^2 b each: 5 a s^2 b.
-  terms.attentionCore = (2 * d + 1) * a * s * s * b;
+  terms.attentionCore = (d + masks * (d + 1)) * a * s * s * b;
   return terms;
 }
 
@@ -220,7 +221,7 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     whole.recompute = Recompute::None;
     activations += layerActivationBytes(whole) - layerActivationBytes(c);
   }
-  if (first && c.vocab > 0)
+  if (first && c.vocab > 0 && c.dropout)
     activations += sbh / sequenceSplit * inFlight; // embedding dropout mask
   if (last && c.vocab > 0) {
     // Final layer-norm and output-projection inputs, and fp32 logits for

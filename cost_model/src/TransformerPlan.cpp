@@ -491,14 +491,27 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                            ? static_cast<int>(std::max<int64_t>(
                                  1, std::min<int64_t>(chunkLayers[chunk], 8)))
                            : 1;
-      if (p.zero == 3) {
-        // ZeRO-3 gathers each layer's parameters before its forward and
-        // again before its backward, for every microbatch.
+      if (p.zero >= 2 && p.dp > 1) {
+        // ZeRO-2 and 3 keep only a block of the accumulated gradient, so
+        // every microbatch's gradient is reduce-scattered in its backward
+        // pass (DeepSpeed does the same under gradient accumulation; the
+        // lowering places it there too). ZeRO-2 gathers the updated blocks
+        // once per step; ZeRO-3 gathers each layer's parameters before its
+        // forward and again before its backward, for every microbatch.
+        CLEAVE_ASSIGN(scatter, price.collective(Collective::ReduceScatter,
+                                                params * e, dpGroup,
+                                                dpConcurrent));
         CLEAVE_ASSIGN(gather, price.collective(Collective::AllGather,
                                                params * e, dpGroup,
                                                dpConcurrent));
-        cc.forward += gather;
-        cc.backward += gather;
+        cc.backward += scatter;
+        if (p.zero == 3) {
+          cc.forward += gather;
+          cc.backward += gather;
+          cc.gradReduce = 0;
+        } else {
+          cc.gradReduce = gather;
+        }
       }
       stageParams[st] += params;
       out.layersPerStage[st] += chunkLayers[chunk];
@@ -524,6 +537,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.ffn = m.mlp();
     mc.kvHeads = m.kv();
     mc.gatedMlp = m.gatedMlp;
+    mc.dropout = m.dropout;
     mc.layersPerStage = out.layersPerStage[st];
     mc.vocab = (st == 0 || st == p.pp - 1) ? m.vocab : 0;
     mc.tp = p.tp;

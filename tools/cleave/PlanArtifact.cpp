@@ -30,7 +30,6 @@ void restrictToLowerable(cost::ParallelConfig &plan,
   };
   fix("cp", [&] { plan.cp = 1; });
   fix("ep", [&] { plan.ep = 1; });
-  fix("recompute", [&] { plan.recompute = cost::Recompute::None; });
   fix("precision", [&] { plan.precision = cost::DType::Fp32; });
   if (!fixed.count("schedule") && !fixed.count("vpp")) {
     plan.schedule = cost::ScheduleKind::OneFOneB;
@@ -45,8 +44,6 @@ std::string whyNotLowerable(const cost::ParallelConfig &plan) {
     reasons.push_back("cp=" + std::to_string(plan.cp));
   if (plan.ep != 1)
     reasons.push_back("ep=" + std::to_string(plan.ep));
-  if (plan.recompute != cost::Recompute::None)
-    reasons.push_back("recompute");
   if (plan.chunks != 1 || (plan.schedule != cost::ScheduleKind::GPipe &&
                            plan.schedule != cost::ScheduleKind::OneFOneB))
     reasons.push_back(std::string("schedule=") +
@@ -84,8 +81,8 @@ int writePlanArtifact(const ArtifactRequest &r) {
   if (std::string why = whyNotLowerable(knobs); !why.empty())
     return fail("-o: the plan uses " + why +
                     ", which the lowering to programs does not support yet "
-                    "(it lowers dp, tp with or without sp, pp and ZeRO 0-3 "
-                    "with the gpipe or 1f1b schedule); --fix other values",
+                    "(it lowers dp, tp with or without sp, pp, ZeRO 0-3 and "
+                    "recomputation with the gpipe or 1f1b schedule); --fix other values",
                 2);
   int64_t replicaBatch = r.globalBatch / knobs.dp;
   int64_t b = knobs.microbatchSize;
@@ -110,6 +107,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.pp = knobs.pp;
   lo.zero = knobs.zero;
   lo.sequenceParallel = knobs.sequenceParallel;
+  lo.recompute = std::string(cost::recomputeName(knobs.recompute));
   lo.microbatchSize = b;
   lo.microbatches = replicaBatch / b;
   lo.schedule = cost::scheduleName(knobs.schedule);

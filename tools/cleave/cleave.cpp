@@ -546,7 +546,7 @@ int runCompile() {
   }
   if (!planOut.empty()) {
     if (std::string why = cleave::tool::whyNotLowerable(plan); !why.empty())
-      for (const char *knob : {"cp", "ep", "recompute", "schedule"})
+      for (const char *knob : {"cp", "ep", "schedule"})
         if (fixed.count(knob) && why.find(knob) != std::string::npos)
           return badUsage("-o: --fix " + std::string(knob) +
                           " asks for what the lowering to programs does not "

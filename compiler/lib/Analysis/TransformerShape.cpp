@@ -90,7 +90,13 @@ static FailureOr<cost::TransformerModel> inferFromGraph(ModuleOp module) {
   return m;
 }
 
-FailureOr<cost::TransformerModel> getTransformerModel(ModuleOp module) {
+static bool hasDropout(ModuleOp module) {
+  bool found = false;
+  module.walk([&](graph::DropoutOp d) { found |= d.getRatio().convertToDouble() > 0; });
+  return found;
+}
+
+static FailureOr<cost::TransformerModel> readTransformerModel(ModuleOp module) {
   auto family = module->getAttrOfType<StringAttr>("cleave.zoo_family");
   auto settings = module->getAttrOfType<StringAttr>("cleave.zoo_settings");
   if (!family || !settings)
@@ -152,6 +158,13 @@ FailureOr<cost::TransformerModel> getTransformerModel(ModuleOp module) {
     m.moeEvery = std::max<int64_t>(1, integer("moe_every"));
     m.capacityFactor = real("capacity_factor");
   }
+  return m;
+}
+
+FailureOr<cost::TransformerModel> getTransformerModel(ModuleOp module) {
+  FailureOr<cost::TransformerModel> m = readTransformerModel(module);
+  if (succeeded(m))
+    m->dropout = hasDropout(module);
   return m;
 }
 

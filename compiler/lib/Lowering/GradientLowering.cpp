@@ -34,15 +34,22 @@ void Emitter::shardOverReplicas(plan::TensorDecl &t, int64_t dim) {
   t.mutable_dims(dim)->add_axes("dp");
 }
 
-plan::Instruction &Emitter::collective(const char *name, int input, int output,
-                                       int64_t dim) {
-  plan::Instruction &i = append(kOptimizer, name);
+static plan::Instruction collectiveInstruction(const char *name, int input,
+                                        int output, int64_t dim) {
+  plan::Instruction i;
+  i.set_op(name);
   i.add_inputs(input);
   i.add_outputs(output);
   (*i.mutable_attrs())["axes"].mutable_strings()->add_values("dp");
   if (dim >= 0)
     (*i.mutable_attrs())["dim"].set_i(dim);
   return i;
+}
+
+plan::Instruction &Emitter::collective(const char *name, int input, int output,
+                                       int64_t dim) {
+  segments[kOptimizer].push_back(collectiveInstruction(name, input, output, dim));
+  return segments[kOptimizer].back();
 }
 
 void Emitter::exchangeTiedGradient(gr::ParamOp param, int g) {
@@ -120,39 +127,10 @@ void Emitter::emitGradientBuckets(ArrayRef<int> grads) {
 }
 
 LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
-  // Gradients: accumulate each microbatch's into the GRADIENT tensor.
-  std::vector<std::pair<Operation *, int>> gradTensors;
-  for (Operation *update : updates) {
-    Value param = update->getOperand(0), grad = update->getOperand(1);
-    int paramId = ids.lookup(param);
-    const plan::TensorDecl &p = program.tensors(paramId);
-    int g = addTensor(Value(), p.name() + ".grad", plan::TensorDecl::GRADIENT,
-                      param.getType());
-    setParamDims(*program.mutable_tensors(g), p.param_index());
-    gradTensors.push_back({update, g});
-    // A parameter the loss does not reach has a zero gradient: nothing to
-    // accumulate.
-    if (grad.getDefiningOp<gr::ConstantOp>())
-      continue;
-    auto it = ids.find(grad);
-    if (it == ids.end())
-      return update->emitOpError("gradient is not computed by the backward "
-                                 "pass");
-    plan::Instruction &acc = append(kBackward, "runtime.accumulate");
-    acc.add_inputs(it->second);
-    acc.add_outputs(g);
-  }
-
-  // Tied gradients are summed between stages and all-reduced over the
-  // replicas before any update reads them.
-  SmallVector<int> bucketed;
-  for (auto [update, g] : gradTensors)
-    exchangeTiedGradient(
-        cast<gr::ParamOp>(update->getOperand(0).getDefiningOp()), g);
   // The dimension ZeRO splits each parameter's update along (-1: the
   // update is not split).
   SmallVector<int64_t> zeroDims;
-  for (auto [update, g] : gradTensors) {
+  for (Operation *update : updates) {
     auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
     // A ZeRO-3 parameter is already a shard whose gradient the backward
     // pass reduce-scattered (the all-gather's gradient).
@@ -162,7 +140,95 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
       dim = zeroDim(cast<RankedTensorType>(param.getType()).getShape(),
                     ctx.dp);
     zeroDims.push_back(dim);
-    if (ctx.dp > 1 && !alreadySharded && dim < 0)
+  }
+
+  // Gradients: each microbatch's is accumulated into the GRADIENT tensor
+  // right after the backward pass writes it, so that it dies there rather
+  // than at the end of the segment (a whole stage's gradients would
+  // otherwise be live at once). ZeRO-2 keeps only this replica's block of
+  // the accumulated gradient: each microbatch's gradient is reduce-
+  // scattered over the replicas first (DeepSpeed does the same under
+  // gradient accumulation), trading (microbatches - 1) more reduce-
+  // scatters for gradient memory / dp.
+  std::vector<std::pair<Operation *, int>> gradTensors;
+  llvm::DenseMap<int, SmallVector<plan::Instruction>> afterWriterOf;
+  SmallVector<bool> gradSharded;
+  for (auto [update, dim] : llvm::zip(updates, zeroDims)) {
+    auto paramOp = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
+    Value param = update->getOperand(0), grad = update->getOperand(1);
+    int paramId = ids.lookup(param);
+    const plan::TensorDecl &p = program.tensors(paramId);
+    int g = addTensor(Value(), p.name() + ".grad", plan::TensorDecl::GRADIENT,
+                      param.getType());
+    setParamDims(*program.mutable_tensors(g), p.param_index());
+    gradTensors.push_back({update, g});
+    auto holders = ctx.paramStages.find(paramOp.getName().str());
+    bool tied = holders != ctx.paramStages.end() && holders->second.size() > 1;
+    bool shardGrad = ctx.zero == 2 && dim >= 0 && !tied;
+    gradSharded.push_back(shardGrad);
+    if (shardGrad)
+      shardOverReplicas(*program.mutable_tensors(g), dim);
+    // A parameter the loss does not reach has a zero gradient: nothing to
+    // accumulate.
+    if (grad.getDefiningOp<gr::ConstantOp>())
+      continue;
+    auto it = ids.find(grad);
+    if (it == ids.end())
+      return update->emitOpError("gradient is not computed by the backward "
+                                 "pass");
+    SmallVector<plan::Instruction> &pending = afterWriterOf[it->second];
+    int from = it->second;
+    if (shardGrad) {
+      const plan::TensorDecl &gd = program.tensors(g);
+      SmallVector<int64_t> shape(gd.shape().begin(), gd.shape().end());
+      int block = addTensor(
+          Value(), paramOp.getName().str() + ".grad_block",
+          plan::TensorDecl::TRANSIENT,
+          cast<RankedTensorType>(param.getType()).clone(shape));
+      plan::Instruction rs = collectiveInstruction(
+          "comm.reduce_scatter", from, block, dim);
+      (*rs.mutable_attrs())["reduction"].set_s("sum");
+      pending.push_back(std::move(rs));
+      from = block;
+    }
+    plan::Instruction acc;
+    acc.set_op("runtime.accumulate");
+    acc.add_inputs(from);
+    acc.add_outputs(g);
+    pending.push_back(std::move(acc));
+  }
+  std::vector<plan::Instruction> &backward = segments[kBackward];
+  llvm::DenseMap<int, size_t> lastWriter;
+  for (auto [i, inst] : llvm::enumerate(backward))
+    for (int out : inst.outputs())
+      lastWriter[out] = i;
+  std::vector<std::vector<plan::Instruction>> inserted(backward.size() + 1);
+  for (auto &[gradId, pending] : afterWriterOf) {
+    auto w = lastWriter.find(gradId);
+    size_t at = w == lastWriter.end() ? backward.size() : w->second;
+    for (plan::Instruction &inst : pending)
+      inserted[at].push_back(std::move(inst));
+  }
+  std::vector<plan::Instruction> merged;
+  merged.reserve(backward.size() + afterWriterOf.size());
+  for (size_t i = 0; i <= backward.size(); ++i) {
+    if (i < backward.size())
+      merged.push_back(std::move(backward[i]));
+    for (plan::Instruction &inst : inserted[i])
+      merged.push_back(std::move(inst));
+  }
+  backward = std::move(merged);
+
+  // Tied gradients are summed between stages and all-reduced over the
+  // replicas before any update reads them.
+  SmallVector<int> bucketed;
+  for (auto [update, g] : gradTensors)
+    exchangeTiedGradient(
+        cast<gr::ParamOp>(update->getOperand(0).getDefiningOp()), g);
+  for (auto [entry, dim] : llvm::zip(gradTensors, zeroDims)) {
+    auto [update, g] = entry;
+    auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
+    if (ctx.dp > 1 && !param->hasAttr("cleave.zero_sharded") && dim < 0)
       bucketed.push_back(g);
   }
   emitGradientBuckets(bucketed);
@@ -189,11 +255,13 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
         shape[dim] /= ctx.dp;
         return t.clone(shape);
       };
-      gradIn = addTensor(Value(), param.getName().str() + ".grad_shard",
-                         plan::TensorDecl::TRANSIENT, shardType());
-      (*collective("comm.reduce_scatter", g, gradIn, dim)
-            .mutable_attrs())["reduction"]
-          .set_s("sum");
+      if (!gradSharded[i]) {
+        gradIn = addTensor(Value(), param.getName().str() + ".grad_shard",
+                           plan::TensorDecl::TRANSIENT, shardType());
+        (*collective("comm.reduce_scatter", g, gradIn, dim)
+              .mutable_attrs())["reduction"]
+            .set_s("sum");
+      }
       paramIn = addTensor(Value(), param.getName().str() + ".shard",
                           plan::TensorDecl::TRANSIENT, shardType());
       collective("comm.shard_slice", paramId, paramIn, dim);

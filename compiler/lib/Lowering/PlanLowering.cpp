@@ -9,6 +9,7 @@
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
@@ -91,30 +92,48 @@ void shardParametersOverReplicas(func::FuncOp stage, int64_t dp) {
   });
 }
 
-/// ZeRO-3 gathers a parameter again for the backward pass instead of
-/// keeping the gathered copy of every microbatch in flight.
+/// A gathered value the backward pass reads is gathered again there from
+/// its block instead of being stashed whole: a ZeRO-3 parameter (otherwise
+/// every microbatch in flight would hold a gathered copy) and, under
+/// sequence parallelism, the norm output that the column-parallel matmul
+/// reads (stashed whole it costs t times its block; Megatron-LM gathers it
+/// again in the backward pass for the same reason).
 void regatherForBackward(func::FuncOp step) {
-  SmallVector<gr::AllGatherOp> gathers;
-  step.walk([&](gr::AllGatherOp g) {
-    if (g.getVaryingGrad() && !g->hasAttr("cleave.phase") &&
-        g.getInput().getDefiningOp<gr::ParamOp>())
-      gathers.push_back(g);
+  // The gathers, and the identity copies into a tensor-parallel group that
+  // read them (the copy is what the matmul reads, so it is what would be
+  // stashed).
+  SmallVector<Operation *> roots;
+  step.walk([&](Operation *op) {
+    if (op->hasAttr("cleave.phase"))
+      return;
+    if (isa<gr::AllGatherOp>(op))
+      roots.push_back(op);
+    else if (auto copy = dyn_cast<gr::CopyToGroupOp>(op))
+      if (copy.getInput().getDefiningOp<gr::AllGatherOp>())
+        roots.push_back(op);
   });
+  auto isBackward = [](OpOperand &use) {
+    return use.getOwner()->hasAttr("cleave.phase");
+  };
   OpBuilder b(step.getContext());
-  for (gr::AllGatherOp g : gathers) {
+  for (Operation *root : roots) {
     Operation *first = nullptr;
-    for (Operation *user : g->getUsers())
+    for (Operation *user : root->getUsers())
       if (user->hasAttr("cleave.phase") &&
           (!first || user->isBeforeInBlock(first)))
         first = user;
     if (!first)
       continue;
     b.setInsertionPoint(first);
-    Operation *copy = b.clone(*g);
-    copy->setAttr("cleave.phase", first->getAttr("cleave.phase"));
-    g.getResult().replaceUsesWithIf(copy->getResult(0), [&](OpOperand &use) {
-      return use.getOwner()->hasAttr("cleave.phase");
-    });
+    auto phase = first->getAttr("cleave.phase");
+    IRMapping map;
+    if (isa<gr::CopyToGroupOp>(root)) {
+      Operation *gather = root->getOperand(0).getDefiningOp();
+      b.clone(*gather, map)->setAttr("cleave.phase", phase);
+    }
+    Operation *copy = b.clone(*root, map);
+    copy->setAttr("cleave.phase", phase);
+    root->getResult(0).replaceUsesWithIf(copy->getResult(0), isBackward);
   }
 }
 
@@ -249,8 +268,15 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
         stage, ("stage" + std::to_string(s) + "_step"), step);
     if (failed(built))
       return failure();
-    if (o.zero >= 3 && o.dp > 1)
-      regatherForBackward(*built);
+    if (o.recompute != "none") {
+      PassManager pm(ctx, func::FuncOp::getOperationName());
+      RecomputeOptions recompute;
+      recompute.mode = o.recompute;
+      pm.addPass(createRecompute(recompute));
+      if (failed(pm.run(*built)))
+        return failure();
+    }
+    regatherForBackward(*built);
     steps.push_back(*built);
   }
 
@@ -277,7 +303,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   k->set_num_microbatches(o.microbatches);
   k->set_schedule(o.schedule);
   k->set_virtual_stages(1);
-  k->set_recompute("none");
+  k->set_recompute(o.recompute);
   k->set_precision("fp32");
   plan::TrainingConfig *t = plan.mutable_training();
   t->set_global_batch(o.microbatchSize * o.microbatches * o.dp);

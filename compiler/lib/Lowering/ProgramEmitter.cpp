@@ -314,6 +314,9 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
   addAttrs(op->getDiscardableAttrDictionary());
   if (isa<gr::ReduceScatterOp>(op))
     (*inst.mutable_attrs())["reduction"].set_s("sum");
+  // Shown by `inspect --rank`; the runtime runs it like any other op.
+  if (op->hasAttr("cleave.recomputed"))
+    (*inst.mutable_attrs())["recomputed"].set_b(true);
   // A pipeline send returns at once; the runtime completes it before its
   // slot is written again or the step ends.
   if (isa<gr::SendOp>(op))

@@ -1,6 +1,7 @@
 //===- PipelineSplit.cpp - cleave-pipeline-split --------------------------===//
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/LayerNumbering.h"
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,19 +20,6 @@ using namespace cleave::graph;
 
 namespace {
 
-/// The layer a parameter name belongs to: its first dotted component that
-/// is an integer ("transformer.h.3.attn.q" -> 3), or -1.
-int64_t layerOfName(StringRef name) {
-  SmallVector<StringRef> parts;
-  name.split(parts, '.');
-  for (StringRef part : parts) {
-    int64_t layer;
-    if (!part.empty() && !part.getAsInteger(10, layer))
-      return layer;
-  }
-  return -1;
-}
-
 struct StageAssignment {
   /// Layer per op (-1: before the first layer).
   llvm::DenseMap<Operation *, int64_t> layer;
@@ -45,7 +33,7 @@ StageAssignment assignLayers(func::FuncOp forward) {
   for (Operation &op : forward.front().without_terminator()) {
     int64_t layer = -1;
     if (auto param = dyn_cast<ParamOp>(op))
-      layer = layerOfName(param.getName());
+      layer = cleave::layerOfParamName(param.getName());
     bool fromRepeated = true;
     for (Value v : op.getOperands()) {
       Operation *def = v.getDefiningOp();

@@ -276,6 +276,7 @@ void TrainingStepPass::runOnOperation() {
   options.beta2 = beta2;
   options.eps = eps;
   options.weightDecay = weightDecay;
+  options.tagPhases = tagPhases;
   cleave::StepStatistics stats;
   if (failed(cleave::buildTrainingStep(forward, "train_step", options, &stats)))
     return signalPassFailure();

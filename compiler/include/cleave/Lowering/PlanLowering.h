@@ -9,6 +9,7 @@
 //   3. each stage's training step (forward, backward with send/recv
 //      pairing, optimizer) is built with the loss scaled by 1 /
 //      (microbatches x data-parallel replicas);
+//      with activation recomputation (cleave-recompute) when asked;
 //   4. each step is emitted as a program (segments, tensors, arena,
 //      schedule), and the plan gets its mesh ["pp", "dp", "tp"], ranks,
 //      groups and parameter table.
@@ -40,6 +41,9 @@ struct LoweringOptions {
   /// Megatron's sequence parallelism on the "tp" axis.
   bool sequenceParallel = false;
   int64_t microbatches = 1;
+  /// Activation recomputation: "none", "selective" (attention cores) or
+  /// "full" (whole layers from their inputs), by cleave-recompute.
+  std::string recompute = "none";
   /// Samples per microbatch and replica (the imported batch).
   int64_t microbatchSize = 1;
   std::string schedule = "1f1b";

@@ -30,6 +30,8 @@ def TrainingStep : Pass<"cleave-training-step", "mlir::ModuleOp"> {
     Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
     Option<"weightDecay", "weight-decay", "double", "0.0",
            "decoupled weight decay (AdamW) or L2 (SGD)">,
+    Option<"tagPhases", "tag-phases", "bool", "false",
+           "tag backward and optimizer ops with cleave.phase, as the lowering does">,
   ];
   let statistics = [
     Statistic<"numBackwardOps", "backward-ops",
@@ -163,6 +165,50 @@ def PipelineSplit : Pass<"cleave-pipeline-split", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"stages", "stages", "int64_t", "1", "pipeline stages">,
+  ];
+}
+
+def Recompute : Pass<"cleave-recompute", "mlir::func::FuncOp"> {
+  let summary = "Recompute forward activations in the backward pass instead of stashing them";
+  let description = [{
+    Runs on a training step whose ops carry `cleave.phase` (the forward ops
+    have none; cleave-training-step's builder tags them for the lowering).
+    Every forward op is numbered by its transformer layer as
+    cleave-pipeline-split numbers them (the first integer component of its
+    parameters' names, carried forward); ops after the last layer (the final
+    norm, the head, the loss: they read a parameter with no layer number)
+    are never recomputed.
+
+    `mode=full` (Megatron's full recomputation, one layer per checkpoint)
+    recomputes every op of a layer whose result the backward pass reads,
+    keeping only the values another layer's forward ops read (the residual
+    stream between layers); `mode=selective` (Korthikanti et al. 2022)
+    recomputes only the attention core: each softmax with the score chain
+    back to its matmul and the dropout after it, the values whose size grows
+    with the square of the sequence. A layer's recomputed ops are cloned,
+    tagged `cleave.phase = "backward"` and `cleave.recomputed`, just before
+    the first backward op that reads one of them, and the backward ops read
+    the clones. Collectives recompute too: every device of a group runs the
+    same program, so they stay matched. Random ops repeat their draws (a
+    dropout mask is a function of its seed and element index).
+
+    ```mlir
+    // before: %p (softmax) is stashed for the backward pass
+    %p = graph.softmax %s axis = 3 causal : tensor<2x4x16x16xf32>
+    ...
+    %g = graph.softmax_grad %p, %dp ... {cleave.phase = "backward"}
+    // after mode=selective: recomputed next to its use
+    %p2 = graph.softmax %s2 axis = 3 causal {cleave.phase = "backward", cleave.recomputed} ...
+    %g = graph.softmax_grad %p2, %dp ...
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"full\"",
+           "what to recompute: full (whole layers) or selective (attention cores)">,
+  ];
+  let statistics = [
+    Statistic<"numRecomputed", "recomputed-ops", "Forward ops cloned into the backward pass">,
+    Statistic<"numLayers", "recomputed-layers", "Layers with recomputed ops">,
   ];
 }
 

@@ -66,6 +66,9 @@ struct TransformerMemoryConfig {
   int64_t ffn = 0;
   int64_t kvHeads = 0;
   bool gatedMlp = false;
+  /// Dropout layers (the paper's model has them; a model without keeps no
+  /// masks and no attention-dropout output).
+  bool dropout = true;
 
   // Parallelism.
   int64_t tp = 1;

@@ -46,6 +46,10 @@ struct TransformerModel {
   /// Learned position embeddings of `seq` rows (GPT, BERT).
   bool learnedPositions = true;
   bool tiedEmbedding = true;
+  /// Dropout after attention, the MLP and the embedding, and on the
+  /// attention probabilities (the layers Korthikanti et al. count); without
+  /// it, no masks or dropout outputs are kept.
+  bool dropout = true;
   /// Mixture of experts: every `moeEvery`-th MLP has `experts` experts of
   /// which each token uses `topK`.
   int64_t experts = 0;

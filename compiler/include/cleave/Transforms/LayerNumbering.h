@@ -1,0 +1,40 @@
+//===- LayerNumbering.h - Which transformer layer an op belongs to -*- C++ -*-===//
+//
+// Pipeline splitting and recomputation both work in layers, and both read
+// them off the parameters' names: "transformer.h.3.attn.q" belongs to layer
+// 3. An op belongs to the latest layer among its operands.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TRANSFORMS_LAYERNUMBERING_H
+#define CLEAVE_TRANSFORMS_LAYERNUMBERING_H
+
+#include "mlir/IR/Block.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace cleave {
+
+/// The layer a parameter name belongs to: its first dotted component that
+/// is an integer ("transformer.h.3.attn.q" -> 3), or -1.
+int64_t layerOfParamName(llvm::StringRef name);
+
+/// Ops before the first layer (embeddings) and after the last (the final
+/// norm, head and loss).
+constexpr int64_t kBeforeLayers = -1;
+constexpr int64_t kAfterLayers = INT64_MAX / 4;
+
+/// Numbers the ops of `block` for which `include` holds, in block order:
+/// a parameter by its name, any other op by the latest layer of its
+/// included operands. An op inside the layers that reads a parameter
+/// without a layer number starts the tail (kAfterLayers), which its users
+/// inherit.
+llvm::DenseMap<mlir::Operation *, int64_t>
+numberLayers(mlir::Block &block,
+             llvm::function_ref<bool(mlir::Operation *)> include);
+
+} // namespace cleave
+
+#endif // CLEAVE_TRANSFORMS_LAYERNUMBERING_H
