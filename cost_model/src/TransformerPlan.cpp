@@ -341,13 +341,16 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         tpComm = 2 * ar;
       }
     }
-    // Context parallelism: keys and values travel around the ring, cp - 1
-    // steps forward, twice that backward (their gradients too).
+    // Context parallelism as the lowering builds it: every query block
+    // reads the whole sequence's keys and values, all-gathered forward;
+    // backward gathers them again and reduce-scatters their gradients
+    // (about twice the forward's time).
     double cpComm = 0;
     if (p.cp > 1) {
-      double kvBytes = 2 * b * s * kv / t * d * e;
-      CLEAVE_ASSIGN(step, price.collective(Collective::SendRecv, kvBytes, cpGroup));
-      cpComm = (p.cp - 1) * step;
+      double kvBytes = 2 * b * S * kv / t * d * e;
+      CLEAVE_ASSIGN(gather, price.collective(Collective::AllGather, kvBytes,
+                                             cpGroup));
+      cpComm = gather;
     }
     // Expert parallelism: tokens go to their experts and come back.
     double epComm = 0;

@@ -28,6 +28,8 @@ void restrictToLowerable(cost::ParallelConfig &plan,
       fixed.insert(knob);
     }
   };
+  // Context parallelism lowers when asked for (and without tp); the search
+  // is not left to choose it.
   fix("cp", [&] { plan.cp = 1; });
   fix("ep", [&] { plan.ep = 1; });
   fix("precision", [&] { plan.precision = cost::DType::Fp32; });
@@ -40,8 +42,9 @@ void restrictToLowerable(cost::ParallelConfig &plan,
 
 std::string whyNotLowerable(const cost::ParallelConfig &plan) {
   std::vector<std::string> reasons;
-  if (plan.cp != 1)
-    reasons.push_back("cp=" + std::to_string(plan.cp));
+  if (plan.cp != 1 && plan.tp != 1)
+    reasons.push_back("cp=" + std::to_string(plan.cp) + " with tp=" +
+                      std::to_string(plan.tp));
   if (plan.ep != 1)
     reasons.push_back("ep=" + std::to_string(plan.ep));
   if (plan.chunks != 1 || (plan.schedule != cost::ScheduleKind::GPipe &&
@@ -81,8 +84,9 @@ int writePlanArtifact(const ArtifactRequest &r) {
   if (std::string why = whyNotLowerable(knobs); !why.empty())
     return fail("-o: the plan uses " + why +
                     ", which the lowering to programs does not support yet "
-                    "(it lowers dp, tp with or without sp, pp, ZeRO 0-3 and "
-                    "recomputation with the gpipe or 1f1b schedule); --fix other values",
+                    "(it lowers dp, tp with or without sp, cp without tp, pp, "
+                    "ZeRO 0-3 and recomputation with the gpipe or 1f1b "
+                    "schedule); --fix other values",
                 2);
   int64_t replicaBatch = r.globalBatch / knobs.dp;
   int64_t b = knobs.microbatchSize;
@@ -105,6 +109,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.dp = knobs.dp;
   lo.tp = knobs.tp;
   lo.pp = knobs.pp;
+  lo.cp = knobs.cp;
   lo.zero = knobs.zero;
   lo.sequenceParallel = knobs.sequenceParallel;
   lo.recompute = std::string(cost::recomputeName(knobs.recompute));

@@ -243,7 +243,10 @@ LogicalResult Run::execute(Operation *op) {
                   o.getTransposeRhs(), out(o));
         return success();
       })
-      .Case([&](gr::SoftmaxOp o) {
+      .Case([&](gr::SoftmaxOp o) -> LogicalResult {
+        if (o.getQueryBlocks())
+          return o.emitOpError("is one device's block of a partitioned "
+                               "softmax; the evaluator runs whole graphs");
         k::softmax(f(o.getInput()), o.getAxis(), o.getCausal(), out(o));
         return success();
       })
@@ -263,7 +266,10 @@ LogicalResult Run::execute(Operation *op) {
                      o.getEpsilon().convertToDouble(), o.getTraining(), out(o));
         return success();
       })
-      .Case([&](gr::RopeOp o) {
+      .Case([&](gr::RopeOp o) -> LogicalResult {
+        if (o.getPositionBlocks())
+          return o.emitOpError("is one device's block of a partitioned "
+                               "rope; the evaluator runs whole graphs");
         if (o.getInverse())
           k::ropeBackward(f(o.getInput()), o.getTheta().convertToDouble(),
                           o.getOffset(), out(o));

@@ -28,27 +28,51 @@ double trainableParamBytes(func::FuncOp func) {
   return bytes;
 }
 
-LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
-                                      const LoweringOptions &o) {
-  if (o.tp <= 1)
-    return success();
+/// The intra-op search on one mesh axis, then the SPMD partitioner that
+/// rewrites each function into one device's program on it.
+LogicalResult searchAndPartition(ModuleOp module, IntraOpSearchOptions search,
+                                 StringRef axis, int64_t size,
+                                 const LoweringOptions &o) {
   PassManager pm(module.getContext());
-  IntraOpSearchOptions search;
-  search.mesh = o.tp;
+  search.mesh = size;
   search.clusterSpec = o.clusterSpec;
-  // A tensor-parallel degree means the parameters are split: hold each
-  // device to its share (with room for the norms and biases that stay
-  // whole), and let the search choose how.
-  search.paramMemory = trainableParamBytes(forward) / double(o.tp) * 1.1 + 4096;
   search.timeLimit = o.searchTimeLimit;
-  search.sequenceParallel = o.sequenceParallel;
   SpmdPartitionOptions spmd;
-  spmd.axis = "tp";
-  spmd.size = o.tp;
+  spmd.axis = axis.str();
+  spmd.size = size;
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createIntraOpSearch(search));
   fpm.addPass(createSpmdPartition(spmd));
   return pm.run(module);
+}
+
+/// Context parallelism: the search held to splitting tokens (parameters
+/// whole, inputs split along the sequence) on the "cp" axis; the causal
+/// softmax of a query block and the rotary embedding of a sequence block
+/// learn their offset from the partitioner (`query_blocks`,
+/// `position_blocks`). Parameter gradients are partial sums over the axis,
+/// all-reduced where the parameters enter per-device work
+/// (`copy_to_group`).
+LogicalResult partitionContextParallel(ModuleOp module,
+                                       const LoweringOptions &o) {
+  if (o.cp <= 1)
+    return success();
+  IntraOpSearchOptions search;
+  search.contextParallel = true;
+  return searchAndPartition(module, search, "cp", o.cp, o);
+}
+
+LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
+                                      const LoweringOptions &o) {
+  if (o.tp <= 1)
+    return success();
+  IntraOpSearchOptions search;
+  // A tensor-parallel degree means the parameters are split: hold each
+  // device to its share (with room for the norms and biases that stay
+  // whole), and let the search choose how.
+  search.paramMemory = trainableParamBytes(forward) / double(o.tp) * 1.1 + 4096;
+  search.sequenceParallel = o.sequenceParallel;
+  return searchAndPartition(module, search, "tp", o.tp, o);
 }
 
 /// ZeRO-3: every trainable parameter of a stage with a dimension that the
@@ -138,32 +162,40 @@ void regatherForBackward(func::FuncOp step) {
 }
 
 void addMeshAndRanks(const LoweringOptions &o, plan::Plan &plan) {
-  int64_t sizes[3] = {o.pp, o.dp, o.tp};
-  const char *names[3] = {"pp", "dp", "tp"};
-  for (int a = 0; a < 3; ++a) {
+  // Major to minor: tensor-parallel peers are adjacent ranks (one node's
+  // NVLink domain), pipeline stages the farthest apart.
+  constexpr int kAxes = 4;
+  const int64_t sizes[kAxes] = {o.pp, o.dp, o.cp, o.tp};
+  const char *names[kAxes] = {"pp", "dp", "cp", "tp"};
+  for (int a = 0; a < kAxes; ++a) {
     plan::MeshAxis *axis = plan.mutable_mesh()->add_axes();
     axis->set_name(names[a]);
     axis->set_size(sizes[a]);
   }
   int64_t perNode = std::max<int64_t>(1, o.cluster.devicesPerNode);
-  int64_t total = o.pp * o.dp * o.tp;
+  int64_t total = o.pp * o.dp * o.cp * o.tp;
   for (int64_t r = 0; r < total; ++r) {
     plan::RankAssignment *rank = plan.add_ranks();
     rank->set_rank(r);
-    int64_t p = r / (o.dp * o.tp), d = r / o.tp % o.dp, t = r % o.tp;
-    rank->set_program(p);
-    rank->add_coords(p);
-    rank->add_coords(d);
-    rank->add_coords(t);
+    int64_t coords[kAxes], rest = r;
+    for (int a = kAxes; a-- > 0;) {
+      coords[a] = rest % sizes[a];
+      rest /= sizes[a];
+    }
+    rank->set_program(coords[0]);
+    for (int64_t c : coords)
+      rank->add_coords(c);
     rank->set_node(r / perNode);
     rank->set_local_device(r % perNode);
   }
-  // One group per axis and coordinate of the other two.
-  for (int a = 0; a < 3; ++a) {
+  // One group per axis and coordinate of the others.
+  for (int a = 0; a < kAxes; ++a) {
+    if (sizes[a] <= 1)
+      continue;
     std::map<std::vector<int64_t>, plan::CommGroup> groups;
     for (const plan::RankAssignment &r : plan.ranks()) {
       std::vector<int64_t> key;
-      for (int b = 0; b < 3; ++b)
+      for (int b = 0; b < kAxes; ++b)
         if (b != a)
           key.push_back(r.coords(b));
       plan::CommGroup &g = groups[key];
@@ -171,9 +203,8 @@ void addMeshAndRanks(const LoweringOptions &o, plan::Plan &plan) {
         g.add_axes(names[a]);
       g.add_ranks(r.rank());
     }
-    if (sizes[a] > 1)
-      for (auto &[key, g] : groups)
-        *plan.add_groups() = g;
+    for (auto &[key, g] : groups)
+      *plan.add_groups() = g;
   }
 }
 
@@ -190,9 +221,13 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
     return module.emitError("expected a func.func @forward holding the model");
-  if (o.dp < 1 || o.tp < 1 || o.pp < 1 || o.microbatches < 1)
+  if (o.dp < 1 || o.tp < 1 || o.pp < 1 || o.cp < 1 || o.microbatches < 1)
     return module.emitError("parallel degrees and microbatches must be "
                             "positive");
+  if (o.cp > 1 && o.tp > 1)
+    return module.emitError("context parallelism (cp=")
+           << o.cp << ") together with tensor parallelism (tp=" << o.tp
+           << ") is not lowered yet; use one of them";
   if (o.pp > 1 && o.microbatches < o.pp)
     module.emitWarning("fewer microbatches (")
         << o.microbatches << ") than pipeline stages (" << o.pp
@@ -227,7 +262,8 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
       return failure();
   }
 
-  if (failed(partitionTensorParallel(module, forward, o)))
+  if (failed(partitionContextParallel(module, o)) ||
+      failed(partitionTensorParallel(module, forward, o)))
     return failure();
   {
     PassManager pm(ctx);
@@ -295,7 +331,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   k->set_dp(o.dp);
   k->set_tp(o.tp);
   k->set_pp(o.pp);
-  k->set_cp(1);
+  k->set_cp(o.cp);
   k->set_zero(o.zero);
   k->set_sp(o.sequenceParallel);
   k->set_ep(1);

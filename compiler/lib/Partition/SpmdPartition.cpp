@@ -99,6 +99,9 @@ private:
   /// The local value of `v` in layout `required`, resharding if needed.
   Value reshard(Local from, int64_t required, Location loc);
   Value copyToGroup(Value v, Location loc);
+  /// An all-gather whose gradient is reduce-scattered, for consumers whose
+  /// gradients differ between devices.
+  Value gatherForDevices(Local from, Location loc);
   LogicalResult partitionOp(Operation *op);
   void partitionParam(ParamOp param, int64_t layout);
 
@@ -111,7 +114,7 @@ private:
   /// Collectives already built, so that a value read in one layout by
   /// several consumers is resharded once.
   llvm::DenseMap<std::pair<Value, int64_t>, Value> reshards;
-  llvm::DenseMap<Value, Value> copies;
+  llvm::DenseMap<Value, Value> copies, varyingGathers;
 };
 
 Value Partitioner::reshard(Local from, int64_t required, Location loc) {
@@ -137,6 +140,18 @@ Value Partitioner::reshard(Local from, int64_t required, Location loc) {
         splitType(wholeType(type, from.layout, size), required, size),
         from.value, axes, sizeAttr, b.getI64IntegerAttr(required),
         b.getI64IntegerAttr(from.layout));
+  return cached;
+}
+
+Value Partitioner::gatherForDevices(Local from, Location loc) {
+  Value &cached = varyingGathers[from.value];
+  if (!cached) {
+    ++collectives;
+    cached = AllGatherOp::create(
+        b, loc, wholeType(from.value.getType(), from.layout, size),
+        from.value, axes, sizeAttr, b.getI64IntegerAttr(from.layout),
+        b.getUnitAttr());
+  }
   return cached;
 }
 
@@ -214,11 +229,21 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     int64_t want = size > 1 ? required[i] : kReplicated;
     if (!isa<RankedTensorType>(operand.getType()))
       want = kReplicated;
-    Value v = reshard(it->second, want, op->getLoc());
-    // Constants carry no gradient: nothing to all-reduce.
-    if (perDevice && want == kReplicated && isFloatTensor(v) &&
-        !v.getDefiningOp<ConstantOp>())
-      v = copyToGroup(v, op->getLoc());
+    Value v;
+    if (perDevice && want == kReplicated && isFloatTensor(operand) &&
+        it->second.layout != kReplicated) {
+      // Gathered for per-device work: the devices' gradients differ, and
+      // the gather's gradient reduce-scatters them (what Megatron's
+      // sequence parallelism and context parallelism do), instead of an
+      // all-reduce of the whole gradient followed by a slice.
+      v = gatherForDevices(it->second, op->getLoc());
+    } else {
+      v = reshard(it->second, want, op->getLoc());
+      // Constants carry no gradient: nothing to all-reduce.
+      if (perDevice && want == kReplicated && isFloatTensor(v) &&
+          !v.getDefiningOp<ConstantOp>())
+        v = copyToGroup(v, op->getLoc());
+    }
     op->setOperand(i, v);
   }
 
@@ -229,6 +254,15 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     if (partial == "none") {
       result.setType(splitType(result.getType(), layout, size));
       locals[result] = {result, layout};
+      // Queries split (context parallelism): the causal mask must know
+      // where this device's block sits in the sequence.
+      if (auto softmax = dyn_cast<SoftmaxOp>(op);
+          softmax && softmax.getCausal() && layout != kReplicated &&
+          layout == softmax.getType().getRank() - 2)
+        softmax.setQueryBlocksAttr(axes);
+      // Positions of a sequence block start at its offset.
+      if (auto rope = dyn_cast<RopeOp>(op); rope && layout == 1)
+        rope.setPositionBlocksAttr(axes);
       continue;
     }
     // The op leaves whole-shaped partial values; reduce them.

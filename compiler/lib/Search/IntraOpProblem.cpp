@@ -85,6 +85,77 @@ private:
 
 } // namespace
 
+/// Context parallelism splits tokens: every value that carries the
+/// sequence (from the inputs' dimension 1, followed through the strategies'
+/// own dimension mappings) may be split only along it, weights are never
+/// split for their own sake, and partial sums are left only by reductions
+/// over the tokens (the loss). So the only strategies kept are the
+/// replicated one and those that split along the sequence; attention then
+/// reads the other blocks' keys and values whole (an all-gather), and a
+/// causal softmax of a query block is told its place by the partitioner.
+/// Records the sequence dimension of `op`'s first result in `dims`.
+static void restrictToTokenSplits(Operation &op,
+                                  SmallVectorImpl<ShardingStrategy> &strategies,
+                                  llvm::DenseMap<Value, int64_t> &dims) {
+  if (op.getNumResults() == 0)
+    return;
+  Value result = op.getResult(0);
+  auto seqOf = [&](Value v) -> int64_t {
+    auto it = dims.find(v);
+    return it == dims.end() ? kReplicated : it->second;
+  };
+  // Whether every operand that carries the sequence is read whole or split
+  // along it, and whether one of them is split.
+  auto readsTokens = [&](const ShardingStrategy &s, bool &splitsTokens) {
+    splitsTokens = false;
+    for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+      int64_t seq = seqOf(operand);
+      if (seq == kReplicated)
+        continue;
+      if (s.operands[i] != kReplicated && s.operands[i] != seq)
+        return false;
+      splitsTokens |= s.operands[i] == seq;
+    }
+    return true;
+  };
+  int64_t seq = kReplicated;
+  if (isa<graph::InputOp>(op)) {
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (type && type.getRank() >= 2)
+      seq = 1;
+  } else {
+    // The first strategy (in operand order) that carries an operand's
+    // sequence into a split result names the result's sequence dimension:
+    // a query's, not a key's, for the attention scores.
+    for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+      int64_t operandSeq = seqOf(operand);
+      if (operandSeq == kReplicated || seq != kReplicated)
+        continue;
+      for (const ShardingStrategy &s : strategies) {
+        bool splits;
+        if (s.partial == PartialReduction::None &&
+            s.operands[i] == operandSeq && s.results[0] != kReplicated &&
+            readsTokens(s, splits)) {
+          seq = s.results[0];
+          break;
+        }
+      }
+    }
+  }
+  if (seq != kReplicated)
+    dims[result] = seq;
+  llvm::erase_if(strategies, [&](const ShardingStrategy &s) {
+    if (s.name == "replicated")
+      return false;
+    bool splits;
+    if (!readsTokens(s, splits))
+      return true;
+    if (s.partial != PartialReduction::None)
+      return !splits; // a reduction over tokens (the loss) may leave partials
+    return s.results[0] != seq;
+  });
+}
+
 FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
                                                 const cost::Cluster &cluster,
                                                 int64_t meshSize,
@@ -108,6 +179,7 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
   };
 
   llvm::DenseMap<Value, unsigned> valueGroup;
+  llvm::DenseMap<Value, int64_t> sequenceDims;
   for (Operation &op : func.getBody().front().without_terminator()) {
     unsigned node = p.ops.size();
     p.ops.push_back(&op);
@@ -129,6 +201,9 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
           return !onSequence(s);
         });
     }
+
+    if (options.contextParallel)
+      restrictToTokenSplits(op, strategies, sequenceDims);
 
     auto &costs = p.nodeCosts.emplace_back();
     auto &params = p.nodeParamBytes.emplace_back();

@@ -77,6 +77,7 @@ struct IntraOpSearchPass
     options.timeLimitSeconds = timeLimit;
     options.relativeGap = relativeGap;
     options.sequenceParallel = sequenceParallel;
+    options.contextParallel = contextParallel;
     FailureOr<cleave::search::IntraOpPlan> plan =
         cleave::search::searchIntraOp(func, *cluster, mesh, options);
     if (failed(plan))

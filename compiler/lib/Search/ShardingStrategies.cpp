@@ -116,9 +116,18 @@ void elementwiseRule(Operation *op, int64_t n,
   addPointwise(op, n, out);
 }
 
+/// A causal softmax split along its queries is told where its block sits
+/// by the partitioner (`query_blocks`).
 void softmaxRule(Operation *op, int64_t n,
                  SmallVectorImpl<ShardingStrategy> &out) {
   addPointwise(op, n, out, {int64_t(cast<graph::SoftmaxOp>(op).getAxis())});
+}
+
+/// Rotary embedding rotates pairs of the last dimension; a block of the
+/// sequence (dimension 1) learns its first position from the partitioner
+/// (`position_blocks`).
+void ropeRule(Operation *op, int64_t n, SmallVectorImpl<ShardingStrategy> &out) {
+  addPointwise(op, n, out, {rankOf(op->getResult(0)) - 1});
 }
 
 /// Normalised dimensions [axis, rank) stay whole; the weights replicated.
@@ -430,6 +439,7 @@ void registerShardingStrategyExternalModels(DialectRegistry &registry) {
            TanhOp, ErfOp, SigmoidOp, SiluOp, GeluOp, DropoutOp, CastOp, AddOp,
            SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, WhereOp, CompareOp>(ctx);
     attach<softmaxRule, SoftmaxOp>(ctx);
+    attach<ropeRule, RopeOp>(ctx);
     attach<layerNormRule, LayerNormOp>(ctx);
     attach<rmsNormRule, RmsNormOp>(ctx);
     attach<matmulRule, MatmulOp>(ctx);

@@ -167,7 +167,17 @@ void registerComputeKernels(Registry &r) {
   };
   r["graph.softmax"] = [](OpContext &c) {
     c.expectArity(1, 1);
-    k::softmax(c.in(0), c.attrAxis("axis", c.in(0).rank()), c.attrBool("causal"), c.out(0));
+    std::optional<int64_t> shift;
+    if (c.has("query_blocks")) {
+      // This device's queries are block g of n along the sequence.
+      comm::Axes axes = c.attrStrings("query_blocks");
+      const TensorView &in = c.input(0);
+      int64_t queries = in.shape[in.shape.size() - 2], keys = in.shape.back();
+      int64_t n = c.comm.groupSize(axes), g = c.comm.mesh().groupRank(axes);
+      shift = g * queries + keys - n * queries;
+    }
+    k::softmax(c.in(0), c.attrAxis("axis", c.in(0).rank()),
+               c.attrBool("causal"), c.out(0), shift);
   };
   r["graph.layer_norm"] = [](OpContext &c) {
     c.expectArity(1, 3, 1);
@@ -189,6 +199,11 @@ void registerComputeKernels(Registry &r) {
     c.expectArity(1, 1);
     double theta = c.attrFloat("theta");
     int64_t offset = c.attrInt("offset", 0);
+    if (c.has("position_blocks")) {
+      // This device holds block g of the sequence (dimension 1).
+      comm::Axes axes = c.attrStrings("position_blocks");
+      offset += c.comm.mesh().groupRank(axes) * c.input(0).shape[1];
+    }
     if (c.attrBool("inverse"))
       k::ropeBackward(c.in(0), theta, offset, c.out(0));
     else

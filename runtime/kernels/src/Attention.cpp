@@ -98,7 +98,8 @@ void rotate(ConstTensorRef in, double theta, int64_t offset, TensorRef out,
 
 } // namespace
 
-void softmax(ConstTensorRef in, int64_t axis, bool causal, TensorRef out) {
+void softmax(ConstTensorRef in, int64_t axis, bool causal, TensorRef out,
+             std::optional<int64_t> causalShift) {
   detail::checkAxis(axis, in.rank(), "softmax");
   detail::checkShape(out, in.shape, "softmax", "result");
   CLEAVE_CHECK(!causal || (in.rank() >= 2 && axis == in.rank() - 1),
@@ -107,9 +108,10 @@ void softmax(ConstTensorRef in, int64_t axis, bool causal, TensorRef out) {
   AxisSplit s = splitAt(in.shape, axis);
   if (causal) {
     int64_t keys = s.length, queries = in.shape[in.rank() - 2];
+    int64_t shift = causalShift.value_or(keys - queries);
     for (int64_t r = 0; r < s.outer; ++r) {
       int64_t query = r % queries;
-      int64_t valid = std::min(keys, query + (keys - queries) + 1);
+      int64_t valid = std::max<int64_t>(0, std::min(keys, query + shift + 1));
       softmaxRow<true>(in.data + r * keys, out.data + r * keys, keys, valid, 1);
     }
     return;

@@ -121,6 +121,22 @@ func.func @softmax_causal(%a: tensor<2x3xf32>) {
 
 // -----
 
+func.func @softmax_query_blocks_not_causal(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{query_blocks places queries for the causal mask; it needs `causal`}}
+  %0 = graph.softmax %a axis = 1 query_blocks ["cp"] : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_query_blocks_empty(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{query_blocks must name at least one mesh axis}}
+  %0 = graph.softmax %a axis = 1 causal query_blocks [] : tensor<2x3xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_axis(%a: tensor<2x3xf32>) {
   // expected-error @+1 {{layer_norm axis 2 is out of range for rank 2}}
   %0 = graph.layer_norm %a axis = 2 epsilon = 1.0e-5 : tensor<2x3xf32>

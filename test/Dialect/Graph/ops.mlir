@@ -72,6 +72,8 @@ func.func @linalg(%q: tensor<2x4x16x8xf32>, %k: tensor<2x1x16x8xf32>, %w: tensor
   %s = graph.matmul %q, %k transpose_rhs : tensor<2x4x16x8xf32>, tensor<2x1x16x8xf32>
   // CHECK: graph.softmax %{{.*}} axis = 3 causal : tensor<2x4x16x16xf32>
   %p = graph.softmax %s axis = 3 causal : tensor<2x4x16x16xf32>
+  // CHECK: graph.softmax %{{.*}} axis = 3 causal query_blocks ["cp"] : tensor<2x4x16x16xf32>
+  %pb = graph.softmax %s axis = 3 causal query_blocks ["cp"] : tensor<2x4x16x16xf32>
   // CHECK: graph.matmul %{{.*}}, %{{.*}} transpose_lhs : tensor<2x4x16x16xf32>, tensor<2x4x16x8xf32>
   %t = graph.matmul %p, %q transpose_lhs : tensor<2x4x16x16xf32>, tensor<2x4x16x8xf32>
   // CHECK: graph.matmul %{{.*}}, %{{.*}} : tensor<2x4x16x8xf32>, tensor<8x32xf32>
@@ -92,6 +94,8 @@ func.func @norms(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %img: tensor<2x8x4
   %r = graph.reshape %2 : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
   // CHECK: graph.rope %{{.*}} theta = 1.000000e+04 : tensor<2x16x4x16xf32>
   %4 = graph.rope %r theta = 10000.0 : tensor<2x16x4x16xf32>
+  // CHECK: graph.rope %{{.*}} theta = 1.000000e+04 inverse position_blocks ["cp"] : tensor<2x16x4x16xf32>
+  %rb = graph.rope %r theta = 10000.0 inverse position_blocks ["cp"] : tensor<2x16x4x16xf32>
   return
 }
 

@@ -46,6 +46,29 @@ TEST(Softmax, CausalMasksKeysAfterTheQuery) {
   EXPECT_THROW(softmax(x, 1, true, out), std::invalid_argument);
 }
 
+TEST(Softmax, QueryBlocksOfASequenceMaskLikeTheWholeSequence) {
+  // Context parallelism: 8 queries over 8 keys, cut into 4 blocks of 2
+  // queries that each see all 8 keys; block g's rows equal rows 2g, 2g + 1
+  // of the whole causal softmax when shifted by g * 2 + 8 - 4 * 2.
+  Tensor whole = randomTensor({2, 8, 8}, 5, -3.0f, 3.0f);
+  Tensor expected = poisoned(whole.shape());
+  softmax(whole, 2, true, expected);
+  for (int64_t g = 0; g < 4; ++g) {
+    Tensor block({2, 2, 8}, 0.0f), out = poisoned({2, 2, 8});
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t q = 0; q < 2; ++q)
+        for (int64_t k = 0; k < 8; ++k)
+          block[(b * 2 + q) * 8 + k] = whole[(b * 8 + g * 2 + q) * 8 + k];
+    softmax(block, 2, true, out, /*causalShift=*/g * 2);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t q = 0; q < 2; ++q)
+        for (int64_t k = 0; k < 8; ++k)
+          EXPECT_EQ(out[(b * 2 + q) * 8 + k],
+                    expected[(b * 8 + g * 2 + q) * 8 + k])
+              << "block " << g << " query " << q << " key " << k;
+  }
+}
+
 TEST(Softmax, GradientsMatchFiniteDifferences) {
   for (int64_t axis = 0; axis < 3; ++axis) {
     Tensor x = randomTensor({2, 3, 4}, 2, -2.0f, 2.0f), y = poisoned(x.shape()),

@@ -5,6 +5,8 @@
 #include "inspect/Inspect.h"
 #include "inspect/PlanDigest.h"
 
+#include "cleave/runtime/plan/PlanIO.h"
+
 #include "absl/strings/str_split.h"
 
 #include <gmock/gmock.h>
@@ -198,7 +200,8 @@ TEST(InspectJson, ParsesWithTheDocumentedKeys) {
         "training", "stages", "parameters", "parameter_groups",
         "collectives", "memory", "predicted"})
     EXPECT_TRUE(root.fields().count(key)) << key;
-  EXPECT_EQ(field(root, "format_version").number_value(), 1);
+  EXPECT_EQ(field(root, "format_version").number_value(),
+            cleave::plan::kFormatVersion);
   EXPECT_EQ(field(field(root, "model").struct_value(), "name").string_value(),
             "gpt");
   EXPECT_EQ(field(field(root, "model").struct_value(), "num_parameters")

@@ -2,6 +2,8 @@
 
 #include "MlpPlan.h"
 
+#include "cleave/runtime/plan/PlanIO.h"
+
 #include <algorithm>
 
 namespace cleave::test {
@@ -83,7 +85,7 @@ void setAxes(Instruction *inst, const std::string &axis) {
 
 /// Mesh, training config and the two parameters, shared by both plans.
 void header(plan::Plan &p, const MlpPlanOptions &o) {
-  p.set_format_version(1);
+  p.set_format_version(plan::kFormatVersion);
   p.set_producer("cleave runtime tests");
   p.mutable_knobs()->set_dp(o.dp);
   p.mutable_knobs()->set_tp(o.tp);
@@ -264,7 +266,7 @@ plan::Plan buildMlpPipelinePlan(const MlpPlanOptions &o) {
 
 plan::Plan buildMlpPlan(const MlpPlanOptions &o) {
   plan::Plan p;
-  p.set_format_version(1);
+  p.set_format_version(plan::kFormatVersion);
   p.set_producer("cleave runtime tests");
   for (auto [name, size] : {std::pair<const char *, int64_t>{"dp", o.dp},
                             {"tp", o.tp}}) {
@@ -433,7 +435,7 @@ plan::Plan buildMlpPlan(const MlpPlanOptions &o) {
 
 plan::Plan buildInferencePlan(const MlpPlanOptions &o) {
   plan::Plan p;
-  p.set_format_version(1);
+  p.set_format_version(plan::kFormatVersion);
   p.set_producer("cleave runtime tests");
   plan::MeshAxis *axis = p.mutable_mesh()->add_axes();
   axis->set_name("dp");

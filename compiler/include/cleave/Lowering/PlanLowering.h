@@ -4,14 +4,16 @@
 // runtime executes:
 //   1. tensor parallelism: the intra-op search picks every op's sharding
 //      on the "tp" axis with the parameters held to their 1/tp share, and
-//      cleave-spmd-partition rewrites @forward into one device's program;
+//      cleave-spmd-partition rewrites @forward into one device's program
+//      (context parallelism the same way on the "cp" axis, held to
+//      splitting tokens);
 //   2. pipeline parallelism: cleave-pipeline-split cuts it into stages;
 //   3. each stage's training step (forward, backward with send/recv
 //      pairing, optimizer) is built with the loss scaled by 1 /
 //      (microbatches x data-parallel replicas);
 //      with activation recomputation (cleave-recompute) when asked;
 //   4. each step is emitted as a program (segments, tensors, arena,
-//      schedule), and the plan gets its mesh ["pp", "dp", "tp"], ranks,
+//      schedule), and the plan gets its mesh ["pp", "dp", "cp", "tp"], ranks,
 //      groups and parameter table.
 // The model must be imported at the shape of one microbatch of one
 // data-parallel replica.
@@ -35,6 +37,9 @@ struct LoweringOptions {
   cost::Cluster cluster;
   std::string clusterSpec;
   int64_t dp = 1, tp = 1, pp = 1;
+  /// Context parallelism: the sequence of every sample split over "cp"
+  /// (not yet together with tp).
+  int64_t cp = 1;
   /// ZeRO stage over the "dp" replicas: 1 and 2 split the optimizer state
   /// and its update, 3 also the parameters (gathered where read).
   int zero = 0;

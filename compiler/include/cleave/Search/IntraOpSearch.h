@@ -45,6 +45,12 @@ struct IntraOpOptions {
   /// normalised one) instead of replicated, so their inputs arrive by
   /// reduce-scatter and leave by all-gather.
   bool sequenceParallel = false;
+  /// Context parallelism: the devices share the sequence, not the weights.
+  /// Parameters stay whole on every device and inputs are either whole or
+  /// split along their sequence dimension (dimension 1), so the work splits
+  /// by tokens; attention reads keys and values from the other blocks
+  /// (all-gathered or exchanged by all-to-all, as the costs decide).
+  bool contextParallel = false;
 };
 
 /// One edge of the problem: operand `operand` of node `consumer` reads

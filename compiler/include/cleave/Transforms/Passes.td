@@ -92,6 +92,8 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
     Option<"sequenceParallel", "sequence-parallel", "bool", "false",
            "normalisations run split along the sequence (Megatron's "
            "sequence parallelism)">,
+    Option<"contextParallel", "context-parallel", "bool", "false",
+           "split tokens, not weights: parameters whole, inputs whole or split along the sequence">,
   ];
   let statistics = [
     Statistic<"numOps", "ops", "Ops given a sharding">,

@@ -121,7 +121,8 @@ Value GraphBuilder::batchNorm(Value x, int64_t channels, double eps) {
 
 Value GraphBuilder::rope(Value x, double theta) {
   return gr::RopeOp::create(b, loc(), x, b.getF64FloatAttr(theta),
-                            b.getI64IntegerAttr(0));
+                            b.getI64IntegerAttr(0), /*inverse=*/UnitAttr(),
+                            /*position_blocks=*/ArrayAttr());
 }
 
 Value GraphBuilder::dropout(Value x, double ratio) {

@@ -72,7 +72,8 @@ LogicalResult gradRope(RopeOp op, OpBuilder &b, ValueRange dys,
   // A rotation's transpose is the rotation by the negated angle.
   dxs.push_back(RopeOp::create(b, op.getLoc(), op.getType(), dys[0],
                                op.getThetaAttr(), op.getOffsetAttr(),
-                               op.getInverse() ? UnitAttr() : b.getUnitAttr()));
+                               op.getInverse() ? UnitAttr() : b.getUnitAttr(),
+                               op.getPositionBlocksAttr()));
   return success();
 }
 

@@ -145,6 +145,11 @@ LogicalResult SoftmaxOp::verify() {
   if (getCausal() && (rank < 2 || getAxis() != rank - 1))
     return emitOpError("causal softmax must run along the last axis of a "
                        "[..., query, key] tensor");
+  if (getQueryBlocks() && !getCausal())
+    return emitOpError("query_blocks places queries for the causal mask; "
+                       "it needs `causal`");
+  if (getQueryBlocks() && getQueryBlocks()->empty())
+    return emitOpError("query_blocks must name at least one mesh axis");
   return success();
 }
 

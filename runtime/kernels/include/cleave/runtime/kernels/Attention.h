@@ -9,14 +9,18 @@
 
 #include "cleave/runtime/kernels/Tensor.h"
 
+#include <optional>
+
 namespace cleave::kernels {
 
 /// Softmax along `axis`. With `causal` the axis must be the last of an input
 /// of rank >= 2, read as [..., query, key]: key j is masked for query i when
 /// j > i + (keys - queries), and masked entries are 0. A query with every
 /// key masked (only possible with more queries than keys) gets all zeros
-/// rather than 0/0.
-void softmax(ConstTensorRef in, int64_t axis, bool causal, TensorRef out);
+/// rather than 0/0. `causalShift`, when given, replaces (keys - queries):
+/// the queries are then a block of a longer sequence (context parallelism).
+void softmax(ConstTensorRef in, int64_t axis, bool causal, TensorRef out,
+             std::optional<int64_t> causalShift = std::nullopt);
 
 /// dIn = out * (dOut - sum_axis(dOut * out)), from the softmax's result;
 /// masked entries have out = 0 and so get no gradient, causal or not.

@@ -271,16 +271,36 @@ def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure, SameOperandsAndResultType,
     (`[..., query, key]`); key j is masked for query i when
     j > i + (keys - queries). FLOPs: 5 per element (max, sub, exp, sum, div).
 
+    `query_blocks` (set by cleave-spmd-partition when the queries are split
+    over a mesh axis, as context parallelism splits the sequence) says the
+    queries are this device's block of those split over the named axes:
+    with n devices on them and this one at index g, query i is global query
+    g * queries + i of n * queries, so key j is masked when
+    j > g * queries + i + (keys - n * queries).
+
     ```mlir
     %p = graph.softmax %s axis = 3 causal : tensor<2x12x128x128xf32>
+    %b = graph.softmax %t axis = 3 causal query_blocks ["cp"] : tensor<2x12x64x128xf32>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$input, I64Attr:$axis,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal,
+                       OptionalAttr<StrArrayAttr>:$query_blocks);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `axis` `=` $axis (`causal` $causal^)? attr-dict `:` type($input)
+    $input `axis` `=` $axis (`causal` $causal^)?
+    (`query_blocks` $query_blocks^)? attr-dict `:` type($input)
   }];
+  // Only the partitioner places query blocks: importers build without.
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::IntegerAttr":$axis, "::mlir::UnitAttr":$causal), [{
+      build($_builder, $_state, input, axis, causal, ::mlir::ArrayAttr());
+    }]>,
+    OpBuilder<(ins "::mlir::Value":$input, "int64_t":$axis, "bool":$causal), [{
+      build($_builder, $_state, input, $_builder.getI64IntegerAttr(axis),
+            causal ? $_builder.getUnitAttr() : ::mlir::UnitAttr(), ::mlir::ArrayAttr());
+    }]>
+  ];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getFlops() { return 5 * ::cleave::graph::numElements(getType()); }
@@ -373,13 +393,18 @@ def Graph_RopeOp : Graph_Op<"rope", [Pure, SameOperandsAndResultType,
     pos * theta^(-2i/head_dim), pos being the index along dimension 1 plus
     `offset` (LLaMA's rotate-half convention); `inverse` rotates by the
     negated angle, which is the backward pass. FLOPs: 3 per element.
+    `position_blocks` (set by cleave-spmd-partition when the sequence is
+    split over mesh axes, as context parallelism does) adds this device's
+    block index on those axes times the local sequence length.
   }];
   let arguments = (ins Graph_FloatTensor:$input, F64Attr:$theta,
                        DefaultValuedAttr<I64Attr, "0">:$offset,
-                       UnitAttr:$inverse);
+                       UnitAttr:$inverse,
+                       OptionalAttr<StrArrayAttr>:$position_blocks);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `theta` `=` $theta (`inverse` $inverse^)? attr-dict `:` type($input)
+    $input `theta` `=` $theta (`inverse` $inverse^)?
+    (`position_blocks` $position_blocks^)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
