@@ -31,6 +31,8 @@ void restrictToLowerable(cost::ParallelConfig &plan,
   // Context parallelism lowers when asked for (and without tp); the search
   // is not left to choose it.
   fix("cp", [&] { plan.cp = 1; });
+  // Expert parallelism lowers when asked for; the search is not left to
+  // choose it.
   fix("ep", [&] { plan.ep = 1; });
   fix("precision", [&] { plan.precision = cost::DType::Fp32; });
   if (!fixed.count("schedule") && !fixed.count("vpp")) {
@@ -45,8 +47,8 @@ std::string whyNotLowerable(const cost::ParallelConfig &plan) {
   if (plan.cp != 1 && plan.tp != 1)
     reasons.push_back("cp=" + std::to_string(plan.cp) + " with tp=" +
                       std::to_string(plan.tp));
-  if (plan.ep != 1)
-    reasons.push_back("ep=" + std::to_string(plan.ep));
+  if (plan.ep != 1 && (plan.tp != 1 || plan.cp != 1))
+    reasons.push_back("ep=" + std::to_string(plan.ep) + " with tp or cp");
   if (plan.chunks != 1 || (plan.schedule != cost::ScheduleKind::GPipe &&
                            plan.schedule != cost::ScheduleKind::OneFOneB))
     reasons.push_back(std::string("schedule=") +
@@ -84,7 +86,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   if (std::string why = whyNotLowerable(knobs); !why.empty())
     return fail("-o: the plan uses " + why +
                     ", which the lowering to programs does not support yet "
-                    "(it lowers dp, tp with or without sp, cp without tp, pp, "
+                    "(it lowers dp, tp with or without sp, cp or ep without tp, pp, "
                     "ZeRO 0-3 and recomputation with the gpipe or 1f1b "
                     "schedule); --fix other values",
                 2);
@@ -110,6 +112,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.tp = knobs.tp;
   lo.pp = knobs.pp;
   lo.cp = knobs.cp;
+  lo.ep = knobs.ep;
   lo.zero = knobs.zero;
   lo.sequenceParallel = knobs.sequenceParallel;
   lo.recompute = std::string(cost::recomputeName(knobs.recompute));

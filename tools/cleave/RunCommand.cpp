@@ -211,8 +211,10 @@ absl::StatusOr<std::vector<float>> assembleOutput(const plan::Plan &plan,
                                                   const std::string &dir) {
   int64_t B = plan.training().global_batch();
   int64_t M = std::max<int64_t>(1, plan.knobs().num_microbatches());
-  int64_t dpAxis = axisIndex(plan, "dp");
-  int64_t dp = dpAxis < 0 ? 1 : plan.mesh().axes(dpAxis).size();
+  // Replicas hold different samples: the "dp" axis, and "ep" inside it.
+  int64_t dpAxis = axisIndex(plan, "dp"), epAxis = axisIndex(plan, "ep");
+  int64_t ep = epAxis < 0 ? 1 : plan.mesh().axes(epAxis).size();
+  int64_t dp = (dpAxis < 0 ? 1 : plan.mesh().axes(dpAxis).size()) * ep;
   int64_t rows = B / (M * dp);
   std::vector<float> whole;
   std::vector<bool> seen;
@@ -221,7 +223,8 @@ absl::StatusOr<std::vector<float>> assembleOutput(const plan::Plan &plan,
     const plan::Program &program = plan.programs(rank.program());
     if (index >= program.output_tensors_size())
       continue;
-    int64_t d = dpAxis < 0 ? 0 : rank.coords(dpAxis);
+    int64_t d = (dpAxis < 0 ? 0 : rank.coords(dpAxis)) * ep +
+                (epAxis < 0 ? 0 : rank.coords(epAxis));
     for (int64_t m = 0; m < M; ++m) {
       auto block = readFloats(absl::StrCat(dir, "/output", index, ".mb", m,
                                            ".rank", rank.rank(), ".bin"));

@@ -52,10 +52,11 @@ private:
   plan::Instruction &append(Phase phase, const std::string &name);
   LogicalResult emitOptimizer(ArrayRef<Operation *> updates);
   void exchangeTiedGradient(gr::ParamOp param, int g);
-  void emitGradientBuckets(ArrayRef<int> grads);
-  void shardOverReplicas(plan::TensorDecl &t, int64_t dim);
+  void emitGradientBuckets(ArrayRef<int> grads, const Replicas &replicas);
+  void shardOverReplicas(plan::TensorDecl &t, int64_t dim,
+                         const Replicas &replicas);
   plan::Instruction &collective(const char *name, int input, int output,
-                                int64_t dim);
+                                int64_t dim, const Replicas &replicas);
   void planMemory();
   LogicalResult buildSchedule();
 

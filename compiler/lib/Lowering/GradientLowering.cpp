@@ -26,29 +26,34 @@ int64_t zeroDim(llvm::ArrayRef<int64_t> shape, int64_t n) {
   return -1;
 }
 
-} // namespace
-
-void Emitter::shardOverReplicas(plan::TensorDecl &t, int64_t dim) {
-  t.set_shape(dim, t.shape(dim) / ctx.dp);
-  t.set_bytes(t.bytes() / ctx.dp);
-  t.mutable_dims(dim)->add_axes("dp");
-}
-
-static plan::Instruction collectiveInstruction(const char *name, int input,
-                                        int output, int64_t dim) {
+plan::Instruction collectiveInstruction(const char *name, int input,
+                                        int output, int64_t dim,
+                                        const Replicas &replicas) {
   plan::Instruction i;
   i.set_op(name);
   i.add_inputs(input);
   i.add_outputs(output);
-  (*i.mutable_attrs())["axes"].mutable_strings()->add_values("dp");
+  for (const std::string &axis : replicas.axes)
+    (*i.mutable_attrs())["axes"].mutable_strings()->add_values(axis);
   if (dim >= 0)
     (*i.mutable_attrs())["dim"].set_i(dim);
   return i;
 }
 
+} // namespace
+
+void Emitter::shardOverReplicas(plan::TensorDecl &t, int64_t dim,
+                                const Replicas &replicas) {
+  t.set_shape(dim, t.shape(dim) / replicas.count);
+  t.set_bytes(t.bytes() / replicas.count);
+  for (const std::string &axis : replicas.axes)
+    t.mutable_dims(dim)->add_axes(axis);
+}
+
 plan::Instruction &Emitter::collective(const char *name, int input, int output,
-                                       int64_t dim) {
-  segments[kOptimizer].push_back(collectiveInstruction(name, input, output, dim));
+                                       int64_t dim, const Replicas &replicas) {
+  segments[kOptimizer].push_back(
+      collectiveInstruction(name, input, output, dim, replicas));
   return segments[kOptimizer].back();
 }
 
@@ -86,7 +91,8 @@ void Emitter::exchangeTiedGradient(gr::ParamOp param, int g) {
   }
 }
 
-void Emitter::emitGradientBuckets(ArrayRef<int> grads) {
+void Emitter::emitGradientBuckets(ArrayRef<int> grads,
+                                  const Replicas &replicas) {
   // Replicas sum their gradients (the loss scale divided by their count
   // already). Gradients are laid out one after another in the arena, so
   // runs of them up to kBucketBytes are reduced as one tensor that views
@@ -120,7 +126,8 @@ void Emitter::emitGradientBuckets(ArrayRef<int> grads) {
     plan::Instruction &ar = append(kOptimizer, "comm.all_reduce");
     ar.add_inputs(bucket);
     ar.add_outputs(bucket);
-    (*ar.mutable_attrs())["axes"].mutable_strings()->add_values("dp");
+    for (const std::string &axis : replicas.axes)
+      (*ar.mutable_attrs())["axes"].mutable_strings()->add_values(axis);
     (*ar.mutable_attrs())["reduction"].set_s("sum");
     begin = end;
   }
@@ -135,10 +142,9 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     // A ZeRO-3 parameter is already a shard whose gradient the backward
     // pass reduce-scattered (the all-gather's gradient).
     bool alreadySharded = param->hasAttr("cleave.zero_sharded");
-    int64_t dim = -1;
-    if (ctx.zero >= 1 && ctx.dp > 1 && !alreadySharded)
-      dim = zeroDim(cast<RankedTensorType>(param.getType()).getShape(),
-                    ctx.dp);
+    int64_t dim = -1, n = replicasOf(param, ctx).count;
+    if (ctx.zero >= 1 && n > 1 && !alreadySharded)
+      dim = zeroDim(cast<RankedTensorType>(param.getType()).getShape(), n);
     zeroDims.push_back(dim);
   }
 
@@ -166,8 +172,9 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     bool tied = holders != ctx.paramStages.end() && holders->second.size() > 1;
     bool shardGrad = ctx.zero == 2 && dim >= 0 && !tied;
     gradSharded.push_back(shardGrad);
+    Replicas replicas = replicasOf(paramOp, ctx);
     if (shardGrad)
-      shardOverReplicas(*program.mutable_tensors(g), dim);
+      shardOverReplicas(*program.mutable_tensors(g), dim, replicas);
     // A parameter the loss does not reach has a zero gradient: nothing to
     // accumulate.
     if (grad.getDefiningOp<gr::ConstantOp>())
@@ -186,7 +193,7 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
           plan::TensorDecl::TRANSIENT,
           cast<RankedTensorType>(param.getType()).clone(shape));
       plan::Instruction rs = collectiveInstruction(
-          "comm.reduce_scatter", from, block, dim);
+          "comm.reduce_scatter", from, block, dim, replicas);
       (*rs.mutable_attrs())["reduction"].set_s("sum");
       pending.push_back(std::move(rs));
       from = block;
@@ -221,22 +228,31 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
 
   // Tied gradients are summed between stages and all-reduced over the
   // replicas before any update reads them.
-  SmallVector<int> bucketed;
+  // Buckets by the replicas that share the parameters (expert weights are
+  // reduced over fewer of them).
+  std::map<std::string, std::pair<Replicas, SmallVector<int>>> bucketed;
   for (auto [update, g] : gradTensors)
     exchangeTiedGradient(
         cast<gr::ParamOp>(update->getOperand(0).getDefiningOp()), g);
   for (auto [entry, dim] : llvm::zip(gradTensors, zeroDims)) {
     auto [update, g] = entry;
     auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
-    if (ctx.dp > 1 && !param->hasAttr("cleave.zero_sharded") && dim < 0)
-      bucketed.push_back(g);
+    Replicas replicas = replicasOf(param, ctx);
+    if (replicas.count > 1 && !param->hasAttr("cleave.zero_sharded") &&
+        dim < 0) {
+      auto &bucket = bucketed[replicas.joined()];
+      bucket.first = replicas;
+      bucket.second.push_back(g);
+    }
   }
-  emitGradientBuckets(bucketed);
+  for (auto &[key, bucket] : bucketed)
+    emitGradientBuckets(bucket.second, bucket.first);
   for (auto [i, entry] : llvm::enumerate(gradTensors)) {
     auto [update, g] = entry;
     auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
     int paramId = ids.lookup(param);
     int64_t dim = zeroDims[i];
+    Replicas replicas = replicasOf(param, ctx);
     SmallVector<int> states;
     for (unsigned k = 2; k < update->getNumOperands(); ++k)
       if (update->getOperand(k).getDefiningOp<gr::OptimizerStateOp>())
@@ -246,25 +262,25 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
       // ZeRO-1/2: each replica reduces, updates and keeps the optimizer
       // state of one block of the parameter, then the blocks are gathered.
       plan.mutable_parameters(program.tensors(paramId).param_index())
-          ->set_zero_axis("dp");
+          ->set_zero_axis(replicas.joined());
       for (int s : states)
-        shardOverReplicas(*program.mutable_tensors(s), dim);
+        shardOverReplicas(*program.mutable_tensors(s), dim, replicas);
       auto shardType = [&] {
         auto t = cast<RankedTensorType>(param.getType());
         SmallVector<int64_t> shape(t.getShape());
-        shape[dim] /= ctx.dp;
+        shape[dim] /= replicas.count;
         return t.clone(shape);
       };
       if (!gradSharded[i]) {
         gradIn = addTensor(Value(), param.getName().str() + ".grad_shard",
                            plan::TensorDecl::TRANSIENT, shardType());
-        (*collective("comm.reduce_scatter", g, gradIn, dim)
+        (*collective("comm.reduce_scatter", g, gradIn, dim, replicas)
               .mutable_attrs())["reduction"]
             .set_s("sum");
       }
       paramIn = addTensor(Value(), param.getName().str() + ".shard",
                           plan::TensorDecl::TRANSIENT, shardType());
-      collective("comm.shard_slice", paramId, paramIn, dim);
+      collective("comm.shard_slice", paramId, paramIn, dim, replicas);
     }
 
     // The update runs in place: its results alias the parameter (block)
@@ -285,7 +301,7 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
           (*inst.mutable_attrs())[a.getName().str()] = value;
       }
     if (dim >= 0)
-      collective("comm.all_gather", paramIn, paramId, dim);
+      collective("comm.all_gather", paramIn, paramId, dim, replicas);
   }
   return success();
 }

@@ -80,10 +80,14 @@ LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
 /// it is read. The gather's gradient is the reduce-scatter of the
 /// replicas' gradients (`varying_grad`), so each replica ends the backward
 /// pass with its block's summed gradient and updates only that block.
-void shardParametersOverReplicas(func::FuncOp stage, int64_t dp) {
+void shardParametersOverReplicas(func::FuncOp stage, const LoweringOptions &o) {
   OpBuilder b(stage.getContext());
   stage.walk([&](gr::ParamOp param) {
     if (!param.isTrainable())
+      return;
+    Replicas replicas = replicasOf(param, o.dp, o.ep);
+    int64_t dp = replicas.count;
+    if (dp <= 1)
       return;
     auto type = cast<RankedTensorType>(param.getType());
     int64_t dim = -1;
@@ -98,7 +102,8 @@ void shardParametersOverReplicas(func::FuncOp stage, int64_t dp) {
     if (auto old = param->getAttrOfType<ArrayAttr>("cleave.shard_axes"))
       for (auto [d, a] : llvm::enumerate(old))
         axes[d] = cast<StringAttr>(a).getValue().str();
-    axes[dim] += axes[dim].empty() ? "dp" : ",dp";
+    for (const std::string &axis : replicas.axes)
+      axes[dim] += (axes[dim].empty() ? "" : ",") + axis;
     if (!param->hasAttr("cleave.global_shape"))
       param->setAttr("cleave.global_shape",
                      b.getDenseI64ArrayAttr(type.getShape()));
@@ -109,8 +114,10 @@ void shardParametersOverReplicas(func::FuncOp stage, int64_t dp) {
     shape[dim] /= dp;
     param.getResult().setType(type.clone(shape));
     b.setInsertionPointAfter(param);
+    SmallVector<StringRef> gatherAxes(replicas.axes.begin(),
+                                      replicas.axes.end());
     auto gather = gr::AllGatherOp::create(
-        b, param.getLoc(), type, param, b.getStrArrayAttr({"dp"}),
+        b, param.getLoc(), type, param, b.getStrArrayAttr(gatherAxes),
         b.getI64IntegerAttr(dp), b.getI64IntegerAttr(dim), b.getUnitAttr());
     param.getResult().replaceAllUsesExcept(gather, gather);
   });
@@ -164,9 +171,10 @@ void regatherForBackward(func::FuncOp step) {
 void addMeshAndRanks(const LoweringOptions &o, plan::Plan &plan) {
   // Major to minor: tensor-parallel peers are adjacent ranks (one node's
   // NVLink domain), pipeline stages the farthest apart.
-  constexpr int kAxes = 4;
-  const int64_t sizes[kAxes] = {o.pp, o.dp, o.cp, o.tp};
-  const char *names[kAxes] = {"pp", "dp", "cp", "tp"};
+  // The "dp" and "ep" axes together are the data-parallel replicas.
+  constexpr int kAxes = 5;
+  const int64_t sizes[kAxes] = {o.pp, o.dp / o.ep, o.ep, o.cp, o.tp};
+  const char *names[kAxes] = {"pp", "dp", "ep", "cp", "tp"};
   for (int a = 0; a < kAxes; ++a) {
     plan::MeshAxis *axis = plan.mutable_mesh()->add_axes();
     axis->set_name(names[a]);
@@ -224,6 +232,13 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   if (o.dp < 1 || o.tp < 1 || o.pp < 1 || o.cp < 1 || o.microbatches < 1)
     return module.emitError("parallel degrees and microbatches must be "
                             "positive");
+  if (o.ep < 1 || o.dp % o.ep != 0)
+    return module.emitError("expert parallelism (ep=")
+           << o.ep << ") must divide the data-parallel replicas (dp=" << o.dp
+           << "): the experts are shared by groups of ep replicas";
+  if (o.ep > 1 && (o.tp > 1 || o.cp > 1))
+    return module.emitError("expert parallelism (ep=")
+           << o.ep << ") together with tp or cp is not lowered yet";
   if (o.cp > 1 && o.tp > 1)
     return module.emitError("context parallelism (cp=")
            << o.cp << ") together with tensor parallelism (tp=" << o.tp
@@ -262,6 +277,15 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
       return failure();
   }
 
+  if (o.ep > 1) {
+    PassManager pm(ctx);
+    ExpertParallelOptions expert;
+    expert.axis = "ep";
+    expert.size = o.ep;
+    pm.nest<func::FuncOp>().addPass(createExpertParallel(expert));
+    if (failed(pm.run(module)))
+      return failure();
+  }
   if (failed(partitionContextParallel(module, o)) ||
       failed(partitionTensorParallel(module, forward, o)))
     return failure();
@@ -281,6 +305,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   pc.stages = o.pp;
   pc.microbatches = o.microbatches;
   pc.dp = o.dp;
+  pc.ep = o.ep;
   pc.zero = o.zero;
   pc.inference = inference;
   pc.schedule = o.schedule;
@@ -299,7 +324,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
       continue;
     }
     if (o.zero >= 3 && o.dp > 1)
-      shardParametersOverReplicas(stage, o.dp);
+      shardParametersOverReplicas(stage, o);
     FailureOr<func::FuncOp> built = buildTrainingStep(
         stage, ("stage" + std::to_string(s) + "_step"), step);
     if (failed(built))
@@ -334,7 +359,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   k->set_cp(o.cp);
   k->set_zero(o.zero);
   k->set_sp(o.sequenceParallel);
-  k->set_ep(1);
+  k->set_ep(o.ep);
   k->set_microbatch_size(o.microbatchSize);
   k->set_num_microbatches(o.microbatches);
   k->set_schedule(o.schedule);

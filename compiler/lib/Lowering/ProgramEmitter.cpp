@@ -197,7 +197,7 @@ int Emitter::paramIndex(gr::ParamOp param) {
       }
   }
   if (param->hasAttr("cleave.zero_sharded"))
-    p->set_zero_axis("dp");
+    p->set_zero_axis(replicasOf(param, ctx).joined());
   p->add_stages(ctx.stage);
   *p->mutable_init() = initFor(name, local.clone(global));
   ElementsAttr value = param.getValueAttr();
@@ -428,6 +428,38 @@ FailureOr<plan::Program> Emitter::run() {
 }
 
 } // namespace detail
+
+std::string Replicas::joined() const {
+  std::string out;
+  for (const std::string &a : axes)
+    out += (out.empty() ? "" : ",") + a;
+  return out;
+}
+
+Replicas replicasOf(Operation *param, int64_t dp, int64_t ep) {
+  bool expert = false;
+  if (auto axes = param->getAttrOfType<ArrayAttr>("cleave.shard_axes"))
+    for (Attribute a : axes)
+    {
+      SmallVector<StringRef> names;
+      cast<StringAttr>(a).getValue().split(names, ',');
+      expert |= llvm::is_contained(names, "ep");
+    }
+  Replicas r;
+  r.axes.push_back("dp");
+  r.count = dp;
+  if (ep > 1) {
+    if (expert)
+      r.count = dp / ep;
+    else
+      r.axes.push_back("ep");
+  }
+  return r;
+}
+
+Replicas replicasOf(Operation *param, const ProgramContext &context) {
+  return replicasOf(param, context.dp, context.ep);
+}
 
 FailureOr<plan::Program> emitProgram(func::FuncOp step,
                                      const ProgramContext &context,

@@ -35,6 +35,16 @@ int64_t axisCoord(const comm::MeshInfo &mesh, const std::string &axis) {
   return i < 0 ? 0 : mesh.coords[i];
 }
 
+/// The data-parallel replicas: the "dp" axis and, with expert parallelism,
+/// the "ep" axis inside it (its replicas hold different samples too).
+int64_t replicaCount(const comm::MeshInfo &mesh) {
+  return axisSize(mesh, "dp") * axisSize(mesh, "ep");
+}
+
+int64_t replicaIndex(const comm::MeshInfo &mesh) {
+  return axisCoord(mesh, "dp") * axisSize(mesh, "ep") + axisCoord(mesh, "ep");
+}
+
 uint64_t mix(uint64_t h, uint64_t v) { return splitmix64(h ^ v); }
 
 std::string inputWhere(const plan::TensorDecl &decl) {
@@ -66,7 +76,7 @@ absl::Status cutInputRows(const plan::TensorDecl &decl,
         absl::StrCat(inputWhere(decl), " has batch_dim ", batchDim,
                      " and seq_dim ", seqDim, " for a rank-", rank, " tensor"));
   int64_t M = std::max<int64_t>(1, numMicrobatches);
-  int64_t dp = axisSize(mesh, "dp"), cp = axisSize(mesh, "cp");
+  int64_t dp = replicaCount(mesh), cp = axisSize(mesh, "cp");
   int64_t rows = shape[batchDim];
   if (globalBatch <= 0 || globalBatch % M != 0 ||
       rows * dp != globalBatch / M)
@@ -80,7 +90,7 @@ absl::Status cutInputRows(const plan::TensorDecl &decl,
         inputWhere(decl), ": expected ", globalBatch * rowBytes,
         " bytes for a global batch of ", globalBatch, ", got ", globalBytes));
   int64_t mb = std::max<int64_t>(0, microbatch) % M;
-  int64_t row0 = mb * (globalBatch / M) + axisCoord(mesh, "dp") * rows;
+  int64_t row0 = mb * (globalBatch / M) + replicaIndex(mesh) * rows;
   const char *src = static_cast<const char *>(global);
   char *out = static_cast<char *>(dst);
   bool splitSeq = seqDim >= 0 && cp > 1;
@@ -262,7 +272,7 @@ absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
     return absl::InvalidArgumentError(
         absl::StrCat(where(), " has batch_dim ", batchDim, " and seq_dim ",
                      seqDim, " for a rank-", rank, " tensor"));
-  int64_t dp = axisSize(mesh_, "dp"), cp = axisSize(mesh_, "cp");
+  int64_t dp = replicaCount(mesh_), cp = axisSize(mesh_, "cp");
   int64_t rows = shape[batchDim];
   int64_t perMicrobatch = globalBatch_ > 0 ? globalBatch_ / numMicrobatches_
                                            : rows * dp;
@@ -272,7 +282,7 @@ absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
         " in ", numMicrobatches_, " microbatches over ", dp,
         " data-parallel ranks needs ", perMicrobatch / dp));
   int64_t mb = std::max<int64_t>(0, microbatch);
-  int64_t row0 = mb * perMicrobatch + axisCoord(mesh_, "dp") * rows;
+  int64_t row0 = mb * perMicrobatch + replicaIndex(mesh_) * rows;
   int64_t localSeq = seqDim >= 0 ? shape[seqDim] : 1;
   int64_t pos0 = splitSeq ? axisCoord(mesh_, "cp") * localSeq : 0;
   int64_t globalSeq = splitSeq ? localSeq * cp : localSeq;

@@ -13,7 +13,7 @@
 //      (microbatches x data-parallel replicas);
 //      with activation recomputation (cleave-recompute) when asked;
 //   4. each step is emitted as a program (segments, tensors, arena,
-//      schedule), and the plan gets its mesh ["pp", "dp", "cp", "tp"], ranks,
+//      schedule), and the plan gets its mesh ["pp", "dp", "ep", "cp", "tp"], ranks,
 //      groups and parameter table.
 // The model must be imported at the shape of one microbatch of one
 // data-parallel replica.
@@ -40,6 +40,10 @@ struct LoweringOptions {
   /// Context parallelism: the sequence of every sample split over "cp"
   /// (not yet together with tp).
   int64_t cp = 1;
+  /// Expert parallelism: groups of ep of the dp replicas share the experts
+  /// of every MoE layer (cleave-expert-parallel); the mesh's "dp" axis then
+  /// holds dp / ep replicas and its "ep" axis ep.
+  int64_t ep = 1;
   /// ZeRO stage over the "dp" replicas: 1 and 2 split the optimizer state
   /// and its update, 3 also the parameters (gathered where read).
   int zero = 0;

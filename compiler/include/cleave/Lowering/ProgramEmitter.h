@@ -12,6 +12,9 @@
 
 #include "cleave/runtime/plan/plan.pb.h"
 
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallVector.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <map>
@@ -23,7 +26,12 @@ namespace cleave::lowering {
 struct ProgramContext {
   int stage = 0, stages = 1;
   int64_t microbatches = 1;
+  /// Data-parallel replicas, all of them: with expert parallelism the
+  /// "dp" axis holds dp / ep of them and the "ep" axis the rest.
   int64_t dp = 1;
+  /// Expert-parallel group size (a factor of dp): expert weights are split
+  /// over "ep", so only the "dp" replicas share them.
+  int64_t ep = 1;
   /// ZeRO stage: 1 and 2 split the optimizer state (and its update) over
   /// the "dp" replicas; parameters of stage 3 arrive already split.
   int zero = 0;
@@ -42,6 +50,18 @@ struct ProgramContext {
 
 /// Emits the program; parameters are looked up in (and added to)
 /// `plan.parameters` by name. Errors are emitted at the offending op.
+/// The replicas that hold the same copy of a parameter, and so sum its
+/// gradient (and share its ZeRO blocks): the "dp" axis, and "ep" too
+/// unless the parameter is an expert weight split over "ep".
+struct Replicas {
+  llvm::SmallVector<std::string, 2> axes;
+  int64_t count = 1;
+  /// "dp" or "dp,ep".
+  std::string joined() const;
+};
+Replicas replicasOf(mlir::Operation *param, const ProgramContext &context);
+Replicas replicasOf(mlir::Operation *param, int64_t dp, int64_t ep);
+
 llvm::FailureOr<plan::Program> emitProgram(mlir::func::FuncOp step,
                                            const ProgramContext &context,
                                            plan::Plan &plan);

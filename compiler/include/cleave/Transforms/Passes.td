@@ -214,4 +214,33 @@ def Recompute : Pass<"cleave-recompute", "mlir::func::FuncOp"> {
   ];
 }
 
+def ExpertParallel : Pass<"cleave-expert-parallel", "mlir::func::FuncOp"> {
+  let summary = "Shard the experts of every MoE layer over a mesh axis, tokens by all-to-all";
+  let description = [{
+    Expert parallelism as DeepSpeed-MoE and Megatron-LM build it: the
+    devices of the `axis` group are data-parallel replicas (each holds its
+    own tokens and runs the dense layers on them) that share the experts.
+    After each `graph.moe_dispatch` ([experts, capacity, H], the replica's
+    own tokens in their experts' slots) an all-to-all sends every expert's
+    slots to the device owning it ([experts / n, n * capacity, H]); the
+    expert weights (parameters with `experts` rows read in the region up to
+    the `graph.moe_combine`) are stored as the device's block of experts
+    (`cleave.shard_axes`); before the combine the inverse all-to-all brings
+    each replica's slots back. The capacity stays per replica's tokens.
+    The ops between are re-typed by their type inference.
+
+    ```mlir
+    %d = graph.moe_dispatch %x, %i experts = 4 capacity = 8 : ...
+    %a = graph.all_to_all %d axes ["ep"] size 2 split 0 concat 1 : tensor<4x8x64xf32> -> tensor<2x16x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", "\"ep\"", "mesh axis of the expert-parallel group">,
+    Option<"size", "size", "int64_t", "1", "devices along the axis">,
+  ];
+  let statistics = [
+    Statistic<"numLayers", "moe-layers", "MoE layers made expert-parallel">,
+  ];
+}
+
 #endif // CLEAVE_TRANSFORMS_PASSES_TD
