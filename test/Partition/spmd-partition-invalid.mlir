@@ -1,9 +1,9 @@
 // RUN: cleave-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(cleave-spmd-partition{axis=tp size=2}))'
 
-func.func @fallback_remark(%logits: tensor<4x10xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
-  // expected-remark @+1 {{strategy 'ce.classes' has no local kernel yet; the op runs replicated}}
-  %l = graph.cross_entropy %logits, %labels {cleave.operand_sharding = [array<i64: -1, 0>, array<i64: -1>], cleave.partial = "all_reduce", cleave.sharding = [array<i64>], cleave.strategy = "ce.classes"} : tensor<4x10xf32>, tensor<4xi64>
-  return %l : tensor<f32>
+func.func @fallback_remark(%x: tensor<8x16xf32>, %i: tensor<8x1xi64>) -> tensor<4x2x16xf32> {
+  // expected-remark @+1 {{strategy 'dispatch.experts' has no local kernel yet; the op runs replicated}}
+  %d = graph.moe_dispatch %x, %i experts = 4 capacity = 2 {cleave.operand_sharding = [array<i64: -1, -1>, array<i64: -1, -1>], cleave.sharding = [array<i64: 0, -1, -1>], cleave.strategy = "dispatch.experts"} : tensor<8x16xf32>, tensor<8x1xi64>
+  return %d : tensor<4x2x16xf32>
 }
 
 // -----

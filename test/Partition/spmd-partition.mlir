@@ -56,11 +56,43 @@ func.func @loss(%logits: tensor<4x10xf32>, %labels: tensor<4xi64>) -> tensor<f32
 
 // -----
 
-// Vocabulary-parallel cross-entropy needs a kernel of its own: replicated.
-// CHECK-LABEL: func.func @fallback
-func.func @fallback(%logits: tensor<4x10xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
-  // CHECK: graph.cross_entropy %arg0, %arg1 : tensor<4x10xf32>, tensor<4xi64>
+// Megatron's vocabulary-parallel embedding: each device looks up the rows
+// it holds (ids shifted by its first row, which a sliced id constant gives),
+// zeroes the others', and an all-reduce sums the devices' rows.
+// CHECK-LABEL: func.func @vocab_embedding
+func.func @vocab_embedding(%ids: tensor<2x3xi64>) -> tensor<2x3x4xf32> {
+  // CHECK: %[[T:.*]] = graph.param "wte" {cleave.global_shape = array<i64: 10, 4>, cleave.shard_axes = ["tp", ""]} : tensor<5x4xf32>
+  %t = graph.param "wte" {cleave.sharding = [array<i64: 0, -1>], cleave.strategy = "split0"} : tensor<10x4xf32>
+  // CHECK: graph.shard_slice %{{.*}} axes ["tp"] size 2 dim 0 : tensor<10xf32> -> tensor<5xf32>
+  // CHECK: %[[I:.*]] = graph.cast %{{.*}} : tensor<2x3xf32> to tensor<2x3xi64>
+  // CHECK: %[[R:.*]] = graph.gather %[[T]][%[[I]]] axis = 0 : tensor<5x4xf32>, tensor<2x3xi64>
+  // CHECK: %[[M:.*]] = graph.where %{{.*}}, %[[R]], %{{.*}} : tensor<2x3x1xi1>, tensor<2x3x4xf32>, tensor<f32>
+  // CHECK-NEXT: %[[S:.*]] = graph.all_reduce %[[M]] axes ["tp"] size 2 reduction "sum" : tensor<2x3x4xf32>
+  // CHECK-NOT: graph.gather
+  %e = graph.gather %t[%ids] axis = 0 {cleave.operand_sharding = [array<i64: 0, -1>, array<i64: -1, -1>], cleave.partial = "all_reduce", cleave.sharding = [array<i64: -1, -1, -1>], cleave.strategy = "gather.rows+ar"} : tensor<10x4xf32>, tensor<2x3xi64>
+  // CHECK: return %[[S]]
+  return %e : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Megatron's vocabulary-parallel cross-entropy: the row maximum (no
+// gradient through it), the sum of exponentials and the target logit are
+// all-reduced; every device gets the whole mean loss.
+// CHECK-LABEL: func.func @vocab_cross_entropy
+func.func @vocab_cross_entropy(%logits: tensor<4x10xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+  // CHECK: %[[X:.*]] = graph.shard_slice %arg0 axes ["tp"] size 2 dim 1 : tensor<4x10xf32> -> tensor<4x5xf32>
+  // CHECK: %[[LM:.*]] = graph.reduce_max %[[X]] [1] keepdims : tensor<4x5xf32>
+  // CHECK: %[[GM:.*]] = graph.all_reduce %[[LM]] axes ["tp"] size 2 reduction "max" : tensor<4x1xf32>
+  // CHECK: %[[M:.*]] = graph.stop_gradient %[[GM]] : tensor<4x1xf32>
+  // CHECK: %[[SH:.*]] = graph.sub %[[X]], %[[M]]
+  // CHECK: graph.all_reduce %{{.*}} axes ["tp"] size 2 reduction "sum" : tensor<4xf32>
+  // CHECK: graph.compare "eq", %{{.*}}, %{{.*}} : tensor<4x1xf32>, tensor<5xf32>
+  // CHECK: graph.all_reduce %{{.*}} axes ["tp"] size 2 reduction "sum" : tensor<4xf32>
+  // CHECK: %[[L:.*]] = graph.div %{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>
+  // CHECK-NOT: graph.cross_entropy
   // CHECK-NOT: graph.all_reduce
-  %l = graph.cross_entropy %logits, %labels {cleave.operand_sharding = [array<i64: -1, 0>, array<i64: -1>], cleave.partial = "all_reduce", cleave.sharding = [array<i64>], cleave.strategy = "ce.classes"} : tensor<4x10xf32>, tensor<4xi64>
+  %l = graph.cross_entropy %logits, %labels {cleave.operand_sharding = [array<i64: -1, 0>, array<i64: -1>], cleave.sharding = [array<i64>], cleave.strategy = "ce.classes"} : tensor<4x10xf32>, tensor<4xi64>
+  // CHECK: return %[[L]]
   return %l : tensor<f32>
 }

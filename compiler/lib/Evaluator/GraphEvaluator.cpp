@@ -187,6 +187,11 @@ LogicalResult Run::execute(Operation *op) {
       .Case([&](gr::MaxOp o) { return binary(o.getLhs(), o.getRhs(), o, BinaryOp::Max); })
       .Case([&](gr::MinOp o) { return binary(o.getLhs(), o.getRhs(), o, BinaryOp::Min); })
       .Case([&](gr::NegOp o) { return unary(o.getInput(), o, UnaryOp::Neg); })
+      .Case([&](gr::StopGradientOp o) {
+        k::Tensor copy = f(o.getInput());
+        values[o.getResult()] = std::move(copy);
+        return success();
+      })
       .Case([&](gr::ExpOp o) { return unary(o.getInput(), o, UnaryOp::Exp); })
       .Case([&](gr::LogOp o) { return unary(o.getInput(), o, UnaryOp::Log); })
       .Case([&](gr::SqrtOp o) { return unary(o.getInput(), o, UnaryOp::Sqrt); })

@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "VocabParallel.h"
+
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/Passes.h"
 
@@ -52,13 +54,20 @@ SmallVector<int64_t> readLayouts(Operation *op, StringRef name,
   return layouts;
 }
 
-/// Strategies whose local computation is not the op itself on local
-/// operands: they need kernels that know which rows or experts a device
-/// owns (offset indices, a vocabulary-parallel softmax).
-bool needsOwnKernel(StringRef strategy) {
-  return strategy.starts_with("gather.rows") ||
-         strategy.starts_with("ce.classes") ||
-         strategy.starts_with("dispatch.") || strategy.starts_with("combine.");
+/// Strategies whose local computation is neither the op itself on local
+/// operands nor an expansion (VocabParallel.h): MoE dispatch and combine
+/// split over experts need kernels that know which experts a device owns
+/// (expert parallelism is cleave-expert-parallel's, on its own axis).
+bool needsOwnKernel(Operation *op, StringRef strategy) {
+  if (auto gather = dyn_cast<GatherOp>(op))
+    return strategy.starts_with("gather.rows") && gather.getAxis() != 0;
+  return strategy.starts_with("dispatch.") || strategy.starts_with("combine.");
+}
+
+/// Strategies expanded into graph ops and collectives.
+bool isExpanded(Operation *op, StringRef strategy) {
+  return (isa<GatherOp>(op) && strategy.starts_with("gather.rows")) ||
+         (isa<CrossEntropyOp>(op) && strategy.starts_with("ce.classes"));
 }
 
 bool isFloatTensor(Value v) {
@@ -115,6 +124,8 @@ private:
   /// several consumers is resharded once.
   llvm::DenseMap<std::pair<Value, int64_t>, Value> reshards;
   llvm::DenseMap<Value, Value> copies, varyingGathers;
+  /// Ops replaced by expansions, erased once nothing reads them.
+  SmallVector<Operation *> expanded;
 };
 
 Value Partitioner::reshard(Local from, int64_t required, Location loc) {
@@ -194,7 +205,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   if (auto p = op->getAttrOfType<StringAttr>("cleave.partial"))
     partial = p.getValue();
 
-  if (size > 1 && needsOwnKernel(strategy)) {
+  if (size > 1 && needsOwnKernel(op, strategy)) {
     ++fallbacks;
     op->emitRemark() << "strategy '" << strategy
                      << "' has no local kernel yet; the op runs replicated";
@@ -245,6 +256,29 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
         v = copyToGroup(v, op->getLoc());
     }
     op->setOperand(i, v);
+  }
+
+  if (size > 1 && isExpanded(op, strategy)) {
+    // Vocabulary-parallel lookup (a partial sum, all-reduced below) or
+    // cross-entropy (whole on every device).
+    b.setInsertionPoint(op);
+    cleave::partition::Group group{axes, size};
+    Value local;
+    if (auto gather = dyn_cast<GatherOp>(op))
+      local = cleave::partition::expandRowParallelGather(
+          b, gather, gather.getData(), gather.getIndices(), group);
+    else
+      local = cleave::partition::expandClassParallelCrossEntropy(
+          b, cast<CrossEntropyOp>(op), op->getOperand(0), op->getOperand(1),
+          group);
+    if (isa<GatherOp>(op)) {
+      ++collectives;
+      local = AllReduceOp::create(b, op->getLoc(), local.getType(), local,
+                                  axes, sizeAttr, b.getStringAttr("sum"));
+    }
+    locals[op->getResult(0)] = {local, kReplicated};
+    expanded.push_back(op);
+    return success();
   }
 
   b.setInsertionPointAfter(op);
@@ -303,6 +337,11 @@ LogicalResult Partitioner::run() {
     }
     if (failed(partitionOp(op)))
       return failure();
+  }
+  for (Operation *op : llvm::reverse(expanded)) {
+    if (!op->use_empty())
+      return op->emitOpError("is still read after its expansion");
+    op->erase();
   }
   return success();
 }

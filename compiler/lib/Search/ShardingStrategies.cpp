@@ -435,7 +435,7 @@ template <RuleFn Fn, typename... OpTs> void attach(MLIRContext *ctx) {
 void registerShardingStrategyExternalModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, graph::GraphDialect *) {
     using namespace graph;
-    attach<elementwiseRule, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReluOp,
+    attach<elementwiseRule, StopGradientOp, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReluOp,
            TanhOp, ErfOp, SigmoidOp, SiluOp, GeluOp, DropoutOp, CastOp, AddOp,
            SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, WhereOp, CompareOp>(ctx);
     attach<softmaxRule, SoftmaxOp>(ctx);

@@ -67,8 +67,18 @@ void castKernel(OpContext &c) {
       dst[i] = static_cast<float>(src[i]);
     return;
   }
+  // Float ids back to indices (the vocabulary-parallel lookup computes its
+  // local rows in floats; ids below 2^24 are exact).
+  if (in.dtype == plan::F32 && out.dtype == plan::I64 &&
+      in.numElements() == out.numElements()) {
+    const float *src = static_cast<const float *>(in.data);
+    int64_t *dst = static_cast<int64_t *>(out.data);
+    for (int64_t i = 0; i < in.numElements(); ++i)
+      dst[i] = static_cast<int64_t>(src[i]);
+    return;
+  }
   throw std::invalid_argument("the CPU executor casts only between floats and "
-                              "from i64 to f32");
+                              "between i64 and f32");
 }
 
 k::Conv2dOptions convOptions(const OpContext &c) {
@@ -149,6 +159,7 @@ void registerComputeKernels(Registry &r) {
     k::dropout(c.in(0), c.attrFloat("ratio"), c.attrInt("seed", 0), c.out(0));
   };
   r["graph.cast"] = castKernel;
+  r["graph.stop_gradient"] = copyKernel;
   r["graph.reshape"] = copyKernel;
   r["graph.where"] = [](OpContext &c) {
     c.expectArity(3, 1);

@@ -173,9 +173,16 @@ LogicalResult gradCast(CastOp op, OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult gradStopGradient(StopGradientOp, OpBuilder &, ValueRange,
+                               SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(Value());
+  return success();
+}
+
 } // namespace
 
 void attachElementwiseRules(MLIRContext *ctx) {
+  attach<StopGradientOp, gradStopGradient>(ctx);
   attach<AddOp, gradAddSub<AddOp>>(ctx);
   attach<SubOp, gradAddSub<SubOp>>(ctx);
   attach<MulOp, gradMul>(ctx);

@@ -135,6 +135,16 @@ def Graph_DropoutOp : Graph_UnaryOp<"dropout", 2> {
   let hasVerifier = 1;
 }
 
+def Graph_StopGradientOp : Graph_UnaryOp<"stop_gradient", 0> {
+  let summary = "x, with no gradient flowing back through it";
+  let description = [{
+    A value the backward pass treats as a constant: the row maximum that
+    shifts a softmax for stability (its exact derivative cancels), as the
+    vocabulary-parallel cross-entropy built by cleave-spmd-partition uses.
+    FLOPs: none (the runtime copies it).
+  }];
+}
+
 def Graph_CastOp : Graph_Op<"cast", [Pure, Graph_CostOpInterface]> {
   let summary = "Element type conversion (mixed precision)";
   let arguments = (ins Graph_Tensor:$input);
