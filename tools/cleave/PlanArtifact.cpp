@@ -49,8 +49,7 @@ std::string whyNotLowerable(const cost::ParallelConfig &plan) {
                       std::to_string(plan.tp));
   if (plan.ep != 1 && (plan.tp != 1 || plan.cp != 1))
     reasons.push_back("ep=" + std::to_string(plan.ep) + " with tp or cp");
-  if (plan.chunks != 1 || (plan.schedule != cost::ScheduleKind::GPipe &&
-                           plan.schedule != cost::ScheduleKind::OneFOneB))
+  if (plan.schedule == cost::ScheduleKind::ZeroBubbleH1)
     reasons.push_back(std::string("schedule=") +
                       cost::scheduleName(plan.schedule));
   if (reasons.empty())
@@ -87,8 +86,8 @@ int writePlanArtifact(const ArtifactRequest &r) {
     return fail("-o: the plan uses " + why +
                     ", which the lowering to programs does not support yet "
                     "(it lowers dp, tp with or without sp, cp or ep without tp, pp, "
-                    "ZeRO 0-3 and recomputation with the gpipe or 1f1b "
-                    "schedule); --fix other values",
+                    "ZeRO 0-3 and recomputation with the gpipe, 1f1b or "
+                    "interleaved schedule); --fix other values",
                 2);
   int64_t replicaBatch = r.globalBatch / knobs.dp;
   int64_t b = knobs.microbatchSize;
@@ -119,6 +118,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.microbatchSize = b;
   lo.microbatches = replicaBatch / b;
   lo.schedule = cost::scheduleName(knobs.schedule);
+  lo.virtualStages = knobs.chunks;
   lo.seed = r.seed;
   lo.step = r.step;
   lo.vocab = r.shape.vocab;
@@ -166,6 +166,19 @@ int writePlanArtifact(const ArtifactRequest &r) {
     int64_t layers = s < int64_t(p.layersPerStage.size())
                          ? p.layersPerStage[s]
                          : r.shape.layers / knobs.pp;
+    if (knobs.chunks > 1) {
+      // Chunk c of pp x v holds layers [c L / (pp v), (c + 1) L / (pp v))
+      // (cleave-pipeline-split's cut) and runs on stage c % pp.
+      int64_t n = knobs.pp * knobs.chunks, L = r.shape.layers;
+      for (int64_t v = 0; v < knobs.chunks; ++v) {
+        int64_t c = v * knobs.pp + s;
+        plan::LayerRange *range = stage->add_chunks();
+        range->set_first_layer(c * L / n);
+        range->set_num_layers((c + 1) * L / n - c * L / n);
+      }
+      layers = stage->chunks(0).num_layers();
+      first = stage->chunks(0).first_layer();
+    }
     stage->set_first_layer(first);
     stage->set_num_layers(layers);
     first += layers;

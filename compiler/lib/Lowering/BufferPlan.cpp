@@ -56,18 +56,35 @@ BufferAssignment planBuffers(const std::vector<BufferRequest> &requests,
   int64_t cursor = 0;
   for (size_t i = 0; i < n; ++i)
     if (!requests[i].transient && requests[i].slots <= 1 &&
-        requests[i].aliasOf < 0) {
+        requests[i].aliasOf < 0 && requests[i].frameGroup < 0) {
       out.offsets[i] = cursor;
       cursor += alignUp(requests[i].bytes, alignment);
     }
   out.persistentBytes = cursor;
   for (size_t i = 0; i < n; ++i)
-    if (!requests[i].transient && requests[i].slots > 1) {
+    if (!requests[i].transient && requests[i].slots > 1 &&
+        requests[i].frameGroup < 0) {
       int64_t stride = alignUp(requests[i].bytes, alignment);
       out.offsets[i] = cursor;
       out.slotStrides[i] = stride;
       cursor += stride * requests[i].slots;
     }
+  // Frames: each group's tensors one after another from the frame's start;
+  // the frame is the largest group.
+  std::map<int, int64_t> groupBytes;
+  int64_t frameBytes = 0, frames = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (!requests[i].transient && requests[i].frameGroup >= 0) {
+      int64_t &used = groupBytes[requests[i].frameGroup];
+      out.offsets[i] = cursor + used;
+      used += alignUp(requests[i].bytes, alignment);
+      frameBytes = std::max(frameBytes, used);
+      frames = std::max(frames, requests[i].slots);
+    }
+  for (size_t i = 0; i < n; ++i)
+    if (!requests[i].transient && requests[i].frameGroup >= 0)
+      out.slotStrides[i] = frameBytes;
+  cursor += frameBytes * frames;
   out.slottedBytes = cursor - out.persistentBytes;
   std::map<int, std::vector<size_t>> bySegment;
   for (size_t i = 0; i < n; ++i)

@@ -27,7 +27,7 @@ namespace cleave::lowering::detail {
 using namespace mlir;
 namespace gr = cleave::graph;
 
-enum Phase { kForward = 0, kBackward = 1, kOptimizer = 2, kNumPhases = 3 };
+enum Phase { kForward = 0, kBackward = 1, kOptimizer = 2 };
 
 /// The name an instruction carries: graph ops keep theirs, communication
 /// becomes the runtime's comm.* vocabulary.
@@ -37,8 +37,12 @@ bool toPlanAttr(mlir::Attribute attr, plan::Attr &out);
 
 class Emitter {
 public:
-  Emitter(func::FuncOp step, const ProgramContext &ctx, plan::Plan &plan)
-      : step(step), ctx(ctx), plan(plan) {}
+  /// `chunks`: the stage's model chunks in order (one unless interleaved),
+  /// each a training step.
+  Emitter(ArrayRef<func::FuncOp> chunks, const ProgramContext &ctx,
+          plan::Plan &plan)
+      : chunks(chunks.begin(), chunks.end()), step(chunks.front()), ctx(ctx),
+        plan(plan), segments(2 * chunks.size() + 1) {}
 
   FailureOr<plan::Program> run();
 
@@ -59,18 +63,29 @@ private:
                                 int64_t dim, const Replicas &replicas);
   void planMemory();
   LogicalResult buildSchedule();
+  /// The segment of `phase` for the chunk being emitted: chunk c's forward
+  /// and backward are segments 2c and 2c + 1, the optimizer is the last.
+  int segmentIndex(Phase phase) const;
+  int numChunks() const { return static_cast<int>(chunks.size()); }
 
+  SmallVector<func::FuncOp> chunks;
+  /// The chunk being emitted (errors without an op are reported at it).
   func::FuncOp step;
+  int chunk = 0;
   const ProgramContext &ctx;
   plan::Plan &plan;
   plan::Program program;
   llvm::DenseMap<Value, int> ids;
   std::vector<BufferRequest> requests;
-  std::vector<std::vector<plan::Instruction>> segments{kNumPhases};
+  std::vector<std::vector<plan::Instruction>> segments;
   /// Per tensor: the segment and instruction interval it is live in.
   std::vector<int64_t> firstUse, lastUse;
   std::vector<int> segmentOf;
   int64_t slots = 1;
+  /// Microbatches in flight per model chunk (slots of its stashes).
+  std::vector<int64_t> chunkSlots;
+  /// Interleaved: stash frames shared by the chunks (ScheduleStep.slot).
+  int64_t numFrames = 0;
   /// Gradient buckets: tensor id -> the first and last gradient it views.
   std::map<int, std::pair<int, int>> bucketOf;
   int numBuckets = 0;

@@ -52,9 +52,9 @@ void Emitter::shardOverReplicas(plan::TensorDecl &t, int64_t dim,
 
 plan::Instruction &Emitter::collective(const char *name, int input, int output,
                                        int64_t dim, const Replicas &replicas) {
-  segments[kOptimizer].push_back(
+  segments.back().push_back(
       collectiveInstruction(name, input, output, dim, replicas));
-  return segments[kOptimizer].back();
+  return segments.back().back();
 }
 
 void Emitter::exchangeTiedGradient(gr::ParamOp param, int g) {
@@ -204,27 +204,34 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     acc.add_outputs(g);
     pending.push_back(std::move(acc));
   }
-  std::vector<plan::Instruction> &backward = segments[kBackward];
-  llvm::DenseMap<int, size_t> lastWriter;
-  for (auto [i, inst] : llvm::enumerate(backward))
-    for (int out : inst.outputs())
-      lastWriter[out] = i;
-  std::vector<std::vector<plan::Instruction>> inserted(backward.size() + 1);
+  // The backward segment (of its model chunk) and the instruction that
+  // writes each gradient last; one that none writes goes at the end of
+  // the last chunk's backward.
+  llvm::DenseMap<int, std::pair<int, size_t>> lastWriter;
+  for (int c = 0; c < numChunks(); ++c)
+    for (auto [i, inst] : llvm::enumerate(segments[2 * c + kBackward]))
+      for (int out : inst.outputs())
+        lastWriter[out] = {2 * c + kBackward, i};
+  std::map<int, std::vector<std::vector<plan::Instruction>>> inserted;
+  for (int c = 0; c < numChunks(); ++c)
+    inserted[2 * c + kBackward].resize(segments[2 * c + kBackward].size() + 1);
   for (auto &[gradId, pending] : afterWriterOf) {
-    auto w = lastWriter.find(gradId);
-    size_t at = w == lastWriter.end() ? backward.size() : w->second;
+    int last = 2 * (numChunks() - 1) + kBackward;
+    auto [seg, at] = lastWriter.lookup_or(
+        gradId, std::make_pair(last, segments[last].size()));
     for (plan::Instruction &inst : pending)
-      inserted[at].push_back(std::move(inst));
+      inserted[seg][at].push_back(std::move(inst));
   }
-  std::vector<plan::Instruction> merged;
-  merged.reserve(backward.size() + afterWriterOf.size());
-  for (size_t i = 0; i <= backward.size(); ++i) {
-    if (i < backward.size())
-      merged.push_back(std::move(backward[i]));
-    for (plan::Instruction &inst : inserted[i])
-      merged.push_back(std::move(inst));
+  for (auto &[seg, after] : inserted) {
+    std::vector<plan::Instruction> &backward = segments[seg], merged;
+    for (size_t i = 0; i <= backward.size(); ++i) {
+      if (i < backward.size())
+        merged.push_back(std::move(backward[i]));
+      for (plan::Instruction &inst : after[i])
+        merged.push_back(std::move(inst));
+    }
+    backward = std::move(merged);
   }
-  backward = std::move(merged);
 
   // Tied gradients are summed between stages and all-reduced over the
   // replicas before any update reads them.

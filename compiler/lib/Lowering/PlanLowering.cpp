@@ -243,6 +243,10 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
     return module.emitError("context parallelism (cp=")
            << o.cp << ") together with tensor parallelism (tp=" << o.tp
            << ") is not lowered yet; use one of them";
+  if (o.virtualStages < 1 || (o.virtualStages > 1 && o.pp < 2))
+    return module.emitError("virtual stages (")
+           << o.virtualStages
+           << ") must be positive, and more than one needs pipeline stages";
   if (o.pp > 1 && o.microbatches < o.pp)
     module.emitWarning("fewer microbatches (")
         << o.microbatches << ") than pipeline stages (" << o.pp
@@ -291,8 +295,10 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
     return failure();
   {
     PassManager pm(ctx);
+    // Interleaved: pp x v chunks; chunk c runs on stage c % pp, and the
+    // sends of chunk pp - 1 wrap around the "pp" axis to stage 0.
     PipelineSplitOptions split;
-    split.stages = o.pp;
+    split.stages = o.pp * o.virtualStages;
     pm.addPass(createPipelineSplit(split));
     if (failed(pm.run(module)))
       return failure();
@@ -311,10 +317,11 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   pc.schedule = o.schedule;
   pc.vocab = o.vocab;
   SmallVector<func::FuncOp> steps;
-  for (int64_t s = 0; s < o.pp; ++s) {
-    auto stage = module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s));
+  for (int64_t c = 0; c < o.pp * o.virtualStages; ++c) {
+    auto stage = module.lookupSymbol<func::FuncOp>("stage" + std::to_string(c));
     if (!stage)
-      return module.emitError("pipeline split made no @stage") << s;
+      return module.emitError("pipeline split made no @stage") << c;
+    int64_t s = c % o.pp;
     stage.walk([&](gr::ParamOp p) {
       if (p.isTrainable())
         pc.paramStages[p.getName().str()].push_back(s);
@@ -326,7 +333,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
     if (o.zero >= 3 && o.dp > 1)
       shardParametersOverReplicas(stage, o);
     FailureOr<func::FuncOp> built = buildTrainingStep(
-        stage, ("stage" + std::to_string(s) + "_step"), step);
+        stage, ("stage" + std::to_string(c) + "_step"), step);
     if (failed(built))
       return failure();
     if (o.recompute != "none") {
@@ -345,7 +352,10 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   addMeshAndRanks(o, plan);
   for (int64_t s = 0; s < o.pp; ++s) {
     pc.stage = s;
-    FailureOr<plan::Program> program = emitProgram(steps[s], pc, plan);
+    SmallVector<func::FuncOp> chunks;
+    for (int64_t v = 0; v < o.virtualStages; ++v)
+      chunks.push_back(steps[v * o.pp + s]);
+    FailureOr<plan::Program> program = emitProgram(chunks, pc, plan);
     if (failed(program))
       return failure();
     program->set_id(s);
@@ -363,7 +373,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   k->set_microbatch_size(o.microbatchSize);
   k->set_num_microbatches(o.microbatches);
   k->set_schedule(o.schedule);
-  k->set_virtual_stages(1);
+  k->set_virtual_stages(o.virtualStages);
   k->set_recompute(o.recompute);
   k->set_precision("fp32");
   plan::TrainingConfig *t = plan.mutable_training();

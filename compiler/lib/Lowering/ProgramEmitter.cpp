@@ -16,6 +16,9 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <map>
+#include <set>
+
 using namespace mlir;
 namespace gr = cleave::graph;
 
@@ -258,9 +261,14 @@ LogicalResult Emitter::declareSource(Operation *op) {
   return failure();
 }
 
+int Emitter::segmentIndex(Phase phase) const {
+  return phase == kOptimizer ? 2 * numChunks() : 2 * chunk + phase;
+}
+
 plan::Instruction &Emitter::append(Phase phase, const std::string &name) {
-  segments[phase].emplace_back();
-  plan::Instruction &inst = segments[phase].back();
+  std::vector<plan::Instruction> &segment = segments[segmentIndex(phase)];
+  segment.emplace_back();
+  plan::Instruction &inst = segment.back();
   inst.set_op(name);
   return inst;
 }
@@ -330,11 +338,18 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
 
 LogicalResult Emitter::buildSchedule() {
   absl::StatusOr<cost::ScheduleKind> kind = cost::parseSchedule(ctx.schedule);
+  bool interleaved = kind.ok() && *kind == cost::ScheduleKind::Interleaved;
   if (!kind.ok() || (*kind != cost::ScheduleKind::GPipe &&
-                     *kind != cost::ScheduleKind::OneFOneB))
+                     *kind != cost::ScheduleKind::OneFOneB && !interleaved))
     return step.emitOpError("schedule '")
            << ctx.schedule
-           << "' is not lowered to programs yet (gpipe and 1f1b are)";
+           << "' is not lowered to programs yet (gpipe, 1f1b and "
+              "interleaved are)";
+  if (interleaved != (numChunks() > 1))
+    return step.emitOpError("the interleaved schedule runs several model "
+                            "chunks per stage, the others one; this stage "
+                            "has ")
+           << numChunks();
   if (ctx.inference) {
     for (int64_t m = 0; m < ctx.microbatches; ++m) {
       plan::ScheduleStep *st = program.add_schedule();
@@ -344,17 +359,51 @@ LogicalResult Emitter::buildSchedule() {
     return success();
   }
   auto order = cost::pipelineOrder(*kind, ctx.stages, ctx.stage,
-                                   static_cast<int>(ctx.microbatches));
+                                   static_cast<int>(ctx.microbatches),
+                                   numChunks());
   if (!order.ok())
     return step.emitOpError(std::string(order.status().message()));
   slots = std::max(1, cost::peakInFlight(*order));
+  // Each chunk's own peak: a stashed value belongs to one chunk, and the
+  // runtime gives microbatch m slot m % slots.
+  chunkSlots.assign(numChunks(), 1);
+  std::vector<int> inFlight(numChunks(), 0);
+  for (const cost::PipelineSlot &s : *order) {
+    inFlight[s.chunk] += s.pass == cost::PassKind::Forward ? 1 : -1;
+    chunkSlots[s.chunk] = std::max<int64_t>(chunkSlots[s.chunk],
+                                            inFlight[s.chunk]);
+  }
+  // Interleaved: the chunks' in-flight microbatches peak at different
+  // times, so their stashes share frames; a forward takes the lowest free
+  // frame and its backward gives it back.
+  std::map<std::pair<int, int>, int> frameOf;
+  std::set<int> freeFrames;
   for (const cost::PipelineSlot &s : *order) {
     plan::ScheduleStep *st = program.add_schedule();
-    st->set_segment(s.pass == cost::PassKind::Forward ? kForward : kBackward);
+    bool forward = s.pass == cost::PassKind::Forward;
+    st->set_segment(2 * s.chunk + (forward ? kForward : kBackward));
     st->set_microbatch(s.microbatch);
+    if (numChunks() == 1)
+      continue;
+    std::pair<int, int> key{s.chunk, s.microbatch};
+    if (forward) {
+      int frame = static_cast<int>(frameOf.size());
+      if (!freeFrames.empty()) {
+        frame = *freeFrames.begin();
+        freeFrames.erase(freeFrames.begin());
+      } else {
+        frame = numFrames++;
+      }
+      frameOf[key] = frame;
+      st->set_slot(frame);
+    } else if (auto it = frameOf.find(key); it != frameOf.end()) {
+      st->set_slot(it->second);
+      freeFrames.insert(it->second);
+      frameOf.erase(it);
+    }
   }
   plan::ScheduleStep *opt = program.add_schedule();
-  opt->set_segment(kOptimizer);
+  opt->set_segment(2 * numChunks());
   opt->set_microbatch(-1);
   return success();
 }
@@ -365,62 +414,76 @@ FailureOr<plan::Program> Emitter::run() {
   if (failed(buildSchedule()))
     return failure();
   SmallVector<Operation *> updates;
-  func::ReturnOp ret;
-  // Parameters first: the optimizer state built at the top of the block
-  // refers to them.
-  for (Operation &op : step.front())
-    if (isa<gr::ParamOp>(op))
-      (void)declareSource(&op);
-  for (Operation &op : step.front()) {
-    if (isa<gr::ParamOp>(op))
-      continue;
-    if (auto r = dyn_cast<func::ReturnOp>(op)) {
-      ret = r;
-      continue;
+  for (chunk = 0; chunk < numChunks(); ++chunk) {
+    step = chunks[chunk];
+    func::ReturnOp ret;
+    // Parameters first: the optimizer state built at the top of the block
+    // refers to them.
+    for (Operation &op : step.front())
+      if (isa<gr::ParamOp>(op))
+        (void)declareSource(&op);
+    for (Operation &op : step.front()) {
+      if (isa<gr::ParamOp>(op))
+        continue;
+      if (auto r = dyn_cast<func::ReturnOp>(op)) {
+        ret = r;
+        continue;
+      }
+      if (succeeded(declareSource(&op)))
+        continue;
+      if (op.getNumRegions())
+        return op.emitOpError("has regions; the lowering handles flat graphs");
+      if (isa<gr::SgdUpdateOp, gr::AdamwUpdateOp>(op)) {
+        updates.push_back(&op);
+        continue;
+      }
+      if (failed(emitInstruction(&op, phaseOf(&op))))
+        return failure();
     }
-    if (succeeded(declareSource(&op)))
-      continue;
-    if (op.getNumRegions())
-      return op.emitOpError("has regions; the lowering handles flat graphs");
-    if (isa<gr::SgdUpdateOp, gr::AdamwUpdateOp>(op)) {
-      updates.push_back(&op);
-      continue;
+    // An inference plan's results are kept, one slot per microbatch.
+    if (ctx.inference && ret) {
+      for (Value v : ret.getOperands()) {
+        int id = ids.lookup(v);
+        program.mutable_tensors(id)->set_kind(plan::TensorDecl::STASH);
+        program.add_output_tensors(id);
+      }
     }
-    if (failed(emitInstruction(&op, phaseOf(&op))))
-      return failure();
+    // The loss (a result without an update tag) is read after each forward
+    // run, so it keeps a slot.
+    if (!ctx.inference && ret && ret.getNumOperands() > 0 &&
+        !step.getResultAttr(0, "cleave.update") &&
+        !step.getResultAttr(0, "cleave.grad")) {
+      int id = ids.lookup(ret.getOperand(0));
+      program.mutable_tensors(id)->set_kind(plan::TensorDecl::STASH);
+      program.set_loss_tensor(id);
+    }
   }
+  chunk = numChunks() - 1;
+  step = chunks.back();
   if (failed(emitOptimizer(updates)))
     return failure();
-  // An inference plan's results are kept, one slot per microbatch.
-  if (ctx.inference && ret) {
-    for (Value v : ret.getOperands()) {
-      int id = ids.lookup(v);
-      program.mutable_tensors(id)->set_kind(plan::TensorDecl::STASH);
-      program.add_output_tensors(id);
-    }
-  }
-  // The loss (a result without an update tag) is read after each forward
-  // run, so it keeps a slot.
-  if (!ctx.inference && ret && ret.getNumOperands() > 0 &&
-      !step.getResultAttr(0, "cleave.update") &&
-      !step.getResultAttr(0, "cleave.grad")) {
-    int id = ids.lookup(ret.getOperand(0));
-    program.mutable_tensors(id)->set_kind(plan::TensorDecl::STASH);
-    program.set_loss_tensor(id);
-  }
-  static const char *names[] = {"forward", "backward", "optimizer"};
-  static const plan::Segment::Kind kinds[] = {
-      plan::Segment::FORWARD, plan::Segment::BACKWARD,
-      plan::Segment::OPTIMIZER};
-  for (int s = 0; s < kNumPhases; ++s) {
+  for (size_t s = 0; s < segments.size(); ++s) {
     plan::Segment *seg = program.add_segments();
-    seg->set_name(names[s]);
-    seg->set_kind(kinds[s]);
+    bool optimizer = s + 1 == segments.size();
+    int c = static_cast<int>(s / 2);
+    std::string suffix = numChunks() > 1 ? std::to_string(c) : "";
+    if (optimizer) {
+      seg->set_name("optimizer");
+      seg->set_kind(plan::Segment::OPTIMIZER);
+    } else if (s % 2 == 0) {
+      seg->set_name("forward" + suffix);
+      seg->set_kind(plan::Segment::FORWARD);
+      seg->set_chunk(c);
+    } else {
+      seg->set_name("backward" + suffix);
+      seg->set_kind(plan::Segment::BACKWARD);
+      seg->set_chunk(c);
+    }
     for (plan::Instruction &inst : segments[s])
       *seg->add_instructions() = std::move(inst);
   }
   // Segments moved out; liveness reads them back from the program.
-  for (int s = 0; s < kNumPhases; ++s)
+  for (size_t s = 0; s < segments.size(); ++s)
     segments[s].assign(program.segments(s).instructions().begin(),
                        program.segments(s).instructions().end());
   planMemory();
@@ -461,10 +524,10 @@ Replicas replicasOf(Operation *param, const ProgramContext &context) {
   return replicasOf(param, context.dp, context.ep);
 }
 
-FailureOr<plan::Program> emitProgram(func::FuncOp step,
+FailureOr<plan::Program> emitProgram(ArrayRef<func::FuncOp> chunks,
                                      const ProgramContext &context,
                                      plan::Plan &plan) {
-  return detail::Emitter(step, context, plan).run();
+  return detail::Emitter(chunks, context, plan).run();
 }
 
 } // namespace cleave::lowering

@@ -13,7 +13,7 @@ namespace cleave::lowering::detail {
 
 void Emitter::planMemory() {
   // Liveness within segments, and the kinds that follow from it.
-  for (int s = 0; s < kNumPhases; ++s)
+  for (int s = 0; s < static_cast<int>(segments.size()); ++s)
     for (size_t i = 0; i < segments[s].size(); ++i) {
       const plan::Instruction &inst = segments[s][i];
       auto touch = [&](int id) {
@@ -44,8 +44,21 @@ void Emitter::planMemory() {
   for (plan::TensorDecl &t : *program.mutable_tensors()) {
     BufferRequest r;
     r.bytes = t.bytes();
+    // A tensor of one chunk's segments needs that chunk's slots only.
+    int64_t slots = this->slots;
+    if (segmentOf[t.id()] >= 0 &&
+        segmentOf[t.id()] / 2 < static_cast<int>(chunkSlots.size()))
+      slots = chunkSlots[segmentOf[t.id()] / 2];
     switch (t.kind()) {
     case plan::TensorDecl::STASH:
+      // Interleaved: a chunk's stash lives in the run's frame.
+      if (numFrames > 0 && segmentOf[t.id()] >= 0 &&
+          !llvm::is_contained(program.output_tensors(), t.id())) {
+        t.set_slots(numFrames);
+        r.frameGroup = segmentOf[t.id()] / 2;
+        break;
+      }
+      [[fallthrough]];
     case plan::TensorDecl::INPUT:
       t.set_slots(t.input_name() == "step" ? 1 : slots);
       if (llvm::is_contained(program.output_tensors(), t.id()))
@@ -55,8 +68,9 @@ void Emitter::planMemory() {
       // A slot per microbatch in flight: the runtime completes a send
       // before the slot is written again, and by then the receiving stage
       // has taken it (1F1B keeps at most this many microbatches between
-      // neighbours; GPipe all of them).
-      t.set_slots(std::min<int64_t>(ctx.microbatches, slots));
+      // neighbours; GPipe all of them). Interleaved chunks share the
+      // neighbours, so all the stage's microbatches in flight count.
+      t.set_slots(std::min<int64_t>(ctx.microbatches, this->slots));
       break;
     case plan::TensorDecl::TRANSIENT:
       r.transient = true;

@@ -308,8 +308,13 @@ absl::Status Executor::initialize() {
 TensorView Executor::tensor(int32_t id, int64_t microbatch) const {
   const TensorDecl &t = program_->tensors(id);
   int64_t offset = t.offset();
+  // A stash of an interleaved run lives in the run's frame; other slotted
+  // tensors (inputs, send buffers, outputs) in their microbatch's slot.
+  int64_t slot = frame_ >= 0 && t.kind() == TensorDecl::STASH
+                     ? frame_
+                     : std::max<int64_t>(0, microbatch);
   if (slotted(t) && t.slots() > 1)
-    offset += (std::max<int64_t>(0, microbatch) % t.slots()) * t.slot_stride();
+    offset += (slot % t.slots()) * t.slot_stride();
   TensorView view;
   view.data = arena_.get() + offset;
   view.shape.assign(t.shape().begin(), t.shape().end());
@@ -459,6 +464,7 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
   double lossSum = 0;
   int64_t lossCount = 0;
   for (const plan::ScheduleStep &s : p.schedule()) {
+    frame_ = s.has_slot() ? s.slot() : -1;
     if (absl::Status st = runSegment(s.segment(), s.microbatch(), step);
         !st.ok())
       return st;

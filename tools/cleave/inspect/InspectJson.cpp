@@ -278,6 +278,19 @@ void writeStages(JsonWriter &json, const Plan &plan) {
     json.value(stage.first_layer());
     json.key("num_layers");
     json.value(stage.num_layers());
+    if (stage.chunks_size() > 1) {
+      json.key("chunks");
+      json.beginArray();
+      for (const plan::LayerRange &c : stage.chunks()) {
+        json.beginObject();
+        json.key("first_layer");
+        json.value(c.first_layer());
+        json.key("num_layers");
+        json.value(c.num_layers());
+        json.endObject();
+      }
+      json.endArray();
+    }
     json.key("has_embedding");
     json.value(stage.has_embedding());
     json.key("has_head");

@@ -121,13 +121,18 @@ void appendStages(std::string &out, const Plan &plan) {
   header.push_back("arena");
   std::vector<std::vector<std::string>> rows = {header};
   for (const plan::StageInfo &stage : plan.stages()) {
-    std::string layers =
-        stage.num_layers() == 0
-            ? "none"
-            : stage.num_layers() == 1
-                  ? absl::StrCat(stage.first_layer())
-                  : absl::StrCat(stage.first_layer(), "-",
-                                 stage.first_layer() + stage.num_layers() - 1);
+    auto range = [](int64_t first, int64_t count) {
+      return count == 0   ? std::string("none")
+             : count == 1 ? absl::StrCat(first)
+                          : absl::StrCat(first, "-", first + count - 1);
+    };
+    std::string layers = range(stage.first_layer(), stage.num_layers());
+    if (stage.chunks_size() > 1) {
+      layers.clear();
+      for (const plan::LayerRange &c : stage.chunks())
+        absl::StrAppend(&layers, layers.empty() ? "" : ",",
+                        range(c.first_layer(), c.num_layers()));
+    }
     std::vector<std::string> holds;
     if (stage.has_embedding())
       holds.push_back("embedding");

@@ -28,6 +28,11 @@ struct BufferRequest {
   /// A view of other tensors' bytes (a gradient bucket): placed at the
   /// offset of request `aliasOf`, taking no bytes of its own.
   int64_t aliasOf = -1;
+  /// Stash frames (interleaved schedules): slotted tensors with a frame
+  /// group >= 0 are laid out within one frame, the groups over each other
+  /// (a frame holds one chunk's stash of one microbatch at a time), and the
+  /// frames one after another: `slots` frames, the slot stride a frame.
+  int frameGroup = -1;
 };
 
 struct BufferAssignment {

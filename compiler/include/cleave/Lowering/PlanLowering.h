@@ -55,7 +55,10 @@ struct LoweringOptions {
   std::string recompute = "none";
   /// Samples per microbatch and replica (the imported batch).
   int64_t microbatchSize = 1;
+  /// "gpipe", "1f1b" or "interleaved" (with virtualStages > 1 model chunks
+  /// per stage, Narayanan et al. 2021).
   std::string schedule = "1f1b";
+  int64_t virtualStages = 1;
   StepOptions step;
   uint64_t seed = 1234;
   /// Vocabulary of the token inputs (0 if none).

@@ -62,7 +62,9 @@ struct Replicas {
 Replicas replicasOf(mlir::Operation *param, const ProgramContext &context);
 Replicas replicasOf(mlir::Operation *param, int64_t dp, int64_t ep);
 
-llvm::FailureOr<plan::Program> emitProgram(mlir::func::FuncOp step,
+/// `chunks`: the stage's training steps, one per model chunk (several under
+/// the interleaved schedule).
+llvm::FailureOr<plan::Program> emitProgram(llvm::ArrayRef<mlir::func::FuncOp> chunks,
                                            const ProgramContext &context,
                                            plan::Plan &plan);
 

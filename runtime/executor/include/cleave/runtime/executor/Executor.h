@@ -96,7 +96,8 @@ public:
 
   int rank() const { return rank_; }
   const plan::Program &program() const { return *program_; }
-  /// The view of tensor `id` for microbatch `microbatch` (slot m % slots).
+  /// The view of tensor `id` for microbatch `microbatch` (slot m % slots,
+  /// or for a stash the running step's frame when the schedule gives one).
   TensorView tensor(int32_t id, int64_t microbatch = 0) const;
   /// Local values of a PARAMETER (or any f32) tensor.
   std::vector<float> tensorValues(int32_t id, int64_t microbatch = 0) const;
@@ -137,6 +138,9 @@ private:
     void operator()(char *p) const;
   };
   std::unique_ptr<char, ArenaDeleter> arena_;
+  /// The stash frame of the schedule step running (ScheduleStep.slot), or
+  /// -1: stashes then use their microbatch's slot.
+  int64_t frame_ = -1;
   std::vector<KernelFn> kernels_;  // per instruction, flattened
   std::vector<size_t> firstKernel_; // per segment, index into kernels_
   /// Per segment: does it write the loss tensor?
