@@ -214,6 +214,21 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
   double inFlight = microbatchesInFlight(c);
   double activations = static_cast<double>(c.layersPerStage) *
                        layerActivationBytes(c) * inFlight;
+  if (c.schedule == PipelineSchedule::ZeroBubbleH1 && c.pp > 1) {
+    // ZB-H1 defers the W (weight gradients) of the stage's first
+    // p - i - 1 backwards to the cool-down; until then each keeps its
+    // weight GEMMs' inputs, about the layer's activations less the
+    // attention core. Not counted yet: the output gradients the W reads,
+    // which the lowering stashes too (GPT-3 175B on 16 stages: the middle
+    // stages' arenas come out 50-75% above this estimate).
+    double p = static_cast<double>(c.pp), i = static_cast<double>(c.stage);
+    double pending =
+        std::min(p - i - 1, static_cast<double>(c.microbatches));
+    TransformerMemoryConfig kept = c;
+    kept.recompute = Recompute::Selective; // all but the attention core
+    activations += static_cast<double>(c.layersPerStage) *
+                   layerActivationBytes(kept) * std::max(0.0, pending);
+  }
   if (c.recompute != Recompute::None && c.layersPerStage > 0) {
     // Backward of a recomputed layer rebuilds what was dropped, for one
     // layer and one microbatch at a time.

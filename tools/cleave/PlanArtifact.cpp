@@ -49,9 +49,6 @@ std::string whyNotLowerable(const cost::ParallelConfig &plan) {
                       std::to_string(plan.tp));
   if (plan.ep != 1 && (plan.tp != 1 || plan.cp != 1))
     reasons.push_back("ep=" + std::to_string(plan.ep) + " with tp or cp");
-  if (plan.schedule == cost::ScheduleKind::ZeroBubbleH1)
-    reasons.push_back(std::string("schedule=") +
-                      cost::scheduleName(plan.schedule));
   if (reasons.empty())
     return "";
   std::string out;
@@ -85,9 +82,8 @@ int writePlanArtifact(const ArtifactRequest &r) {
   if (std::string why = whyNotLowerable(knobs); !why.empty())
     return fail("-o: the plan uses " + why +
                     ", which the lowering to programs does not support yet "
-                    "(it lowers dp, tp with or without sp, cp or ep without tp, pp, "
-                    "ZeRO 0-3 and recomputation with the gpipe, 1f1b or "
-                    "interleaved schedule); --fix other values",
+                    "(it lowers dp, tp with or without sp, cp or ep without tp, pp "
+                    "with every schedule, ZeRO 0-3 and recomputation); --fix other values",
                 2);
   int64_t replicaBatch = r.globalBatch / knobs.dp;
   int64_t b = knobs.microbatchSize;

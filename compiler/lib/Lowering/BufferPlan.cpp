@@ -69,22 +69,29 @@ BufferAssignment planBuffers(const std::vector<BufferRequest> &requests,
       out.slotStrides[i] = stride;
       cursor += stride * requests[i].slots;
     }
-  // Frames: each group's tensors one after another from the frame's start;
-  // the frame is the largest group.
-  std::map<int, int64_t> groupBytes;
-  int64_t frameBytes = 0, frames = 0;
+  // Frames, per pool: each group's tensors one after another from the
+  // frame's start; the frame is the largest group.
+  std::map<int, std::map<int, int64_t>> groupBytes;
+  std::map<int, int64_t> frameBytes, frames;
   for (size_t i = 0; i < n; ++i)
     if (!requests[i].transient && requests[i].frameGroup >= 0) {
-      int64_t &used = groupBytes[requests[i].frameGroup];
-      out.offsets[i] = cursor + used;
+      int pool = requests[i].framePool;
+      int64_t &used = groupBytes[pool][requests[i].frameGroup];
+      out.offsets[i] = used; // relative to the pool, for now
       used += alignUp(requests[i].bytes, alignment);
-      frameBytes = std::max(frameBytes, used);
-      frames = std::max(frames, requests[i].slots);
+      frameBytes[pool] = std::max(frameBytes[pool], used);
+      frames[pool] = std::max(frames[pool], requests[i].slots);
     }
+  std::map<int, int64_t> poolBase;
+  for (auto &[pool, bytes] : frameBytes) {
+    poolBase[pool] = cursor;
+    cursor += bytes * frames[pool];
+  }
   for (size_t i = 0; i < n; ++i)
-    if (!requests[i].transient && requests[i].frameGroup >= 0)
-      out.slotStrides[i] = frameBytes;
-  cursor += frameBytes * frames;
+    if (!requests[i].transient && requests[i].frameGroup >= 0) {
+      out.offsets[i] += poolBase[requests[i].framePool];
+      out.slotStrides[i] = frameBytes[requests[i].framePool];
+    }
   out.slottedBytes = cursor - out.persistentBytes;
   std::map<int, std::vector<size_t>> bySegment;
   for (size_t i = 0; i < n; ++i)

@@ -17,6 +17,7 @@
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <map>
 #include <string>
@@ -27,7 +28,10 @@ namespace cleave::lowering::detail {
 using namespace mlir;
 namespace gr = cleave::graph;
 
-enum Phase { kForward = 0, kBackward = 1, kOptimizer = 2 };
+/// Segments of a model chunk: forward, backward and (zero-bubble
+/// schedules) the weight gradients split off the backward; then one
+/// optimizer segment.
+enum Phase { kForward = 0, kBackward = 1, kWeight = 2, kOptimizer = 3 };
 
 /// The name an instruction carries: graph ops keep theirs, communication
 /// becomes the runtime's comm.* vocabulary.
@@ -42,7 +46,9 @@ public:
   Emitter(ArrayRef<func::FuncOp> chunks, const ProgramContext &ctx,
           plan::Plan &plan)
       : chunks(chunks.begin(), chunks.end()), step(chunks.front()), ctx(ctx),
-        plan(plan), segments(2 * chunks.size() + 1) {}
+        plan(plan),
+        perChunk(ctx.schedule == "zb-h1" || ctx.schedule == "zbh1" ? 3 : 2),
+        segments(perChunk * chunks.size() + 1) {}
 
   FailureOr<plan::Program> run();
 
@@ -63,9 +69,14 @@ private:
                                 int64_t dim, const Replicas &replicas);
   void planMemory();
   LogicalResult buildSchedule();
-  /// The segment of `phase` for the chunk being emitted: chunk c's forward
-  /// and backward are segments 2c and 2c + 1, the optimizer is the last.
-  int segmentIndex(Phase phase) const;
+  /// The segment of `phase` for chunk `c` (default: the chunk being
+  /// emitted): chunk c's are perChunk * c + phase, the optimizer is last.
+  int segmentIndex(Phase phase, int c = -1) const;
+  /// The chunk a segment belongs to.
+  int chunkOfSegment(int segment) const { return segment / perChunk; }
+  /// Zero-bubble: the backward ops of `step` that only compute weight
+  /// gradients (no gradient sent to the previous stage depends on them).
+  llvm::DenseSet<Operation *> weightGradientOps();
   int numChunks() const { return static_cast<int>(chunks.size()); }
 
   SmallVector<func::FuncOp> chunks;
@@ -74,6 +85,10 @@ private:
   int chunk = 0;
   const ProgramContext &ctx;
   plan::Plan &plan;
+  /// Segments per chunk: 2, or 3 when W is split off the backward.
+  int perChunk;
+  /// Backward ops of the chunk being emitted that go to its W segment.
+  llvm::DenseSet<Operation *> weightOps;
   plan::Program program;
   llvm::DenseMap<Value, int> ids;
   std::vector<BufferRequest> requests;
@@ -85,7 +100,7 @@ private:
   /// Microbatches in flight per model chunk (slots of its stashes).
   std::vector<int64_t> chunkSlots;
   /// Interleaved: stash frames shared by the chunks (ScheduleStep.slot).
-  int64_t numFrames = 0;
+  int64_t numFrames = 0, numWeightFrames = 0;
   /// Gradient buckets: tensor id -> the first and last gradient it views.
   std::map<int, std::pair<int, int>> bucketOf;
   int numBuckets = 0;

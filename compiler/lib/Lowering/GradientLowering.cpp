@@ -208,15 +208,20 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
   // writes each gradient last; one that none writes goes at the end of
   // the last chunk's backward.
   llvm::DenseMap<int, std::pair<int, size_t>> lastWriter;
-  for (int c = 0; c < numChunks(); ++c)
-    for (auto [i, inst] : llvm::enumerate(segments[2 * c + kBackward]))
-      for (int out : inst.outputs())
-        lastWriter[out] = {2 * c + kBackward, i};
   std::map<int, std::vector<std::vector<plan::Instruction>>> inserted;
   for (int c = 0; c < numChunks(); ++c)
-    inserted[2 * c + kBackward].resize(segments[2 * c + kBackward].size() + 1);
+    for (Phase phase : {kBackward, kWeight}) {
+      if (phase == kWeight && perChunk < 3)
+        continue;
+      int seg = segmentIndex(phase, c);
+      for (auto [i, inst] : llvm::enumerate(segments[seg]))
+        for (int out : inst.outputs())
+          lastWriter[out] = {seg, i};
+      inserted[seg].resize(segments[seg].size() + 1);
+    }
   for (auto &[gradId, pending] : afterWriterOf) {
-    int last = 2 * (numChunks() - 1) + kBackward;
+    int last = segmentIndex(perChunk == 3 ? kWeight : kBackward,
+                            numChunks() - 1);
     auto [seg, at] = lastWriter.lookup_or(
         gradId, std::make_pair(last, segments[last].size()));
     for (plan::Instruction &inst : pending)

@@ -261,8 +261,36 @@ LogicalResult Emitter::declareSource(Operation *op) {
   return failure();
 }
 
-int Emitter::segmentIndex(Phase phase) const {
-  return phase == kOptimizer ? 2 * numChunks() : 2 * chunk + phase;
+int Emitter::segmentIndex(Phase phase, int c) const {
+  if (phase == kOptimizer)
+    return perChunk * numChunks();
+  return perChunk * (c < 0 ? chunk : c) + phase;
+}
+
+llvm::DenseSet<Operation *> Emitter::weightGradientOps() {
+  // B: the backward ops the gradients sent to the previous stage depend on
+  // (found backwards from the sends), and every receive (messages of one
+  // tag match in order, so they must arrive in B's microbatch order); W:
+  // the rest of the backward.
+  llvm::DenseSet<Operation *> needed;
+  SmallVector<Operation *> work;
+  for (Operation &op : step.front())
+    if (isa<gr::SendOp, gr::RecvOp>(op) && phaseOf(&op) == kBackward)
+      work.push_back(&op);
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!needed.insert(op).second)
+      continue;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp();
+          def && phaseOf(def) == kBackward)
+        work.push_back(def);
+  }
+  llvm::DenseSet<Operation *> weight;
+  for (Operation &op : step.front())
+    if (phaseOf(&op) == kBackward && !needed.contains(&op))
+      weight.insert(&op);
+  return weight;
 }
 
 plan::Instruction &Emitter::append(Phase phase, const std::string &name) {
@@ -339,12 +367,8 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
 LogicalResult Emitter::buildSchedule() {
   absl::StatusOr<cost::ScheduleKind> kind = cost::parseSchedule(ctx.schedule);
   bool interleaved = kind.ok() && *kind == cost::ScheduleKind::Interleaved;
-  if (!kind.ok() || (*kind != cost::ScheduleKind::GPipe &&
-                     *kind != cost::ScheduleKind::OneFOneB && !interleaved))
-    return step.emitOpError("schedule '")
-           << ctx.schedule
-           << "' is not lowered to programs yet (gpipe, 1f1b and "
-              "interleaved are)";
+  if (!kind.ok())
+    return step.emitOpError(std::string(kind.status().message()));
   if (interleaved != (numChunks() > 1))
     return step.emitOpError("the interleaved schedule runs several model "
                             "chunks per stage, the others one; this stage "
@@ -363,47 +387,83 @@ LogicalResult Emitter::buildSchedule() {
                                    numChunks());
   if (!order.ok())
     return step.emitOpError(std::string(order.status().message()));
-  slots = std::max(1, cost::peakInFlight(*order));
-  // Each chunk's own peak: a stashed value belongs to one chunk, and the
-  // runtime gives microbatch m slot m % slots.
+  // Each chunk's own peak of microbatches whose stash is held: from the
+  // forward to the last pass that reads it (the backward, or with W split
+  // off, the W); the runtime gives microbatch m slot m % slots.
+  cost::PassKind last = perChunk == 3 ? cost::PassKind::WeightGrad
+                                : cost::PassKind::Backward;
   chunkSlots.assign(numChunks(), 1);
   std::vector<int> inFlight(numChunks(), 0);
+  int total = 0;
+  slots = 1;
   for (const cost::PipelineSlot &s : *order) {
-    inFlight[s.chunk] += s.pass == cost::PassKind::Forward ? 1 : -1;
+    int delta = s.pass == cost::PassKind::Forward ? 1 : s.pass == last ? -1 : 0;
+    inFlight[s.chunk] += delta;
+    total += delta;
     chunkSlots[s.chunk] = std::max<int64_t>(chunkSlots[s.chunk],
                                             inFlight[s.chunk]);
+    slots = std::max<int64_t>(slots, total);
   }
   // Interleaved: the chunks' in-flight microbatches peak at different
-  // times, so their stashes share frames; a forward takes the lowest free
-  // frame and its backward gives it back.
-  std::map<std::pair<int, int>, int> frameOf;
-  std::set<int> freeFrames;
+  // times, so their stashes share frames; zero-bubble: a W may run long
+  // after later microbatches' forwards, so microbatch m cannot simply take
+  // slot m % slots. A forward takes the lowest free frame and the last pass
+  // reading its stash (the backward, or the W) gives it back.
+  bool framed = numChunks() > 1 || perChunk == 3;
+  // Two pools under zero-bubble: what only the forward and B read is freed
+  // by the B, what the W reads (the weight GEMMs' inputs) by the W.
+  struct Pool {
+    std::map<std::pair<int, int>, int> frameOf;
+    std::set<int> free;
+    int64_t *count;
+    int take() {
+      if (free.empty())
+        return static_cast<int>((*count)++);
+      int f = *free.begin();
+      free.erase(free.begin());
+      return f;
+    }
+  };
+  Pool stashPool{{}, {}, &numFrames}, weightPool{{}, {}, &numWeightFrames};
   for (const cost::PipelineSlot &s : *order) {
     plan::ScheduleStep *st = program.add_schedule();
     bool forward = s.pass == cost::PassKind::Forward;
-    st->set_segment(2 * s.chunk + (forward ? kForward : kBackward));
+    bool weight = s.pass == cost::PassKind::WeightGrad;
+    st->set_segment(segmentIndex(forward  ? kForward
+                                 : weight ? kWeight
+                                          : kBackward,
+                                 s.chunk));
     st->set_microbatch(s.microbatch);
-    if (numChunks() == 1)
+    if (!framed)
       continue;
     std::pair<int, int> key{s.chunk, s.microbatch};
     if (forward) {
-      int frame = static_cast<int>(frameOf.size());
-      if (!freeFrames.empty()) {
-        frame = *freeFrames.begin();
-        freeFrames.erase(freeFrames.begin());
-      } else {
-        frame = numFrames++;
-      }
-      frameOf[key] = frame;
-      st->set_slot(frame);
-    } else if (auto it = frameOf.find(key); it != frameOf.end()) {
-      st->set_slot(it->second);
-      freeFrames.insert(it->second);
-      frameOf.erase(it);
+      stashPool.frameOf[key] = stashPool.take();
+      if (perChunk == 3)
+        weightPool.frameOf[key] = weightPool.take();
     }
+    if (!weight)
+      if (auto it = stashPool.frameOf.find(key);
+          it != stashPool.frameOf.end()) {
+        st->set_slot(it->second);
+        if (!forward) { // the backward ends the stash's life
+          stashPool.free.insert(it->second);
+          stashPool.frameOf.erase(it);
+        }
+      }
+    if (perChunk == 3)
+      if (auto it = weightPool.frameOf.find(key);
+          it != weightPool.frameOf.end()) {
+        st->set_weight_slot(it->second);
+        if (weight) {
+          weightPool.free.insert(it->second);
+          weightPool.frameOf.erase(it);
+        }
+      }
   }
+
   plan::ScheduleStep *opt = program.add_schedule();
-  opt->set_segment(2 * numChunks());
+  opt->set_segment(segmentIndex(kOptimizer));
   opt->set_microbatch(-1);
   return success();
 }
@@ -416,6 +476,8 @@ FailureOr<plan::Program> Emitter::run() {
   SmallVector<Operation *> updates;
   for (chunk = 0; chunk < numChunks(); ++chunk) {
     step = chunks[chunk];
+    if (perChunk == 3)
+      weightOps = weightGradientOps();
     func::ReturnOp ret;
     // Parameters first: the optimizer state built at the top of the block
     // refers to them.
@@ -437,7 +499,10 @@ FailureOr<plan::Program> Emitter::run() {
         updates.push_back(&op);
         continue;
       }
-      if (failed(emitInstruction(&op, phaseOf(&op))))
+      Phase phase = phaseOf(&op);
+      if (phase == kBackward && weightOps.contains(&op))
+        phase = kWeight;
+      if (failed(emitInstruction(&op, phase)))
         return failure();
     }
     // An inference plan's results are kept, one slot per microbatch.
@@ -465,18 +530,22 @@ FailureOr<plan::Program> Emitter::run() {
   for (size_t s = 0; s < segments.size(); ++s) {
     plan::Segment *seg = program.add_segments();
     bool optimizer = s + 1 == segments.size();
-    int c = static_cast<int>(s / 2);
+    int c = chunkOfSegment(static_cast<int>(s));
     std::string suffix = numChunks() > 1 ? std::to_string(c) : "";
     if (optimizer) {
       seg->set_name("optimizer");
       seg->set_kind(plan::Segment::OPTIMIZER);
-    } else if (s % 2 == 0) {
+    } else if (s % perChunk == kForward) {
       seg->set_name("forward" + suffix);
       seg->set_kind(plan::Segment::FORWARD);
       seg->set_chunk(c);
-    } else {
+    } else if (s % perChunk == kBackward) {
       seg->set_name("backward" + suffix);
       seg->set_kind(plan::Segment::BACKWARD);
+      seg->set_chunk(c);
+    } else {
+      seg->set_name("weight_grad" + suffix);
+      seg->set_kind(plan::Segment::WEIGHT_GRAD);
       seg->set_chunk(c);
     }
     for (plan::Instruction &inst : segments[s])

@@ -12,6 +12,10 @@
 namespace cleave::lowering::detail {
 
 void Emitter::planMemory() {
+  // The segment that first reads each input (its chunk's frames hold it).
+  std::vector<int> inputSegment(program.tensors_size(), -1);
+  // Zero-bubble: the tensors a W reads (held in the weight frames).
+  std::vector<bool> readByWeight(program.tensors_size(), false);
   // Liveness within segments, and the kinds that follow from it.
   for (int s = 0; s < static_cast<int>(segments.size()); ++s)
     for (size_t i = 0; i < segments[s].size(); ++i) {
@@ -20,6 +24,11 @@ void Emitter::planMemory() {
         if (id < 0)
           return;
         plan::TensorDecl &t = *program.mutable_tensors(id);
+        if (t.kind() == plan::TensorDecl::INPUT && inputSegment[id] < 0)
+          inputSegment[id] = s;
+        if (perChunk == 3 && s % perChunk == kWeight &&
+            s < static_cast<int>(segments.size()) - 1)
+          readByWeight[id] = true;
         if (t.kind() != plan::TensorDecl::TRANSIENT &&
             t.kind() != plan::TensorDecl::STASH)
           return;
@@ -47,23 +56,31 @@ void Emitter::planMemory() {
     // A tensor of one chunk's segments needs that chunk's slots only.
     int64_t slots = this->slots;
     if (segmentOf[t.id()] >= 0 &&
-        segmentOf[t.id()] / 2 < static_cast<int>(chunkSlots.size()))
-      slots = chunkSlots[segmentOf[t.id()] / 2];
+        chunkOfSegment(segmentOf[t.id()]) <
+            static_cast<int>(chunkSlots.size()))
+      slots = chunkSlots[chunkOfSegment(segmentOf[t.id()])];
     switch (t.kind()) {
     case plan::TensorDecl::STASH:
-      // Interleaved: a chunk's stash lives in the run's frame.
-      if (numFrames > 0 && segmentOf[t.id()] >= 0 &&
+    case plan::TensorDecl::INPUT: {
+      // Framed schedules: a chunk's stash and inputs live in the run's
+      // frame (a microbatch's inputs may be read long after later ones
+      // were loaded, by a deferred W).
+      int seg = t.kind() == plan::TensorDecl::STASH ? segmentOf[t.id()]
+                                                    : inputSegment[t.id()];
+      if (numFrames > 0 && seg >= 0 && t.input_name() != "step" &&
           !llvm::is_contained(program.output_tensors(), t.id())) {
-        t.set_slots(numFrames);
-        r.frameGroup = segmentOf[t.id()] / 2;
+        bool weight = readByWeight[t.id()];
+        t.set_slots(weight ? numWeightFrames : numFrames);
+        t.set_weight_frame(weight);
+        r.frameGroup = chunkOfSegment(seg);
+        r.framePool = weight ? 1 : 0;
         break;
       }
-      [[fallthrough]];
-    case plan::TensorDecl::INPUT:
       t.set_slots(t.input_name() == "step" ? 1 : slots);
       if (llvm::is_contained(program.output_tensors(), t.id()))
         t.set_slots(ctx.microbatches);
       break;
+    }
     case plan::TensorDecl::COMM_BUFFER:
       // A slot per microbatch in flight: the runtime completes a send
       // before the slot is written again, and by then the receiving stage

@@ -308,10 +308,13 @@ absl::Status Executor::initialize() {
 TensorView Executor::tensor(int32_t id, int64_t microbatch) const {
   const TensorDecl &t = program_->tensors(id);
   int64_t offset = t.offset();
-  // A stash of an interleaved run lives in the run's frame; other slotted
-  // tensors (inputs, send buffers, outputs) in their microbatch's slot.
-  int64_t slot = frame_ >= 0 && t.kind() == TensorDecl::STASH
-                     ? frame_
+  // Under a framed schedule (interleaved, zero-bubble) stashes and inputs
+  // live in the run's frame; other slotted tensors (send buffers, outputs)
+  // in their microbatch's slot.
+  int64_t frame = t.weight_frame() ? weightFrame_ : frame_;
+  int64_t slot = frame >= 0 && (t.kind() == TensorDecl::STASH ||
+                                t.kind() == TensorDecl::INPUT)
+                     ? frame
                      : std::max<int64_t>(0, microbatch);
   if (slotted(t) && t.slots() > 1)
     offset += (slot % t.slots()) * t.slot_stride();
@@ -465,6 +468,7 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
   int64_t lossCount = 0;
   for (const plan::ScheduleStep &s : p.schedule()) {
     frame_ = s.has_slot() ? s.slot() : -1;
+    weightFrame_ = s.has_weight_slot() ? s.weight_slot() : -1;
     if (absl::Status st = runSegment(s.segment(), s.microbatch(), step);
         !st.ok())
       return st;

@@ -33,6 +33,9 @@ struct BufferRequest {
   /// (a frame holds one chunk's stash of one microbatch at a time), and the
   /// frames one after another: `slots` frames, the slot stride a frame.
   int frameGroup = -1;
+  /// Frames come in pools, each its own region (zero-bubble schedules keep
+  /// what the W reads in pool 1, held longer).
+  int framePool = 0;
 };
 
 struct BufferAssignment {

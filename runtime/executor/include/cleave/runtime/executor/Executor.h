@@ -141,6 +141,8 @@ private:
   /// The stash frame of the schedule step running (ScheduleStep.slot), or
   /// -1: stashes then use their microbatch's slot.
   int64_t frame_ = -1;
+  /// Its weight-gradient frame (ScheduleStep.weight_slot), or -1.
+  int64_t weightFrame_ = -1;
   std::vector<KernelFn> kernels_;  // per instruction, flattened
   std::vector<size_t> firstKernel_; // per segment, index into kernels_
   /// Per segment: does it write the loss tensor?
