@@ -63,6 +63,11 @@ private:
   LogicalResult emitOptimizer(ArrayRef<Operation *> updates);
   void exchangeTiedGradient(gr::ParamOp param, int g);
   void emitGradientBuckets(ArrayRef<int> grads, const Replicas &replicas);
+  /// Puts `inst` (an asynchronous collective over the tensors `written`)
+  /// in the backward segment that writes them last, run by the last
+  /// microbatch only, and queues its comm.wait for the optimizer.
+  LogicalResult placeInBackward(const plan::Instruction &collective,
+                                ArrayRef<int> written);
   void shardOverReplicas(plan::TensorDecl &t, int64_t dim,
                          const Replicas &replicas);
   plan::Instruction &collective(const char *name, int input, int output,
@@ -104,6 +109,11 @@ private:
   /// Gradient buckets: tensor id -> the first and last gradient it views.
   std::map<int, std::pair<int, int>> bucketOf;
   int numBuckets = 0;
+  int numAsyncHandles = 0;
+  /// Gradients summed between stages (tied parameters) before reduction.
+  llvm::DenseSet<int> tiedGradients;
+  /// comm.wait of the reductions started in the backward pass.
+  std::vector<plan::Instruction> pendingWaits;
 };
 
 } // namespace cleave::lowering::detail

@@ -123,14 +123,64 @@ void Emitter::emitGradientBuckets(ArrayRef<int> grads,
       program.mutable_tensors(bucket)->set_param_index(
           program.tensors(first).param_index());
     }
-    plan::Instruction &ar = append(kOptimizer, "comm.all_reduce");
+    plan::Instruction ar;
+    ar.set_op("comm.all_reduce");
     ar.add_inputs(bucket);
     ar.add_outputs(bucket);
     for (const std::string &axis : replicas.axes)
       (*ar.mutable_attrs())["axes"].mutable_strings()->add_values(axis);
     (*ar.mutable_attrs())["reduction"].set_s("sum");
+    // Overlap with the backward pass (PyTorch DDP's and Megatron's
+    // bucketed reduction): start the bucket's all-reduce as soon as the
+    // last microbatch's backward has written all its gradients, and wait
+    // for it before the optimizer. A tied gradient is summed between the
+    // stages first, in the optimizer segment, so its bucket waits there.
+    SmallVector<int> members;
+    for (int g = first; g <= last; ++g)
+      members.push_back(g);
+    bool tied =
+        llvm::any_of(members, [&](int g) { return tiedGradients.count(g); });
+    if (tied || failed(placeInBackward(ar, members)))
+      segments.back().push_back(std::move(ar));
     begin = end;
   }
+}
+
+LogicalResult Emitter::placeInBackward(const plan::Instruction &collective,
+                                       ArrayRef<int> written) {
+  plan::Instruction inst = collective;
+  // The segment among those writing the tensors whose last run comes last
+  // in the schedule, after its last write of them.
+  std::vector<int> lastRun(segments.size(), -1);
+  for (auto [i, st] : llvm::enumerate(program.schedule()))
+    lastRun[st.segment()] = static_cast<int>(i);
+  int seg = -1;
+  size_t at = 0;
+  for (size_t s = 0; s + 1 < segments.size(); ++s) {
+    if (s % perChunk == kForward)
+      continue;
+    for (auto [i, other] : llvm::enumerate(segments[s]))
+      for (int out : other.outputs())
+        if (llvm::is_contained(written, out)) {
+          if (seg < 0 || lastRun[s] > lastRun[seg]) {
+            seg = static_cast<int>(s);
+            at = i + 1;
+          } else if (static_cast<int>(s) == seg) {
+            at = std::max(at, i + 1);
+          }
+        }
+  }
+  if (seg < 0 || lastRun[seg] < 0)
+    return failure();
+  int handle = numAsyncHandles++;
+  inst.set_async_handle(handle);
+  (*inst.mutable_attrs())["last_microbatch"].set_b(true);
+  segments[seg].insert(segments[seg].begin() + at, std::move(inst));
+  plan::Instruction wait;
+  wait.set_op("comm.wait");
+  (*wait.mutable_attrs())["handle"].set_i(handle);
+  pendingWaits.push_back(std::move(wait));
+  return success();
 }
 
 LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
@@ -257,8 +307,17 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
       bucket.second.push_back(g);
     }
   }
+  for (auto &[update, g] : gradTensors) {
+    auto paramOp = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
+    auto holders = ctx.paramStages.find(paramOp.getName().str());
+    if (holders != ctx.paramStages.end() && holders->second.size() > 1)
+      tiedGradients.insert(g);
+  }
   for (auto &[key, bucket] : bucketed)
     emitGradientBuckets(bucket.second, bucket.first);
+  // The overlapped reductions complete before any update reads them.
+  segments.back().insert(segments.back().begin(), pendingWaits.begin(),
+                         pendingWaits.end());
   for (auto [i, entry] : llvm::enumerate(gradTensors)) {
     auto [update, g] = entry;
     auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());

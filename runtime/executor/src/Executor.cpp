@@ -424,6 +424,12 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
   }
   for (int i = 0; i < segment.instructions_size(); ++i) {
     const plan::Instruction &inst = segment.instructions(i);
+    // Once per step, in the last microbatch's run (a gradient reduction
+    // started as soon as the last backward has written its bucket).
+    if (auto last = inst.attrs().find("last_microbatch");
+        last != inst.attrs().end() && last->second.b() &&
+        microbatch != numMicrobatches() - 1)
+      continue;
     if (absl::Status s = fillInputs(inst, step, microbatch); !s.ok())
       return instructionError(segmentIndex, i, std::string(s.message()));
     std::vector<TensorView> inputs, outputs;

@@ -133,8 +133,13 @@ std::vector<std::vector<CollectiveCount>> countCollectives(const Plan &plan) {
                                         : 0;
         int64_t out =
             inst.outputs_size() ? tensorBytes(program, inst.outputs(0)) : 0;
-        count.count += runs[s];
-        count.bytes += static_cast<double>(std::max(in, out)) * runs[s];
+        // Instructions of the last microbatch's run only (an overlapped
+        // gradient reduction) run once a step.
+        auto last = inst.attrs().find("last_microbatch");
+        int64_t times =
+            last != inst.attrs().end() && last->second.b() ? 1 : runs[s];
+        count.count += times;
+        count.bytes += static_cast<double>(std::max(in, out)) * times;
       }
     }
     std::vector<CollectiveCount> counts;
