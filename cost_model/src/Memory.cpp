@@ -216,19 +216,36 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
                        layerActivationBytes(c) * inFlight;
   if (c.schedule == PipelineSchedule::ZeroBubbleH1 && c.pp > 1) {
     // ZB-H1 defers the W (weight gradients) of the stage's first
-    // p - i - 1 backwards to the cool-down; until then each keeps its
-    // weight GEMMs' inputs, about the layer's activations less the
-    // attention core. Not counted yet: the output gradients the W reads,
-    // which the lowering stashes too (GPT-3 175B on 16 stages: the middle
-    // stages' arenas come out 50-75% above this estimate).
+    // p - i - 1 backwards to the cool-down. Until its W runs, a microbatch
+    // keeps its weight GEMMs' inputs (QKV and MLP inputs, sequence-split
+    // with sp, the projection input and the MLP's hidden activation) and,
+    // from its B on, their output gradients (QKV, projection, MLP up and
+    // down). The lowering holds them in frames the same way.
     double p = static_cast<double>(c.pp), i = static_cast<double>(c.stage);
     double pending =
-        std::min(p - i - 1, static_cast<double>(c.microbatches));
-    TransformerMemoryConfig kept = c;
-    kept.recompute = Recompute::Selective; // all but the attention core
-    activations += static_cast<double>(c.layersPerStage) *
-                   layerActivationBytes(kept) * std::max(0.0, pending);
+        std::max(0.0, std::min(p - i - 1, static_cast<double>(c.microbatches)));
+    double s = static_cast<double>(c.seqLength);
+    double b = static_cast<double>(c.microBatch);
+    double h = static_cast<double>(c.hidden);
+    double t = static_cast<double>(c.tp);
+    double a = static_cast<double>(c.heads);
+    double kv = c.kvHeads ? static_cast<double>(c.kvHeads) : a;
+    double f = c.ffn ? static_cast<double>(c.ffn) : 4 * h;
+    double wholeInputs = c.sequenceParallel ? 2 * h / t : 2 * h;
+    double inputs = c.activationBytes * s * b * (wholeInputs + (h + f) / t);
+    double outputGrads =
+        c.activationBytes * s * b *
+        (h * (1 + 2 * kv / a) / t + (c.gatedMlp ? 2 : 1) * f / t + 2 * h);
+    // The first stage sends no gradient back, so its whole backward is W:
+    // a deferred microbatch keeps all its activations and no gradients.
+    if (c.stage == 0)
+      activations += static_cast<double>(c.layersPerStage) *
+                     layerActivationBytes(c) * pending;
+    else
+      activations += static_cast<double>(c.layersPerStage) *
+                     (pending * inputs + (pending + 1) * outputGrads);
   }
+
   if (c.recompute != Recompute::None && c.layersPerStage > 0) {
     // Backward of a recomputed layer rebuilds what was dropped, for one
     // layer and one microbatch at a time.

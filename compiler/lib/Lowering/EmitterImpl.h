@@ -105,7 +105,7 @@ private:
   /// Microbatches in flight per model chunk (slots of its stashes).
   std::vector<int64_t> chunkSlots;
   /// Interleaved: stash frames shared by the chunks (ScheduleStep.slot).
-  int64_t numFrames = 0, numWeightFrames = 0;
+  int64_t numFrames = 0, numWeightFrames = 0, numGradientFrames = 0;
   /// Gradient buckets: tensor id -> the first and last gradient it views.
   std::map<int, std::pair<int, int>> bucketOf;
   int numBuckets = 0;

@@ -424,7 +424,8 @@ LogicalResult Emitter::buildSchedule() {
       return f;
     }
   };
-  Pool stashPool{{}, {}, &numFrames}, weightPool{{}, {}, &numWeightFrames};
+  Pool stashPool{{}, {}, &numFrames}, weightPool{{}, {}, &numWeightFrames},
+      gradientPool{{}, {}, &numGradientFrames};
   for (const cost::PipelineSlot &s : *order) {
     plan::ScheduleStep *st = program.add_schedule();
     bool forward = s.pass == cost::PassKind::Forward;
@@ -451,7 +452,7 @@ LogicalResult Emitter::buildSchedule() {
           stashPool.frameOf.erase(it);
         }
       }
-    if (perChunk == 3)
+    if (perChunk == 3) {
       if (auto it = weightPool.frameOf.find(key);
           it != weightPool.frameOf.end()) {
         st->set_weight_slot(it->second);
@@ -460,6 +461,17 @@ LogicalResult Emitter::buildSchedule() {
           weightPool.frameOf.erase(it);
         }
       }
+      if (!forward && !weight)
+        gradientPool.frameOf[key] = gradientPool.take();
+      if (auto it = gradientPool.frameOf.find(key);
+          it != gradientPool.frameOf.end()) {
+        st->set_gradient_slot(it->second);
+        if (weight) {
+          gradientPool.free.insert(it->second);
+          gradientPool.frameOf.erase(it);
+        }
+      }
+    }
   }
 
   plan::ScheduleStep *opt = program.add_schedule();

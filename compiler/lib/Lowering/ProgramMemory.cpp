@@ -69,11 +69,17 @@ void Emitter::planMemory() {
                                                     : inputSegment[t.id()];
       if (numFrames > 0 && seg >= 0 && t.input_name() != "step" &&
           !llvm::is_contained(program.output_tensors(), t.id())) {
-        bool weight = readByWeight[t.id()];
-        t.set_slots(weight ? numWeightFrames : numFrames);
-        t.set_weight_frame(weight);
+        // What the W reads stays until the W: made by the forward (or an
+        // input) in pool 1, by the B in pool 2.
+        int pool = !readByWeight[t.id()]    ? 0
+                   : seg % perChunk == kBackward ? 2
+                                                 : 1;
+        t.set_slots(pool == 0   ? numFrames
+                    : pool == 1 ? numWeightFrames
+                                : numGradientFrames);
+        t.set_frame_pool(pool);
         r.frameGroup = chunkOfSegment(seg);
-        r.framePool = weight ? 1 : 0;
+        r.framePool = pool;
         break;
       }
       t.set_slots(t.input_name() == "step" ? 1 : slots);

@@ -311,7 +311,9 @@ TensorView Executor::tensor(int32_t id, int64_t microbatch) const {
   // Under a framed schedule (interleaved, zero-bubble) stashes and inputs
   // live in the run's frame; other slotted tensors (send buffers, outputs)
   // in their microbatch's slot.
-  int64_t frame = t.weight_frame() ? weightFrame_ : frame_;
+  int64_t frame = t.frame_pool() >= 0 && t.frame_pool() < 3
+                      ? frames_[t.frame_pool()]
+                      : -1;
   int64_t slot = frame >= 0 && (t.kind() == TensorDecl::STASH ||
                                 t.kind() == TensorDecl::INPUT)
                      ? frame
@@ -473,8 +475,9 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
   double lossSum = 0;
   int64_t lossCount = 0;
   for (const plan::ScheduleStep &s : p.schedule()) {
-    frame_ = s.has_slot() ? s.slot() : -1;
-    weightFrame_ = s.has_weight_slot() ? s.weight_slot() : -1;
+    frames_[0] = s.has_slot() ? s.slot() : -1;
+    frames_[1] = s.has_weight_slot() ? s.weight_slot() : -1;
+    frames_[2] = s.has_gradient_slot() ? s.gradient_slot() : -1;
     if (absl::Status st = runSegment(s.segment(), s.microbatch(), step);
         !st.ok())
       return st;

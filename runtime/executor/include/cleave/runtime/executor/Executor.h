@@ -140,9 +140,10 @@ private:
   std::unique_ptr<char, ArenaDeleter> arena_;
   /// The stash frame of the schedule step running (ScheduleStep.slot), or
   /// -1: stashes then use their microbatch's slot.
-  int64_t frame_ = -1;
-  /// Its weight-gradient frame (ScheduleStep.weight_slot), or -1.
-  int64_t weightFrame_ = -1;
+  /// The frames of the schedule step running, per TensorDecl.frame_pool
+  /// (ScheduleStep.slot, weight_slot, gradient_slot), or -1: stashes then
+  /// use their microbatch's slot.
+  int64_t frames_[3] = {-1, -1, -1};
   std::vector<KernelFn> kernels_;  // per instruction, flattened
   std::vector<size_t> firstKernel_; // per segment, index into kernels_
   /// Per segment: does it write the loss tensor?
