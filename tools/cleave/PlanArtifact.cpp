@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -190,6 +191,17 @@ int writePlanArtifact(const ArtifactRequest &r) {
       (*stage->mutable_predicted_memory())[std::string(name)] = bytes;
     stage->set_planned_arena_bytes(plan.programs(s).arena_bytes());
     m->add_peak_memory_per_stage(mb.total);
+    // The arena is what a rank allocates: a plan the cost model let
+    // through may still not fit once its tensors are laid out.
+    double capacity = r.cluster.device.memoryBytes;
+    if (capacity > 0 && plan.programs(s).arena_bytes() > capacity)
+      WithColor::warning(errs(), "cleave")
+          << "-o: stage " << s << "'s planned arena of "
+          << format("%.2f", plan.programs(s).arena_bytes() / double(1 << 30))
+          << " GiB exceeds the " << format("%.2f", capacity / double(1 << 30))
+          << " GiB a device has (the cost model predicted "
+          << format("%.2f", mb.total / double(1 << 30))
+          << " GiB); fix a smaller microbatch, recomputation or ZeRO\n";
   }
   {
     cost::TaskGraph graph;
