@@ -102,8 +102,6 @@ private:
   std::vector<int64_t> firstUse, lastUse;
   std::vector<int> segmentOf;
   int64_t slots = 1;
-  /// Microbatches in flight per model chunk (slots of its stashes).
-  std::vector<int64_t> chunkSlots;
   /// Interleaved: stash frames shared by the chunks (ScheduleStep.slot).
   int64_t numFrames = 0, numWeightFrames = 0, numGradientFrames = 0;
   /// Gradient buckets: tensor id -> the first and last gradient it views.

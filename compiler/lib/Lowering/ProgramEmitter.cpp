@@ -387,22 +387,17 @@ LogicalResult Emitter::buildSchedule() {
                                    numChunks());
   if (!order.ok())
     return step.emitOpError(std::string(order.status().message()));
-  // Each chunk's own peak of microbatches whose stash is held: from the
+  // The stage's peak of microbatches whose stash is held, from the
   // forward to the last pass that reads it (the backward, or with W split
-  // off, the W); the runtime gives microbatch m slot m % slots.
+  // off, the W): the slots of send buffers and, on unframed schedules
+  // (where microbatch m uses slot m % slots), of stashes and inputs.
   cost::PassKind last = perChunk == 3 ? cost::PassKind::WeightGrad
-                                : cost::PassKind::Backward;
-  chunkSlots.assign(numChunks(), 1);
-  std::vector<int> inFlight(numChunks(), 0);
-  int total = 0;
+                                      : cost::PassKind::Backward;
+  int64_t held = 0;
   slots = 1;
   for (const cost::PipelineSlot &s : *order) {
-    int delta = s.pass == cost::PassKind::Forward ? 1 : s.pass == last ? -1 : 0;
-    inFlight[s.chunk] += delta;
-    total += delta;
-    chunkSlots[s.chunk] = std::max<int64_t>(chunkSlots[s.chunk],
-                                            inFlight[s.chunk]);
-    slots = std::max<int64_t>(slots, total);
+    held += s.pass == cost::PassKind::Forward ? 1 : s.pass == last ? -1 : 0;
+    slots = std::max(slots, held);
   }
   // Interleaved: the chunks' in-flight microbatches peak at different
   // times, so their stashes share frames; zero-bubble: a W may run long

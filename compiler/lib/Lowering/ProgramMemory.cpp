@@ -53,12 +53,6 @@ void Emitter::planMemory() {
   for (plan::TensorDecl &t : *program.mutable_tensors()) {
     BufferRequest r;
     r.bytes = t.bytes();
-    // A tensor of one chunk's segments needs that chunk's slots only.
-    int64_t slots = this->slots;
-    if (segmentOf[t.id()] >= 0 &&
-        chunkOfSegment(segmentOf[t.id()]) <
-            static_cast<int>(chunkSlots.size()))
-      slots = chunkSlots[chunkOfSegment(segmentOf[t.id()])];
     switch (t.kind()) {
     case plan::TensorDecl::STASH:
     case plan::TensorDecl::INPUT: {
@@ -93,7 +87,7 @@ void Emitter::planMemory() {
       // has taken it (1F1B keeps at most this many microbatches between
       // neighbours; GPipe all of them). Interleaved chunks share the
       // neighbours, so all the stage's microbatches in flight count.
-      t.set_slots(std::min<int64_t>(ctx.microbatches, this->slots));
+      t.set_slots(std::min<int64_t>(ctx.microbatches, slots));
       break;
     case plan::TensorDecl::TRANSIENT:
       r.transient = true;
