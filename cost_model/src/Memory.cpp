@@ -78,11 +78,15 @@ LayerActivations layerTerms(const TransformerMemoryConfig &c) {
   terms.replicated = (4 * d + 2 * masks) * sbh;
   // Q, K, V and the projection input (4 d), GeLU input and second MLP
   // input (4 h wide each: 8 d): 24 sbh. With grouped-query attention K and
-  // V are kv/a as wide; a gated MLP keeps gate, up and their product (f
-  // wide each) instead of the GeLU input and output.
+  // V are kv/a as wide; a gated MLP keeps the gate, its SiLU, the up
+  // projection and their product (f wide each) instead of the GeLU input
+  // and output: cleave's graph runs SiLU and the product as two ops, so
+  // both read tensors are kept (Megatron-LM's fused SwiGLU keeps three and
+  // recomputes the SiLU; the lowering's LLaMA-2 70B stages plan 12% above
+  // a three-tensor estimate).
   double kv = c.kvHeads ? static_cast<double>(c.kvHeads) : a;
   double f = c.ffn ? static_cast<double>(c.ffn) : 4 * h;
-  double mlpTensors = c.gatedMlp ? 3 : 2;
+  double mlpTensors = c.gatedMlp ? 4 : 2;
   terms.split = d * sbh * (2 + 2 * kv / a + mlpTensors * f / h);
   // Softmax output and its dropout output (2 d), the dropout mask (1 byte),
   // a s^2 b each: 5 a s^2 b.

@@ -73,10 +73,11 @@ TEST(ActivationMemory, MatchesKorthikantiPerLayer) {
 }
 
 TEST(ActivationMemory, GatedMlpAndGroupedQueryAttention) {
-  // LLaMA-2 70B's layer: SwiGLU of width f = 28672 keeps gate, up and their
-  // product; 8 of 64 heads for keys and values. In bytes of 16-bit
-  // elements, the tensor-parallel part is 2 sbh (2 + 2 kv/a + 3 f/h) instead
-  // of the GPT layer's 24 sbh; the rest is unchanged.
+  // LLaMA-2 70B's layer: SwiGLU of width f = 28672 keeps gate, its SiLU,
+  // up and their product (cleave runs SiLU and the product as separate
+  // ops); 8 of 64 heads for keys and values. In bytes of 16-bit elements,
+  // the tensor-parallel part is 2 sbh (2 + 2 kv/a + 4 f/h) instead of the
+  // GPT layer's 24 sbh; the rest is unchanged.
   TransformerMemoryConfig c;
   c.seqLength = 4096;
   c.microBatch = 1;
@@ -89,7 +90,7 @@ TEST(ActivationMemory, GatedMlpAndGroupedQueryAttention) {
   c.tp = 8;
   c.recompute = Recompute::Selective;
   double sbh = 4096.0 * 8192, t = 8;
-  double expected = sbh * (10 + 2 * (2 + 2.0 * 8 / 64 + 3.0 * 28672 / 8192) / t);
+  double expected = sbh * (10 + 2 * (2 + 2.0 * 8 / 64 + 4.0 * 28672 / 8192) / t);
   expectWithin2Percent(layerActivationBytes(c), expected, "llama2-70b layer");
   // The same layer read as a GPT layer would be 10 + 24/t.
   EXPECT_GT(layerActivationBytes(c), sbh * (10 + 24 / t));

@@ -62,7 +62,8 @@ struct TransformerMemoryConfig {
   int64_t layersPerStage = 0; ///< transformer layers on this device
   int64_t vocab = 0;          ///< V; 0 leaves out embedding and output layer
   /// MLP width (0: 4h, the paper's) and key/value heads (0: heads). A gated
-  /// (SwiGLU) MLP keeps three f-wide tensors instead of two.
+  /// (SwiGLU) MLP keeps four f-wide tensors (gate, its SiLU, up, their
+  /// product) instead of two.
   int64_t ffn = 0;
   int64_t kvHeads = 0;
   bool gatedMlp = false;
