@@ -41,13 +41,34 @@ constexpr int64_t kArenaAlignment = 64;
 
 } // namespace
 
-void Executor::ArenaDeleter::operator()(char *p) const { std::free(p); }
-
 Executor::Executor(const plan::Plan &plan, int rank, comm::Communicator &comm,
                    ExecutorOptions options)
-    : plan_(plan), rank_(rank), comm_(comm), options_(std::move(options)) {}
+    : plan_(plan), rank_(rank), comm_(comm), options_(std::move(options)) {
+  backend_ = options_.backend;
+  if (!backend_) {
+    ownedBackend_ = createCpuBackend();
+    backend_ = ownedBackend_.get();
+  }
+}
 
-Executor::~Executor() = default;
+Executor::~Executor() {
+  // Nothing may still read or write the memory freed below.
+  pending_.clear();
+  deferred_.clear();
+  try {
+    backend_->synchronize();
+  } catch (const std::exception &) {
+  }
+  if (arena_)
+    backend_->deallocate(arena_);
+  if (scratch_)
+    backend_->deallocate(scratch_);
+  if (lossStaging_)
+    backend_->freeHost(lossStaging_);
+  for (void *staging : inputStaging_)
+    if (staging)
+      backend_->freeHost(staging);
+}
 
 absl::StatusOr<std::unique_ptr<Executor>>
 Executor::create(const plan::Plan &plan, int rank, comm::Communicator &comm,
@@ -112,9 +133,12 @@ absl::Status Executor::prepare() {
     bool writes = false;
     for (int i = 0; i < segment.instructions_size(); ++i) {
       const plan::Instruction &inst = segment.instructions(i);
-      KernelFn fn = findKernel(inst.op());
+      KernelFn fn = backend_->findKernel(inst.op());
       if (!fn)
-        return instructionError(s, i, "no kernel runs this op");
+        return instructionError(
+            s, i,
+            absl::StrCat("no kernel runs this op on the ", backend_->name(),
+                         " backend"));
       for (int32_t id : inst.inputs())
         if (id < -1 || id >= p.tensors_size())
           return instructionError(s, i, absl::StrCat("input ", id,
@@ -163,7 +187,6 @@ absl::Status Executor::prepare() {
           inst.inputs(0) < 0)
         continue;
       const TensorDecl &t = p.tensors(inst.inputs(0));
-      int64_t slots = slotted(t) ? std::max(1, t.slots()) : 1;
       bool persistent = t.kind() == TensorDecl::PARAMETER ||
                         t.kind() == TensorDecl::CONSTANT;
       // Reusing a slot waits for its previous send, which is safe only
@@ -271,35 +294,51 @@ absl::Status Executor::initialize() {
   const plan::Program &p = *program_;
   int64_t bytes = std::max<int64_t>(p.arena_bytes(), kArenaAlignment);
   bytes = (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-  arena_.reset(static_cast<char *>(std::aligned_alloc(kArenaAlignment, bytes)));
-  if (!arena_)
+  try {
+    arena_ = static_cast<char *>(backend_->allocate(bytes));
+    scratch_ = static_cast<float *>(backend_->allocate(kArenaAlignment));
+    int64_t forwardRuns = 0;
+    for (const plan::ScheduleStep &step : p.schedule())
+      forwardRuns += writesLoss_[step.segment()] ? 1 : 0;
+    lossStaging_ = static_cast<float *>(backend_->allocateHost(
+        std::max<int64_t>(1, forwardRuns) * sizeof(float)));
+  } catch (const std::exception &e) {
     return absl::ResourceExhaustedError(
         absl::StrCat("rank ", rank_, ": cannot allocate an arena of ", bytes,
-                     " bytes"));
-  std::memset(arena_.get(), 0, bytes);
+                     " bytes on the ", backend_->name(), " backend: ",
+                     e.what()));
+  }
+  inputStaging_.assign(p.tensors_size(), nullptr);
   filledFor_.assign(p.tensors_size(), {});
   // Tensors that share arena bytes are initialised in declaration order;
   // persistent ones never share with each other.
+  // Values are made in host memory and copied in, one tensor at a time
+  // (a large model's parameters need not fit in host memory twice).
+  std::vector<float> values;
   for (const TensorDecl &t : p.tensors()) {
     void *data = tensor(t.id()).data;
     if (t.kind() == TensorDecl::PARAMETER) {
       if (t.dtype() != plan::F32)
         return absl::InvalidArgumentError(absl::StrCat(
             "rank ", rank_, ": parameter tensor '", t.name(),
-            "' is not f32 (the CPU executor trains in fp32)"));
+            "' is not f32 (the executor trains in fp32)"));
+      values.assign(numElements(t), 0.0f);
       if (absl::Status s = initializeParameter(
               plan_.parameters(t.param_index()), t, comm_.mesh(), seed_,
-              static_cast<float *>(data));
+              values.data());
           !s.ok())
         return absl::InvalidArgumentError(
             absl::StrCat("rank ", rank_, ": ", s.message()));
+      backend_->copyIn(data, values.data(), values.size() * sizeof(float));
+      backend_->synchronize();
     } else if (t.kind() == TensorDecl::CONSTANT) {
       int64_t size = numElements(t) * plan::dtypeBytes(t.dtype());
       if (static_cast<int64_t>(t.constant_value().size()) != size)
         return absl::InvalidArgumentError(absl::StrCat(
             "rank ", rank_, ": constant '", t.name(), "' has ",
             t.constant_value().size(), " bytes of value for ", size));
-      std::memcpy(data, t.constant_value().data(), size);
+      backend_->copyIn(data, t.constant_value().data(), size);
+      backend_->synchronize();
     }
   }
   return absl::OkStatus();
@@ -321,7 +360,7 @@ TensorView Executor::tensor(int32_t id, int64_t microbatch) const {
   if (slotted(t) && t.slots() > 1)
     offset += (slot % t.slots()) * t.slot_stride();
   TensorView view;
-  view.data = arena_.get() + offset;
+  view.data = arena_ + offset;
   view.shape.assign(t.shape().begin(), t.shape().end());
   view.dtype = t.dtype();
   view.id = id;
@@ -332,11 +371,15 @@ int64_t Executor::numMicrobatches() const {
   return std::max<int64_t>(1, plan_.knobs().num_microbatches());
 }
 
+std::string Executor::readBytes(const void *data, int64_t bytes) const {
+  std::string out(static_cast<size_t>(bytes), '\0');
+  backend_->copyOut(out.data(), data, bytes);
+  return out;
+}
+
 std::string Executor::outputBytes(int index, int64_t microbatch) const {
   TensorView view = tensor(program_->output_tensors(index), microbatch);
-  return std::string(static_cast<const char *>(view.data),
-                     static_cast<size_t>(view.numElements() *
-                                         plan::dtypeBytes(view.dtype)));
+  return readBytes(view.data, view.numBytes());
 }
 
 std::vector<float> Executor::tensorValues(int32_t id,
@@ -344,8 +387,9 @@ std::vector<float> Executor::tensorValues(int32_t id,
   TensorView view = tensor(id, microbatch);
   if (view.dtype != plan::F32)
     return {};
-  const float *data = static_cast<const float *>(view.data);
-  return {data, data + view.numElements()};
+  std::vector<float> values(view.numElements());
+  backend_->copyOut(values.data(), view.data, view.numBytes());
+  return values;
 }
 
 absl::Status Executor::instructionError(int32_t segment, int index,
@@ -385,12 +429,23 @@ absl::Status Executor::fillInputs(const plan::Instruction &inst, int64_t step,
     if (std::find(filled.begin(), filled.end(), microbatch) != filled.end())
       continue;
     filled.push_back(microbatch);
-    if (absl::Status s =
-            data_->fill(t, step, microbatch, tensor(id, microbatch).data,
-                        idBound_[id]);
+    TensorView view = tensor(id, microbatch);
+    void *target = view.data;
+    if (!backend_->hostAddressable()) {
+      // One staging slot per microbatch: copyIn may read it until the
+      // step's end, when the executor synchronizes.
+      if (!inputStaging_[id])
+        inputStaging_[id] =
+            backend_->allocateHost(view.numBytes() * numMicrobatches());
+      target = static_cast<char *>(inputStaging_[id]) +
+               view.numBytes() * (microbatch % numMicrobatches());
+    }
+    if (absl::Status s = data_->fill(t, step, microbatch, target, idBound_[id]);
         !s.ok())
       return absl::InvalidArgumentError(
           absl::StrCat("rank ", rank_, ": ", s.message()));
+    if (target != view.data)
+      backend_->copyIn(view.data, target, view.numBytes());
   }
   return absl::OkStatus();
 }
@@ -446,6 +501,8 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
     progress_.startedNs = start;
     try {
       kernels_[firstKernel_[segmentIndex] + i](context);
+      if (options_.trace)
+        backend_->synchronize();
     } catch (const std::exception &e) {
       progress_.startedNs = 0;
       return instructionError(segmentIndex, i, e.what());
@@ -468,11 +525,12 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
   int64_t start = nowNs();
   for (const TensorDecl &t : p.tensors())
     if (t.kind() == TensorDecl::GRADIENT)
-      std::memset(tensor(t.id()).data, 0, t.bytes());
+      backend_->fillZero(tensor(t.id()).data, t.bytes());
   for (std::vector<int64_t> &filled : filledFor_)
     filled.clear();
 
-  double lossSum = 0;
+  // Losses are copied out as their forward runs end and read once the
+  // step's work is done (no wait per microbatch).
   int64_t lossCount = 0;
   for (const plan::ScheduleStep &s : p.schedule()) {
     frames_[0] = s.has_slot() ? s.slot() : -1;
@@ -483,8 +541,9 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
       return st;
     if (p.has_loss_tensor() && writesLoss_[s.segment()] &&
         p.segments(s.segment()).kind() == plan::Segment::FORWARD) {
-      lossSum += *static_cast<const float *>(
-          tensor(p.loss_tensor(), s.microbatch()).data);
+      backend_->copyOutAsync(lossStaging_ + lossCount,
+                             tensor(p.loss_tensor(), s.microbatch()).data,
+                             sizeof(float));
       ++lossCount;
     }
   }
@@ -512,7 +571,18 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
                                             ": completing the sends of step ",
                                             step, ": ", e.what()));
   }
+  try {
+    backend_->synchronize();
+  } catch (const std::exception &e) {
+    progress_.startedNs = 0;
+    return absl::InternalError(absl::StrCat(
+        "rank ", rank_, ": finishing step ", step, " on the ",
+        backend_->name(), " backend: ", e.what()));
+  }
   progress_.startedNs = 0;
+  double lossSum = 0;
+  for (int64_t i = 0; i < lossCount; ++i)
+    lossSum += lossStaging_[i];
 
   // Mean over the ranks holding a loss (the last stage's data-parallel
   // ranks, and its tensor-parallel peers, which hold the same value): one
@@ -520,13 +590,15 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
   float reduced[2] = {
       lossCount ? static_cast<float>(lossSum / lossCount) : 0.0f,
       lossCount ? 1.0f : 0.0f};
-  comm::CommTensor buffer{reduced, {2}, comm::ElementType::F32};
+  comm::CommTensor buffer{scratch_, {2}, comm::ElementType::F32};
   progress_.segment = -1;
   progress_.instruction = -1;
   progress_.startedNs = nowNs();
   try {
+    backend_->copyIn(scratch_, reduced, sizeof(reduced));
     comm_.allReduce(comm_.mesh().axisNames, buffer, buffer,
                     comm::Reduction::Sum);
+    backend_->copyOut(reduced, scratch_, sizeof(reduced));
   } catch (const std::exception &e) {
     progress_.startedNs = 0;
     return absl::InternalError(absl::StrCat(

@@ -17,6 +17,7 @@
 #define CLEAVE_RUNTIME_EXECUTOR_EXECUTOR_H
 
 #include "cleave/runtime/comm/Communicator.h"
+#include "cleave/runtime/executor/Backend.h"
 #include "cleave/runtime/executor/Initialization.h"
 #include "cleave/runtime/executor/OpContext.h"
 #include "cleave/runtime/plan/plan.pb.h"
@@ -43,8 +44,12 @@ struct ExecutorOptions {
   /// input_name -> a raw file of that input's global batch (the worker's
   /// `--input NAME=FILE`), the same every step; see cutInputRows.
   std::map<std::string, std::string> inputFiles;
-  /// Record trace events (traceEvents()).
+  /// Record trace events (traceEvents()). On an asynchronous backend each
+  /// instruction is then waited for, so that its time is its own.
   bool trace = false;
+  /// Where the arena lives and the kernels run; not owned, must outlive
+  /// the executor. Null: the CPU backend.
+  Backend *backend = nullptr;
 };
 
 /// What a rank is doing, for the watchdog (read from another thread).
@@ -99,7 +104,8 @@ public:
   /// The view of tensor `id` for microbatch `microbatch` (slot m % slots,
   /// or for a stash the running step's frame when the schedule gives one).
   TensorView tensor(int32_t id, int64_t microbatch = 0) const;
-  /// Local values of a PARAMETER (or any f32) tensor.
+  /// Local values of a PARAMETER (or any f32) tensor (copied out of the
+  /// backend's memory).
   std::vector<float> tensorValues(int32_t id, int64_t microbatch = 0) const;
   /// Number of microbatches of a step (Knobs.num_microbatches, at least 1).
   int64_t numMicrobatches() const;
@@ -134,10 +140,22 @@ private:
   uint64_t seed_ = 0;
   std::unique_ptr<DataSource> data_;
 
-  struct ArenaDeleter {
-    void operator()(char *p) const;
-  };
-  std::unique_ptr<char, ArenaDeleter> arena_;
+  /// Reads `bytes` of backend memory at `data` into host memory.
+  std::string readBytes(const void *data, int64_t bytes) const;
+
+  std::unique_ptr<Backend> ownedBackend_;
+  Backend *backend_ = nullptr;
+  /// The program's arena in backend memory, and a few bytes of backend
+  /// scratch for the loss reduction (a device collective needs device
+  /// buffers).
+  char *arena_ = nullptr;
+  float *scratch_ = nullptr;
+  /// Host staging (Backend::allocateHost): per forward schedule step the
+  /// loss it copies out, and per INPUT tensor a slot per microbatch that
+  /// the data source fills before it is copied in (only when backend
+  /// memory is not host memory).
+  float *lossStaging_ = nullptr;
+  std::vector<void *> inputStaging_;
   /// The stash frame of the schedule step running (ScheduleStep.slot), or
   /// -1: stashes then use their microbatch's slot.
   /// The frames of the schedule step running, per TensorDecl.frame_pool
