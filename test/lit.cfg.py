@@ -21,6 +21,22 @@ config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%scripts", os.path.join(
     os.path.dirname(config.test_source_root), "scripts")))
 
+# "cuda-backend": built with the CUDA toolkit; "gpu": a GPU this process
+# can use (nvidia-smi lists one). Tests of the no-GPU errors need the first
+# and not the second.
+if config.cleave_cuda_enabled in ("ON", "TRUE", "1"):
+    config.available_features.add("cuda-backend")
+import shutil
+import subprocess
+if shutil.which("nvidia-smi"):
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        listed = ""
+    if "GPU" in listed:
+        config.available_features.add("gpu")
+
 llvm_config.use_default_substitutions()
 tool_dirs = [os.path.join(config.cleave_tools_dir, "cleave"),
              os.path.join(config.cleave_tools_dir, "cleave-opt"),

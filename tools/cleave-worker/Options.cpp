@@ -10,7 +10,7 @@ const char *const kUsage =
     "usage: cleave-worker PLAN [--steps K] [--data tokens.bin] [--seed S]\n"
     "                     [--trace out.json] [--dump-params DIR]\n"
     "                     [--input NAME=FILE]... [--dump-outputs DIR]\n"
-    "                     [--timeout SECONDS] [--list]\n";
+    "                     [--timeout SECONDS] [--backend cpu|cuda] [--list]\n";
 
 namespace {
 bool parseInt(const std::string &text, int64_t &value) {
@@ -52,6 +52,13 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       options.timeoutSeconds = std::strtod(text.c_str(), &end);
       if (*end != '\0' || !(options.timeoutSeconds > 0)) {
         error = "--timeout needs a positive number of seconds";
+        return false;
+      }
+    } else if (arg == "--backend") {
+      if (!value(options.backend))
+        return false;
+      if (options.backend != "cpu" && options.backend != "cuda") {
+        error = "--backend must be cpu or cuda, not '" + options.backend + "'";
         return false;
       }
     } else if (arg == "--list") {

@@ -22,6 +22,8 @@ struct Options {
   /// --dump-outputs DIR: the output tensors of the last step.
   std::string outputsDir;
   double timeoutSeconds = 60;
+  /// "cpu" or "cuda" (one GPU per rank, by local rank on the node).
+  std::string backend = "cpu";
   /// Print each rank's program (schedule and instructions) and exit.
   bool list = false;
   /// Fault injection for the runtime's tests: rank `faultRank` does

@@ -25,6 +25,10 @@
 #include "Options.h"
 
 #include "cleave/runtime/comm/MpiCommunicator.h"
+#ifdef CLEAVE_HAVE_CUDA
+#include "cleave/runtime/cuda/CudaBackend.h"
+#include "cleave/runtime/cuda/NcclCommunicator.h"
+#endif
 #include "cleave/runtime/executor/Executor.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
@@ -281,20 +285,61 @@ int main(int argc, char **argv) {
     comm::mpiFinalize();
     return 1;
   }
-  std::unique_ptr<comm::Communicator> comm;
+  // `comm` carries the worker's own host-side messages (time origin,
+  // trace barrier); the executor's collectives go through `deviceComm`
+  // on the CUDA backend (NCCL on GPU buffers), through `comm` on the CPU.
+  std::unique_ptr<comm::Communicator> comm, deviceComm;
+  std::unique_ptr<executor::Backend> backend;
   try {
     comm = comm::createMpiCommunicator(mesh);
   } catch (const std::exception &e) {
     fail(e.what());
   }
+  if (options.backend == "cuda") {
+#ifdef CLEAVE_HAVE_CUDA
+    // Every rank probes alike: report once, end together.
+    absl::StatusOr<int> gpus = cuda::probeCuda();
+    if (!gpus.ok()) {
+      if (gRank == 0)
+        std::fprintf(stderr, "cleave-worker: --backend cuda: %s\n",
+                     std::string(gpus.status().message()).c_str());
+      comm.reset();
+      comm::mpiFinalize();
+      return 1;
+    }
+    absl::StatusOr<std::unique_ptr<executor::Backend>> b =
+        cuda::createCudaBackend(comm::mpiLocalRank(),
+                                plan->knobs().precision() == "tf32");
+    if (!b.ok())
+      fail(std::string(b.status().message()));
+    backend = *std::move(b);
+    try {
+      deviceComm = cuda::createNcclCommunicator(mesh);
+    } catch (const std::exception &e) {
+      fail(std::string("NCCL: ") + e.what());
+    }
+#else
+    if (gRank == 0)
+      std::fprintf(stderr,
+                   "cleave-worker: --backend cuda: this build has no CUDA "
+                   "backend (it was configured without the CUDA toolkit; "
+                   "see docs/dependencies.md)\n");
+    comm.reset();
+    comm::mpiFinalize();
+    return 1;
+#endif
+  }
 
   executor::ExecutorOptions execOptions;
+  execOptions.backend = backend.get();
   execOptions.seed = options.seed;
   execOptions.dataPath = options.dataPath;
   execOptions.inputFiles = options.inputFiles;
   execOptions.trace = !options.tracePath.empty();
   absl::StatusOr<std::unique_ptr<executor::Executor>> ex =
-      executor::Executor::create(*plan, gRank, *comm, execOptions);
+      executor::Executor::create(*plan, gRank,
+                                 deviceComm ? *deviceComm : *comm,
+                                 execOptions);
   if (!ex.ok())
     fail(std::string(ex.status().message()));
   executor::Watchdog watchdog(**ex, options.timeoutSeconds,

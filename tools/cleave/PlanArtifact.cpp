@@ -50,6 +50,13 @@ std::string whyNotLowerable(const cost::ParallelConfig &plan) {
                       std::to_string(plan.tp));
   if (plan.ep != 1 && (plan.tp != 1 || plan.cp != 1))
     reasons.push_back("ep=" + std::to_string(plan.ep) + " with tp or cp");
+  // Programs hold fp32 tensors; tf32 only changes how a GPU multiplies
+  // them. bf16/fp16/fp8 need casts and master weights, not lowered yet.
+  if (plan.precision != cost::DType::Fp32 && plan.precision != cost::DType::Tf32)
+    reasons.push_back("precision=" +
+                      std::string(cost::precisionName(plan.precision)) +
+                      " (programs are fp32; mixed precision is not lowered "
+                      "yet)");
   if (reasons.empty())
     return "";
   std::string out;

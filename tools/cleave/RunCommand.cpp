@@ -173,6 +173,11 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
                         absl::StrFormat("%g", r.timeoutSeconds)};
   if (!r.dataPath.empty())
     options.workerArgs.insert(options.workerArgs.end(), {"--data", r.dataPath});
+  // The plan's run (printSteps) on the chosen backend; references on the
+  // CPU.
+  if (printSteps && r.backend != "cpu")
+    options.workerArgs.insert(options.workerArgs.end(),
+                              {"--backend", r.backend});
   if (!r.tracePath.empty() && printSteps)
     options.workerArgs.insert(options.workerArgs.end(),
                               {"--trace", r.tracePath});

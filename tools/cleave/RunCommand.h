@@ -20,6 +20,9 @@ struct RunRequest {
   std::string dataPath;
   std::string tracePath;
   double timeoutSeconds = 60;
+  /// Where the plan trains: "cpu" or "cuda" (--check's reference always
+  /// runs on the CPU backend).
+  std::string backend = "cpu";
   /// Train the unpartitioned model on one rank alongside and compare.
   bool check = false;
   double tolerance = 1e-5;

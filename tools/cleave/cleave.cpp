@@ -19,6 +19,9 @@
 #include "cleave/cost_model/PlanSearch.h"
 #include "cleave/cost_model/Profile.h"
 #include "cleave/runtime/profiler/CpuProfiler.h"
+#ifdef CLEAVE_HAVE_CUDA
+#include "cleave/runtime/cuda/CudaProfiler.h"
+#endif
 #include "cleave/Importers/ModelLoader.h"
 #include "cleave/Importers/ModelZoo.h"
 #include "cleave/Pipelines.h"
@@ -187,10 +190,12 @@ cl::opt<double> runTimeout(
     cl::desc("Seconds an instruction may take before every rank is stopped"),
     cl::init(60), cl::sub(runCmd), cl::cat(artifactCategory));
 cl::OptionCategory profileCategory("Profile options");
-cl::opt<std::string> backend("backend",
-                            cl::desc("What to measure: cpu (cuda comes with "
-                                     "the CUDA backend)"),
-                            cl::init("cpu"), cl::sub(profileCmd), cl::cat(profileCategory));
+cl::opt<std::string> backend(
+    "backend",
+    cl::desc("cpu or cuda: where `run` trains (one GPU per rank; --check's "
+             "reference stays on the CPU) and what `profile` measures"),
+    cl::init("cpu"), cl::sub(profileCmd), cl::sub(runCmd),
+    cl::cat(profileCategory));
 cl::opt<std::string> profileOut("o", cl::desc("Profile file to write"),
                                 cl::value_desc("FILE"), cl::Required,
                                 cl::sub(profileCmd), cl::cat(profileCategory));
@@ -388,21 +393,9 @@ int runModelCommand() {
     cleave::printSummary(summary, outs());
   return kOk;
 }
-int runProfile() {
-  if (backend != "cpu")
-    return badUsage("--backend " + backend +
-                    ": only the cpu profiler exists yet; the cuda one comes "
-                    "with the CUDA backend");
-  if (profileRanks < 0 || profileRanks == 1)
-    return badUsage("--ranks must be 0 (no collectives) or at least 2");
-  cleave::profiler::CpuProfileOptions options;
-  options.ranks = profileRanks;
-  options.quick = profileQuick;
-  options.mpiWorker = mpiWorker;
-  options.progress = [](const std::string &line) {
-    errs() << "profile: " << line << "\n";
-  };
-  auto profile = cleave::profiler::profileCpu(options);
+/// Writes `profile` with its header `comment` to -o.
+int writeProfile(const absl::StatusOr<cleave::cost::Profile> &profile,
+                 const std::string &comment) {
   if (!profile.ok()) {
     WithColor::error(errs(), "cleave")
         << "profiling failed: " << std::string(profile.status().message())
@@ -416,9 +409,37 @@ int runProfile() {
         << "-o " << profileOut << ": " << ec.message() << "\n";
     return kFailed;
   }
-  file << cleave::cost::formatProfile(
-      *profile, cleave::profiler::cpuProfileComment(options));
+  file << cleave::cost::formatProfile(*profile, comment);
   return kOk;
+}
+
+int runProfile() {
+  auto progress = [](const std::string &line) {
+    errs() << "profile: " << line << "\n";
+  };
+  if (backend == "cuda") {
+#ifdef CLEAVE_HAVE_CUDA
+    cleave::cuda::CudaProfileOptions options;
+    options.quick = profileQuick;
+    options.progress = progress;
+    return writeProfile(cleave::cuda::profileCuda(options),
+                        cleave::cuda::cudaProfileComment(options));
+#else
+    return badUsage("--backend cuda: this build has no CUDA backend (it was "
+                    "configured without the CUDA toolkit)");
+#endif
+  }
+  if (backend != "cpu")
+    return badUsage("--backend must be cpu or cuda, not '" + backend + "'");
+  if (profileRanks < 0 || profileRanks == 1)
+    return badUsage("--ranks must be 0 (no collectives) or at least 2");
+  cleave::profiler::CpuProfileOptions options;
+  options.ranks = profileRanks;
+  options.quick = profileQuick;
+  options.mpiWorker = mpiWorker;
+  options.progress = progress;
+  return writeProfile(cleave::profiler::profileCpu(options),
+                      cleave::profiler::cpuProfileComment(options));
 }
 
 /// The JSON of a plan and its prediction, as `compile --json` prints them.
@@ -545,8 +566,12 @@ int runCompile() {
     fixed.insert("dp");
   }
   if (!planOut.empty()) {
-    if (std::string why = cleave::tool::whyNotLowerable(plan); !why.empty())
-      for (const char *knob : {"cp", "ep", "schedule"})
+    // Knobs not fixed yet are the search's, which keeps to what lowers.
+    cleave::cost::ParallelConfig asked = plan;
+    if (!fixed.count("precision"))
+      asked.precision = cleave::cost::DType::Fp32;
+    if (std::string why = cleave::tool::whyNotLowerable(asked); !why.empty())
+      for (const char *knob : {"cp", "ep", "schedule", "precision"})
         if (fixed.count(knob) && why.find(knob) != std::string::npos)
           return badUsage("-o: --fix " + std::string(knob) +
                           " asks for what the lowering to programs does not "
@@ -798,7 +823,10 @@ int runRun(const char *argv0) {
     return badUsage("--timeout must be positive");
   if (!runData.empty() && !sys::fs::exists(runData))
     return badUsage("--data " + runData + ": no such file");
+  if (backend != "cpu" && backend != "cuda")
+    return badUsage("--backend must be cpu or cuda, not '" + backend + "'");
   cleave::tool::RunRequest request;
+  request.backend = backend;
   request.planPath = planPath;
   request.argv0 = argv0;
   request.steps = runSteps;

@@ -2,7 +2,7 @@
 
 #include "cleave/runtime/comm/Communicator.h"
 
-#include "Pack.h"
+#include "cleave/runtime/comm/Pack.h"
 
 #include <cstring>
 #include <stdexcept>

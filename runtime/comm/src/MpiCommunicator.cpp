@@ -2,7 +2,7 @@
 
 #include "cleave/runtime/comm/MpiCommunicator.h"
 
-#include "Pack.h"
+#include "cleave/runtime/comm/Pack.h"
 
 #include <mpi.h>
 
@@ -33,6 +33,17 @@ int mpiWorldSize() {
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   return size;
+}
+
+int mpiLocalRank() {
+  MPI_Comm node;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return mpiWorldRank();
+  int rank = 0;
+  MPI_Comm_rank(node, &rank);
+  MPI_Comm_free(&node);
+  return rank;
 }
 
 void mpiBarrier() { MPI_Barrier(MPI_COMM_WORLD); }

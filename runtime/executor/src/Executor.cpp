@@ -377,6 +377,11 @@ std::string Executor::readBytes(const void *data, int64_t bytes) const {
   return out;
 }
 
+std::string Executor::tensorBytes(int32_t id, int64_t microbatch) const {
+  TensorView view = tensor(id, microbatch);
+  return readBytes(view.data, view.numBytes());
+}
+
 std::string Executor::outputBytes(int index, int64_t microbatch) const {
   TensorView view = tensor(program_->output_tensors(index), microbatch);
   return readBytes(view.data, view.numBytes());

@@ -23,6 +23,9 @@ void mpiInitialize(int *argc, char ***argv);
 void mpiFinalize();
 int mpiWorldRank();
 int mpiWorldSize();
+/// This rank's index among the ranks on its node (MPI_COMM_TYPE_SHARED):
+/// which of the node's GPUs it drives.
+int mpiLocalRank();
 /// MPI_Barrier on MPI_COMM_WORLD.
 void mpiBarrier();
 /// MPI_Abort on MPI_COMM_WORLD: ends every rank of the job.

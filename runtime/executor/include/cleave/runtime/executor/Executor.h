@@ -104,6 +104,9 @@ public:
   /// The view of tensor `id` for microbatch `microbatch` (slot m % slots,
   /// or for a stash the running step's frame when the schedule gives one).
   TensorView tensor(int32_t id, int64_t microbatch = 0) const;
+  /// The raw bytes of tensor `id` (any dtype), copied out of the backend's
+  /// memory.
+  std::string tensorBytes(int32_t id, int64_t microbatch = 0) const;
   /// Local values of a PARAMETER (or any f32) tensor (copied out of the
   /// backend's memory).
   std::vector<float> tensorValues(int32_t id, int64_t microbatch = 0) const;

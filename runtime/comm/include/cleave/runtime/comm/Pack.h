@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_RUNTIME_COMM_SRC_PACK_H
-#define CLEAVE_RUNTIME_COMM_SRC_PACK_H
+#ifndef CLEAVE_RUNTIME_COMM_PACK_H
+#define CLEAVE_RUNTIME_COMM_PACK_H
 
 #include "cleave/runtime/comm/Communicator.h"
 
@@ -51,4 +51,4 @@ void divideFloats(CommTensor tensor, int64_t n);
 
 } // namespace cleave::comm
 
-#endif // CLEAVE_RUNTIME_COMM_SRC_PACK_H
+#endif // CLEAVE_RUNTIME_COMM_PACK_H

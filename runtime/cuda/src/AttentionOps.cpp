@@ -1,0 +1,135 @@
+//===- AttentionOps.cpp - softmax, softmax_grad and rope on the GPU -------===//
+//
+// The host half of the attention family: operands, attributes and shape
+// checks as runtime/executor/src/ComputeKernels.cpp and GradKernels.cpp
+// have them (and the CPU kernels check), then a launch on the compute
+// stream. A softmax along the last axis runs as contiguous rows; along any
+// other axis as strided columns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Context.h"
+#include "Ops.h"
+#include "kernels/Attention.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace cleave::cuda {
+namespace {
+
+using executor::OpContext;
+using kernels::Shape;
+
+[[noreturn]] void fail(const char *op, const std::string &message) {
+  throw std::invalid_argument(std::string(op) + ": " + message);
+}
+
+void checkAxis(const char *op, int64_t axis, int64_t rank) {
+  if (axis < 0 || axis >= rank)
+    fail(op, "axis " + std::to_string(axis) + " is out of range for rank " +
+                 std::to_string(rank));
+}
+
+void checkSameShape(const char *op, const char *what, const Shape &shape,
+                    const Shape &expected) {
+  if (shape != expected)
+    fail(op, std::string(what) + " must be " + kernels::shapeString(expected) +
+                 ", got " + kernels::shapeString(shape));
+}
+
+int64_t product(const Shape &shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i)
+    p *= shape[i];
+  return p;
+}
+
+void softmaxKernel(OpContext &c) {
+  c.expectArity(1, 1);
+  kernels::ConstTensorRef in = c.in(0);
+  kernels::TensorRef out = c.out(0);
+  int64_t rank = in.rank(), axis = c.attrAxis("axis", rank);
+  bool causal = c.attrBool("causal");
+  checkAxis("softmax", axis, rank);
+  checkSameShape("softmax", "result", out.shape, in.shape);
+  if (causal && (rank < 2 || axis != rank - 1))
+    fail("softmax", "causal softmax must run along the last axis of a [..., "
+                    "query, key] tensor");
+  int64_t n = in.shape[axis];
+  int64_t outer = product(in.shape, 0, axis);
+  int64_t inner = product(in.shape, axis + 1, in.shape.size());
+  int64_t queries = rank >= 2 ? in.shape[rank - 2] : 1;
+  int64_t shift = n - queries;
+  if (c.has("query_blocks")) {
+    if (rank < 2)
+      fail("softmax", "query_blocks needs a [..., query, key] tensor");
+    // This device's queries are block g of `blocks` along the sequence.
+    comm::Axes axes = c.attrStrings("query_blocks");
+    int64_t blocks = c.comm.groupSize(axes);
+    int64_t g = c.comm.mesh().groupRank(axes);
+    shift = g * queries + n - blocks * queries;
+  }
+  cudaStream_t stream = context().compute;
+  if (inner != 1) {
+    launchSoftmaxStrided(in.data, out.data, outer, n, inner, stream);
+    return;
+  }
+  launchSoftmaxRows(in.data, out.data, outer, n, causal, queries, shift,
+                    stream);
+}
+
+void softmaxGradKernel(OpContext &c) {
+  c.expectArity(2, 1);
+  kernels::ConstTensorRef y = c.in(0), dy = c.in(1);
+  kernels::TensorRef dx = c.out(0);
+  int64_t rank = y.rank(), axis = c.attrAxis("axis", rank);
+  checkAxis("softmax_grad", axis, rank);
+  checkSameShape("softmax_grad", "dOut", dy.shape, y.shape);
+  checkSameShape("softmax_grad", "dIn", dx.shape, y.shape);
+  int64_t n = y.shape[axis];
+  int64_t outer = product(y.shape, 0, axis);
+  int64_t inner = product(y.shape, axis + 1, y.shape.size());
+  cudaStream_t stream = context().compute;
+  if (inner != 1)
+    launchSoftmaxGradStrided(y.data, dy.data, dx.data, outer, n, inner, stream);
+  else
+    launchSoftmaxGradRows(y.data, dy.data, dx.data, outer, n, stream);
+}
+
+void ropeKernel(OpContext &c) {
+  c.expectArity(1, 1);
+  kernels::ConstTensorRef in = c.in(0);
+  kernels::TensorRef out = c.out(0);
+  double theta = c.attrFloat("theta");
+  int64_t offset = c.attrInt("offset", 0);
+  bool inverse = c.attrBool("inverse");
+  const char *op = inverse ? "rope (inverse)" : "rope";
+  if (in.rank() != 4)
+    fail(op, "expects [batch, seq, heads, head_dim], got " +
+                 kernels::shapeString(in.shape));
+  if (in.shape[3] % 2 != 0)
+    fail(op, "head_dim must be even");
+  if (!(theta > 0))
+    fail(op, "theta must be positive");
+  checkSameShape(op, "result", out.shape, in.shape);
+  if (c.has("position_blocks")) {
+    // This device holds block g of the sequence (dimension 1).
+    comm::Axes axes = c.attrStrings("position_blocks");
+    offset += c.comm.mesh().groupRank(axes) * in.shape[1];
+  }
+  Scratch table(ropeWorkspaceBytes(in.shape[1], in.shape[3]));
+  launchRope(in.data, out.data, in.shape[0], in.shape[1], in.shape[2],
+             in.shape[3], theta, offset, inverse, table.data(),
+             context().compute);
+}
+
+} // namespace
+
+void registerAttentionOps(Registry &r) {
+  r["graph.softmax"] = softmaxKernel;
+  r["graph.softmax_grad"] = softmaxGradKernel;
+  r["graph.rope"] = ropeKernel;
+}
+
+} // namespace cleave::cuda

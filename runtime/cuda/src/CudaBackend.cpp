@@ -1,0 +1,109 @@
+//===- CudaBackend.cpp - The executor's backend on one GPU ----------------===//
+
+#include "cleave/runtime/cuda/CudaBackend.h"
+
+#include "Context.h"
+#include "Ops.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace cleave::cuda {
+
+namespace {
+
+/// One backend (one Context) per process at a time.
+bool gStarted = false;
+
+class CudaBackend final : public executor::Backend {
+public:
+  ~CudaBackend() override {
+    destroyContext();
+    gStarted = false;
+  }
+
+  std::string name() const override { return "cuda"; }
+  executor::KernelFn findKernel(const std::string &op) const override {
+    auto it = registry().find(op);
+    return it == registry().end() ? nullptr : it->second;
+  }
+  bool hostAddressable() const override { return false; }
+
+  void *allocate(int64_t bytes) override {
+    void *data = nullptr;
+    size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 64));
+    CLEAVE_CUDA_CHECK(cudaMalloc(&data, size));
+    CLEAVE_CUDA_CHECK(cudaMemset(data, 0, size));
+    return data;
+  }
+  void deallocate(void *data) override { cudaFree(data); }
+  void *allocateHost(int64_t bytes) override {
+    void *data = nullptr;
+    size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 64));
+    CLEAVE_CUDA_CHECK(cudaMallocHost(&data, size));
+    std::memset(data, 0, size);
+    return data;
+  }
+  void freeHost(void *data) override { cudaFreeHost(data); }
+
+  void copyIn(void *dst, const void *src, int64_t bytes) override {
+    CLEAVE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                      context().compute));
+  }
+  void copyOut(void *dst, const void *src, int64_t bytes) override {
+    copyOutAsync(dst, src, bytes);
+    synchronize();
+  }
+  void copyOutAsync(void *dst, const void *src, int64_t bytes) override {
+    CLEAVE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost,
+                                      context().compute));
+  }
+  void fillZero(void *dst, int64_t bytes) override {
+    CLEAVE_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, context().compute));
+  }
+  void synchronize() override {
+    CLEAVE_CUDA_CHECK(cudaStreamSynchronize(context().compute));
+  }
+};
+
+} // namespace
+
+absl::StatusOr<int> probeCuda() {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    if (status == cudaSuccess)
+      status = cudaErrorNoDevice;
+    // The error sticks to the runtime's state otherwise.
+    cudaGetLastError();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no CUDA GPU found: ", cudaGetErrorName(status), " (",
+        cudaGetErrorString(status), ")"));
+  }
+  return count;
+}
+
+absl::StatusOr<std::unique_ptr<executor::Backend>>
+createCudaBackend(int localRank, bool tf32) {
+  absl::StatusOr<int> count = probeCuda();
+  if (!count.ok())
+    return count.status();
+  if (gStarted)
+    return absl::FailedPreconditionError(
+        "the CUDA backend runs once per process");
+  int device = localRank < 0 ? 0 : localRank % *count;
+  try {
+    createContext(device);
+    context().tf32 = tf32;
+  } catch (const std::exception &e) {
+    return absl::InternalError(absl::StrCat("starting the CUDA backend on GPU ",
+                                            device, ": ", e.what()));
+  }
+  gStarted = true;
+  return std::unique_ptr<executor::Backend>(new CudaBackend());
+}
+
+} // namespace cleave::cuda

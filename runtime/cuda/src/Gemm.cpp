@@ -1,0 +1,155 @@
+//===- Gemm.cpp - Row-major fp32 GEMMs through cuBLASLt -------------------===//
+//
+// Row-major C[M,N] = op(A)[M,K] op(B)[K,N] is column-major
+// C^T[N,M] = op(B)^T op(A)^T, so cuBLASLt gets the operands swapped and
+// each stored row-major buffer read as its column-major transpose (no data
+// moves). Descriptors and the heuristic's algorithm are cached per problem:
+// a training step repeats the same few shapes thousands of times.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gemm.h"
+
+#include "Context.h"
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+namespace cleave::cuda {
+
+namespace {
+
+/// One cuBLASLt problem in column-major terms: D (m x n) = opA(A) opB(B),
+/// A is stored rowsA x colsA with leading dimension rowsA, etc.
+struct Problem {
+  bool transA, transB;
+  int64_t m, n, k;
+  int32_t batch;
+  int64_t strideA, strideB, strideC;
+  bool tf32;
+  float beta;
+
+  auto key() const {
+    return std::make_tuple(transA, transB, m, n, k, batch, strideA, strideB,
+                           strideC, tf32, beta != 0.0f);
+  }
+  bool operator<(const Problem &o) const { return key() < o.key(); }
+};
+
+/// Descriptors and algorithm of a Problem, made once.
+struct Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+cublasLtMatrixLayout_t layout(int64_t rows, int64_t cols, int32_t batch,
+                              int64_t stride) {
+  cublasLtMatrixLayout_t l = nullptr;
+  CLEAVE_CUDA_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, rows, cols,
+                                               rows > 0 ? rows : 1));
+  if (batch > 1) {
+    CLEAVE_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(
+        l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+    CLEAVE_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(
+        l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+        sizeof(stride)));
+  }
+  return l;
+}
+
+const Plan &planFor(const Problem &p) {
+  static std::map<Problem, Plan> cache;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(p);
+  if (it != cache.end())
+    return it->second;
+  Context &ctx = context();
+  Plan plan;
+  cublasComputeType_t compute =
+      p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  CLEAVE_CUDA_CHECK(cublasLtMatmulDescCreate(&plan.op, compute, CUDA_R_32F));
+  cublasOperation_t ta = p.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = p.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CLEAVE_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
+      plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  CLEAVE_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
+      plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  // Stored shapes: op(A) is m x k, op(B) is k x n.
+  plan.a = p.transA ? layout(p.k, p.m, p.batch, p.strideA)
+                    : layout(p.m, p.k, p.batch, p.strideA);
+  plan.b = p.transB ? layout(p.n, p.k, p.batch, p.strideB)
+                    : layout(p.k, p.n, p.batch, p.strideB);
+  plan.c = layout(p.m, p.n, p.batch, p.strideC);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  CLEAVE_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  size_t workspace = ctx.ltWorkspaceBytes;
+  CLEAVE_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+      sizeof(workspace)));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      ctx.lt, plan.op, plan.a, plan.b, plan.c, plan.c, pref, 1, &result,
+      &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  CLEAVE_CUDA_CHECK(status);
+  if (found == 0)
+    throw std::runtime_error(
+        "cuBLASLt has no algorithm for a " + std::to_string(p.m) + "x" +
+        std::to_string(p.n) + "x" + std::to_string(p.k) + " product");
+  plan.algo = result.algo;
+  return cache.emplace(p, plan).first->second;
+}
+
+void run(Problem p, const float *a, const float *b, float *c) {
+  Context &ctx = context();
+  p.tf32 = ctx.tf32;
+  if (p.m == 0 || p.n == 0 || p.batch == 0)
+    return;
+  if (p.k == 0) {
+    // An empty contraction adds nothing (cuBLASLt wants k >= 1).
+    if (p.beta != 0.0f)
+      return;
+    for (int32_t i = 0; i < p.batch; ++i)
+      CLEAVE_CUDA_CHECK(cudaMemsetAsync(c + i * p.strideC, 0,
+                                        sizeof(float) * p.m * p.n,
+                                        ctx.compute));
+    return;
+  }
+  const Plan &plan = planFor(p);
+  float alpha = 1.0f, beta = p.beta;
+  CLEAVE_CUDA_CHECK(cublasLtMatmul(ctx.lt, plan.op, &alpha, a, plan.a, b,
+                                   plan.b, &beta, c, plan.c, c, plan.c,
+                                   &plan.algo, ctx.ltWorkspace,
+                                   ctx.ltWorkspaceBytes, ctx.compute));
+}
+
+} // namespace
+
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          const float *a, const float *b, float beta, float *c,
+          int64_t batch, int64_t strideA, int64_t strideB, int64_t strideC) {
+  if (batch > INT32_MAX)
+    throw std::invalid_argument("a GEMM batch of " + std::to_string(batch));
+  // Column-major: C^T (n x m) = op(B)^T (n x k) op(A)^T (k x m).
+  Problem p{};
+  p.transA = transB;
+  p.transB = transA;
+  p.m = n;
+  p.n = m;
+  p.k = k;
+  p.batch = static_cast<int32_t>(batch);
+  p.strideA = strideB;
+  p.strideB = strideA;
+  p.strideC = strideC;
+  p.beta = beta;
+  run(p, b, a, c);
+}
+
+} // namespace cleave::cuda

@@ -1,0 +1,389 @@
+//===- Attention.cu - Softmax and rotary embedding kernels ----------------===//
+//
+// Softmax rows run one warp per row up to 512 elements and one block per
+// row beyond (128 to 512 threads, so that a thread holds at most 16
+// elements). Each thread sees elements tid, tid + threads, ... of its row
+// (coalesced) and keeps them in registers up to 8192 elements, so that a
+// row is read from memory once; longer rows are re-read per pass (from L1
+// or L2). Max and sum are reduced with warp shuffles, then across a
+// block's warps through shared memory, always in the same order, so the
+// results are deterministic. The arithmetic is the CPU kernel's: the row
+// max, expf(x - max) summed in fp32, then expf(x - max) * (1 / sum).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kernels/Attention.h"
+
+#include "Context.h"
+
+#include <algorithm>
+
+namespace cleave::cuda {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr unsigned kAllLanes = 0xffffffffu;
+/// Rows per block when one warp handles a row.
+constexpr int kWarpRowsPerBlock = 4;
+/// Grids loop over rows or elements beyond this many blocks.
+constexpr int64_t kMaxBlocks = int64_t(1) << 20;
+
+//===----------------------------------------------------------------------===//
+// Rows: one warp or one block per row
+//===----------------------------------------------------------------------===//
+
+/// kThreads threads per row, each holding kPer elements of it in registers
+/// (0: none, the row is re-read at every pass).
+template <int kThreads, int kPer> struct RowShape {
+  static constexpr int threads = kThreads;
+  static constexpr int per = kPer;
+  static constexpr int blockThreads =
+      kThreads == kWarp ? kWarp * kWarpRowsPerBlock : kThreads;
+  static constexpr int rowsPerBlock = kThreads == kWarp ? kWarpRowsPerBlock : 1;
+  /// Blocks per SM that __launch_bounds__ asks for: at most 128 registers
+  /// a thread, so that a row held in registers does not cost occupancy
+  /// below a quarter (the compiler recomputes rather than keep more live).
+  static constexpr int minBlocks =
+      blockThreads * 128 >= 65536 ? 1 : 65536 / (blockThreads * 128);
+};
+
+/// Calls f(RowShape<...>{}) with the shape for rows of n elements.
+template <typename F> void withRowShape(int64_t n, F &&f) {
+  if (n <= 32)
+    f(RowShape<kWarp, 1>{});
+  else if (n <= 64)
+    f(RowShape<kWarp, 2>{});
+  else if (n <= 128)
+    f(RowShape<kWarp, 4>{});
+  else if (n <= 256)
+    f(RowShape<kWarp, 8>{});
+  else if (n <= 512)
+    f(RowShape<kWarp, 16>{});
+  else if (n <= 1024) // a warp would need 32 registers per row operand
+    f(RowShape<128, 8>{});
+  else if (n <= 2048)
+    f(RowShape<256, 8>{});
+  else if (n <= 4096)
+    f(RowShape<512, 8>{});
+  else if (n <= 8192)
+    f(RowShape<512, 16>{});
+  else
+    f(RowShape<1024, 0>{});
+}
+
+template <typename Shape> unsigned rowBlocks(int64_t rows) {
+  int64_t blocks = (rows + Shape::rowsPerBlock - 1) / Shape::rowsPerBlock;
+  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, kMaxBlocks));
+}
+
+/// This thread's place among the threads of its row, and the rows its
+/// warp (or block) visits.
+template <int kThreads> struct RowWalk {
+  int tid;
+  int64_t first, stride;
+  __device__ RowWalk() {
+    if constexpr (kThreads == kWarp) {
+      tid = threadIdx.x % kWarp;
+      first = int64_t(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / kWarp;
+      stride = int64_t(gridDim.x) * kWarpRowsPerBlock;
+    } else {
+      tid = threadIdx.x;
+      first = blockIdx.x;
+      stride = gridDim.x;
+    }
+  }
+};
+
+/// The first n elements of a row as thread `tid` of kThreads sees them.
+template <int kThreads, int kPer> struct RowSlice {
+  const float *src;
+  int64_t n;
+  int tid;
+  float v[kPer > 0 ? kPer : 1];
+
+  __device__ RowSlice(const float *src, int64_t n, int tid)
+      : src(src), n(n), tid(tid) {
+    if constexpr (kPer > 0) {
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        int64_t i = tid + int64_t(k) * kThreads;
+        v[k] = i < n ? src[i] : 0.0f;
+      }
+    }
+  }
+
+  /// f(i, x[i]) for this thread's elements.
+  template <typename F> __device__ void forEach(F &&f) const {
+    if constexpr (kPer > 0) {
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        int64_t i = tid + int64_t(k) * kThreads;
+        if (i < n)
+          f(i, v[k]);
+      }
+    } else {
+      for (int64_t i = tid; i < n; i += kThreads)
+        f(i, src[i]);
+    }
+  }
+};
+
+/// f(i, a[i], b[i]) over two slices of the same row shape.
+template <int kThreads, int kPer, typename F>
+__device__ void forEach2(const RowSlice<kThreads, kPer> &a,
+                         const RowSlice<kThreads, kPer> &b, F &&f) {
+  if constexpr (kPer > 0) {
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      int64_t i = a.tid + int64_t(k) * kThreads;
+      if (i < a.n)
+        f(i, a.v[k], b.v[k]);
+    }
+  } else {
+    for (int64_t i = a.tid; i < a.n; i += kThreads)
+      f(i, a.src[i], b.src[i]);
+  }
+}
+
+struct MaxOp {
+  // fmaxf ignores a NaN operand as the CPU's std::max(max, x) does.
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct SumOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+/// Butterfly reduction: every lane ends with the same value (the operators
+/// are commutative in IEEE arithmetic).
+template <typename Op> __device__ float warpReduce(float v, Op op) {
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v = op(v, __shfl_xor_sync(kAllLanes, v, offset));
+  return v;
+}
+
+/// Reduces over the kThreads threads of a row; every one of them gets the
+/// result. `shared` holds kThreads / 32 floats (unused for warp rows).
+template <int kThreads, typename Op>
+__device__ float rowReduce(float v, Op op, float *shared) {
+  v = warpReduce(v, op);
+  if constexpr (kThreads > kWarp) {
+    constexpr int kWarps = kThreads / kWarp;
+    __syncthreads(); // readers of an earlier reduction are done with shared
+    if (threadIdx.x % kWarp == 0)
+      shared[threadIdx.x / kWarp] = v;
+    __syncthreads();
+    v = shared[0];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w)
+      v = op(v, shared[w]);
+  }
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+template <int kThreads, int kPer>
+__global__ void __launch_bounds__(RowShape<kThreads, kPer>::blockThreads,
+                                  RowShape<kThreads, kPer>::minBlocks)
+    softmaxRowsKernel(const float *in, float *out, int64_t rows, int64_t n,
+                      bool causal, int64_t queries, int64_t shift) {
+  __shared__ float shared[kThreads / kWarp];
+  RowWalk<kThreads> walk;
+  for (int64_t row = walk.first; row < rows; row += walk.stride) {
+    const float *x = in + row * n;
+    float *y = out + row * n;
+    int64_t valid = n;
+    if (causal)
+      valid = min(n, max(int64_t(0), row % queries + shift + 1));
+    // Masked keys are never read: a causal row reads only what it keeps.
+    for (int64_t i = max(valid, int64_t(0)) + walk.tid; i < n; i += kThreads)
+      y[i] = 0.0f;
+    if (valid <= 0)
+      continue;
+    RowSlice<kThreads, kPer> v(x, valid, walk.tid);
+    float rowMax = -INFINITY;
+    v.forEach([&](int64_t, float xi) { rowMax = fmaxf(rowMax, xi); });
+    rowMax = rowReduce<kThreads>(rowMax, MaxOp(), shared);
+    float sum = 0.0f;
+    v.forEach([&](int64_t, float xi) { sum += expf(xi - rowMax); });
+    sum = rowReduce<kThreads>(sum, SumOp(), shared);
+    float inv = 1.0f / sum;
+    // Every read of the row is done (the reductions synchronise), so out
+    // may alias in.
+    v.forEach([&](int64_t i, float xi) { y[i] = expf(xi - rowMax) * inv; });
+  }
+}
+
+/// One thread per [outer, inner] column, walking the axis as the CPU does.
+__global__ void softmaxStridedKernel(const float *in, float *out, int64_t outer,
+                                     int64_t n, int64_t inner) {
+  int64_t columns = outer * inner;
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < columns;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = (c / inner) * n * inner + c % inner;
+    const float *x = in + base;
+    float *y = out + base;
+    float rowMax = -INFINITY;
+    for (int64_t j = 0; j < n; ++j)
+      rowMax = fmaxf(rowMax, x[j * inner]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      float e = expf(x[j * inner] - rowMax);
+      y[j * inner] = e;
+      sum += e;
+    }
+    float inv = 1.0f / sum;
+    for (int64_t j = 0; j < n; ++j)
+      y[j * inner] *= inv;
+  }
+}
+
+template <int kThreads, int kPer>
+__global__ void __launch_bounds__(RowShape<kThreads, kPer>::blockThreads,
+                                  RowShape<kThreads, kPer>::minBlocks)
+    softmaxGradRowsKernel(const float *out, const float *dOut, float *dIn,
+                          int64_t rows, int64_t n) {
+  __shared__ float shared[kThreads / kWarp];
+  RowWalk<kThreads> walk;
+  for (int64_t row = walk.first; row < rows; row += walk.stride) {
+    RowSlice<kThreads, kPer> y(out + row * n, n, walk.tid);
+    RowSlice<kThreads, kPer> g(dOut + row * n, n, walk.tid);
+    float dot = 0.0f;
+    forEach2(y, g, [&](int64_t, float yi, float gi) { dot += yi * gi; });
+    dot = rowReduce<kThreads>(dot, SumOp(), shared);
+    float *d = dIn + row * n;
+    forEach2(y, g,
+             [&](int64_t i, float yi, float gi) { d[i] = yi * (gi - dot); });
+  }
+}
+
+__global__ void softmaxGradStridedKernel(const float *out, const float *dOut,
+                                         float *dIn, int64_t outer, int64_t n,
+                                         int64_t inner) {
+  int64_t columns = outer * inner;
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < columns;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = (c / inner) * n * inner + c % inner;
+    const float *y = out + base, *g = dOut + base;
+    float *d = dIn + base;
+    float dot = 0.0f;
+    for (int64_t j = 0; j < n; ++j)
+      dot += y[j * inner] * g[j * inner];
+    for (int64_t j = 0; j < n; ++j)
+      d[j * inner] = y[j * inner] * (g[j * inner] - dot);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Rope
+//===----------------------------------------------------------------------===//
+
+/// table[s * half + i] = (cos, sin) of position s's angle for pair i, in
+/// double and rounded to float as the CPU's table is.
+__global__ void ropeTableKernel(float2 *table, int64_t seq, int64_t half,
+                                int64_t dim, double theta, int64_t offset,
+                                bool inverse) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       t < seq * half; t += int64_t(gridDim.x) * blockDim.x) {
+    int64_t s = t / half, i = t % half;
+    double pos = static_cast<double>(s + offset);
+    double angle = pos * pow(theta, -2.0 * static_cast<double>(i) /
+                                        static_cast<double>(dim));
+    double sine = sin(angle);
+    table[t] = make_float2(static_cast<float>(cos(angle)),
+                           static_cast<float>(inverse ? -sine : sine));
+  }
+}
+
+/// One thread per rotated pair; both elements are read before either is
+/// written, so out may alias in. The _rn intrinsics keep nvcc from fusing
+/// the products into FMAs, which the CPU does not have.
+__global__ void ropeKernel(const float *in, float *out, const float2 *table,
+                           int64_t pairs, int64_t seq, int64_t heads,
+                           int64_t half) {
+  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < pairs;
+       p += int64_t(gridDim.x) * blockDim.x) {
+    int64_t i = p % half, vec = p / half; // vec = (b * seq + s) * heads + h
+    int64_t s = (vec / heads) % seq;
+    float2 cs = table[s * half + i];
+    const float *x = in + vec * 2 * half;
+    float *y = out + vec * 2 * half;
+    float lo = x[i], hi = x[i + half];
+    y[i] = __fsub_rn(__fmul_rn(lo, cs.x), __fmul_rn(hi, cs.y));
+    y[i + half] = __fadd_rn(__fmul_rn(hi, cs.x), __fmul_rn(lo, cs.y));
+  }
+}
+
+} // namespace
+
+void launchSoftmaxRows(const float *in, float *out, int64_t rows, int64_t n,
+                       bool causal, int64_t queries, int64_t shift,
+                       cudaStream_t stream) {
+  if (rows <= 0 || n <= 0)
+    return;
+  withRowShape(n, [&](auto shape) {
+    using S = decltype(shape);
+    softmaxRowsKernel<S::threads, S::per>
+        <<<rowBlocks<S>(rows), S::blockThreads, 0, stream>>>(
+            in, out, rows, n, causal, causal ? queries : 1, shift);
+  });
+  CLEAVE_CUDA_LAUNCHED("softmaxRowsKernel");
+}
+
+void launchSoftmaxStrided(const float *in, float *out, int64_t outer, int64_t n,
+                          int64_t inner, cudaStream_t stream) {
+  if (outer <= 0 || n <= 0 || inner <= 0)
+    return;
+  softmaxStridedKernel<<<blocksFor(outer * inner), 256, 0, stream>>>(
+      in, out, outer, n, inner);
+  CLEAVE_CUDA_LAUNCHED("softmaxStridedKernel");
+}
+
+void launchSoftmaxGradRows(const float *out, const float *dOut, float *dIn,
+                           int64_t rows, int64_t n, cudaStream_t stream) {
+  if (rows <= 0 || n <= 0)
+    return;
+  withRowShape(n, [&](auto shape) {
+    using S = decltype(shape);
+    softmaxGradRowsKernel<S::threads, S::per>
+        <<<rowBlocks<S>(rows), S::blockThreads, 0, stream>>>(out, dOut, dIn,
+                                                             rows, n);
+  });
+  CLEAVE_CUDA_LAUNCHED("softmaxGradRowsKernel");
+}
+
+void launchSoftmaxGradStrided(const float *out, const float *dOut, float *dIn,
+                              int64_t outer, int64_t n, int64_t inner,
+                              cudaStream_t stream) {
+  if (outer <= 0 || n <= 0 || inner <= 0)
+    return;
+  softmaxGradStridedKernel<<<blocksFor(outer * inner), 256, 0, stream>>>(
+      out, dOut, dIn, outer, n, inner);
+  CLEAVE_CUDA_LAUNCHED("softmaxGradStridedKernel");
+}
+
+size_t ropeWorkspaceBytes(int64_t seq, int64_t headDim) {
+  return static_cast<size_t>(std::max<int64_t>(seq * (headDim / 2), 0)) *
+         sizeof(float2);
+}
+
+void launchRope(const float *in, float *out, int64_t batch, int64_t seq,
+                int64_t heads, int64_t headDim, double theta, int64_t offset,
+                bool inverse, void *workspace, cudaStream_t stream) {
+  int64_t half = headDim / 2;
+  int64_t pairs = batch * seq * heads * half;
+  if (pairs <= 0)
+    return;
+  float2 *table = static_cast<float2 *>(workspace);
+  ropeTableKernel<<<blocksFor(seq * half), 256, 0, stream>>>(
+      table, seq, half, headDim, theta, offset, inverse);
+  CLEAVE_CUDA_LAUNCHED("ropeTableKernel");
+  ropeKernel<<<blocksFor(pairs), 256, 0, stream>>>(in, out, table, pairs, seq,
+                                                   heads, half);
+  CLEAVE_CUDA_LAUNCHED("ropeKernel");
+}
+
+} // namespace cleave::cuda
