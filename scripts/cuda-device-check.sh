@@ -41,8 +41,8 @@ grep -E "^\[  FAILED  \]" "$out/kernels.txt" | head -20 | tee -a "$log"
 say "== one-rank plans, cuda against cpu =="
 declare -A models=(
   [gpt]="zoo:gpt,layers=2,hidden=256,heads=4,seq=128,vocab=1024"
-  [llama]="zoo:llama,layers=2,hidden=256,heads=4,seq=128,vocab=1024"
-  [moe]="zoo:moe,layers=2,hidden=256,heads=4,seq=128,vocab=1024,experts=4"
+  [llama]="zoo:llama,layers=2,hidden=256,heads=4,kv_heads=2,seq=128,vocab=1024"
+  [moe]="zoo:moe,layers=2,hidden=256,heads=4,kv_heads=2,seq=128,vocab=1024,experts=4"
   [bert]="zoo:bert,layers=2,hidden=256,heads=4,seq=128,vocab=1024"
   [vit]="zoo:vit,layers=2,hidden=256,heads=4,image=64,patch=16,classes=10"
 )

@@ -40,7 +40,9 @@ if shutil.which("nvidia-smi"):
 llvm_config.use_default_substitutions()
 tool_dirs = [os.path.join(config.cleave_tools_dir, "cleave"),
              os.path.join(config.cleave_tools_dir, "cleave-opt"),
+             os.path.join(config.cleave_tools_dir, "cleave-worker"),
              config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["cleave-opt", "cleave", "FileCheck", "not",
+llvm_config.add_tool_substitutions(["cleave-opt", "cleave", "cleave-worker",
+                                    "FileCheck", "not",
                                     "count", "split-file"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

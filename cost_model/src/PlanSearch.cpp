@@ -146,10 +146,13 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
           eps = divisorsOf(std::gcd(m.experts, dp), dp);
         if (fixedKnob(o, "ep"))
           eps = {f.ep};
-        std::vector<bool> sps = {tp > 1};
+        // Sequence parallelism splits the tokens over tp: only where tp
+        // divides them (ViT's patches plus a class token often do not).
+        bool spPossible = tp > 1 && m.seq % tp == 0;
+        std::vector<bool> sps = {spPossible};
         if (fixedKnob(o, "sp"))
           sps = {f.sequenceParallel};
-        else if (o.exhaustive && tp > 1)
+        else if (o.exhaustive && spPossible)
           sps = {false, true};
         for (int64_t ep : eps)
           for (bool sp : sps)

@@ -10,7 +10,8 @@ const char *const kUsage =
     "usage: cleave-worker PLAN [--steps K] [--data tokens.bin] [--seed S]\n"
     "                     [--trace out.json] [--dump-params DIR]\n"
     "                     [--input NAME=FILE]... [--dump-outputs DIR]\n"
-    "                     [--timeout SECONDS] [--backend cpu|cuda] [--list]\n";
+    "                     [--timeout SECONDS] [--backend cpu|cuda] [--list]\n"
+    "       cleave-worker --kernels [--backend cpu|cuda]\n";
 
 namespace {
 bool parseInt(const std::string &text, int64_t &value) {
@@ -63,6 +64,8 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       }
     } else if (arg == "--list") {
       options.list = true;
+    } else if (arg == "--kernels") {
+      options.listKernels = true;
     } else if (arg == "--data") {
       if (!value(options.dataPath))
         return false;
@@ -114,7 +117,7 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       return false;
     }
   }
-  if (options.planPath.empty() && error.empty())
+  if (options.planPath.empty() && error.empty() && !options.listKernels)
     error = "no plan given";
   return error.empty();
 }

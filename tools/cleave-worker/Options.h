@@ -26,6 +26,9 @@ struct Options {
   std::string backend = "cpu";
   /// Print each rank's program (schedule and instructions) and exit.
   bool list = false;
+  /// Print the ops the backend has kernels for, one per line, and exit
+  /// (no plan, no GPU needed).
+  bool listKernels = false;
   /// Fault injection for the runtime's tests: rank `faultRank` does
   /// `fault` ("kill": SIGKILL itself, "hang": sleep forever, "exit": exit
   /// 3 without MPI_Finalize) at the start of step `faultStep`.

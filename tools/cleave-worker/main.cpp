@@ -229,6 +229,28 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  if (options.listKernels) {
+    std::vector<std::string> ops;
+    if (options.backend == "cpu") {
+      ops = executor::registeredOps();
+    } else {
+#ifdef CLEAVE_HAVE_CUDA
+      ops = cuda::kernelOps();
+#else
+      if (gRank == 0)
+        std::fprintf(stderr, "cleave-worker: --backend cuda: this build has "
+                             "no CUDA backend\n");
+      comm::mpiFinalize();
+      return 1;
+#endif
+    }
+    if (gRank == 0)
+      for (const std::string &op : ops)
+        std::printf("%s\n", op.c_str());
+    comm::mpiFinalize();
+    return 0;
+  }
+
   absl::StatusOr<plan::Plan> plan = plan::readPlanFile(options.planPath);
   if (!plan.ok())
     fail(std::string(plan.status().message()));

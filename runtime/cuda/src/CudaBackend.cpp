@@ -71,6 +71,13 @@ public:
 
 } // namespace
 
+std::vector<std::string> kernelOps() {
+  std::vector<std::string> ops;
+  for (const auto &[name, fn] : registry())
+    ops.push_back(name);
+  return ops;
+}
+
 absl::StatusOr<int> probeCuda() {
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);

@@ -17,6 +17,8 @@
 #include "absl/status/statusor.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace cleave::cuda {
 
@@ -24,6 +26,9 @@ namespace cleave::cuda {
 /// ("no CUDA GPU found: cudaErrorNoDevice (...)", or
 /// cudaErrorInsufficientDriver where no driver is installed).
 absl::StatusOr<int> probeCuda();
+
+/// The ops the backend has kernels for, sorted (no GPU needed).
+std::vector<std::string> kernelOps();
 
 /// Starts the backend on GPU `localRank % deviceCount` (one rank per GPU
 /// of a node); only one per process. `tf32`: fp32 GEMMs on TF32 tensor
