@@ -329,9 +329,12 @@ int main(int argc, char **argv) {
       comm::mpiFinalize();
       return 1;
     }
+    absl::StatusOr<cuda::GemmPrecision> precision =
+        cuda::parseGemmPrecision(plan->knobs().precision());
+    if (!precision.ok())
+      fail(std::string(precision.status().message()));
     absl::StatusOr<std::unique_ptr<executor::Backend>> b =
-        cuda::createCudaBackend(comm::mpiLocalRank(),
-                                plan->knobs().precision() == "tf32");
+        cuda::createCudaBackend(comm::mpiLocalRank(), *precision);
     if (!b.ok())
       fail(std::string(b.status().message()));
     backend = *std::move(b);

@@ -50,13 +50,12 @@ std::string whyNotLowerable(const cost::ParallelConfig &plan) {
                       std::to_string(plan.tp));
   if (plan.ep != 1 && (plan.tp != 1 || plan.cp != 1))
     reasons.push_back("ep=" + std::to_string(plan.ep) + " with tp or cp");
-  // Programs hold fp32 tensors; tf32 only changes how a GPU multiplies
-  // them. bf16/fp16/fp8 need casts and master weights, not lowered yet.
-  if (plan.precision != cost::DType::Fp32 && plan.precision != cost::DType::Tf32)
-    reasons.push_back("precision=" +
-                      std::string(cost::precisionName(plan.precision)) +
-                      " (programs are fp32; mixed precision is not lowered "
-                      "yet)");
+  // Programs hold fp32 tensors (the weights are the fp32 masters); the
+  // precision only says how a GPU multiplies them (tf32 inside the tensor
+  // cores, bf16/fp16 on rounded copies of the operands). fp8 GEMMs need
+  // scaling factors, which the plan does not carry.
+  if (plan.precision == cost::DType::Fp8)
+    reasons.push_back("precision=fp8 (no scaling factors in the plan)");
   if (reasons.empty())
     return "";
   std::string out;

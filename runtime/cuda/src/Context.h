@@ -12,6 +12,8 @@
 #ifndef CLEAVE_RUNTIME_CUDA_SRC_CONTEXT_H
 #define CLEAVE_RUNTIME_CUDA_SRC_CONTEXT_H
 
+#include "cleave/runtime/cuda/CudaBackend.h"
+
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -29,8 +31,8 @@ struct Context {
   /// cuBLASLt's workspace (32 MiB, as PyTorch gives it on Hopper).
   void *ltWorkspace = nullptr;
   size_t ltWorkspaceBytes = 0;
-  /// Use TF32 tensor cores for fp32 GEMMs (the plan's precision "tf32").
-  bool tf32 = false;
+  /// How GEMMs multiply the plan's fp32 tensors (its precision knob).
+  GemmPrecision gemmPrecision = GemmPrecision::Fp32;
 };
 
 /// The process's context; throws std::runtime_error before the CUDA

@@ -71,6 +71,24 @@ public:
 
 } // namespace
 
+absl::StatusOr<GemmPrecision> parseGemmPrecision(const std::string &name) {
+  if (name == "fp32" || name.empty())
+    return GemmPrecision::Fp32;
+  if (name == "tf32")
+    return GemmPrecision::Tf32;
+  if (name == "bf16")
+    return GemmPrecision::Bf16;
+  if (name == "fp16")
+    return GemmPrecision::Fp16;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "precision '", name, "': the CUDA backend multiplies in fp32, tf32, "
+      "bf16 or fp16"));
+}
+
+void setGemmPrecision(GemmPrecision precision) {
+  context().gemmPrecision = precision;
+}
+
 std::vector<std::string> kernelOps() {
   std::vector<std::string> ops;
   for (const auto &[name, fn] : registry())
@@ -94,7 +112,7 @@ absl::StatusOr<int> probeCuda() {
 }
 
 absl::StatusOr<std::unique_ptr<executor::Backend>>
-createCudaBackend(int localRank, bool tf32) {
+createCudaBackend(int localRank, GemmPrecision precision) {
   absl::StatusOr<int> count = probeCuda();
   if (!count.ok())
     return count.status();
@@ -104,7 +122,7 @@ createCudaBackend(int localRank, bool tf32) {
   int device = localRank < 0 ? 0 : localRank % *count;
   try {
     createContext(device);
-    context().tf32 = tf32;
+    context().gemmPrecision = precision;
   } catch (const std::exception &e) {
     return absl::InternalError(absl::StrCat("starting the CUDA backend on GPU ",
                                             device, ": ", e.what()));

@@ -11,9 +11,11 @@
 #include "Gemm.h"
 
 #include "Context.h"
+#include "kernels/Convert.h"
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -29,12 +31,12 @@ struct Problem {
   int64_t m, n, k;
   int32_t batch;
   int64_t strideA, strideB, strideC;
-  bool tf32;
+  GemmPrecision precision;
   float beta;
 
   auto key() const {
     return std::make_tuple(transA, transB, m, n, k, batch, strideA, strideB,
-                           strideC, tf32, beta != 0.0f);
+                           strideC, static_cast<int>(precision), beta != 0.0f);
   }
   bool operator<(const Problem &o) const { return key() < o.key(); }
 };
@@ -46,10 +48,10 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
 };
 
-cublasLtMatrixLayout_t layout(int64_t rows, int64_t cols, int32_t batch,
-                              int64_t stride) {
+cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols,
+                              int32_t batch, int64_t stride) {
   cublasLtMatrixLayout_t l = nullptr;
-  CLEAVE_CUDA_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, rows, cols,
+  CLEAVE_CUDA_CHECK(cublasLtMatrixLayoutCreate(&l, type, rows, cols,
                                                rows > 0 ? rows : 1));
   if (batch > 1) {
     CLEAVE_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(
@@ -70,8 +72,14 @@ const Plan &planFor(const Problem &p) {
     return it->second;
   Context &ctx = context();
   Plan plan;
-  cublasComputeType_t compute =
-      p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  // Products always accumulate in fp32 and write fp32; tf32 rounds the
+  // inputs inside the tensor cores, bf16/fp16 take converted inputs.
+  cublasComputeType_t compute = p.precision == GemmPrecision::Tf32
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
+  cudaDataType_t in = p.precision == GemmPrecision::Bf16   ? CUDA_R_16BF
+                      : p.precision == GemmPrecision::Fp16 ? CUDA_R_16F
+                                                           : CUDA_R_32F;
   CLEAVE_CUDA_CHECK(cublasLtMatmulDescCreate(&plan.op, compute, CUDA_R_32F));
   cublasOperation_t ta = p.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = p.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -80,11 +88,11 @@ const Plan &planFor(const Problem &p) {
   CLEAVE_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
       plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   // Stored shapes: op(A) is m x k, op(B) is k x n.
-  plan.a = p.transA ? layout(p.k, p.m, p.batch, p.strideA)
-                    : layout(p.m, p.k, p.batch, p.strideA);
-  plan.b = p.transB ? layout(p.n, p.k, p.batch, p.strideB)
-                    : layout(p.k, p.n, p.batch, p.strideB);
-  plan.c = layout(p.m, p.n, p.batch, p.strideC);
+  plan.a = p.transA ? layout(in, p.k, p.m, p.batch, p.strideA)
+                    : layout(in, p.m, p.k, p.batch, p.strideA);
+  plan.b = p.transB ? layout(in, p.n, p.k, p.batch, p.strideB)
+                    : layout(in, p.k, p.n, p.batch, p.strideB);
+  plan.c = layout(CUDA_R_32F, p.m, p.n, p.batch, p.strideC);
 
   cublasLtMatmulPreference_t pref = nullptr;
   CLEAVE_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -107,9 +115,14 @@ const Plan &planFor(const Problem &p) {
   return cache.emplace(p, plan).first->second;
 }
 
+/// Elements an operand of `rows x cols` per batch spans.
+int64_t extent(int64_t rows, int64_t cols, int32_t batch, int64_t stride) {
+  return rows * cols + (batch > 1 ? (batch - 1) * stride : 0);
+}
+
 void run(Problem p, const float *a, const float *b, float *c) {
   Context &ctx = context();
-  p.tf32 = ctx.tf32;
+  p.precision = ctx.gemmPrecision;
   if (p.m == 0 || p.n == 0 || p.batch == 0)
     return;
   if (p.k == 0) {
@@ -124,7 +137,24 @@ void run(Problem p, const float *a, const float *b, float *c) {
   }
   const Plan &plan = planFor(p);
   float alpha = 1.0f, beta = p.beta;
-  CLEAVE_CUDA_CHECK(cublasLtMatmul(ctx.lt, plan.op, &alpha, a, plan.a, b,
+  // bf16/fp16: the fp32 operands are rounded into 16-bit copies (the
+  // weights stay fp32 masters in the arena, as in mixed-precision
+  // training); accumulation and the result stay fp32.
+  const void *ain = a, *bin = b;
+  std::optional<Scratch> a16, b16;
+  if (p.precision == GemmPrecision::Bf16 ||
+      p.precision == GemmPrecision::Fp16) {
+    bool bf16 = p.precision == GemmPrecision::Bf16;
+    int64_t na = extent(p.m, p.k, p.batch, p.strideA);
+    int64_t nb = extent(p.k, p.n, p.batch, p.strideB);
+    a16.emplace(static_cast<size_t>(na) * 2);
+    b16.emplace(static_cast<size_t>(nb) * 2);
+    convertToHalf(a, a16->data(), na, bf16, ctx.compute);
+    convertToHalf(b, b16->data(), nb, bf16, ctx.compute);
+    ain = a16->data();
+    bin = b16->data();
+  }
+  CLEAVE_CUDA_CHECK(cublasLtMatmul(ctx.lt, plan.op, &alpha, ain, plan.a, bin,
                                    plan.b, &beta, c, plan.c, c, plan.c,
                                    &plan.algo, ctx.ltWorkspace,
                                    ctx.ltWorkspaceBytes, ctx.compute));

@@ -101,6 +101,14 @@ private:
 
 void CudaOps::SetUp() {}
 
+bool setCudaGemmPrecision(int precision) {
+  std::string why;
+  if (!cudaBackend(why))
+    return false;
+  cuda::setGemmPrecision(static_cast<cuda::GemmPrecision>(precision));
+  return true;
+}
+
 std::vector<float> randomFloats(int64_t n, uint64_t seed, float lo, float hi) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

@@ -30,6 +30,10 @@ protected:
   void SetUp() override;
 };
 
+/// Sets how the CUDA backend's GEMMs multiply (cuda::GemmPrecision as an
+/// int: 0 fp32, 1 tf32, 2 bf16, 3 fp16); false where no GPU is usable.
+bool setCudaGemmPrecision(int precision);
+
 /// Uniform values in [lo, hi) from `seed` (the same on every call).
 std::vector<float> randomFloats(int64_t n, uint64_t seed, float lo = -1.0f,
                                 float hi = 1.0f);

@@ -44,3 +44,19 @@ TEST_F(CudaOps, MatmulSharedLhsAndBroadcastBatches) {
 TEST_F(CudaOps, MatmulEmptyContraction) {
   matmulCase({4, 0}, {0, 5}, {4, 5}, false, false);
 }
+
+TEST_F(CudaOps, MatmulInBf16AndFp16AccumulatesInFp32) {
+  // Rounded operands (8 and 11 significant bits), fp32 sums: close to the
+  // CPU's fp32 product, not equal to it.
+  for (int precision : {2, 3}) {
+    OpCase t("graph.matmul");
+    t.f32({4, 40, 64}, 1);
+    t.f32({64, 48}, 2);
+    t.output({4, 40, 48});
+    t.setBool("transpose_lhs", false).setBool("transpose_rhs", false);
+    bool gpu = setCudaGemmPrecision(precision);
+    t.expectMatch(3e-2, 3e-2);
+    if (gpu)
+      setCudaGemmPrecision(0);
+  }
+}

@@ -15,14 +15,13 @@
 #include "kernels/Attention.h"
 
 #include "Context.h"
+#include "kernels/WarpReduce.cuh"
 
 #include <algorithm>
 
 namespace cleave::cuda {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr unsigned kAllLanes = 0xffffffffu;
 /// Rows per block when one warp handles a row.
 constexpr int kWarpRowsPerBlock = 4;
 /// Grids loop over rows or elements beyond this many blocks.
@@ -145,42 +144,6 @@ __device__ void forEach2(const RowSlice<kThreads, kPer> &a,
   }
 }
 
-struct MaxOp {
-  // fmaxf ignores a NaN operand as the CPU's std::max(max, x) does.
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-struct SumOp {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-
-/// Butterfly reduction: every lane ends with the same value (the operators
-/// are commutative in IEEE arithmetic).
-template <typename Op> __device__ float warpReduce(float v, Op op) {
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
-    v = op(v, __shfl_xor_sync(kAllLanes, v, offset));
-  return v;
-}
-
-/// Reduces over the kThreads threads of a row; every one of them gets the
-/// result. `shared` holds kThreads / 32 floats (unused for warp rows).
-template <int kThreads, typename Op>
-__device__ float rowReduce(float v, Op op, float *shared) {
-  v = warpReduce(v, op);
-  if constexpr (kThreads > kWarp) {
-    constexpr int kWarps = kThreads / kWarp;
-    __syncthreads(); // readers of an earlier reduction are done with shared
-    if (threadIdx.x % kWarp == 0)
-      shared[threadIdx.x / kWarp] = v;
-    __syncthreads();
-    v = shared[0];
-#pragma unroll
-    for (int w = 1; w < kWarps; ++w)
-      v = op(v, shared[w]);
-  }
-  return v;
-}
-
 //===----------------------------------------------------------------------===//
 // Softmax
 //===----------------------------------------------------------------------===//
@@ -206,10 +169,10 @@ __global__ void __launch_bounds__(RowShape<kThreads, kPer>::blockThreads,
     RowSlice<kThreads, kPer> v(x, valid, walk.tid);
     float rowMax = -INFINITY;
     v.forEach([&](int64_t, float xi) { rowMax = fmaxf(rowMax, xi); });
-    rowMax = rowReduce<kThreads>(rowMax, MaxOp(), shared);
+    rowMax = blockReduce<kThreads>(rowMax, Max(), shared);
     float sum = 0.0f;
     v.forEach([&](int64_t, float xi) { sum += expf(xi - rowMax); });
-    sum = rowReduce<kThreads>(sum, SumOp(), shared);
+    sum = blockReduce<kThreads>(sum, Sum(), shared);
     float inv = 1.0f / sum;
     // Every read of the row is done (the reductions synchronise), so out
     // may alias in.
@@ -253,7 +216,7 @@ __global__ void __launch_bounds__(RowShape<kThreads, kPer>::blockThreads,
     RowSlice<kThreads, kPer> g(dOut + row * n, n, walk.tid);
     float dot = 0.0f;
     forEach2(y, g, [&](int64_t, float yi, float gi) { dot += yi * gi; });
-    dot = rowReduce<kThreads>(dot, SumOp(), shared);
+    dot = blockReduce<kThreads>(dot, Sum(), shared);
     float *d = dIn + row * n;
     forEach2(y, g,
              [&](int64_t i, float yi, float gi) { d[i] = yi * (gi - dot); });

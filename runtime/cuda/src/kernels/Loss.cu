@@ -14,6 +14,7 @@
 #include "kernels/Loss.h"
 
 #include "Context.h"
+#include "kernels/WarpReduce.cuh"
 
 #include <math_constants.h>
 
@@ -23,8 +24,6 @@
 namespace cleave::cuda {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr unsigned kAllLanes = 0xffffffffu;
 /// Rows per block when one warp handles a row.
 constexpr int kWarpRowsPerBlock = 8;
 /// Threads per row (and block) for rows longer than kWarpRowMax.
@@ -77,12 +76,23 @@ __device__ void accumulate(MaxSum &s, float x) {
   }
 }
 
-/// Symmetric in a and b, so every lane of a butterfly gets the same value.
-__device__ MaxSum combine(MaxSum a, MaxSum b) {
-  MaxSum r;
-  r.max = fmaxf(a.max, b.max);
-  r.sum = rescale(a.sum, a.max, r.max) + rescale(b.sum, b.max, r.max);
-  return r;
+/// The union of two sets. Symmetric in a and b, so every lane of a
+/// butterfly gets the same value.
+struct Combine {
+  __device__ MaxSum operator()(MaxSum a, MaxSum b) const {
+    MaxSum r;
+    r.max = fmaxf(a.max, b.max);
+    r.sum = rescale(a.sum, a.max, r.max) + rescale(b.sum, b.max, r.max);
+    return r;
+  }
+};
+
+/// For warpReduce, which shuffles only the types __shfl_xor_sync takes.
+__device__ MaxSum shuffleXor(MaxSum s, int offset, int width) {
+  MaxSum other;
+  other.max = __shfl_xor_sync(kAllLanes, s.max, offset, width);
+  other.sum = __shfl_xor_sync(kAllLanes, s.sum, offset, width);
+  return other;
 }
 
 template <int kThreads>
@@ -91,38 +101,7 @@ __device__ MaxSum rowMaxSum(const float *x, int64_t n, int tid,
   MaxSum s = noLogits();
   for (int64_t i = tid; i < n; i += kThreads)
     accumulate(s, x[i]);
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    MaxSum other;
-    other.max = __shfl_xor_sync(kAllLanes, s.max, offset);
-    other.sum = __shfl_xor_sync(kAllLanes, s.sum, offset);
-    s = combine(s, other);
-  }
-  if constexpr (kThreads > kWarp) {
-    __syncthreads(); // the previous row's readers are done with shared
-    if (threadIdx.x % kWarp == 0)
-      shared[threadIdx.x / kWarp] = s;
-    __syncthreads();
-    s = shared[0];
-    for (int w = 1; w < kThreads / kWarp; ++w)
-      s = combine(s, shared[w]);
-  }
-  return s;
-}
-
-/// Sums over one block of kReduceThreads; thread 0 gets the result.
-template <typename T> __device__ T blockSum(T v, T *shared) {
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
-    v += __shfl_xor_sync(kAllLanes, v, offset);
-  if (threadIdx.x % kWarp == 0)
-    shared[threadIdx.x / kWarp] = v;
-  __syncthreads();
-  if (threadIdx.x != 0)
-    return v;
-  for (int w = 1; w < kReduceThreads / kWarp; ++w)
-    v += shared[w];
-  return v;
+  return blockReduce<kThreads>(s, Combine(), shared);
 }
 
 __device__ bool isIgnored(int64_t label, int64_t ignoreIndex) {
@@ -168,8 +147,8 @@ __global__ void __launch_bounds__(kReduceThreads)
     total += rowLoss[r];
     count += !isIgnored(labels[r], ignoreIndex);
   }
-  total = blockSum(total, totals);
-  count = blockSum(count, counts);
+  total = blockReduce<kReduceThreads>(total, Sum(), totals);
+  count = blockReduce<kReduceThreads>(count, Sum(), counts);
   if (threadIdx.x == 0)
     loss[0] = count ? static_cast<float>(total / count) : 0.0f;
 }
@@ -182,7 +161,7 @@ __global__ void __launch_bounds__(kReduceThreads)
   long long count = 0;
   for (int64_t r = threadIdx.x; r < rows; r += kReduceThreads)
     count += !isIgnored(labels[r], ignoreIndex);
-  count = blockSum(count, counts);
+  count = blockReduce<kReduceThreads>(count, Sum(), counts);
   if (threadIdx.x == 0)
     scale[0] = count ? dLoss[0] / static_cast<float>(count) : 0.0f;
 }

@@ -24,6 +24,7 @@
 #include "kernels/Moe.h"
 
 #include "Context.h"
+#include "kernels/WarpReduce.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -33,8 +34,6 @@
 namespace cleave::cuda {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr unsigned kAllLanes = 0xffffffffu;
 /// Threads per block of the one-thread-per-token kernels.
 constexpr int kTokenThreads = 128;
 
@@ -359,9 +358,8 @@ __global__ void moeCombineWeightGradKernel(const float *input,
       const float *y = input + (indices[i] * capacity + slot) * hidden;
       for (int64_t h = lane; h < hidden; h += kWarp)
         dot += g[h] * y[h];
-#pragma unroll
-      for (int offset = kWarp / 2; offset > 0; offset /= 2)
-        dot += __shfl_xor_sync(kAllLanes, dot, offset);
+      // slot is the warp's, so all its lanes reach the shuffles.
+      dot = warpReduce(dot, Sum());
     }
     if (lane == 0)
       dWeights[i] = dot;

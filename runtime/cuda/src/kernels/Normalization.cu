@@ -22,14 +22,13 @@
 #include "kernels/Normalization.h"
 
 #include "Context.h"
+#include "kernels/WarpReduce.cuh"
 
 #include <algorithm>
 
 namespace cleave::cuda {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr unsigned kAllLanes = 0xffffffffu;
 /// Rows per block when one warp handles a row.
 constexpr int kWarpRowsPerBlock = 4;
 /// Grids loop over rows beyond this many blocks.
@@ -153,31 +152,11 @@ __device__ void forEach2(const RowSlice<kThreads, kPer> &a,
   }
 }
 
-/// Butterfly sum: every lane ends with the same value (IEEE addition is
-/// commutative).
-__device__ double warpSum(double v) {
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
-    v += __shfl_xor_sync(kAllLanes, v, offset);
-  return v;
-}
-
-/// Sums over the kThreads threads of a row; every one of them gets the
-/// result. `shared` holds kThreads / 32 doubles (unused for warp rows).
+/// Sums over the kThreads threads of a row, in double as the CPU sums;
+/// every one of them gets the result. `shared` holds kThreads / 32 doubles
+/// (unused for warp rows).
 template <int kThreads> __device__ double rowSum(double v, double *shared) {
-  v = warpSum(v);
-  if constexpr (kThreads > kWarp) {
-    constexpr int kWarps = kThreads / kWarp;
-    __syncthreads(); // readers of an earlier reduction are done with shared
-    if (threadIdx.x % kWarp == 0)
-      shared[threadIdx.x / kWarp] = v;
-    __syncthreads();
-    v = shared[0];
-#pragma unroll
-    for (int w = 1; w < kWarps; ++w)
-      v += shared[w];
-  }
-  return v;
+  return blockReduce<kThreads>(v, Sum(), shared);
 }
 
 /// A row's mean and 1 / sqrt(var + epsilon) (layer norm), or only the

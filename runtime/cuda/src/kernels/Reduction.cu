@@ -15,6 +15,7 @@
 #include "kernels/Reduction.h"
 
 #include "Context.h"
+#include "kernels/WarpReduce.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -60,20 +61,27 @@ __device__ __forceinline__ float finish(float acc, float scale) {
     return acc;
 }
 
+/// combine<Op> as warpReduce's operator. Not the shared Max: `x > acc`
+/// and fmaxf differ where acc is NaN.
+template <ReduceCombine Op> struct Combiner {
+  __device__ __forceinline__ float operator()(float acc, float x) const {
+    return combine<Op>(acc, x);
+  }
+};
+
 /// Combines `acc` over groups of G lanes (xor butterfly: every lane of the
 /// group ends with the result). All 32 lanes must call it.
 template <ReduceCombine Op, int G>
 __device__ __forceinline__ float groupReduce(float acc) {
-#pragma unroll
-  for (int offset = G / 2; offset > 0; offset /= 2)
-    acc = combine<Op>(acc, __shfl_xor_sync(0xffffffffu, acc, offset, G));
-  return acc;
+  return warpReduce<G>(acc, Combiner<Op>());
 }
 
 /// Combines `acc` over the block; the result is valid in thread 0.
-/// `partial` holds one float per warp.
+/// `partial` holds one float per warp. Not the shared blockReduce, whose
+/// order differs: here the warps' partials go through a second butterfly
+/// (padded with the identity) rather than being combined in warp order.
 template <ReduceCombine Op>
-__device__ __forceinline__ float blockReduce(float acc, float *partial) {
+__device__ __forceinline__ float blockTreeReduce(float acc, float *partial) {
   int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   acc = groupReduce<Op, 32>(acc);
   if (lane == 0)
@@ -140,7 +148,7 @@ __global__ void rowBlockKernel(const float *__restrict__ in,
     float acc = identity<Op>();
     for (int64_t j = seg.begin + threadIdx.x; j < seg.end; j += blockDim.x)
       acc = combine<Op>(acc, seg.row[j]);
-    acc = blockReduce<Op>(acc, partial);
+    acc = blockTreeReduce<Op>(acc, partial);
     if (threadIdx.x == 0)
       out[s] = finish<Op>(acc, scale);
   }

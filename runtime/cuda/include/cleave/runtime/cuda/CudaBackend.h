@@ -27,14 +27,27 @@ namespace cleave::cuda {
 /// cudaErrorInsufficientDriver where no driver is installed).
 absl::StatusOr<int> probeCuda();
 
+/// How GEMMs multiply the plan's fp32 tensors. Programs hold fp32 tensors
+/// (weights are fp32 masters); the plan's precision knob picks the tensor
+/// cores: tf32 rounds inside them, bf16 and fp16 multiply rounded copies of
+/// the operands; every product accumulates and is stored in fp32.
+enum class GemmPrecision { Fp32, Tf32, Bf16, Fp16 };
+
+/// "fp32", "tf32", "bf16" or "fp16" (a plan's Knobs.precision); an error
+/// names anything else.
+absl::StatusOr<GemmPrecision> parseGemmPrecision(const std::string &name);
+
 /// The ops the backend has kernels for, sorted (no GPU needed).
 std::vector<std::string> kernelOps();
 
 /// Starts the backend on GPU `localRank % deviceCount` (one rank per GPU
-/// of a node); only one per process. `tf32`: fp32 GEMMs on TF32 tensor
-/// cores (a plan of precision tf32).
+/// of a node); only one per process.
 absl::StatusOr<std::unique_ptr<executor::Backend>>
-createCudaBackend(int localRank, bool tf32 = false);
+createCudaBackend(int localRank,
+                  GemmPrecision precision = GemmPrecision::Fp32);
+
+/// Changes the running backend's GEMM precision (tests).
+void setGemmPrecision(GemmPrecision precision);
 
 } // namespace cleave::cuda
 

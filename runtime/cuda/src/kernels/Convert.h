@@ -1,0 +1,19 @@
+//===- Convert.h - fp32 to bf16/fp16 copies ---------------------*- C++ -*-===//
+
+#ifndef CLEAVE_RUNTIME_CUDA_SRC_KERNELS_CONVERT_H
+#define CLEAVE_RUNTIME_CUDA_SRC_KERNELS_CONVERT_H
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace cleave::cuda {
+
+/// out[i] = in[i] rounded to nearest even, as bf16 (`bf16`) or fp16, for
+/// n elements; out holds 2 bytes per element.
+void convertToHalf(const float *in, void *out, int64_t n, bool bf16,
+                   cudaStream_t stream);
+
+} // namespace cleave::cuda
+
+#endif // CLEAVE_RUNTIME_CUDA_SRC_KERNELS_CONVERT_H
