@@ -7,7 +7,8 @@
 #      and --check against the CPU backend (fp32 both; the tolerance allows
 #      for cuBLASLt's and the CPU's different summation orders);
 #   4. a GEMM sweep through cuBLASLt (cleave profile --backend cuda);
-#   5. training steps of a GPT that fills the GPU, fp32 and tf32, with the
+#   5. training steps of a GPT that fills the GPU, with fp32, tf32 and bf16
+#      GEMMs (fp32 activations and master weights), with the
 #      achieved TFLOP/s, MFU and the share of time in GEMMs, other kernels
 #      and gaps (from the worker's trace);
 # and prints one table. Usage: scripts/cuda-device-check.sh [BUILD_DIR]
@@ -69,29 +70,31 @@ grep -E "gemm .*: (1024x1024x1024|4096x4096x4096|16384x16384x16384) " \
 grep -E "memory:" "$out/profile.txt" | sed 's/^profile: //' | tee -a "$log"
 
 say "== a GPT that fills the GPU =="
+# 1.3B parameters, 32 sequences of 1024 in 2 microbatches: a 65 GiB arena.
 big="zoo:gpt,layers=24,hidden=2048,heads=16,seq=1024,vocab=50304"
 declare -A steps
-for precision in fp32 tf32; do
+for precision in fp32 tf32 bf16; do
   plan="$out/big-$precision.cleave"
-  "$cleave" compile "$big" --cluster hgx-h200,devices=1 --global-batch 8 \
-    --fix "precision=$precision,microbatch=1" --optimizer adamw \
+  "$cleave" compile "$big" --cluster hgx-h200,devices=1 --global-batch 32 \
+    --fix "precision=$precision,microbatch=16" --optimizer adamw \
     -o "$plan" >> "$log" 2>&1 || { steps[$precision]="compile failed"; continue; }
   "$cleave" run "$plan" --backend cuda --steps 4 > "$out/big-$precision.txt" 2>&1
   steps[$precision]="$(grep -E '^step 4' "$out/big-$precision.txt")"
   say "$precision: ${steps[$precision]:-run failed: $(tail -2 "$out/big-$precision.txt")}"
 done
-# One traced step (each instruction waited for: the shares are of
+# One traced bf16 run (each instruction waited for: the shares are of
 # instruction time; gaps are the step's time outside instructions).
-"$cleave" run "$out/big-tf32.cleave" --backend cuda --steps 2 \
-  --trace "$out/big-tf32.trace.json" > "$out/big-trace.txt" 2>&1
+"$cleave" run "$out/big-bf16.cleave" --backend cuda --steps 2 \
+  --trace "$out/big-bf16.trace.json" > "$out/big-trace.txt" 2>&1
 
 say "== table =="
 python3 - "$out" <<'PY' | tee -a "$log"
 import json, os, re, sys
 out = sys.argv[1]
-peak = {"fp32": 67e12, "tf32": 494.7e12}  # H200 SXM dense, NVIDIA datasheet
+# H200 SXM dense peaks, NVIDIA datasheet (bf16 989.5 TFLOP/s).
+peak = {"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.5e12}
 print(f"{'run':<28}{'step ms':>10}{'TFLOP/s':>10}{'MFU':>8}")
-for p in ("fp32", "tf32"):
+for p in ("fp32", "tf32", "bf16"):
     try:
         text = open(os.path.join(out, f"big-{p}.txt")).read()
     except OSError:
@@ -104,7 +107,7 @@ for p in ("fp32", "tf32"):
     print(f"gpt-1.3b {p:<19}{float(ms):>10.1f}{float(tf):>10.1f}"
           f"{100*float(tf)*1e12/peak[p]:>7.1f}%")
 try:
-    events = json.load(open(os.path.join(out, "big-tf32.trace.json")))
+    events = json.load(open(os.path.join(out, "big-bf16.trace.json")))
     events = events.get("traceEvents", events)
     gemm = other = segments = 0.0
     for e in events:
@@ -119,7 +122,7 @@ try:
             segments += e["dur"]
     total = max(segments, gemm + other)
     if total > 0:
-        print(f"tf32 traced time: GEMMs {100*gemm/total:.1f}%, other kernels "
+        print(f"bf16 traced time: GEMMs {100*gemm/total:.1f}%, other kernels "
               f"{100*other/total:.1f}%, gaps {100*(total-gemm-other)/total:.1f}%")
 except (OSError, ValueError) as err:
     print(f"no trace: {err}")
