@@ -11,6 +11,8 @@ float32, the format `cleave run --expect-output I=FILE` compares with.
 
 Input files hold the input's dtype (from the model) in C order; the shape is
 the model's, whose symbolic dimensions must be given with --dim NAME=SIZE.
+A file holding several of the model's (fixed) batches runs batch by batch
+and the outputs are concatenated, as cleave's data-parallel replicas see it.
 onnxruntime (PyPI) is a test-time reference only: cleave never needs it.
 """
 
@@ -52,15 +54,22 @@ def main():
             else:
                 sys.exit(f"{name}: give the size of '{d.dim_param}' with --dim")
         data = np.fromfile(path, dtype=dtype)
-        if data.size != int(np.prod(shape)):
+        one = int(np.prod(shape))
+        if one == 0 or data.size % one:
             sys.exit(f"{path}: {data.size} values for shape {shape}")
-        feeds[name] = data.reshape(shape)
+        feeds[name] = data.reshape([data.size // one * shape[0]] + shape[1:])
+        batches = data.size // one
+        batch = shape[0]
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(args.model, options,
                                    providers=["CPUExecutionProvider"])
-    results = session.run(None, feeds)
+    runs = [session.run(None, {k: v[i * batch:(i + 1) * batch]
+                               for k, v in feeds.items()})
+            for i in range(batches)]
+    results = [np.concatenate([r[o] for r in runs])
+               for o in range(len(runs[0]))]
     for spec in args.output:
         index, path = spec.split("=", 1)
         value = np.ascontiguousarray(results[int(index)], dtype=np.float32)

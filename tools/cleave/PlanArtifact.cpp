@@ -209,7 +209,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
           << format("%.2f", mb.total / double(1 << 30))
           << " GiB); fix a smaller microbatch, recomputation or ZeRO\n";
   }
-  {
+  if (r.transformer) {
     cost::TaskGraph graph;
     cost::Timeline timeline;
     (void)cost::scoreTransformerPlan(r.shape, r.cluster, knobs, r.profile,

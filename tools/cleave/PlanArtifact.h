@@ -30,7 +30,10 @@ struct ArtifactRequest {
   std::string modelSource;
   std::string clusterSpec;
   cost::Cluster cluster;
+  /// The model's layers as knob-level scoring saw them; for a graph
+  /// without transformer layers (`transformer` false) only its name.
   cost::TransformerModel shape;
+  bool transformer = true;
   cost::PlanPrediction prediction;
   /// The measured profile the prediction used (null: the formulas).
   const cost::Profile *profile = nullptr;

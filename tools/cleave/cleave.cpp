@@ -14,6 +14,7 @@
 
 #include "cleave/Analysis/ModelSummary.h"
 #include "cleave/Analysis/TransformerShape.h"
+#include "cleave/Search/GraphPlan.h"
 #include "cleave/cost_model/Cluster.h"
 #include "cleave/cost_model/PlanKnobs.h"
 #include "cleave/cost_model/PlanSearch.h"
@@ -530,6 +531,179 @@ std::optional<double> parseBytes(StringRef text) {
   return value * scale;
 }
 
+/// `compile` for a graph without transformer layers (ResNets, imported CNNs
+/// and MLPs): data-parallel plans over every device, with the microbatch
+/// and ZeRO stage searched (cleave/Search/GraphPlan.h).
+int compileGraph(ToolContext &tool, cleave::ImportOptions options,
+                 const cleave::cost::Cluster &cluster,
+                 cleave::cost::ParallelConfig plan,
+                 const std::set<std::string> &fixed,
+                 const cleave::cost::Profile *prof,
+                 std::optional<double> memoryLimit) {
+  auto knobValue = [&](const char *knob) -> int64_t {
+    StringRef k(knob);
+    return k == "tp" ? plan.tp : k == "pp" ? plan.pp : k == "cp" ? plan.cp
+                                                                 : plan.ep;
+  };
+  for (const char *knob : {"tp", "pp", "cp", "ep"})
+    if (fixed.count(knob) && knobValue(knob) != 1)
+      return badUsage("--fix " + Twine(knob) + "=" + Twine(knobValue(knob)) +
+                      ": " + model + " has no transformer layers; such graphs "
+                      "are planned data-parallel over every device (ZeRO and "
+                      "the microbatch are searched)");
+  if ((fixed.count("sp") && plan.sequenceParallel) ||
+      (fixed.count("recompute") &&
+       plan.recompute != cleave::cost::Recompute::None))
+    return badUsage("--fix: sequence parallelism and recomputation apply to "
+                    "transformer layers, which " + model + " has none of");
+  if (!tracePath.empty())
+    return badUsage("--trace: the simulated timeline covers transformer "
+                    "plans; " + model + " has no transformer layers");
+  int64_t devices = cluster.numDevices();
+  if (fixed.count("dp") && plan.dp != devices)
+    return badUsage("--fix dp=" + Twine(plan.dp) + ": " + model +
+                    " has no transformer layers, so dp is every device (" +
+                    Twine(devices) + ")");
+  plan.dp = devices;
+  plan.tp = plan.pp = plan.cp = plan.ep = 1;
+  plan.sequenceParallel = false;
+  plan.recompute = cleave::cost::Recompute::None;
+  plan.schedule = cleave::cost::ScheduleKind::OneFOneB;
+  plan.chunks = 1;
+  if (!fixed.count("precision") && cluster.device.peakFlops(plan.precision) <= 0)
+    plan.precision = cleave::cost::DType::Fp32;
+  if (globalBatch % devices)
+    return badUsage("--global-batch " + Twine(globalBatch) + " must be a "
+                    "multiple of the " + Twine(devices) + " data-parallel "
+                    "replicas");
+  int64_t perReplica = globalBatch / devices;
+  cleave::cost::Cluster capped = cluster;
+  if (memoryLimit)
+    capped.device.memoryBytes = *memoryLimit;
+
+  std::vector<int64_t> microbatches;
+  if (fixed.count("microbatch")) {
+    if (perReplica % plan.microbatchSize)
+      return badUsage("--fix microbatch=" + Twine(plan.microbatchSize) +
+                      " does not divide the " + Twine(perReplica) +
+                      " samples of each replica");
+    microbatches = {plan.microbatchSize};
+  } else {
+    for (int64_t b = perReplica; b >= 1 && microbatches.size() < 6; --b)
+      if (perReplica % b == 0)
+        microbatches.push_back(b);
+  }
+  std::vector<int> zeros = {plan.zero};
+  if (!fixed.count("zero"))
+    zeros = devices > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0};
+
+  std::optional<cleave::cost::PlanPrediction> best;
+  std::string closest, importError;
+  int64_t candidates = 0, infeasible = 0;
+  std::string name;
+  double parameters = 0;
+  for (int64_t b : microbatches) {
+    options.batch = b;
+    // A model whose batch is fixed in the file imports at that batch only:
+    // other sizes are skipped unless none works.
+    mlir::OwningOpRef<mlir::ModuleOp> module;
+    {
+      mlir::ScopedDiagnosticHandler quiet(&tool.ctx, [&](mlir::Diagnostic &d) {
+        if (importError.empty())
+          importError = d.str();
+        return mlir::success();
+      });
+      module = tool.loadModel(options);
+    }
+    if (!module)
+      continue;
+    cleave::ModelSummary summary = cleave::summarizeModel(*module);
+    name = summary.model;
+    parameters = double(summary.trainableParams);
+    auto work = cleave::search::measureGraphWork(*module, b, capped, prof);
+    if (!work.ok()) {
+      WithColor::error(errs(), "cleave")
+          << model << ": " << std::string(work.status().message()) << "\n";
+      return kFailed;
+    }
+    for (int zero : zeros) {
+      cleave::cost::ParallelConfig candidate = plan;
+      candidate.microbatchSize = b;
+      candidate.zero = zero;
+      ++candidates;
+      auto scored = cleave::search::scoreGraphPlan(*work, capped, candidate,
+                                                   planOptimizer, prof);
+      if (!scored.ok()) {
+        ++infeasible;
+        if (closest.empty())
+          closest = cleave::cost::planKnobsString(candidate) + ": " +
+                    std::string(scored.status().message());
+        continue;
+      }
+      if (!best || scored->stepSeconds < best->stepSeconds)
+        best = *scored;
+    }
+  }
+  if (candidates == 0) {
+    WithColor::error(errs(), "cleave")
+        << model << ": " << (importError.empty() ? "no microbatch size imports"
+                                                 : importError)
+        << "\n";
+    return kBadInput;
+  }
+  if (!best) {
+    WithColor::error(errs(), "cleave")
+        << "no data-parallel plan of " << model << " fits; the first tried, "
+        << closest << "\n";
+    return kFailed;
+  }
+  if (!planOut.empty()) {
+    cleave::tool::ArtifactRequest request;
+    request.path = planOut;
+    request.modelSource = model;
+    request.clusterSpec = clusterSpec;
+    request.cluster = cluster;
+    request.transformer = false;
+    request.shape.name = name;
+    request.prediction = *best;
+    request.profile = prof;
+    request.globalBatch = globalBatch;
+    request.seed = planSeed;
+    request.step.optimizer = planOptimizer;
+    request.step.lr = planLr;
+    request.importOptions = options;
+    request.load = [&](const cleave::ImportOptions &o) {
+      return tool.loadModel(o);
+    };
+    if (int code = cleave::tool::writePlanArtifact(request))
+      return code;
+  }
+  if (json) {
+    auto [planObject, predictedObject] = planJson(*best);
+    json::Object out{{"model", name},
+                     {"cluster", cluster.name},
+                     {"devices", devices},
+                     {"plan", std::move(planObject)},
+                     {"predicted", std::move(predictedObject)},
+                     {"search", json::Object{{"candidates_evaluated", candidates},
+                                             {"infeasible", infeasible},
+                                             {"graph_plan", true}}}};
+    outs() << formatv("{0:2}", json::Value(std::move(out))) << "\n";
+    return kOk;
+  }
+  outs() << "model:        " << name << " ("
+         << (parameters >= 1e9 ? formatv("{0:F2}B", parameters / 1e9).str()
+                               : formatv("{0:F2}M", parameters / 1e6).str())
+         << " parameters; no transformer layers: data-parallel plans)\n";
+  outs() << "cluster:      " << cluster.name << ", " << devices
+         << " devices\n";
+  printPrediction(*best);
+  outs() << formatv("search:       {0} plans considered (microbatch x ZeRO), "
+                    "{1} infeasible; priced op by op\n",
+                    candidates, infeasible);
+  return kOk;
+}
+
 int runCompile() {
   if (clusterSpec.empty())
     return badUsage(
@@ -603,10 +777,26 @@ int runCompile() {
   mlir::OwningOpRef<mlir::ModuleOp> module = tool.loadModel(options);
   if (!module)
     return kBadInput;
-  auto shape = cleave::getTransformerModel(*module);
-  if (failed(shape))
-    return kBadInput;
   const cleave::cost::Profile *prof = profile ? &*profile : nullptr;
+  // Transformers are planned by their layers; other graphs data-parallel.
+  std::string notTransformer;
+  mlir::FailureOr<cleave::cost::TransformerModel> shape = mlir::failure();
+  {
+    mlir::ScopedDiagnosticHandler quiet(&tool.ctx, [&](mlir::Diagnostic &d) {
+      if (notTransformer.empty())
+        notTransformer = d.str();
+      return mlir::success();
+    });
+    shape = cleave::getTransformerModel(*module);
+  }
+  if (failed(shape)) {
+    if (StringRef(notTransformer).contains("no attention layers found") ||
+        StringRef(notTransformer).contains("is not a transformer"))
+      return compileGraph(tool, options, *cluster, plan, fixed, prof,
+                          memoryLimit);
+    (*module)->emitError(notTransformer);
+    return kBadInput;
+  }
 
   // Every knob fixed: score exactly that plan. Otherwise search the rest.
   static const char *kKnobs[] = {"dp", "tp", "pp", "cp", "ep", "sp",

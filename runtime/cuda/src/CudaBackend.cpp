@@ -36,7 +36,9 @@ public:
     void *data = nullptr;
     size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 64));
     CLEAVE_CUDA_CHECK(cudaMalloc(&data, size));
-    CLEAVE_CUDA_CHECK(cudaMemset(data, 0, size));
+    // On the compute stream (non-blocking, so not ordered after the legacy
+    // default stream): the copies in that follow must land after it.
+    CLEAVE_CUDA_CHECK(cudaMemsetAsync(data, 0, size, context().compute));
     return data;
   }
   void deallocate(void *data) override { cudaFree(data); }

@@ -33,10 +33,16 @@ struct Problem {
   int64_t strideA, strideB, strideC;
   GemmPrecision precision;
   float beta;
+  /// The largest power of two (at most 256) dividing each operand's
+  /// address and batch stride in bytes: cuBLASLt's heuristic otherwise
+  /// assumes 256 and may pick a kernel that faults on a group's or an
+  /// image's offset.
+  uint32_t alignA = 256, alignB = 256, alignC = 256;
 
   auto key() const {
     return std::make_tuple(transA, transB, m, n, k, batch, strideA, strideB,
-                           strideC, static_cast<int>(precision), beta != 0.0f);
+                           strideC, static_cast<int>(precision), beta != 0.0f,
+                           alignA, alignB, alignC);
   }
   bool operator<(const Problem &o) const { return key() < o.key(); }
 };
@@ -100,6 +106,13 @@ const Plan &planFor(const Problem &p) {
   CLEAVE_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
       sizeof(workspace)));
+  for (auto [attr, value] :
+       {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p.alignA},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p.alignB},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, p.alignC},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p.alignC}})
+    CLEAVE_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value,
+                                                           sizeof(value)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
@@ -113,6 +126,16 @@ const Plan &planFor(const Problem &p) {
         std::to_string(p.n) + "x" + std::to_string(p.k) + " product");
   plan.algo = result.algo;
   return cache.emplace(p, plan).first->second;
+}
+
+/// The largest power of two, at most 256, dividing the address and (for
+/// a batch) the stride of `elementBytes`-byte elements.
+uint32_t alignment(const void *data, int64_t stride, int32_t batch,
+                   int64_t elementBytes) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(data) | 256u;
+  if (batch > 1 && stride != 0)
+    bits |= static_cast<uint64_t>(stride * elementBytes);
+  return static_cast<uint32_t>(bits & (~bits + 1));
 }
 
 /// Elements an operand of `rows x cols` per batch spans.
@@ -135,7 +158,6 @@ void run(Problem p, const float *a, const float *b, float *c) {
                                         ctx.compute));
     return;
   }
-  const Plan &plan = planFor(p);
   float alpha = 1.0f, beta = p.beta;
   // bf16/fp16: the fp32 operands are rounded into 16-bit copies (the
   // weights stay fp32 masters in the arena, as in mixed-precision
@@ -154,6 +176,14 @@ void run(Problem p, const float *a, const float *b, float *c) {
     ain = a16->data();
     bin = b16->data();
   }
+  int64_t inBytes = p.precision == GemmPrecision::Bf16 ||
+                            p.precision == GemmPrecision::Fp16
+                        ? 2
+                        : 4;
+  p.alignA = alignment(ain, p.strideA, p.batch, inBytes);
+  p.alignB = alignment(bin, p.strideB, p.batch, inBytes);
+  p.alignC = alignment(c, p.strideC, p.batch, 4);
+  const Plan &plan = planFor(p);
   CLEAVE_CUDA_CHECK(cublasLtMatmul(ctx.lt, plan.op, &alpha, ain, plan.a, bin,
                                    plan.b, &beta, c, plan.c, c, plan.c,
                                    &plan.algo, ctx.ltWorkspace,

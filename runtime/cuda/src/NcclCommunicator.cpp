@@ -313,6 +313,7 @@ public:
   std::unique_ptr<Request> sendAsync(const std::string &axis, int64_t offset,
                                      int64_t tag, CommTensor in) override {
     (void)tag; // NCCL matches point-to-point messages by order.
+    requireNoWrap(axis, offset);
     int peer = static_cast<int>(mesh_.peer(axis, offset));
     bool upward = offset > 0;
     cudaStream_t s = begin(upward ? upStream_ : downStream_);
@@ -325,6 +326,7 @@ public:
   std::unique_ptr<Request> recvAsync(const std::string &axis, int64_t offset,
                                      int64_t tag, CommTensor out) override {
     (void)tag;
+    requireNoWrap(axis, offset);
     int peer = static_cast<int>(mesh_.peer(axis, offset));
     // A message from below (offset < 0) travels upward.
     bool upward = offset < 0;
@@ -338,6 +340,24 @@ public:
   [[noreturn]] void abort(int code) override { comm::mpiAbort(code); }
 
 private:
+  /// Each direction's messages queue on one stream, strictly in order: fine
+  /// while every message travels away from one end of the axis (GPipe,
+  /// 1F1B), but a send wrapping around the axis (the interleaved schedule's
+  /// last stage to the first) closes a ring in which each rank's next send
+  /// waits for a receive queued behind its peer's send. Refused until
+  /// point-to-point runs per directed link.
+  void requireNoWrap(const std::string &axis, int64_t offset) const {
+    int a = mesh_.axisIndex(axis);
+    if (a < 0)
+      return;
+    int64_t target = mesh_.coords[a] + offset;
+    if (target < 0 || target >= mesh_.axisSizes[a])
+      throw std::invalid_argument(
+          "a point-to-point message wrapping around axis '" + axis +
+          "' (the interleaved schedule) is not supported by the NCCL "
+          "communicator yet; use the gpipe, 1f1b or zb-h1 schedule");
+  }
+
   /// Orders `stream` after everything enqueued on the compute stream so
   /// far (the op's inputs), and returns it.
   cudaStream_t begin(cudaStream_t stream) {

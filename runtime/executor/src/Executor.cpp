@@ -442,8 +442,10 @@ absl::Status Executor::fillInputs(const plan::Instruction &inst, int64_t step,
       if (!inputStaging_[id])
         inputStaging_[id] =
             backend_->allocateHost(view.numBytes() * numMicrobatches());
+      // The optimizer's segment runs as microbatch -1 (AdamW's step).
       target = static_cast<char *>(inputStaging_[id]) +
-               view.numBytes() * (microbatch % numMicrobatches());
+               view.numBytes() *
+                   (std::max<int64_t>(0, microbatch) % numMicrobatches());
     }
     if (absl::Status s = data_->fill(t, step, microbatch, target, idBound_[id]);
         !s.ok())

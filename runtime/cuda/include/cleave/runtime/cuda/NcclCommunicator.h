@@ -11,8 +11,11 @@
 // compute stream wait for them, without blocking the host, so that the
 // plan's early starts (bucketed gradient reduction, pipeline sends) overlap
 // compute. Point-to-point messages use two more communicators, one per
-// direction along the axis, so that a rank's send and the send it waits
-// for from its peer never queue behind each other.
+// direction along the axis, so that two neighbours' sends to each other
+// (1F1B) never queue behind each other. Each direction's messages still run
+// in order on one stream, which deadlocks once a send wraps around the axis
+// (the interleaved schedule's last stage to the first): such sends are
+// refused until point-to-point runs per directed link.
 //
 //===----------------------------------------------------------------------===//
 
