@@ -14,6 +14,7 @@
 
 #include "cleave/Analysis/ModelSummary.h"
 #include "cleave/Analysis/TransformerShape.h"
+#include "cleave/Lowering/ActivationEstimate.h"
 #include "cleave/Search/GraphPlan.h"
 #include "cleave/cost_model/Cluster.h"
 #include "cleave/cost_model/PlanKnobs.h"
@@ -626,6 +627,12 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
           << model << ": " << std::string(work.status().message()) << "\n";
       return kFailed;
     }
+    // What the backward reads, from the training step itself (a ReLU keeps
+    // its output, a convolution its input, an addition nothing).
+    if (auto stash = cleave::lowering::stashedActivationBytes(*module,
+                                                              planOptimizer);
+        succeeded(stash))
+      work->activationBytes = *stash;
     for (int zero : zeros) {
       cleave::cost::ParallelConfig candidate = plan;
       candidate.microbatchSize = b;

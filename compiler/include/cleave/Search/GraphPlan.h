@@ -33,8 +33,10 @@ struct GraphWork {
   int64_t microbatch = 1;
   int64_t params = 0;
   double paramBytes = 0;
-  /// Forward intermediates (ModelSummary::activationBytes): what the
-  /// backward pass keeps, at most.
+  /// What one microbatch's forward keeps for its backward: every forward
+  /// intermediate (ModelSummary::activationBytes, an upper bound) unless
+  /// the caller knows better (lowering::stashedActivationBytes reads it
+  /// off the training step).
   double activationBytes = 0;
   double forwardSeconds = 0;
   double backwardSeconds = 0;

@@ -1,0 +1,29 @@
+//===- ActivationEstimate.h - What a training step keeps for backward -*- C++ -*-===//
+//
+// The bytes of forward values that the backward pass reads: what one
+// microbatch's forward leaves in memory until its backward (the stash).
+// Found by building the training step on a copy of the module, as the
+// lowering will, rather than by a per-op rule: which operand a gradient
+// reads (a convolution its input, a ReLU its output) is each op's autodiff
+// rule's business.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_LOWERING_ACTIVATIONESTIMATE_H
+#define CLEAVE_LOWERING_ACTIVATIONESTIMATE_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace cleave::lowering {
+
+/// Bytes of @forward's values read by the backward of `module`'s training
+/// step (the module is not changed). An inference graph (first result not a
+/// scalar) gets the cross-entropy loss the lowering appends.
+mlir::FailureOr<double> stashedActivationBytes(mlir::ModuleOp module,
+                                               const std::string &optimizer);
+
+} // namespace cleave::lowering
+
+#endif // CLEAVE_LOWERING_ACTIVATIONESTIMATE_H
