@@ -40,6 +40,7 @@ MemoryBreakdown::items() const {
           {"optimizer", optimizer},
           {"activations", activations},
           {"comm_buffers", commBuffers},
+          {"workspace", workspace},
           {"fragmentation", fragmentation},
           {"total", total}};
 }
@@ -261,10 +262,16 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     activations += sbh / sequenceSplit * inFlight; // embedding dropout mask
   if (last && c.vocab > 0) {
     // Final layer-norm and output-projection inputs, and fp32 logits for
-    // the cross entropy.
+    // the cross entropy; at the start of the backward pass, while every
+    // stashed activation is still held, the logits' gradient as well (the
+    // loss gradient reads the logits: both live at the peak).
     double output =
         2 * c.activationBytes * sbh / sequenceSplit + 4 * s * b * v / t;
     activations += output * inFlight;
+    // At the start of the backward pass, while every stashed activation is
+    // still held, the logits' gradient lives beside the logits it is
+    // computed from: a transient, not an activation, but at the peak.
+    out.workspace = 4 * s * b * v / t;
   }
   out.activations = activations;
 
@@ -282,7 +289,7 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
   out.commBuffers = comm;
 
   double allocated = out.params + out.grads + out.optimizer + out.activations +
-                     out.commBuffers;
+                     out.commBuffers + out.workspace;
   out.fragmentation = c.fragmentation * allocated;
   out.total = allocated + out.fragmentation;
   return out;

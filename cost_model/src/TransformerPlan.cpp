@@ -563,7 +563,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     // model's exact parameter count on the stage instead.
     MemoryBreakdown mb = *memory;
     ModelStateBytes states = modelStateBytes(stageParams[st], p.zero, p.dp, e, e);
-    double others = mb.activations + mb.commBuffers;
+    double others = mb.activations + mb.commBuffers + mb.workspace;
     mb.params = states.params;
     mb.grads = states.grads;
     mb.optimizer = states.optimizer;

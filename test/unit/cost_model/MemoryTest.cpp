@@ -215,7 +215,7 @@ TEST(MemoryBreakdown, Gpt3OnAThousandGpus) {
   EXPECT_LT(memory->total, 80e9);
 
   std::vector<std::pair<std::string_view, double>> items = memory->items();
-  ASSERT_EQ(items.size(), 7u);
+  ASSERT_EQ(items.size(), 8u);
   EXPECT_EQ(items.front().first, "params");
   EXPECT_EQ(items[4].first, "comm_buffers");
   EXPECT_EQ(items.back().first, "total");

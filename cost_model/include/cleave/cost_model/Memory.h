@@ -108,11 +108,15 @@ struct MemoryBreakdown {
   double optimizer = 0;
   double activations = 0;
   double commBuffers = 0;
+  /// Transients that coexist with every activation at the peak (the last
+  /// stage's logits gradient at the start of the backward pass).
+  double workspace = 0;
   double fragmentation = 0;
   double total = 0;
 
   /// The fields with their names ("params", "grads", "optimizer",
-  /// "activations", "comm_buffers", "fragmentation", "total"), in order.
+  /// "activations", "comm_buffers", "workspace", "fragmentation",
+  /// "total"), in order.
   std::vector<std::pair<std::string_view, double>> items() const;
 };
 
