@@ -62,16 +62,46 @@ LogicalResult partitionContextParallel(ModuleOp module,
   return searchAndPartition(module, search, "cp", o.cp, o);
 }
 
+/// A device's share of the trainable parameters when every matrix that
+/// the degree divides along some dimension is split (as Megatron-LM splits
+/// the embedding, attention and MLP weights) and vectors stay whole.
+double splitParamBytes(func::FuncOp func, int64_t tp) {
+  double bytes = 0;
+  func.walk([&](gr::ParamOp p) {
+    if (!p.isTrainable())
+      return;
+    auto type = cast<RankedTensorType>(p.getType());
+    bool splits = type.getRank() >= 2 &&
+                  llvm::any_of(type.getShape(),
+                               [&](int64_t d) { return d % tp == 0; });
+    bytes += gr::tensorBytes(type) / (splits ? double(tp) : 1.0);
+  });
+  return bytes;
+}
+
 LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
                                       const LoweringOptions &o) {
   if (o.tp <= 1)
     return success();
   IntraOpSearchOptions search;
-  // A tensor-parallel degree means the parameters are split: hold each
-  // device to its share (with room for the norms and biases that stay
-  // whole), and let the search choose how.
-  search.paramMemory = trainableParamBytes(forward) / double(o.tp) * 1.1 + 4096;
   search.sequenceParallel = o.sequenceParallel;
+  // A tensor-parallel degree means the parameters are split: hold each
+  // device to its share and let the search choose how. First to the share
+  // with every divisible matrix split, which is what the plan's memory was
+  // predicted with (a replicated 50k-row embedding would otherwise fit in
+  // the slack and cost its stage gigabytes); where the rules cannot split
+  // some matrix (a convolution), to a tenth more than an even share.
+  search.paramMemory = splitParamBytes(forward, o.tp) * 1.02 + 4096;
+  {
+    OwningOpRef<ModuleOp> attempt(module.clone());
+    ScopedDiagnosticHandler quiet(module.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    if (succeeded(searchAndPartition(*attempt, search, "tp", o.tp, o))) {
+      module.getBodyRegion().takeBody(attempt->getBodyRegion());
+      return success();
+    }
+  }
+  search.paramMemory = trainableParamBytes(forward) / double(o.tp) * 1.1 + 4096;
   return searchAndPartition(module, search, "tp", o.tp, o);
 }
 

@@ -5,6 +5,7 @@
 #include "cleave/Analysis/ModelSummary.h"
 #include "cleave/Dialect/Graph/IR/GraphInterfaces.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Dialect/Graph/IR/ShapeInference.h"
 #include "cleave/Search/ShardingStrategy.h"
 
 #include "cleave/cost_model/Collectives.h"
@@ -79,10 +80,16 @@ absl::StatusOr<GraphWork> measureGraphWork(ModuleOp module, int64_t microbatch,
     return absl::InvalidArgumentError("the module has no @forward function");
   GraphWork work;
   work.microbatch = microbatch;
-  for (Operation &op : forward.getBody().front().without_terminator())
+  for (Operation &op : forward.getBody().front().without_terminator()) {
     if (absl::Status s = priceOp(&op, cluster, profile, work); !s.ok())
       return absl::InvalidArgumentError(absl::StrCat(
           "pricing '", op.getName().getStringRef().str(), "': ", s.message()));
+    if (!isa<graph::ParamOp, graph::ConstantOp>(op))
+      for (Value result : op.getResults())
+        work.largestIntermediateBytes =
+            std::max(work.largestIntermediateBytes,
+                     static_cast<double>(graph::tensorBytes(result.getType())));
+  }
   ModelSummary summary = summarizeModel(module);
   work.params = summary.trainableParams;
   work.paramBytes = summary.paramBytes;
@@ -173,8 +180,9 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   // ZeRO 3 also the gathered parameters.
   m.commBuffers = (plan.zero >= 2 ? work.paramBytes : 0) +
                   (plan.zero >= 3 ? work.paramBytes : 0);
-  double allocated =
-      m.params + m.grads + m.optimizer + m.activations + m.commBuffers;
+  m.workspace = 3 * work.largestIntermediateBytes;
+  double allocated = m.params + m.grads + m.optimizer + m.activations +
+                     m.commBuffers + m.workspace;
   m.fragmentation = cost::TransformerMemoryConfig{}.fragmentation * allocated;
   m.total = allocated + m.fragmentation;
   p.stageMemory = {m};

@@ -38,6 +38,10 @@ struct GraphWork {
   /// the caller knows better (lowering::stashedActivationBytes reads it
   /// off the training step).
   double activationBytes = 0;
+  /// The largest forward intermediate: the backward pass's working set
+  /// (an op's output gradient, its input gradient and a temporary of that
+  /// size) lives beside the stash at the peak.
+  double largestIntermediateBytes = 0;
   double forwardSeconds = 0;
   double backwardSeconds = 0;
   /// Forward and backward FLOPs (ModelSummary's training estimate).

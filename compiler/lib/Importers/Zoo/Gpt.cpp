@@ -21,6 +21,9 @@ static std::vector<KeyDesc> gptKeys() {
       {"heads", "12", "attention heads"},
       {"ffn", "0", "MLP width (0: 4 * hidden)"},
       {"vocab", "50257", "vocabulary size"},
+      {"pad_vocab", "1",
+       "embedding and logit rows padded to a multiple of this (Megatron-LM "
+       "pads to 128 x tp so that the table splits; 1: no padding)"},
       {"seq", "1024", "sequence length of a sample"},
       {"positions", "0", "learned positions (0: seq)"},
       {"batch", "1", "samples per step"},
@@ -54,7 +57,13 @@ static llvm::Error buildGpt(GraphBuilder &g, const Config &c) {
   Value tokens = g.input("tokens", {batch, seq}, i64);
   Value labels = g.input("labels", {batch, seq}, i64);
 
-  Value wte = g.param("wte.weight", {vocab, hidden});
+  // Padded rows are never looked up by real data and learn nothing but
+  // the softmax's share; they let the table split over tensor parallelism.
+  int64_t pad = c.integer("pad_vocab");
+  if (pad < 1)
+    return configError("pad_vocab must be at least 1");
+  int64_t rows = (vocab + pad - 1) / pad * pad;
+  Value wte = g.param("wte.weight", {rows, hidden});
   Value wpe = g.param("wpe.weight", {positions, hidden});
   if (positions > seq)
     wpe = g.slice(wpe, 0, 0, seq);
@@ -91,7 +100,7 @@ static llvm::Error buildGpt(GraphBuilder &g, const Config &c) {
   }
   Value logits = c.flag("tied")
                      ? g.matmul(x, wte, false, /*transposeB=*/true)
-                     : g.matmul(x, g.param("lm_head.weight", {hidden, vocab}));
+                     : g.matmul(x, g.param("lm_head.weight", {hidden, rows}));
   g.finish({g.crossEntropy(logits, labels)});
   return llvm::Error::success();
 }
