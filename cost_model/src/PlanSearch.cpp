@@ -102,6 +102,8 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::pair<double, std::string>>
       shapeClosest;
   auto consider = [&](const ParallelConfig &plan) -> bool {
+    if (o.admissible && !o.admissible(plan))
+      return false;
     ++result.candidates;
     auto scored = scoreTransformerPlan(m, capped, plan, profile, nullptr,
                                        nullptr, /*simulateBelow=*/-1);

@@ -836,6 +836,10 @@ int runCompile() {
     so.topK = topK;
     so.exhaustive = exhaustive;
     so.explain = explain;
+    if (!planOut.empty())
+      so.admissible = [](const cleave::cost::ParallelConfig &p) {
+        return cleave::tool::whyNotLowerable(p).empty();
+      };
     auto started = std::chrono::steady_clock::now();
     bool showProgress = !json && sys::Process::StandardErrIsDisplayed();
     so.progress = [&](double fraction) {

@@ -47,6 +47,9 @@ struct PlanSearchOptions {
   bool explain = false;
   /// Called now and then with the fraction of candidates done.
   std::function<void(double)> progress;
+  /// When set, only plans it accepts are candidates (`compile -o` keeps to
+  /// what the lowering supports: cp and ep without tensor parallelism).
+  std::function<bool(const ParallelConfig &)> admissible;
 };
 
 struct RejectedPlan {
