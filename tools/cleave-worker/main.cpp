@@ -141,7 +141,7 @@ void dumpOutputs(const executor::Executor &ex, const std::string &dir) {
 }
 
 /// --list: the rank's program as the executor will run it.
-void listProgram(const plan::Plan &plan) {
+std::string listProgram(const plan::Plan &plan) {
   const plan::Program &p = plan.programs(plan.ranks(gRank).program());
   std::string text = "rank " + std::to_string(gRank) + ": program " +
                      std::to_string(p.id()) + " (" + p.name() + "), arena " +
@@ -172,7 +172,7 @@ void listProgram(const plan::Plan &plan) {
       text += "\n";
     }
   }
-  std::fputs(text.c_str(), stdout);
+  return text;
   std::fflush(stdout);
 }
 
@@ -266,12 +266,13 @@ int main(int argc, char **argv) {
   }
 
   if (options.list) {
-    // One rank after another, so that the listings do not interleave.
-    for (int r = 0; r < gSize; ++r) {
-      if (r == gRank)
-        listProgram(*plan);
-      comm::mpiBarrier();
-    }
+    // Rank 0 prints every rank's listing in rank order (mpirun forwards
+    // each process's output on its own schedule).
+    std::vector<std::string> listings =
+        comm::mpiGatherToRoot(listProgram(*plan));
+    for (const std::string &text : listings)
+      std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
     comm::mpiFinalize();
     return 0;
   }

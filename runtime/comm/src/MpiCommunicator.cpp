@@ -35,6 +35,26 @@ int mpiWorldSize() {
   return size;
 }
 
+std::vector<std::string> mpiGatherToRoot(const std::string &text) {
+  int rank = mpiWorldRank(), size = mpiWorldSize();
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(rank == 0 ? size : 0), offsets(lengths.size());
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0,
+             MPI_COMM_WORLD);
+  int total = 0;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::string all(static_cast<size_t>(total), '\0');
+  MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(),
+              offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  for (size_t r = 0; r < lengths.size(); ++r)
+    out.push_back(all.substr(offsets[r], lengths[r]));
+  return out;
+}
+
 int mpiLocalRank() {
   MPI_Comm node;
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,

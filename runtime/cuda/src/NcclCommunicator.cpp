@@ -281,13 +281,19 @@ public:
       moveBlock(split, static_cast<char *>(in.data), n, i,
                 send.data() + i * block, true, s);
     checkNccl(ncclGroupStart(), "ncclGroupStart");
-    for (int64_t peer = 0; peer < n; ++peer) {
-      checkNccl(ncclSend(send.data() + peer * block, block, ncclUint8,
-                         static_cast<int>(peer), c, s),
-                "ncclSend");
-      checkNccl(ncclRecv(recv.data() + peer * block, block, ncclUint8,
-                         static_cast<int>(peer), c, s),
-                "ncclRecv");
+    try {
+      for (int64_t peer = 0; peer < n; ++peer) {
+        checkNccl(ncclSend(send.data() + peer * block, block, ncclUint8,
+                           static_cast<int>(peer), c, s),
+                  "ncclSend");
+        checkNccl(ncclRecv(recv.data() + peer * block, block, ncclUint8,
+                           static_cast<int>(peer), c, s),
+                  "ncclRecv");
+      }
+    } catch (...) {
+      // Never leave a group open: later NCCL calls would join it.
+      ncclGroupEnd();
+      throw;
     }
     checkNccl(ncclGroupEnd(), "ncclGroupEnd");
     for (int64_t i = 0; i < n; ++i)

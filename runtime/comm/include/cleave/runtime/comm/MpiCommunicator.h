@@ -15,6 +15,9 @@
 
 #include "cleave/runtime/comm/Communicator.h"
 
+#include <string>
+#include <vector>
+
 namespace cleave::comm {
 
 /// MPI_Init (with thread support for the watchdog: MPI_THREAD_MULTIPLE is
@@ -26,6 +29,8 @@ int mpiWorldSize();
 /// This rank's index among the ranks on its node (MPI_COMM_TYPE_SHARED):
 /// which of the node's GPUs it drives.
 int mpiLocalRank();
+/// Every rank's `text`, in rank order, on rank 0 (empty elsewhere).
+std::vector<std::string> mpiGatherToRoot(const std::string &text);
 /// MPI_Barrier on MPI_COMM_WORLD.
 void mpiBarrier();
 /// MPI_Abort on MPI_COMM_WORLD: ends every rank of the job.
