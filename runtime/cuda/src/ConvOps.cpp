@@ -18,6 +18,7 @@
 #include "Gemm.h"
 #include "kernels/Conv.h"
 
+#include "cleave/runtime/executor/OpAttributes.h"
 #include "cleave/runtime/kernels/Conv.h"
 
 #include <algorithm>
@@ -26,23 +27,10 @@
 namespace cleave::cuda {
 
 namespace k = cleave::kernels;
+using executor::convOptions;
 using executor::OpContext;
 
 namespace {
-
-k::Conv2dOptions convOptions(const OpContext &c) {
-  std::vector<int64_t> s = c.attrInts("strides"), p = c.attrInts("padding"),
-                       d = c.attrInts("dilations");
-  if (s.size() != 2 || p.size() != 4 || d.size() != 2)
-    throw std::invalid_argument("conv attributes need 2 strides, 4 paddings "
-                                "and 2 dilations");
-  k::Conv2dOptions o;
-  o.strides = {s[0], s[1]};
-  o.padding = {p[0], p[1], p[2], p[3]};
-  o.dilations = {d[0], d[1]};
-  o.groups = c.attrInt("groups", 1);
-  return o;
-}
 
 /// The geometry of input x filter; k::conv2dShape checks them as the CPU
 /// does.
@@ -99,15 +87,15 @@ void conv2dKernel(OpContext &c) {
   ConvGeometry g = geometry(x.shape, w.shape, o);
   expectShape(out.shape, k::conv2dShape(x.shape, w.shape, o), "the result");
   int64_t rows = g.colRows(), p = g.colCols();
-  int64_t outImage = g.outChannels * p, inImage = g.channels * g.height * g.width;
+  int64_t outImage = g.outChannels * p,
+          inImage = g.channels * g.height * g.width;
   cudaStream_t s = context().compute;
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const float *wg = w.data + grp * g.groupOut * rows;
     float *og = out.data + grp * g.groupOut * p;
     if (direct(g)) {
-      gemm(false, false, g.groupOut, p, rows, wg,
-           x.data + grp * g.groupIn * p, 0.0f, og, g.batch, 0, inImage,
-           outImage);
+      gemm(false, false, g.groupOut, p, rows, wg, x.data + grp * g.groupIn * p,
+           0.0f, og, g.batch, 0, inImage, outImage);
       continue;
     }
     int64_t chunk = chunkImages(g);
@@ -134,7 +122,8 @@ void conv2dInputGradKernel(OpContext &c) {
   ConvGeometry g = geometry(dx.shape, w.shape, o);
   expectShape(dOut.shape, k::conv2dShape(dx.shape, w.shape, o), "dOut");
   int64_t rows = g.colRows(), p = g.colCols();
-  int64_t outImage = g.outChannels * p, inImage = g.channels * g.height * g.width;
+  int64_t outImage = g.outChannels * p,
+          inImage = g.channels * g.height * g.width;
   cudaStream_t s = context().compute;
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const float *wg = w.data + grp * g.groupOut * rows;
@@ -164,7 +153,8 @@ void conv2dFilterGradKernel(OpContext &c) {
   ConvGeometry g = geometry(x.shape, dw.shape, o);
   expectShape(dOut.shape, k::conv2dShape(x.shape, dw.shape, o), "dOut");
   int64_t rows = g.colRows(), p = g.colCols();
-  int64_t outImage = g.outChannels * p, inImage = g.channels * g.height * g.width;
+  int64_t outImage = g.outChannels * p,
+          inImage = g.channels * g.height * g.width;
   cudaStream_t s = context().compute;
   if (g.batch == 0) {
     CLEAVE_CUDA_CHECK(cudaMemsetAsync(dw.data, 0, dw.numElements() * 4, s));
@@ -189,8 +179,7 @@ void conv2dFilterGradKernel(OpContext &c) {
       im2col(g, x.data, first, count, grp, col.as<float>(), s);
       for (int64_t n = 0; n < count; ++n)
         gemm(false, true, g.groupOut, rows, p, dg + (first + n) * outImage,
-             col.as<float>() + n * rows * p,
-             first + n == 0 ? 0.0f : 1.0f, dwg);
+             col.as<float>() + n * rows * p, first + n == 0 ? 0.0f : 1.0f, dwg);
     }
   }
 }

@@ -12,6 +12,7 @@
 #include "Ops.h"
 #include "kernels/Elementwise.h"
 
+#include "cleave/runtime/executor/OpAttributes.h"
 #include "cleave/runtime/kernels/Elementwise.h"
 #include "cleave/runtime/kernels/Tensor.h"
 
@@ -155,28 +156,11 @@ void dropoutKernel(OpContext &c) {
                      static_cast<uint64_t>(seed), threshold, scale, stream());
 }
 
-k::UnaryOp activationKind(const std::string &kind) {
-  if (kind == "relu")
-    return k::UnaryOp::Relu;
-  if (kind == "gelu")
-    return k::UnaryOp::Gelu;
-  if (kind == "gelu_tanh")
-    return k::UnaryOp::GeluTanh;
-  if (kind == "silu")
-    return k::UnaryOp::Silu;
-  if (kind == "sigmoid")
-    return k::UnaryOp::Sigmoid;
-  if (kind == "tanh")
-    return k::UnaryOp::Tanh;
-  if (kind == "erf")
-    return k::UnaryOp::Erf;
-  throw std::invalid_argument("unknown activation kind '" + kind + "'");
-}
 
 /// Operands: the activation's input, then the gradient of its output.
 void activationGradKernel(OpContext &c) {
   c.expectArity(2, 1);
-  k::UnaryOp op = activationKind(c.attrString("kind"));
+  k::UnaryOp op = executor::activationKind(c.attrString("kind"));
   k::ConstTensorRef in = c.in(0), dOut = c.in(1);
   k::TensorRef dIn = c.out(0);
   requireShape(dOut.shape, in.shape, "the output gradient");

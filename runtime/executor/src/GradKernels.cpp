@@ -28,23 +28,6 @@ namespace k = cleave::kernels;
 
 namespace {
 
-k::UnaryOp unaryKind(const std::string &kind) {
-  if (kind == "relu")
-    return k::UnaryOp::Relu;
-  if (kind == "gelu")
-    return k::UnaryOp::Gelu;
-  if (kind == "gelu_tanh")
-    return k::UnaryOp::GeluTanh;
-  if (kind == "silu")
-    return k::UnaryOp::Silu;
-  if (kind == "sigmoid")
-    return k::UnaryOp::Sigmoid;
-  if (kind == "tanh")
-    return k::UnaryOp::Tanh;
-  if (kind == "erf")
-    return k::UnaryOp::Erf;
-  throw std::invalid_argument("unknown activation kind '" + kind + "'");
-}
 
 /// The optimizer's output `o` starts as a copy of its input `i` unless the
 /// plan updates in place (the same tensor id, hence the same view).
@@ -96,7 +79,7 @@ void adamwKernel(OpContext &c) {
 void registerGradKernels(Registry &r) {
   r["graph.activation_grad"] = [](OpContext &c) {
     c.expectArity(2, 1);
-    k::unaryBackward(unaryKind(c.attrString("kind")), c.in(0), c.in(1),
+    k::unaryBackward(activationKind(c.attrString("kind")), c.in(0), c.in(1),
                      c.out(0));
   };
   r["graph.softmax_grad"] = [](OpContext &c) {
@@ -146,12 +129,12 @@ void registerGradKernels(Registry &r) {
   // Operands: grad, filter.
   r["graph.conv2d_input_grad"] = [](OpContext &c) {
     c.expectArity(2, 1);
-    k::conv2dInputGrad(c.in(0), c.in(1), convOptionsOf(c), c.out(0));
+    k::conv2dInputGrad(c.in(0), c.in(1), convOptions(c), c.out(0));
   };
   // Operands: input, grad.
   r["graph.conv2d_filter_grad"] = [](OpContext &c) {
     c.expectArity(2, 1);
-    k::conv2dFilterGrad(c.in(0), c.in(1), convOptionsOf(c), c.out(0));
+    k::conv2dFilterGrad(c.in(0), c.in(1), convOptions(c), c.out(0));
   };
   // Operands: input, grad.
   r["graph.pool2d_grad"] = [](OpContext &c) {

@@ -3,6 +3,7 @@
 #ifndef CLEAVE_RUNTIME_EXECUTOR_SRC_REGISTRY_H
 #define CLEAVE_RUNTIME_EXECUTOR_SRC_REGISTRY_H
 
+#include "cleave/runtime/executor/OpAttributes.h"
 #include "cleave/runtime/executor/OpContext.h"
 #include "cleave/runtime/kernels/Conv.h"
 
@@ -20,10 +21,6 @@ void registerGradKernels(Registry &registry);
 /// runtime.* and comm.* ops (RuntimeKernels.cpp).
 void registerRuntimeKernels(Registry &registry);
 
-/// The kernel, strides and padding attributes of a pool op, and the
-/// strides, padding, dilations and groups of a conv (forward or grad).
-kernels::Pool2dOptions poolOptions(const OpContext &c);
-kernels::Conv2dOptions convOptionsOf(const OpContext &c);
 
 } // namespace cleave::executor
 

@@ -14,6 +14,7 @@
 #include "kernels/Loss.h"
 
 #include "Context.h"
+#include "kernels/RowShape.cuh"
 #include "kernels/WarpReduce.cuh"
 
 #include <math_constants.h>
@@ -25,32 +26,12 @@ namespace cleave::cuda {
 namespace {
 
 /// Rows per block when one warp handles a row.
-constexpr int kWarpRowsPerBlock = 8;
+constexpr int kLossWarpRowsPerBlock = 8;
 /// Threads per row (and block) for rows longer than kWarpRowMax.
 constexpr int kBlockRowThreads = 512;
 constexpr int64_t kWarpRowMax = 1024;
-/// Grids loop over rows beyond this many blocks.
-constexpr int64_t kMaxBlocks = int64_t(1) << 20;
 /// The single block that reduces over all rows.
 constexpr int kReduceThreads = 1024;
-
-/// This thread's place among the threads of its row, and the rows its
-/// warp (or block) visits.
-template <int kThreads> struct RowWalk {
-  int tid;
-  int64_t first, stride;
-  __device__ RowWalk() {
-    if constexpr (kThreads == kWarp) {
-      tid = threadIdx.x % kWarp;
-      first = int64_t(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / kWarp;
-      stride = int64_t(gridDim.x) * kWarpRowsPerBlock;
-    } else {
-      tid = threadIdx.x;
-      first = blockIdx.x;
-      stride = gridDim.x;
-    }
-  }
-};
 
 /// The max of a set of logits and the sum of exp(x - max) over it (a
 /// plain struct, so that it can live in shared memory).
@@ -115,12 +96,12 @@ __device__ bool inRange(int64_t label, int64_t classes) {
 /// rowLoss[r] = (max + log(sum)) - x[label] in double, as the CPU adds it
 /// to its total; 0 for an ignored row, NaN for a label out of range.
 template <int kThreads>
-__global__ void __launch_bounds__(kThreads == kWarp ? kWarp * kWarpRowsPerBlock
-                                                    : kThreads)
+__global__ void
+__launch_bounds__(kThreads == kWarp ? kWarp * kLossWarpRowsPerBlock : kThreads)
     rowLossKernel(const float *logits, const int64_t *labels, double *rowLoss,
                   int64_t rows, int64_t classes, int64_t ignoreIndex) {
   __shared__ MaxSum shared[kThreads / kWarp];
-  RowWalk<kThreads> walk;
+  RowWalk<kThreads, kLossWarpRowsPerBlock> walk;
   for (int64_t row = walk.first; row < rows; row += walk.stride) {
     int64_t label = labels[row];
     if (isIgnored(label, ignoreIndex) || !inRange(label, classes)) {
@@ -169,14 +150,14 @@ __global__ void __launch_bounds__(kReduceThreads)
 /// dx = exp(x - (max + log(sum))) * scale, less scale at the label; the
 /// product is rounded before the subtraction as on the CPU (no FMA).
 template <int kThreads>
-__global__ void __launch_bounds__(kThreads == kWarp ? kWarp * kWarpRowsPerBlock
-                                                    : kThreads)
+__global__ void
+__launch_bounds__(kThreads == kWarp ? kWarp * kLossWarpRowsPerBlock : kThreads)
     crossEntropyGradKernel(const float *logits, const int64_t *labels,
                            const float *scalePtr, float *dLogits, int64_t rows,
                            int64_t classes, int64_t ignoreIndex) {
   __shared__ MaxSum shared[kThreads / kWarp];
   float scale = *scalePtr;
-  RowWalk<kThreads> walk;
+  RowWalk<kThreads, kLossWarpRowsPerBlock> walk;
   for (int64_t row = walk.first; row < rows; row += walk.stride) {
     int64_t label = labels[row];
     const float *x = logits + row * classes;
@@ -206,13 +187,13 @@ template <typename F> void withRowThreads(int64_t classes, F &&f) {
 }
 
 template <int kThreads> dim3 rowGrid(int64_t rows) {
-  int64_t perBlock = kThreads == kWarp ? kWarpRowsPerBlock : 1;
+  int64_t perBlock = kThreads == kWarp ? kLossWarpRowsPerBlock : 1;
   return dim3(static_cast<unsigned>(
       std::clamp<int64_t>((rows + perBlock - 1) / perBlock, 1, kMaxBlocks)));
 }
 
 template <int kThreads> dim3 rowBlock() {
-  return dim3(kThreads == kWarp ? kWarp * kWarpRowsPerBlock : kThreads);
+  return dim3(kThreads == kWarp ? kWarp * kLossWarpRowsPerBlock : kThreads);
 }
 
 } // namespace
