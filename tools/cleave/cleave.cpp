@@ -532,6 +532,36 @@ std::optional<double> parseBytes(StringRef text) {
   return value * scale;
 }
 
+/// Lowers `prediction` of the model to the plan artifact -o names (the
+/// knob-level shape when the model is a transformer, else only its name).
+int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
+                  const cleave::cost::Cluster &cluster,
+                  const cleave::cost::PlanPrediction &prediction,
+                  const cleave::cost::Profile *prof,
+                  std::optional<cleave::cost::TransformerModel> shape,
+                  const std::string &name) {
+  cleave::tool::ArtifactRequest request;
+  request.path = planOut;
+  request.modelSource = model;
+  request.clusterSpec = clusterSpec;
+  request.cluster = cluster;
+  request.transformer = shape.has_value();
+  if (shape)
+    request.shape = *shape;
+  request.shape.name = name;
+  request.prediction = prediction;
+  request.profile = prof;
+  request.globalBatch = globalBatch;
+  request.seed = planSeed;
+  request.step.optimizer = planOptimizer;
+  request.step.lr = planLr;
+  request.importOptions = options;
+  request.load = [&](const cleave::ImportOptions &o) {
+    return tool.loadModel(o);
+  };
+  return cleave::tool::writePlanArtifact(request);
+}
+
 /// `compile` for a graph without transformer layers (ResNets, imported CNNs
 /// and MLPs): data-parallel plans over every device, with the microbatch
 /// and ZeRO stage searched (cleave/Search/GraphPlan.h).
@@ -665,24 +695,8 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
     return kFailed;
   }
   if (!planOut.empty()) {
-    cleave::tool::ArtifactRequest request;
-    request.path = planOut;
-    request.modelSource = model;
-    request.clusterSpec = clusterSpec;
-    request.cluster = cluster;
-    request.transformer = false;
-    request.shape.name = name;
-    request.prediction = *best;
-    request.profile = prof;
-    request.globalBatch = globalBatch;
-    request.seed = planSeed;
-    request.step.optimizer = planOptimizer;
-    request.step.lr = planLr;
-    request.importOptions = options;
-    request.load = [&](const cleave::ImportOptions &o) {
-      return tool.loadModel(o);
-    };
-    if (int code = cleave::tool::writePlanArtifact(request))
+    if (int code = writeArtifact(tool, options, cluster, *best, prof,
+                                 std::nullopt, name))
       return code;
   }
   if (json) {
@@ -864,23 +878,8 @@ int runCompile() {
 
   const cleave::cost::PlanPrediction &best = plans.front();
   if (!planOut.empty()) {
-    cleave::tool::ArtifactRequest request;
-    request.path = planOut;
-    request.modelSource = model;
-    request.clusterSpec = clusterSpec;
-    request.cluster = *cluster;
-    request.shape = *shape;
-    request.prediction = best;
-    request.profile = prof;
-    request.globalBatch = globalBatch;
-    request.seed = planSeed;
-    request.step.optimizer = planOptimizer;
-    request.step.lr = planLr;
-    request.importOptions = options;
-    request.load = [&](const cleave::ImportOptions &o) {
-      return tool.loadModel(o);
-    };
-    if (int code = cleave::tool::writePlanArtifact(request))
+    if (int code = writeArtifact(tool, options, *cluster, best, prof, *shape,
+                                 shape->name))
       return code;
   }
   if (!tracePath.empty()) {

@@ -55,6 +55,18 @@ std::vector<std::string> mpiGatherToRoot(const std::string &text) {
   return out;
 }
 
+void requireMeshMatchesWorld(const MeshInfo &mesh) {
+  int size = mpiWorldSize();
+  if (mesh.numRanks() != size)
+    throw std::invalid_argument("the mesh has " +
+                                std::to_string(mesh.numRanks()) +
+                                " ranks but MPI started " +
+                                std::to_string(size));
+  if (mesh.rankOf(mesh.coords) != mpiWorldRank())
+    throw std::invalid_argument("this rank's mesh coordinates do not match "
+                                "its MPI rank");
+}
+
 int mpiLocalRank() {
   MPI_Comm node;
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
@@ -141,14 +153,7 @@ private:
 class MpiCommunicator : public Communicator {
 public:
   explicit MpiCommunicator(MeshInfo mesh) : mesh_(std::move(mesh)) {
-    int size = mpiWorldSize();
-    if (mesh_.numRanks() != size)
-      throw std::invalid_argument(
-          "the mesh has " + std::to_string(mesh_.numRanks()) +
-          " ranks but MPI started " + std::to_string(size));
-    if (mesh_.rankOf(mesh_.coords) != mpiWorldRank())
-      throw std::invalid_argument("this rank's mesh coordinates do not match "
-                                  "its MPI rank");
+    requireMeshMatchesWorld(mesh_);
     // Every subset of the axes, in the same order on every rank.
     size_t n = mesh_.axisNames.size();
     for (unsigned mask = 1; n < 16 && mask < (1u << n); ++mask) {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "OpChecks.h"
 #include "Ops.h"
 #include "kernels/Attention.h"
 
@@ -20,10 +21,6 @@ namespace {
 
 using executor::OpContext;
 using kernels::Shape;
-
-[[noreturn]] void fail(const char *op, const std::string &message) {
-  throw std::invalid_argument(std::string(op) + ": " + message);
-}
 
 void checkAxis(const char *op, int64_t axis, int64_t rank) {
   if (axis < 0 || axis >= rank)

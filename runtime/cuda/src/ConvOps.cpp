@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OpChecks.h"
 #include "Ops.h"
 
 #include "Context.h"
@@ -69,14 +70,6 @@ int64_t chunkImages(const ConvGeometry &g) {
   int64_t perImage = std::max<int64_t>(1, g.colRows() * g.colCols() * 4);
   return std::clamp<int64_t>((int64_t(256) << 20) / perImage, 1,
                              std::max<int64_t>(1, g.batch));
-}
-
-void expectShape(const k::Shape &actual, const k::Shape &expected,
-                 const char *what) {
-  if (actual != expected)
-    throw std::invalid_argument(std::string(what) + " has shape " +
-                                k::shapeString(actual) + ", expected " +
-                                k::shapeString(expected));
 }
 
 void conv2dKernel(OpContext &c) {

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OpChecks.h"
 #include "Ops.h"
 
 #include "Context.h"
@@ -28,14 +29,6 @@ namespace {
 
 std::vector<int64_t> stridesOf(const k::Shape &shape) {
   return k::rowMajorStrides(shape);
-}
-
-void expectShape(const k::Shape &actual, const k::Shape &expected,
-                 const char *what) {
-  if (actual != expected)
-    throw std::invalid_argument(std::string(what) + " has shape " +
-                                k::shapeString(actual) + ", expected " +
-                                k::shapeString(expected));
 }
 
 /// A copy between tensors of the same number of bytes.

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "OpChecks.h"
 #include "Ops.h"
 #include "kernels/Gather.h"
 
@@ -36,14 +37,6 @@ GatherDims gatherDims(const Shape &table, int64_t axis) {
   for (size_t i = axis + 1; i < table.size(); ++i)
     d.inner *= table[i];
   return d;
-}
-
-void checkShape(const char *op, const char *what, const Shape &shape,
-                const Shape &expected) {
-  if (shape != expected)
-    throw std::invalid_argument(std::string(op) + ": " + what + " must be " +
-                                kernels::shapeString(expected) + ", got " +
-                                kernels::shapeString(shape));
 }
 
 void gatherKernel(OpContext &c) {

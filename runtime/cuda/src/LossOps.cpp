@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "OpChecks.h"
 #include "Ops.h"
 #include "kernels/Loss.h"
 
@@ -20,10 +21,6 @@ namespace {
 
 using executor::OpContext;
 using kernels::Shape;
-
-[[noreturn]] void fail(const char *op, const std::string &message) {
-  throw std::invalid_argument(std::string(op) + ": " + message);
-}
 
 /// [rows, classes] of logits [N..., C] with labels [N...].
 struct LossDims {

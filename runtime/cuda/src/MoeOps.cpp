@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "OpChecks.h"
 #include "Ops.h"
 #include "kernels/Moe.h"
 
@@ -22,26 +23,6 @@ namespace {
 
 using executor::OpContext;
 using kernels::Shape;
-
-[[noreturn]] void fail(const char *op, const std::string &message) {
-  throw std::invalid_argument(std::string(op) + ": " + message);
-}
-
-template <typename View>
-void checkShape(const char *op, const char *what, const View &view,
-                const Shape &expected) {
-  if (view.shape != expected)
-    fail(op, std::string(what) + " must be " + kernels::shapeString(expected) +
-                 ", got " + kernels::shapeString(view.shape));
-}
-
-/// Like checkShape, but an absent (null) result passes.
-template <typename View>
-void checkOptionalShape(const char *op, const char *what, const View &view,
-                        const Shape &expected) {
-  if (view.data)
-    checkShape(op, what, view, expected);
-}
 
 /// Router logits [T, E] and top_k in [1, E].
 void checkRouter(const char *op, const Shape &logits, int64_t topK) {

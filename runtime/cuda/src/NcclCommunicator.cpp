@@ -138,14 +138,8 @@ private:
 class NcclCommunicator final : public comm::Communicator {
 public:
   explicit NcclCommunicator(MeshInfo mesh) : mesh_(std::move(mesh)) {
+    comm::requireMeshMatchesWorld(mesh_);
     int size = comm::mpiWorldSize(), rank = comm::mpiWorldRank();
-    if (mesh_.numRanks() != size)
-      throw std::invalid_argument(
-          "the mesh has " + std::to_string(mesh_.numRanks()) +
-          " ranks but MPI started " + std::to_string(size));
-    if (mesh_.rankOf(mesh_.coords) != rank)
-      throw std::invalid_argument("this rank's mesh coordinates do not match "
-                                  "its MPI rank");
     ncclUniqueId id;
     if (rank == 0)
       checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "OpChecks.h"
 #include "Ops.h"
 #include "kernels/Normalization.h"
 
@@ -20,26 +21,6 @@ namespace {
 
 using executor::OpContext;
 using kernels::Shape;
-
-[[noreturn]] void fail(const char *op, const std::string &message) {
-  throw std::invalid_argument(std::string(op) + ": " + message);
-}
-
-template <typename View>
-void checkShape(const char *op, const char *what, const View &view,
-                const Shape &expected) {
-  if (view.shape != expected)
-    fail(op, std::string(what) + " must be " + kernels::shapeString(expected) +
-                 ", got " + kernels::shapeString(view.shape));
-}
-
-/// Like checkShape, but an absent (null) operand passes.
-template <typename View>
-void checkOptionalShape(const char *op, const char *what, const View &view,
-                        const Shape &expected) {
-  if (view.data)
-    checkShape(op, what, view, expected);
-}
 
 /// [rows, n] with n the product of input.shape[axis:], and that shape (the
 /// parameters').

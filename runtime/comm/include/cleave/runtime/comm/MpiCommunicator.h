@@ -29,6 +29,9 @@ int mpiWorldSize();
 /// This rank's index among the ranks on its node (MPI_COMM_TYPE_SHARED):
 /// which of the node's GPUs it drives.
 int mpiLocalRank();
+/// Throws std::invalid_argument unless `mesh` has the world's ranks and
+/// its coordinates are this rank's (a communicator over MPI needs both).
+void requireMeshMatchesWorld(const MeshInfo &mesh);
 /// Every rank's `text`, in rank order, on rank 0 (empty elsewhere).
 std::vector<std::string> mpiGatherToRoot(const std::string &text);
 /// MPI_Barrier on MPI_COMM_WORLD.
