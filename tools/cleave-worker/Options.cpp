@@ -10,7 +10,8 @@ const char *const kUsage =
     "usage: cleave-worker PLAN [--steps K] [--data tokens.bin] [--seed S]\n"
     "                     [--trace out.json] [--dump-params DIR]\n"
     "                     [--input NAME=FILE]... [--dump-outputs DIR]\n"
-    "                     [--timeout SECONDS] [--backend cpu|cuda] [--list]\n"
+    "                     [--timeout SECONDS] [--backend cpu|cuda] [--no-fuse]\n"
+    "                     [--list]\n"
     "       cleave-worker --kernels [--backend cpu|cuda]\n";
 
 namespace {
@@ -62,6 +63,8 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
         error = "--backend must be cpu or cuda, not '" + options.backend + "'";
         return false;
       }
+    } else if (arg == "--no-fuse") {
+      options.fuse = false;
     } else if (arg == "--list") {
       options.list = true;
     } else if (arg == "--kernels") {

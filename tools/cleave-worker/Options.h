@@ -24,6 +24,10 @@ struct Options {
   double timeoutSeconds = 60;
   /// "cpu" or "cuda" (one GPU per rank, by local rank on the node).
   std::string backend = "cpu";
+  /// Run the instruction groups the backend fuses (a GEMM and its bias,
+  /// activation or batch sum) as one kernel; --no-fuse runs every
+  /// instruction alone, to compare.
+  bool fuse = true;
   /// Print each rank's program (schedule and instructions) and exit.
   bool list = false;
   /// Print the ops the backend has kernels for, one per line, and exit

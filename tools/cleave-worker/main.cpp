@@ -362,6 +362,7 @@ int main(int argc, char **argv) {
   execOptions.dataPath = options.dataPath;
   execOptions.inputFiles = options.inputFiles;
   execOptions.trace = !options.tracePath.empty();
+  execOptions.fuse = options.fuse;
   absl::StatusOr<std::unique_ptr<executor::Executor>> ex =
       executor::Executor::create(*plan, gRank,
                                  deviceComm ? *deviceComm : *comm,

@@ -50,6 +50,23 @@ void Emitter::planMemory() {
           t.set_kind(plan::TensorDecl::COMM_BUFFER);
       }
     }
+  // A GEMM's operands stay live through the next instruction when that
+  // one consumes the product (a bias add, an activation gradient, a sum
+  // over the batch): a backend may run the pair as one GEMM with an
+  // epilogue (runtime Fusion.h), which reads the operands while it writes
+  // the second result.
+  for (int s = 0; s < static_cast<int>(segments.size()); ++s)
+    for (size_t i = 0; i + 1 < segments[s].size(); ++i) {
+      const auto &segment = segments[s];
+      const plan::Instruction &mm = segment[i];
+      if (mm.op() != "graph.matmul" || mm.outputs_size() != 1 ||
+          !llvm::is_contained(segment[i + 1].inputs(), mm.outputs(0)))
+        continue;
+      for (int id : mm.inputs())
+        if (id >= 0 && segmentOf[id] == s &&
+            lastUse[id] == static_cast<int64_t>(i))
+          lastUse[id] = i + 1;
+    }
   for (plan::TensorDecl &t : *program.mutable_tensors()) {
     BufferRequest r;
     r.bytes = t.bytes();

@@ -30,6 +30,14 @@ public:
     auto it = registry().find(op);
     return it == registry().end() ? nullptr : it->second;
   }
+  bool fuses(const executor::FusedGroup &group,
+             const plan::Segment &segment) const override {
+    return cuda::fuses(group, segment);
+  }
+  executor::FusedKernelFn
+  fusedKernel(executor::Fusion kind) const override {
+    return cuda::fusedKernel(kind);
+  }
   bool hostAddressable() const override { return false; }
 
   void *allocate(int64_t bytes) override {

@@ -38,11 +38,16 @@ struct Problem {
   /// assumes 256 and may pick a kernel that faults on a group's or an
   /// image's offset.
   uint32_t alignA = 256, alignB = 256, alignC = 256;
+  /// The epilogue, and the alignment of its bias and aux pointers (the
+  /// heuristic reads them too).
+  Epilogue epilogue = Epilogue::None;
+  uint32_t alignBias = 256, alignAux = 256;
 
   auto key() const {
     return std::make_tuple(transA, transB, m, n, k, batch, strideA, strideB,
                            strideC, static_cast<int>(precision), beta != 0.0f,
-                           alignA, alignB, alignC);
+                           alignA, alignB, alignC,
+                           static_cast<int>(epilogue), alignBias, alignAux);
   }
   bool operator<(const Problem &o) const { return key() < o.key(); }
 };
@@ -52,7 +57,44 @@ struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  /// False when the heuristic found no algorithm (only ever with an
+  /// epilogue: a plain product without one is an error).
+  bool found = true;
 };
+
+cublasLtEpilogue_t ltEpilogue(Epilogue e) {
+  switch (e) {
+  case Epilogue::None:
+    return CUBLASLT_EPILOGUE_DEFAULT;
+  case Epilogue::Bias:
+    return CUBLASLT_EPILOGUE_BIAS;
+  case Epilogue::BiasRelu:
+    return CUBLASLT_EPILOGUE_RELU_BIAS;
+  case Epilogue::BiasGelu:
+    return CUBLASLT_EPILOGUE_GELU_BIAS;
+  case Epilogue::BiasGeluAux:
+    return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  case Epilogue::DGelu:
+    return CUBLASLT_EPILOGUE_DGELU;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+bool usesAux(Epilogue e) {
+  return e == Epilogue::BiasGeluAux || e == Epilogue::DGelu;
+}
+
+/// Sets the epilogue's pointers on the descriptor (the heuristic reads
+/// their alignment; every call its values).
+void setEpiloguePointers(cublasLtMatmulDesc_t op, const EpilogueArgs &e) {
+  if (e.bias)
+    CLEAVE_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
+        op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &e.bias, sizeof(e.bias)));
+  if (e.aux)
+    CLEAVE_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
+        op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &e.aux,
+        sizeof(e.aux)));
+}
 
 cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols,
                               int32_t batch, int64_t stride) {
@@ -69,7 +111,7 @@ cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols,
   return l;
 }
 
-const Plan &planFor(const Problem &p) {
+const Plan &planFor(const Problem &p, const EpilogueArgs &e) {
   static std::map<Problem, Plan> cache;
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
@@ -93,6 +135,18 @@ const Plan &planFor(const Problem &p) {
       plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   CLEAVE_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
       plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  if (p.epilogue != Epilogue::None) {
+    cublasLtEpilogue_t epilogue = ltEpilogue(p.epilogue);
+    CLEAVE_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
+        plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    if (usesAux(p.epilogue)) {
+      // The aux matrix is laid out like D: column-major m x n.
+      int64_t ld = p.m;
+      CLEAVE_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
+          plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
+    }
+    setEpiloguePointers(plan.op, e);
+  }
   // Stored shapes: op(A) is m x k, op(B) is k x n.
   plan.a = p.transA ? layout(in, p.k, p.m, p.batch, p.strideA)
                     : layout(in, p.m, p.k, p.batch, p.strideA);
@@ -119,6 +173,11 @@ const Plan &planFor(const Problem &p) {
       ctx.lt, plan.op, plan.a, plan.b, plan.c, plan.c, pref, 1, &result,
       &found);
   cublasLtMatmulPreferenceDestroy(pref);
+  if (p.epilogue != Epilogue::None &&
+      (status != CUBLAS_STATUS_SUCCESS || found == 0)) {
+    plan.found = false;
+    return cache.emplace(p, plan).first->second;
+  }
   CLEAVE_CUDA_CHECK(status);
   if (found == 0)
     throw std::runtime_error(
@@ -143,20 +202,25 @@ int64_t extent(int64_t rows, int64_t cols, int32_t batch, int64_t stride) {
   return rows * cols + (batch > 1 ? (batch - 1) * stride : 0);
 }
 
-void run(Problem p, const float *a, const float *b, float *c) {
+bool run(Problem p, const float *a, const float *b, float *c,
+         const EpilogueArgs &e = {}) {
   Context &ctx = context();
   p.precision = ctx.gemmPrecision;
+  p.epilogue = e.kind;
   if (p.m == 0 || p.n == 0 || p.batch == 0)
-    return;
+    return true;
+  if (p.epilogue != Epilogue::None &&
+      (p.k == 0 || p.batch != 1 || (usesAux(p.epilogue) && p.m % 8 != 0)))
+    return false;
   if (p.k == 0) {
     // An empty contraction adds nothing (cuBLASLt wants k >= 1).
     if (p.beta != 0.0f)
-      return;
+      return true;
     for (int32_t i = 0; i < p.batch; ++i)
       CLEAVE_CUDA_CHECK(cudaMemsetAsync(c + i * p.strideC, 0,
                                         sizeof(float) * p.m * p.n,
                                         ctx.compute));
-    return;
+    return true;
   }
   float alpha = 1.0f, beta = p.beta;
   // bf16/fp16: the fp32 operands are rounded into 16-bit copies (the
@@ -183,21 +247,29 @@ void run(Problem p, const float *a, const float *b, float *c) {
   p.alignA = alignment(ain, p.strideA, p.batch, inBytes);
   p.alignB = alignment(bin, p.strideB, p.batch, inBytes);
   p.alignC = alignment(c, p.strideC, p.batch, 4);
-  const Plan &plan = planFor(p);
+  if (e.bias)
+    p.alignBias = alignment(e.bias, 0, 1, 4);
+  if (e.aux)
+    p.alignAux = alignment(e.aux, 0, 1, 4);
+  const Plan &plan = planFor(p, e);
+  if (!plan.found)
+    return false;
+  if (p.epilogue != Epilogue::None)
+    setEpiloguePointers(plan.op, e);
   CLEAVE_CUDA_CHECK(cublasLtMatmul(ctx.lt, plan.op, &alpha, ain, plan.a, bin,
                                    plan.b, &beta, c, plan.c, c, plan.c,
                                    &plan.algo, ctx.ltWorkspace,
                                    ctx.ltWorkspaceBytes, ctx.compute));
+  return true;
 }
 
-} // namespace
-
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          const float *a, const float *b, float beta, float *c,
-          int64_t batch, int64_t strideA, int64_t strideB, int64_t strideC) {
+/// The column-major problem of a row-major one: C^T (n x m) = op(B)^T
+/// (n x k) op(A)^T (k x m).
+Problem columnMajor(bool transA, bool transB, int64_t m, int64_t n,
+                    int64_t k, int64_t batch, int64_t strideA,
+                    int64_t strideB, int64_t strideC, float beta) {
   if (batch > INT32_MAX)
     throw std::invalid_argument("a GEMM batch of " + std::to_string(batch));
-  // Column-major: C^T (n x m) = op(B)^T (n x k) op(A)^T (k x m).
   Problem p{};
   p.transA = transB;
   p.transB = transA;
@@ -209,7 +281,27 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   p.strideB = strideA;
   p.strideC = strideC;
   p.beta = beta;
-  run(p, b, a, c);
+  return p;
+}
+
+} // namespace
+
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          const float *a, const float *b, float beta, float *c,
+          int64_t batch, int64_t strideA, int64_t strideB, int64_t strideC) {
+  run(columnMajor(transA, transB, m, n, k, batch, strideA, strideB, strideC,
+                  beta),
+      b, a, c);
+}
+
+bool gemmEpilogue(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                  const float *a, const float *b, float *c,
+                  const EpilogueArgs &epilogue) {
+  // In column-major terms D is n x m: the bias over the row-major columns
+  // is cuBLASLt's bias over D's rows, and the aux matrix (row-major m x n)
+  // is column-major n x m with leading dimension n.
+  return run(columnMajor(transA, transB, m, n, k, 1, 0, 0, 0, 0.0f), b, a, c,
+             epilogue);
 }
 
 } // namespace cleave::cuda

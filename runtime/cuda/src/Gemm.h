@@ -17,6 +17,39 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           int64_t batch = 1, int64_t strideA = 0, int64_t strideB = 0,
           int64_t strideC = 0);
 
+/// What cuBLASLt does to the product before it stores it (row-major
+/// terms; see Gemm.cpp for the column-major mapping).
+enum class Epilogue : uint8_t {
+  None,
+  /// c[i, j] += bias[j].
+  Bias,
+  /// c = relu(product + bias).
+  BiasRelu,
+  /// c = gelu_tanh(product + bias).
+  BiasGelu,
+  /// The same, also storing product + bias into `aux` (the gradient's
+  /// input).
+  BiasGeluAux,
+  /// c = gelu_tanh'(aux) * product (aux: the activation's input).
+  DGelu,
+};
+
+struct EpilogueArgs {
+  Epilogue kind = Epilogue::None;
+  /// Bias*: n values.
+  const float *bias = nullptr;
+  /// BiasGeluAux (written), DGelu (read): m x n like c.
+  float *aux = nullptr;
+};
+
+/// A single (unbatched) gemm with an epilogue, beta 0. Returns false,
+/// having written nothing, when cuBLASLt has no algorithm for it (an
+/// epilogue needs n % 8 == 0 for its auxiliary matrix, and some layouts
+/// have none): the caller then runs the ops apart.
+bool gemmEpilogue(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                  const float *a, const float *b, float *c,
+                  const EpilogueArgs &epilogue);
+
 } // namespace cleave::cuda
 
 #endif // CLEAVE_RUNTIME_CUDA_SRC_GEMM_H

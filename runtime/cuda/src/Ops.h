@@ -17,6 +17,7 @@
 #ifndef CLEAVE_RUNTIME_CUDA_SRC_OPS_H
 #define CLEAVE_RUNTIME_CUDA_SRC_OPS_H
 
+#include "cleave/runtime/executor/Fusion.h"
 #include "cleave/runtime/executor/OpContext.h"
 
 #include <map>
@@ -52,6 +53,12 @@ void registerMatmulOps(Registry &registry);
 void registerDataMovementOps(Registry &registry);
 /// runtime.zero and comm.* (collectives through the Communicator).
 void registerRuntimeOps(Registry &registry);
+
+/// Which matched groups run fused (FusedOps.cpp): those with a cuBLASLt
+/// epilogue (tanh-GELU, ReLU without its input kept) or none needed.
+bool fuses(const executor::FusedGroup &group, const plan::Segment &segment);
+/// The kernel of a fused group.
+executor::FusedKernelFn fusedKernel(executor::Fusion kind);
 
 /// Every CUDA kernel, by op name.
 const Registry &registry();

@@ -8,6 +8,8 @@
 
 #include "cleave/runtime/executor/Backend.h"
 
+#include "Registry.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -34,6 +36,13 @@ public:
   std::string name() const override { return "cpu"; }
   KernelFn findKernel(const std::string &op) const override {
     return executor::findKernel(op);
+  }
+  /// Every group the matcher finds: each has a CPU kernel.
+  bool fuses(const FusedGroup &, const plan::Segment &) const override {
+    return true;
+  }
+  FusedKernelFn fusedKernel(Fusion kind) const override {
+    return cpuFusedKernel(kind);
   }
   bool hostAddressable() const override { return true; }
   void *allocate(int64_t bytes) override { return alignedZeroed(bytes); }

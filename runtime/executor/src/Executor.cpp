@@ -154,6 +154,19 @@ absl::Status Executor::prepare() {
     }
     writesLoss_.push_back(writes);
   }
+  fusedAt_.assign(kernels_.size(), -1);
+  if (options_.fuse)
+    for (int s = 0; s < p.segments_size(); ++s) {
+      auto accepts = [&](const FusedGroup &g, const plan::Segment &seg) {
+        return backend_->fusedKernel(g.kind) && backend_->fuses(g, seg);
+      };
+      for (FusedGroup &g : findFusions(p, s, accepts)) {
+        fusedAt_[firstKernel_[s] + g.first] =
+            static_cast<int32_t>(fused_.size());
+        FusedKernelFn fn = backend_->fusedKernel(g.kind);
+        fused_.emplace_back(std::move(g), fn);
+      }
+    }
   // Integer inputs reach their gathers through copies and slices
   // (copy_to_group, shard_slice): follow them back to the INPUT.
   inputOf_.assign(p.tensors_size(), -1);
@@ -457,6 +470,22 @@ absl::Status Executor::fillInputs(const plan::Instruction &inst, int64_t step,
   return absl::OkStatus();
 }
 
+absl::StatusOr<OpContext> Executor::contextFor(int32_t segmentIndex,
+                                               int index, int64_t microbatch,
+                                               int64_t step) {
+  const plan::Instruction &inst =
+      program_->segments(segmentIndex).instructions(index);
+  if (absl::Status s = fillInputs(inst, step, microbatch); !s.ok())
+    return instructionError(segmentIndex, index, std::string(s.message()));
+  std::vector<TensorView> inputs, outputs;
+  for (int32_t id : inst.inputs())
+    inputs.push_back(id < 0 ? TensorView{} : tensor(id, microbatch));
+  for (int32_t id : inst.outputs())
+    outputs.push_back(id < 0 ? TensorView{} : tensor(id, microbatch));
+  return OpContext(inst, std::move(inputs), std::move(outputs), comm_,
+                   pending_, deferred_);
+}
+
 absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
                                   int64_t step) {
   const plan::Segment &segment = program_->segments(segmentIndex);
@@ -486,23 +515,8 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
     progress_.startedNs = 0;
     deferred_.erase(it);
   }
-  for (int i = 0; i < segment.instructions_size(); ++i) {
+  auto runOne = [&](int i, OpContext &context) -> absl::Status {
     const plan::Instruction &inst = segment.instructions(i);
-    // Once per step, in the last microbatch's run (a gradient reduction
-    // started as soon as the last backward has written its bucket).
-    if (auto last = inst.attrs().find("last_microbatch");
-        last != inst.attrs().end() && last->second.b() &&
-        microbatch != numMicrobatches() - 1)
-      continue;
-    if (absl::Status s = fillInputs(inst, step, microbatch); !s.ok())
-      return instructionError(segmentIndex, i, std::string(s.message()));
-    std::vector<TensorView> inputs, outputs;
-    for (int32_t id : inst.inputs())
-      inputs.push_back(id < 0 ? TensorView{} : tensor(id, microbatch));
-    for (int32_t id : inst.outputs())
-      outputs.push_back(id < 0 ? TensorView{} : tensor(id, microbatch));
-    OpContext context(inst, std::move(inputs), std::move(outputs), comm_,
-                      pending_, deferred_);
     int64_t start = nowNs();
     progress_.instruction = i;
     progress_.startedNs = start;
@@ -520,6 +534,64 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
       record(inst.op(), isComm ? "comm" : "compute", isComm ? 2 : 1, start,
              nowNs(), microbatch);
     }
+    return absl::OkStatus();
+  };
+  for (int i = 0; i < segment.instructions_size(); ++i) {
+    const plan::Instruction &inst = segment.instructions(i);
+    // Once per step, in the last microbatch's run (a gradient reduction
+    // started as soon as the last backward has written its bucket).
+    if (auto last = inst.attrs().find("last_microbatch");
+        last != inst.attrs().end() && last->second.b() &&
+        microbatch != numMicrobatches() - 1)
+      continue;
+    int32_t fused = fusedAt_[firstKernel_[segmentIndex] + i];
+    if (fused < 0) {
+      absl::StatusOr<OpContext> context =
+          contextFor(segmentIndex, i, microbatch, step);
+      if (!context.ok())
+        return context.status();
+      if (absl::Status s = runOne(i, *context); !s.ok())
+        return s;
+      continue;
+    }
+    const auto &[group, kernel] = fused_[fused];
+    std::vector<OpContext> contexts;
+    contexts.reserve(group.count);
+    for (int j = 0; j < group.count; ++j) {
+      absl::StatusOr<OpContext> context =
+          contextFor(segmentIndex, i + j, microbatch, step);
+      if (!context.ok())
+        return context.status();
+      contexts.push_back(*std::move(context));
+    }
+    int64_t start = nowNs();
+    progress_.instruction = i;
+    progress_.startedNs = start;
+    bool ran = false;
+    try {
+      // The buffer plan may give a result the bytes of an operand that
+      // dies at the first op; run op by op then. So too when the fused
+      // kernel refuses the group or throws: the ops' own kernels then
+      // report any error at the instruction it belongs to (the group's
+      // writes overlap none of its reads, so running again is safe).
+      ran = !fusedWritesOverlapReads(group, contexts) &&
+            kernel(group, contexts);
+      if (ran && options_.trace)
+        backend_->synchronize();
+    } catch (const std::exception &) {
+      ran = false;
+    }
+    progress_.startedNs = 0;
+    if (ran) {
+      if (options_.trace)
+        record(fusionName(group.kind), "compute", 1, start, nowNs(),
+               microbatch);
+    } else {
+      for (int j = 0; j < group.count; ++j)
+        if (absl::Status s = runOne(i + j, contexts[j]); !s.ok())
+          return s;
+    }
+    i += group.count - 1;
   }
   if (options_.trace)
     record(segment.name(), plan::Segment::Kind_Name(segment.kind()), 0,

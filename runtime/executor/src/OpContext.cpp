@@ -153,7 +153,7 @@ double OpContext::attrFloat(const std::string &name, double fallback) const {
   return has(name) ? attrFloat(name) : fallback;
 }
 
-bool OpContext::attrBool(const std::string &name) const {
+bool attrBool(const plan::Instruction &inst, const std::string &name) {
   auto it = inst.attrs().find(name);
   if (it == inst.attrs().end())
     return false;
@@ -162,6 +162,10 @@ bool OpContext::attrBool(const std::string &name) const {
   if (it->second.has_i())
     return it->second.i() != 0;
   badAttr(name, "a boolean");
+}
+
+bool OpContext::attrBool(const std::string &name) const {
+  return executor::attrBool(inst, name);
 }
 
 std::string OpContext::attrString(const std::string &name) const {

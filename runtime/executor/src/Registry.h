@@ -3,6 +3,7 @@
 #ifndef CLEAVE_RUNTIME_EXECUTOR_SRC_REGISTRY_H
 #define CLEAVE_RUNTIME_EXECUTOR_SRC_REGISTRY_H
 
+#include "cleave/runtime/executor/Fusion.h"
 #include "cleave/runtime/executor/OpAttributes.h"
 #include "cleave/runtime/executor/OpContext.h"
 #include "cleave/runtime/kernels/Conv.h"
@@ -20,6 +21,8 @@ void registerComputeKernels(Registry &registry);
 void registerGradKernels(Registry &registry);
 /// runtime.* and comm.* ops (RuntimeKernels.cpp).
 void registerRuntimeKernels(Registry &registry);
+/// The CPU backend's kernel for a fused group (CpuFusedKernels.cpp).
+FusedKernelFn cpuFusedKernel(Fusion kind);
 
 
 } // namespace cleave::executor

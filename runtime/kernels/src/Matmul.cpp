@@ -5,6 +5,8 @@
 #include "Broadcast.h"
 #include "Gemm.h"
 
+#include <algorithm>
+
 namespace cleave::kernels {
 namespace {
 
@@ -74,6 +76,37 @@ void matmul(ConstTensorRef lhs, ConstTensorRef rhs, bool transposeLhs,
     gemm(transposeLhs, transposeRhs, m, n, k, lhs.data + l * m * k,
          rhs.data + r * k * n, 0.0f, out.data + o * m * n);
   });
+}
+
+void linear(ConstTensorRef x, ConstTensorRef w, bool transposeW,
+            ConstTensorRef bias, TensorRef out) {
+  CLEAVE_CHECK_IN("linear", w.rank() == 2 && x.rank() >= 1,
+                  "needs a matrix of weights, got " + shapeString(w.shape));
+  Shape expected = matmulShape(x.rank() == 1 ? Shape{1, x.shape[0]} : x.shape,
+                               w.shape, false, transposeW);
+  if (x.rank() == 1)
+    expected.erase(expected.begin());
+  detail::checkShape(out, expected, "linear", "result");
+  int64_t n = w.shape[transposeW ? 0 : 1], k = w.shape[transposeW ? 1 : 0];
+  detail::checkShape(bias, Shape{n}, "linear", "bias");
+  int64_t rows = n == 0 ? 0 : out.numElements() / n;
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy(bias.data, bias.data + n, out.data + r * n);
+  gemm(false, transposeW, rows, n, k, x.data, w.data, 1.0f, out.data);
+}
+
+void matmulBatchContract(ConstTensorRef a, ConstTensorRef d, TensorRef out) {
+  size_t r = a.shape.size();
+  CLEAVE_CHECK_IN("matmulBatchContract",
+                  r >= 2 && d.shape.size() == r &&
+                      std::equal(a.shape.begin(), a.shape.end() - 1,
+                                 d.shape.begin()),
+                  "operands " + shapeString(a.shape) + " and " +
+                      shapeString(d.shape) + " differ but in the last dimension");
+  int64_t k = a.shape[r - 1], n = d.shape[r - 1];
+  detail::checkShape(out, Shape{k, n}, "matmulBatchContract", "result");
+  int64_t rows = k == 0 ? 0 : a.numElements() / k;
+  gemm(true, false, k, n, rows, a.data, d.data, 0.0f, out.data);
 }
 
 void matmulBackward(ConstTensorRef lhs, ConstTensorRef rhs, bool transposeLhs,

@@ -195,6 +195,20 @@ void OpCase::absentOutput() { inst_->add_outputs(-1); }
 
 void OpCase::outputIsInput(int32_t inputId) { inst_->add_outputs(inputId); }
 
+OpCase &OpCase::then(const std::string &op) {
+  inst_ = program_->mutable_segments(0)->add_instructions();
+  inst_->set_op(op);
+  return *this;
+}
+
+void OpCase::input(int32_t id) { inst_->add_inputs(id); }
+
+std::vector<int32_t> OpCase::comparedIds() const {
+  std::vector<int32_t> ids(inst_->outputs().begin(), inst_->outputs().end());
+  ids.insert(ids.end(), compared_.begin(), compared_.end());
+  return ids;
+}
+
 plan::Attr &OpCase::attr(const std::string &name) {
   return (*inst_->mutable_attrs())[name];
 }
@@ -228,11 +242,13 @@ OpCase &OpCase::setStrings(const std::string &name,
   return *this;
 }
 
-std::vector<std::string> OpCase::run(bool cuda) {
+std::vector<std::string> OpCase::run(bool cuda, bool fuse) {
   std::unique_ptr<comm::Communicator> comm =
       mesh_.numRanks() > 1 ? std::make_unique<MeshView>(mesh_)
                            : comm::createLocalCommunicator(mesh_);
   executor::ExecutorOptions options;
+  options.fuse = fuse;
+  options.trace = !fusion_.empty();
   if (cuda) {
     std::string why;
     options.backend = cudaBackend(why);
@@ -243,48 +259,65 @@ std::vector<std::string> OpCase::run(bool cuda) {
     return {};
   auto result = (*ex)->runStep(1);
   EXPECT_TRUE(result.ok()) << (cuda ? "cuda: " : "cpu: ") << result.status();
+  if (fuse && !fusion_.empty()) {
+    bool found = false;
+    for (const executor::TraceEvent &e : (*ex)->traceEvents())
+      found = found || e.name == fusion_;
+    EXPECT_TRUE(found) << (cuda ? "cuda" : "cpu") << " did not run "
+                       << fusion_ << " fused";
+  }
   std::vector<std::string> outputs;
-  for (int32_t id : inst_->outputs())
+  for (int32_t id : comparedIds())
     outputs.push_back(id < 0 ? std::string() : (*ex)->tensorBytes(id));
   return outputs;
 }
 
-void OpCase::expectMatch(double rtol, double atol) {
-  // The CPU half runs everywhere, so that a malformed case fails in CI too.
-  std::vector<std::string> cpu = run(false);
-  std::string why;
-  if (!cudaBackend(why))
-    GTEST_SKIP() << "skipped: this machine has no usable GPU (" << why
-                 << "); the CPU half ran, the CUDA half runs on the device "
-                    "machine (scripts/cuda-device-check.sh)";
-  std::vector<std::string> gpu = run(true);
-  ASSERT_EQ(cpu.size(), gpu.size());
-  for (size_t o = 0; o < cpu.size(); ++o) {
-    int32_t id = inst_->outputs(o);
+void OpCase::compareOutputs(const char *what,
+                            const std::vector<std::string> &ref,
+                            const std::vector<std::string> &got, double rtol,
+                            double atol) {
+  std::vector<int32_t> ids = comparedIds();
+  ASSERT_EQ(ref.size(), got.size());
+  for (size_t o = 0; o < ref.size(); ++o) {
+    int32_t id = ids[o];
     if (id < 0)
       continue;
     const plan::TensorDecl &t = program_->tensors(id);
-    ASSERT_EQ(cpu[o].size(), gpu[o].size()) << "output " << o;
+    ASSERT_EQ(ref[o].size(), got[o].size()) << "output " << o;
     if (t.dtype() != plan::F32) {
-      EXPECT_TRUE(cpu[o] == gpu[o])
+      EXPECT_TRUE(ref[o] == got[o])
           << inst_->op() << ": output " << o << " (integer) differs";
       continue;
     }
-    size_t n = cpu[o].size() / sizeof(float);
+    size_t n = ref[o].size() / sizeof(float);
     std::vector<float> a(n), b(n);
-    std::memcpy(a.data(), cpu[o].data(), n * sizeof(float));
-    std::memcpy(b.data(), gpu[o].data(), n * sizeof(float));
+    std::memcpy(a.data(), ref[o].data(), n * sizeof(float));
+    std::memcpy(b.data(), got[o].data(), n * sizeof(float));
     int reported = 0;
     for (size_t i = 0; i < n && reported < 5; ++i) {
       bool same = a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])) ||
                   std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(a[i]);
       if (!same) {
-        ADD_FAILURE() << inst_->op() << ": output " << o << " element " << i
-                      << ": cpu " << a[i] << ", cuda " << b[i];
+        ADD_FAILURE() << inst_->op() << ": tensor " << id << " element " << i
+                      << ": cpu " << a[i] << ", " << what << " " << b[i];
         ++reported;
       }
     }
   }
+}
+
+void OpCase::expectMatch(double rtol, double atol) {
+  // The CPU half runs everywhere, so that a malformed case fails in CI
+  // too; a group of instructions also runs fused on the CPU.
+  std::vector<std::string> cpu = run(false, false);
+  if (program_->segments(0).instructions_size() > 1)
+    compareOutputs("cpu fused", cpu, run(false, true), rtol, atol);
+  std::string why;
+  if (!cudaBackend(why))
+    GTEST_SKIP() << "skipped: this machine has no usable GPU (" << why
+                 << "); the CPU half ran, the CUDA half runs on the device "
+                    "machine (scripts/cuda-device-check.sh)";
+  compareOutputs("cuda", cpu, run(true, true), rtol, atol);
 }
 
 } // namespace cleave::test

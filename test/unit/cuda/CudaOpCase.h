@@ -57,6 +57,19 @@ public:
   /// Makes output `o` the same tensor as input `i` (in-place updates).
   void outputIsInput(int32_t inputId);
 
+  /// Appends instruction `op` to the case: later inputs, outputs and
+  /// attributes are its own. Several instructions make a group a backend
+  /// may fuse (Fusion.h): the CPU reference then runs op by op, and both
+  /// backends run fused.
+  OpCase &then(const std::string &op);
+  /// An input of the current instruction that an earlier one produced.
+  void input(int32_t id);
+  /// Compares tensor `id` too (default: the last instruction's outputs).
+  void compare(int32_t id) { compared_.push_back(id); }
+  /// expectMatch then also requires that each backend ran the group fused
+  /// (a trace event named `fusion`, executor fusionName).
+  void expectFused(const std::string &fusion) { fusion_ = fusion; }
+
   plan::Attr &attr(const std::string &name);
   OpCase &setInt(const std::string &name, int64_t v);
   OpCase &setFloat(const std::string &name, double v);
@@ -76,14 +89,21 @@ public:
 private:
   int32_t declare(std::vector<int64_t> shape, plan::DType dtype,
                   plan::TensorDecl::Kind kind);
-  /// Each output's bytes after one step on `cuda` or the CPU.
-  std::vector<std::string> run(bool cuda);
+  /// The bytes of each compared tensor after one step on `cuda` or the
+  /// CPU, fused or op by op.
+  std::vector<std::string> run(bool cuda, bool fuse);
+  std::vector<int32_t> comparedIds() const;
+  void compareOutputs(const char *what, const std::vector<std::string> &ref,
+                      const std::vector<std::string> &got, double rtol,
+                      double atol);
 
   plan::Plan plan_;
   plan::Program *program_ = nullptr;
   plan::Instruction *inst_ = nullptr;
   int64_t arena_ = 0;
   comm::MeshInfo mesh_;
+  std::vector<int32_t> compared_;
+  std::string fusion_;
 };
 
 } // namespace cleave::test

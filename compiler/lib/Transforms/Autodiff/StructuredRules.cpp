@@ -11,18 +11,22 @@ namespace {
 
 /// For y = op(A) . op(B): dA = dy . op(B)^T and dB = op(A)^T . dy, written
 /// with the transposes folded into the matmuls, then summed over any batch
-/// dimensions that broadcasting added.
+/// dimensions that broadcasting added. dB comes first: dA is what the next
+/// gradient (an activation's, a bias add's) consumes, and emitted last it
+/// sits right before that consumer, where a backend can fuse the two
+/// (runtime Fusion.h).
 LogicalResult gradMatmul(MatmulOp op, OpBuilder &b, ValueRange dys,
                          SmallVectorImpl<Value> &dxs) {
   Location loc = op.getLoc();
   Value a = op.getLhs(), w = op.getRhs(), dy = dys[0];
   bool tA = op.getTransposeLhs(), tB = op.getTransposeRhs();
-  Value da = tA ? Value(MatmulOp::create(b, loc, w, dy, tB, true))
-                : Value(MatmulOp::create(b, loc, dy, w, false, !tB));
   Value dw = tB ? Value(MatmulOp::create(b, loc, dy, a, true, tA))
                 : Value(MatmulOp::create(b, loc, a, dy, !tA, false));
+  dw = reduceTo(b, loc, dw, w.getType());
+  Value da = tA ? Value(MatmulOp::create(b, loc, w, dy, tB, true))
+                : Value(MatmulOp::create(b, loc, dy, w, false, !tB));
   dxs.push_back(reduceTo(b, loc, da, a.getType()));
-  dxs.push_back(reduceTo(b, loc, dw, w.getType()));
+  dxs.push_back(dw);
   return success();
 }
 

@@ -18,6 +18,7 @@
 #ifndef CLEAVE_RUNTIME_EXECUTOR_BACKEND_H
 #define CLEAVE_RUNTIME_EXECUTOR_BACKEND_H
 
+#include "cleave/runtime/executor/Fusion.h"
 #include "cleave/runtime/executor/OpContext.h"
 
 #include <cstdint>
@@ -34,6 +35,13 @@ public:
   virtual std::string name() const = 0;
   /// The kernel of `op` on this backend, null when it has none.
   virtual KernelFn findKernel(const std::string &op) const = 0;
+  /// Whether this backend runs a matched group of instructions as one
+  /// kernel (Fusion.h), and that kernel.
+  virtual bool fuses(const FusedGroup &group,
+                     const plan::Segment &segment) const {
+    return false;
+  }
+  virtual FusedKernelFn fusedKernel(Fusion kind) const { return nullptr; }
   /// Whether backend memory is host memory (the executor then fills
   /// inputs in place instead of staging them).
   virtual bool hostAddressable() const = 0;

@@ -50,6 +50,9 @@ struct ExecutorOptions {
   /// Where the arena lives and the kernels run; not owned, must outlive
   /// the executor. Null: the CPU backend.
   Backend *backend = nullptr;
+  /// Run the groups of instructions the backend fuses (Fusion.h) as one
+  /// kernel each; off: every instruction alone (for comparisons).
+  bool fuse = true;
 };
 
 /// What a rank is doing, for the watchdog (read from another thread).
@@ -126,6 +129,10 @@ private:
   absl::Status initialize();
   void boundIds(const plan::Instruction &inst);
   absl::Status runSegment(int32_t segment, int64_t microbatch, int64_t step);
+  /// Views of instruction `index` of `segment` for `microbatch`, its
+  /// inputs filled first.
+  absl::StatusOr<OpContext> contextFor(int32_t segment, int index,
+                                       int64_t microbatch, int64_t step);
   absl::Status fillInputs(const plan::Instruction &inst, int64_t step,
                           int64_t microbatch);
   absl::Status instructionError(int32_t segment, int index,
@@ -167,6 +174,10 @@ private:
   int64_t frames_[3] = {-1, -1, -1};
   std::vector<KernelFn> kernels_;  // per instruction, flattened
   std::vector<size_t> firstKernel_; // per segment, index into kernels_
+  /// Per instruction (flattened like kernels_): the fused group starting
+  /// there, an index into fused_, or -1.
+  std::vector<int32_t> fusedAt_;
+  std::vector<std::pair<FusedGroup, FusedKernelFn>> fused_;
   /// Per segment: does it write the loss tensor?
   std::vector<bool> writesLoss_;
   /// Per INPUT tensor: the ids its gather tables and cross-entropy logits

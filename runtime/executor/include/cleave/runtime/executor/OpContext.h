@@ -103,6 +103,10 @@ public:
 
 using KernelFn = void (*)(OpContext &);
 
+/// A boolean (or unit) attribute of an instruction: false when absent;
+/// throws std::invalid_argument when it is not a boolean.
+bool attrBool(const plan::Instruction &inst, const std::string &name);
+
 /// The kernel of `op` ("graph.matmul", "comm.all_reduce", "runtime.zero"),
 /// null when no kernel runs it.
 KernelFn findKernel(const std::string &op);

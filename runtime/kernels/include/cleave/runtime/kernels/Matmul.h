@@ -21,6 +21,16 @@ Shape matmulShape(const Shape &lhs, const Shape &rhs, bool transposeLhs,
 void matmul(ConstTensorRef lhs, ConstTensorRef rhs, bool transposeLhs,
             bool transposeRhs, TensorRef out);
 
+/// A linear layer: out[..., N] = x[..., K] op(w) + bias[N], as one GEMM
+/// accumulating onto the broadcast bias (w is [K, N], [N, K] transposed).
+void linear(ConstTensorRef x, ConstTensorRef w, bool transposeW,
+            ConstTensorRef bias, TensorRef out);
+
+/// out[K, N] = sum over b... and m of a[b..., m, k] d[b..., m, n]: the
+/// batched a^T d summed over its (equal, unbroadcast) batches, as one GEMM
+/// contracting B...*M (a weight gradient over a batch of sequences).
+void matmulBatchContract(ConstTensorRef a, ConstTensorRef d, TensorRef out);
+
 /// Gradients w.r.t. both operands (either may be null), each summed over the
 /// batch dimensions its operand was broadcast along.
 void matmulBackward(ConstTensorRef lhs, ConstTensorRef rhs, bool transposeLhs,
