@@ -31,6 +31,11 @@ separate virtual environment, passed with --python; create it with
     python3 bench/runtime_speed.py --python /tmp/peer-venv/bin/python
     python3 bench/runtime_speed.py --python ... --only 1rank,dp2 --steps 10
 
+--compare-fusion also times each cleave plan with `cleave run --no-fuse`
+(every instruction alone instead of a GEMM fused with its bias, activation
+or batch sum) and prints fused/unfused; without --python it times only
+cleave, both ways.
+
 The script runs itself under that interpreter in --peer mode for the PyTorch
 and JAX sides. Run on an otherwise idle machine: the script reports the other
 processes' CPU use during each measurement (column "other load").
@@ -344,12 +349,14 @@ def main():
     ap.add_argument("--retries", type=int, default=2)
     ap.add_argument("--trace-dir", help="also write cleave run --trace files "
                     "here and print the top ops of each")
+    ap.add_argument("--compare-fusion", action="store_true",
+                    help="also time cleave run --no-fuse")
     ap.add_argument("--peer", help=argparse.SUPPRESS)
     ap.add_argument("--peer-config", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.peer:
         return peer_main(args)
-    if not args.python:
+    if not args.python and not args.compare_fusion:
         ap.error("--python (the venv with torch and jax) is required")
 
     model = "zoo:gpt,layers=%d,hidden=%d,heads=%d,seq=%d,vocab=%d" % (
@@ -395,6 +402,20 @@ def main():
 
         ct, lm_c = measured(cleave_side, args)
         cleave_ms = statistics.median(ct[args.warmup:])
+        unfused_ms = None
+        if args.compare_fusion:
+            fused_cmd = cmd
+            cmd = cmd + ["--no-fuse"]
+            ut, _ = measured(cleave_side, args)
+            cmd = fused_cmd
+            unfused_ms = statistics.median(ut[args.warmup:])
+            print("  %-6s cleave fused %8.1f ms  --no-fuse %8.1f ms  "
+                  "fused/unfused %.2f" % (name, cleave_ms, unfused_ms,
+                                          cleave_ms / unfused_ms), flush=True)
+        if not args.python:
+            rows.append(dict(config=name, fix=fix, cleave_ms=cleave_ms,
+                             unfused_ms=unfused_ms, peer=None))
+            continue
 
         # peer
         penv = dict(env)
@@ -440,6 +461,7 @@ def main():
                  "jax": "JAX %s, %d devices" % (pinfo.get("jax", ""),
                                                 ranks)}[peer]
         rows.append(dict(config=name, ranks=ranks, fix=fix, peer=label,
+                         unfused_ms=unfused_ms,
                          cleave_ms=cleave_ms, peer_ms=peer_ms,
                          ratio=cleave_ms / peer_ms, cleave_steps=ct,
                          peer_steps=pt, other_cleave=lm_c.other_cores,
@@ -458,6 +480,18 @@ def main():
     print("model %s, global batch %d, %s, %d thread(s) a rank, median of "
           "steps %d-%d" % (model, args.batch, args.optimizer, args.threads,
                            args.warmup + 1, args.steps))
+    if args.compare_fusion:
+        print("%-7s %-28s %12s %14s %14s" % ("config", "cleave plan",
+                                             "fused ms", "--no-fuse ms",
+                                             "fused/unfused"))
+        print("-" * 80)
+        for r in rows:
+            print("%-7s %-28s %12.1f %14.1f %14.2f" % (
+                r["config"], r["fix"], r["cleave_ms"], r["unfused_ms"],
+                r["cleave_ms"] / r["unfused_ms"]))
+        print("-" * 80)
+    if not args.python:
+        return
     print("%-7s %-28s %12s %10s %10s %7s %s" % (
         "config", "cleave plan", "cleave ms", "peer", "peer ms", "ratio",
         "other load (cores, cleave/peer)"))
@@ -499,7 +533,7 @@ def print_trace_top(path, name, top=12):
             continue
         pids.add(ev.get("pid"))
         key = ev.get("name", "?")
-        if "." not in key:  # forward / backward / optimizer spans
+        if "." not in key and "+" not in key:  # segment spans
             phases[key] = phases.get(key, 0.0) + ev.get("dur", 0.0)
             continue
         t, c = per.get(key, (0.0, 0))

@@ -178,6 +178,8 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
   if (printSteps && r.backend != "cpu")
     options.workerArgs.insert(options.workerArgs.end(),
                               {"--backend", r.backend});
+  if (printSteps && !r.fuse)
+    options.workerArgs.push_back("--no-fuse");
   if (!r.tracePath.empty() && printSteps)
     options.workerArgs.insert(options.workerArgs.end(),
                               {"--trace", r.tracePath});

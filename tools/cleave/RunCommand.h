@@ -23,6 +23,9 @@ struct RunRequest {
   /// Where the plan trains: "cpu" or "cuda" (--check's reference always
   /// runs on the CPU backend).
   std::string backend = "cpu";
+  /// Run fused instruction groups as one kernel (worker --no-fuse when
+  /// off); --check's reference runs fused either way.
+  bool fuse = true;
   /// Train the unpartitioned model on one rank alongside and compare.
   bool check = false;
   double tolerance = 1e-5;

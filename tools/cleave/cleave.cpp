@@ -191,6 +191,11 @@ cl::opt<double> runTimeout(
     "timeout",
     cl::desc("Seconds an instruction may take before every rank is stopped"),
     cl::init(60), cl::sub(runCmd), cl::cat(artifactCategory));
+cl::opt<bool> runNoFuse(
+    "no-fuse",
+    cl::desc("Run every instruction alone instead of fusing a GEMM with its "
+             "bias, activation or batch sum (to compare)"),
+    cl::init(false), cl::sub(runCmd), cl::cat(artifactCategory));
 cl::OptionCategory profileCategory("Profile options");
 cl::opt<std::string> backend(
     "backend",
@@ -1034,6 +1039,7 @@ int runRun(const char *argv0) {
   request.tracePath = artifactTrace;
   request.timeoutSeconds = runTimeout;
   request.check = runCheck;
+  request.fuse = !runNoFuse;
   request.inputs.assign(runInputs.begin(), runInputs.end());
   request.expectedOutputs.assign(runExpected.begin(), runExpected.end());
   for (const std::string &input : request.inputs)
