@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -141,6 +142,22 @@ void dumpOutputs(const executor::Executor &ex, const std::string &dir) {
 }
 
 /// --list: the rank's program as the executor will run it.
+/// The mesh axes any program of the plan sends along (the same on every
+/// rank, which the NCCL communicator's collective setup needs).
+std::vector<std::string> pointToPointAxes(const plan::Plan &plan) {
+  std::set<std::string> axes;
+  for (const plan::Program &program : plan.programs())
+    for (const plan::Segment &segment : program.segments())
+      for (const plan::Instruction &inst : segment.instructions()) {
+        if (inst.op() != "comm.send" && inst.op() != "comm.recv")
+          continue;
+        auto axis = inst.attrs().find("axis");
+        if (axis != inst.attrs().end())
+          axes.insert(axis->second.s());
+      }
+  return {axes.begin(), axes.end()};
+}
+
 std::string listProgram(const plan::Plan &plan) {
   const plan::Program &p = plan.programs(plan.ranks(gRank).program());
   std::string text = "rank " + std::to_string(gRank) + ": program " +
@@ -340,7 +357,8 @@ int main(int argc, char **argv) {
       fail(std::string(b.status().message()));
     backend = *std::move(b);
     try {
-      deviceComm = cuda::createNcclCommunicator(mesh);
+      deviceComm =
+          cuda::createNcclCommunicator(mesh, pointToPointAxes(*plan));
     } catch (const std::exception &e) {
       fail(std::string("NCCL: ") + e.what());
     }

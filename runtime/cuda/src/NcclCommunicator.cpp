@@ -19,11 +19,14 @@
 
 #include "cleave/runtime/comm/MpiCommunicator.h"
 #include "cleave/runtime/comm/Pack.h"
+#include "cleave/runtime/comm/PointToPointLinks.h"
 
 #include <mpi.h>
 #include <nccl.h>
 
 #include <map>
+#include <optional>
+#include <tuple>
 #include <stdexcept>
 
 namespace cleave::cuda {
@@ -137,7 +140,8 @@ private:
 
 class NcclCommunicator final : public comm::Communicator {
 public:
-  explicit NcclCommunicator(MeshInfo mesh) : mesh_(std::move(mesh)) {
+  NcclCommunicator(MeshInfo mesh, const std::vector<std::string> &p2pAxes)
+      : mesh_(std::move(mesh)) {
     comm::requireMeshMatchesWorld(mesh_);
     int size = comm::mpiWorldSize(), rank = comm::mpiWorldRank();
     ncclUniqueId id;
@@ -172,26 +176,59 @@ public:
                 "ncclCommSplit");
       groups_[mask] = c;
     }
-    // Point to point: one communicator per direction of travel.
-    checkNccl(ncclCommSplit(world_, 0, rank, &up_, nullptr), "ncclCommSplit");
-    checkNccl(ncclCommSplit(world_, 0, rank, &down_, nullptr),
-              "ncclCommSplit");
-    for (cudaStream_t *s : {&collectives_, &upStream_, &downStream_})
-      CLEAVE_CUDA_CHECK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+    // Point to point: a communicator and a stream per directed link of
+    // each axis that carries messages (PointToPointLinks.h), so that no
+    // message waits behind an unrelated one; per link class and direction
+    // one split, the link as color (NOCOLOR: this rank ends no link of the
+    // class).
+    for (const std::string &axis : p2pAxes) {
+      int a = mesh_.axisIndex(axis);
+      if (a < 0)
+        throw std::invalid_argument("point-to-point axis '" + axis +
+                                    "' is not a mesh axis");
+      int64_t p = mesh_.axisSizes[a], x = mesh_.coords[a];
+      if (p < 2 || links_.count({a, 0, true}) || links_.count({a, 0, false}))
+        continue;
+      // Links of different pipelines (other coordinates) are different
+      // links.
+      int64_t others = 0;
+      for (size_t i = 0; i < n; ++i)
+        if (static_cast<int>(i) != a)
+          others = others * mesh_.axisSizes[i] + mesh_.coords[i];
+      for (int cls = 0; cls < comm::kLinkClasses; ++cls)
+        for (bool up : {true, false}) {
+          std::optional<int64_t> link = comm::linkOfClass(x, p, cls);
+          int color = link ? static_cast<int>(others * p + *link)
+                           : NCCL_SPLIT_NOCOLOR;
+          int key = link && *link != x ? 1 : 0; // the link's upper end
+          Link l;
+          checkNccl(ncclCommSplit(world_, color, key, &l.comm, nullptr),
+                    "ncclCommSplit");
+          if (!link)
+            continue;
+          CLEAVE_CUDA_CHECK(
+              cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+          links_[{a, cls, up}] = l;
+        }
+    }
+    CLEAVE_CUDA_CHECK(
+        cudaStreamCreateWithFlags(&collectives_, cudaStreamNonBlocking));
     CLEAVE_CUDA_CHECK(
         cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
   }
 
   ~NcclCommunicator() override {
-    for (cudaStream_t s : {collectives_, upStream_, downStream_})
-      cudaStreamSynchronize(s);
+    cudaStreamSynchronize(collectives_);
+    for (auto &[key, l] : links_)
+      cudaStreamSynchronize(l.stream);
     for (auto &[mask, c] : groups_)
       ncclCommDestroy(c);
-    ncclCommDestroy(up_);
-    ncclCommDestroy(down_);
+    for (auto &[key, l] : links_) {
+      ncclCommDestroy(l.comm);
+      cudaStreamDestroy(l.stream);
+    }
     ncclCommDestroy(world_);
-    for (cudaStream_t s : {collectives_, upStream_, downStream_})
-      cudaStreamDestroy(s);
+    cudaStreamDestroy(collectives_);
     cudaEventDestroy(ready_);
   }
 
@@ -312,13 +349,12 @@ public:
 
   std::unique_ptr<Request> sendAsync(const std::string &axis, int64_t offset,
                                      int64_t tag, CommTensor in) override {
-    (void)tag; // NCCL matches point-to-point messages by order.
-    requireNoWrap(axis, offset);
-    int peer = static_cast<int>(mesh_.peer(axis, offset));
-    bool upward = offset > 0;
-    cudaStream_t s = begin(upward ? upStream_ : downStream_);
-    checkNccl(ncclSend(in.data, in.numBytes(), ncclUint8, peer,
-                       upward ? up_ : down_, s),
+    (void)tag; // NCCL matches point-to-point messages by order, per link.
+    auto [a, p, x] = axisOf(axis);
+    const Link &l = link(a, comm::sendRoute(x, p, offset), axis);
+    cudaStream_t s = begin(l.stream);
+    checkNccl(ncclSend(in.data, in.numBytes(), ncclUint8,
+                       comm::sendRoute(x, p, offset).peerEnd, l.comm, s),
               "ncclSend");
     return std::make_unique<NcclRequest>(s);
   }
@@ -326,13 +362,11 @@ public:
   std::unique_ptr<Request> recvAsync(const std::string &axis, int64_t offset,
                                      int64_t tag, CommTensor out) override {
     (void)tag;
-    requireNoWrap(axis, offset);
-    int peer = static_cast<int>(mesh_.peer(axis, offset));
-    // A message from below (offset < 0) travels upward.
-    bool upward = offset < 0;
-    cudaStream_t s = begin(upward ? upStream_ : downStream_);
-    checkNccl(ncclRecv(out.data, out.numBytes(), ncclUint8, peer,
-                       upward ? up_ : down_, s),
+    auto [a, p, x] = axisOf(axis);
+    const Link &l = link(a, comm::recvRoute(x, p, offset), axis);
+    cudaStream_t s = begin(l.stream);
+    checkNccl(ncclRecv(out.data, out.numBytes(), ncclUint8,
+                       comm::recvRoute(x, p, offset).peerEnd, l.comm, s),
               "ncclRecv");
     return std::make_unique<NcclRequest>(s);
   }
@@ -340,22 +374,28 @@ public:
   [[noreturn]] void abort(int code) override { comm::mpiAbort(code); }
 
 private:
-  /// Each direction's messages queue on one stream, strictly in order: fine
-  /// while every message travels away from one end of the axis (GPipe,
-  /// 1F1B), but a send wrapping around the axis (the interleaved schedule's
-  /// last stage to the first) closes a ring in which each rank's next send
-  /// waits for a receive queued behind its peer's send. Refused until
-  /// point-to-point runs per directed link.
-  void requireNoWrap(const std::string &axis, int64_t offset) const {
+  struct Link {
+    ncclComm_t comm = nullptr;
+    cudaStream_t stream = nullptr;
+  };
+
+  /// The index, size and this rank's coordinate of a mesh axis.
+  std::tuple<int, int64_t, int64_t> axisOf(const std::string &axis) const {
     int a = mesh_.axisIndex(axis);
     if (a < 0)
-      return;
-    int64_t target = mesh_.coords[a] + offset;
-    if (target < 0 || target >= mesh_.axisSizes[a])
+      throw std::invalid_argument("point-to-point along '" + axis +
+                                  "', which is not a mesh axis");
+    return {a, mesh_.axisSizes[a], mesh_.coords[a]};
+  }
+
+  const Link &link(int axis, const comm::LinkRoute &route,
+                   const std::string &name) const {
+    auto it = links_.find({axis, route.linkClass, route.up});
+    if (it == links_.end())
       throw std::invalid_argument(
-          "a point-to-point message wrapping around axis '" + axis +
-          "' (the interleaved schedule) is not supported by the NCCL "
-          "communicator yet; use the gpipe, 1f1b or zb-h1 schedule");
+          "no NCCL link along axis '" + name +
+          "': the communicator was made without point-to-point on it");
+    return it->second;
   }
 
   /// Orders `stream` after everything enqueued on the compute stream so
@@ -383,17 +423,19 @@ private:
   }
 
   MeshInfo mesh_;
-  ncclComm_t world_ = nullptr, up_ = nullptr, down_ = nullptr;
+  ncclComm_t world_ = nullptr;
   std::map<unsigned, ncclComm_t> groups_;
-  cudaStream_t collectives_ = nullptr, upStream_ = nullptr,
-               downStream_ = nullptr;
+  /// (axis, link class, upward) -> the link of that class this rank ends.
+  std::map<std::tuple<int, int, bool>, Link> links_;
+  cudaStream_t collectives_ = nullptr;
   cudaEvent_t ready_ = nullptr;
 };
 
 } // namespace
 
-std::unique_ptr<comm::Communicator> createNcclCommunicator(MeshInfo mesh) {
-  return std::make_unique<NcclCommunicator>(std::move(mesh));
+std::unique_ptr<comm::Communicator>
+createNcclCommunicator(MeshInfo mesh, const std::vector<std::string> &p2pAxes) {
+  return std::make_unique<NcclCommunicator>(std::move(mesh), p2pAxes);
 }
 
 } // namespace cleave::cuda

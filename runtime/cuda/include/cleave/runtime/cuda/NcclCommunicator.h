@@ -10,12 +10,12 @@
 // of the compute stream (their inputs are ready); Request::wait() makes the
 // compute stream wait for them, without blocking the host, so that the
 // plan's early starts (bucketed gradient reduction, pipeline sends) overlap
-// compute. Point-to-point messages use two more communicators, one per
-// direction along the axis, so that two neighbours' sends to each other
-// (1F1B) never queue behind each other. Each direction's messages still run
-// in order on one stream, which deadlocks once a send wraps around the axis
-// (the interleaved schedule's last stage to the first): such sends are
-// refused until point-to-point runs per directed link.
+// compute. Point-to-point messages run per directed link of each axis
+// that carries them (comm/PointToPointLinks.h): a communicator and a stream
+// for each direction of each link, so that messages are matched by order
+// only among those between the same two ranks in the same direction; no
+// message waits behind an unrelated one, and the interleaved schedule's
+// wrap-around sends from the last stage to the first cannot close a ring.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,13 +25,19 @@
 #include "cleave/runtime/comm/Communicator.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace cleave::cuda {
 
 /// Requires MPI to be initialised, the CUDA backend started on this rank's
 /// GPU, and mesh.numRanks() == the MPI world size. Throws
 /// std::runtime_error (with NCCL's message) or std::invalid_argument.
-std::unique_ptr<comm::Communicator> createNcclCommunicator(comm::MeshInfo mesh);
+/// `p2pAxes`: the axes along which the plan sends (the same on every
+/// rank); sends and receives along others are refused.
+std::unique_ptr<comm::Communicator>
+createNcclCommunicator(comm::MeshInfo mesh,
+                       const std::vector<std::string> &p2pAxes);
 
 } // namespace cleave::cuda
 
