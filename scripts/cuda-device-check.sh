@@ -10,7 +10,8 @@
 #   5. training steps of a GPT that fills the GPU, with fp32, tf32 and bf16
 #      GEMMs (fp32 activations and master weights), with the
 #      achieved TFLOP/s, MFU and the share of time in GEMMs, other kernels
-#      and gaps (from the worker's trace);
+#      and gaps (from the worker's trace), and bf16 again with --no-fuse
+#      (what the fused GEMM epilogues gain);
 # and prints one table. Usage: scripts/cuda-device-check.sh [BUILD_DIR]
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -82,6 +83,11 @@ for precision in fp32 tf32 bf16; do
   steps[$precision]="$(grep -E '^step 4' "$out/big-$precision.txt")"
   say "$precision: ${steps[$precision]:-run failed: $(tail -2 "$out/big-$precision.txt")}"
 done
+# The same bf16 plan op by op: what fusing GEMMs with their epilogues and
+# batch sums gains.
+"$cleave" run "$out/big-bf16.cleave" --backend cuda --steps 4 --no-fuse \
+  > "$out/big-bf16-unfused.txt" 2>&1
+say "bf16 --no-fuse: $(grep -E '^step 4' "$out/big-bf16-unfused.txt")"
 # One traced bf16 run (each instruction waited for: the shares are of
 # instruction time; gaps are the step's time outside instructions).
 "$cleave" run "$out/big-bf16.cleave" --backend cuda --steps 2 \
@@ -94,7 +100,7 @@ out = sys.argv[1]
 # H200 SXM dense peaks, NVIDIA datasheet (bf16 989.5 TFLOP/s).
 peak = {"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.5e12}
 print(f"{'run':<28}{'step ms':>10}{'TFLOP/s':>10}{'MFU':>8}")
-for p in ("fp32", "tf32", "bf16"):
+for p in ("fp32", "tf32", "bf16", "bf16-unfused"):
     try:
         text = open(os.path.join(out, f"big-{p}.txt")).read()
     except OSError:
@@ -105,7 +111,7 @@ for p in ("fp32", "tf32", "bf16"):
         continue
     _, ms, tf = m[-1]
     print(f"gpt-1.3b {p:<19}{float(ms):>10.1f}{float(tf):>10.1f}"
-          f"{100*float(tf)*1e12/peak[p]:>7.1f}%")
+          f"{100*float(tf)*1e12/peak[p.split('-')[0]]:>7.1f}%")
 try:
     events = json.load(open(os.path.join(out, "big-bf16.trace.json")))
     events = events.get("traceEvents", events)
@@ -114,7 +120,8 @@ try:
         if e.get("ph") != "X":
             continue
         if e.get("cat") == "compute":
-            if e.get("name") == "graph.matmul":
+            # Fused groups (matmul+bias, ...) are GEMMs with epilogues.
+            if e.get("name", "").startswith(("graph.matmul", "matmul+")):
                 gemm += e["dur"]
             else:
                 other += e["dur"]
