@@ -91,7 +91,7 @@ LayerActivations layerTerms(const TransformerMemoryConfig &c) {
   terms.split = d * sbh * (2 + 2 * kv / a + mlpTensors * f / h);
   // Softmax output and its dropout output (2 d), the dropout mask (1 byte),
   // a s^2 b each: 5 a s^2 b.
-  terms.attentionCore = (d + masks * (d + 1)) * a * s * s * b;
+  terms.attentionCore = (d + masks * (d + 1)) * a * s * (s * c.cp) * b;
   return terms;
 }
 
@@ -154,6 +154,7 @@ absl::Status validateMemoryConfig(const TransformerMemoryConfig &c) {
   require(c.layersPerStage >= 0, "layersPerStage must not be negative");
   require(c.vocab >= 0, "vocab must not be negative");
   require(c.tp >= 1, "tp must be at least 1");
+  require(c.cp >= 1, "cp must be at least 1");
   require(c.pp >= 1, "pp must be at least 1");
   require(c.dp >= 1, "dp must be at least 1");
   require(c.microbatches >= 1, "microbatches must be at least 1");

@@ -544,7 +544,11 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.layersPerStage = out.layersPerStage[st];
     mc.vocab = (st == 0 || st == p.pp - 1) ? m.vocab : 0;
     mc.tp = p.tp;
-    mc.sequenceParallel = sp;
+    // Under context parallelism the tensor-parallel partitioner splits the
+    // sequence block over tp as well, with or without `sp` (the lowering's
+    // arena is the same either way).
+    mc.sequenceParallel = sp || (p.cp > 1 && p.tp > 1);
+    mc.cp = p.cp;
     mc.pp = p.pp;
     mc.stage = st;
     mc.schedule = memorySchedule(p.schedule);
@@ -556,13 +560,17 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.activationBytes = e;
     mc.paramBytes = e;
     mc.gradBytes = e;
+    // Adam's two fp32 moments, and an fp32 master copy only when the
+    // parameters themselves are 16-bit.
+    mc.optimizerBytes = e >= 4 ? 8 : 12;
     auto memory = estimateTransformerMemory(mc);
     if (!memory.ok())
       return memory.status();
     // The memory model's parameter terms assume a GPT layer; use this
     // model's exact parameter count on the stage instead.
     MemoryBreakdown mb = *memory;
-    ModelStateBytes states = modelStateBytes(stageParams[st], p.zero, p.dp, e, e);
+    ModelStateBytes states = modelStateBytes(stageParams[st], p.zero, p.dp,
+                                             e, e, mc.optimizerBytes);
     double others = mb.activations + mb.commBuffers + mb.workspace;
     mb.params = states.params;
     mb.grads = states.grads;

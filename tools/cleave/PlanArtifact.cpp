@@ -45,9 +45,6 @@ void restrictToLowerable(cost::ParallelConfig &plan,
 
 std::string whyNotLowerable(const cost::ParallelConfig &plan) {
   std::vector<std::string> reasons;
-  if (plan.cp != 1 && plan.tp != 1)
-    reasons.push_back("cp=" + std::to_string(plan.cp) + " with tp=" +
-                      std::to_string(plan.tp));
   if (plan.ep != 1 && (plan.tp != 1 || plan.cp != 1))
     reasons.push_back("ep=" + std::to_string(plan.ep) + " with tp or cp");
   // Programs hold fp32 tensors (the weights are the fp32 masters); the

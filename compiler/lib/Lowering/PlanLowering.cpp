@@ -59,6 +59,11 @@ LogicalResult partitionContextParallel(ModuleOp module,
     return success();
   IntraOpSearchOptions search;
   search.contextParallel = true;
+  // The parameters stay whole on the cp axis by design, and this runs on
+  // the whole model before pipeline stages and tensor parallelism divide
+  // it: no per-device parameter limit applies here.
+  if (auto forward = module.lookupSymbol<func::FuncOp>("forward"))
+    search.paramMemory = 2 * trainableParamBytes(forward) + 4096;
   return searchAndPartition(module, search, "cp", o.cp, o);
 }
 
@@ -269,10 +274,6 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   if (o.ep > 1 && (o.tp > 1 || o.cp > 1))
     return module.emitError("expert parallelism (ep=")
            << o.ep << ") together with tp or cp is not lowered yet";
-  if (o.cp > 1 && o.tp > 1)
-    return module.emitError("context parallelism (cp=")
-           << o.cp << ") together with tensor parallelism (tp=" << o.tp
-           << ") is not lowered yet; use one of them";
   if (o.virtualStages < 1 || (o.virtualStages > 1 && o.pp < 2))
     return module.emitError("virtual stages (")
            << o.virtualStages

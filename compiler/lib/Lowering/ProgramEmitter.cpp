@@ -302,6 +302,19 @@ plan::Instruction &Emitter::append(Phase phase, const std::string &name) {
 }
 
 LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
+  // A parameter's copy into a group (context parallelism: its gradient is
+  // summed over the group) is the parameter itself in the forward pass:
+  // the result names the parameter's tensor, and nothing is copied or
+  // stashed (a copy would keep every weight a second time until the
+  // backward pass reads it).
+  if (auto copy = dyn_cast<gr::CopyToGroupOp>(op)) {
+    auto it = ids.find(copy.getInput());
+    if (it != ids.end() && program.tensors(it->second).kind() ==
+                               plan::TensorDecl::PARAMETER) {
+      ids[copy.getResult()] = it->second;
+      return success();
+    }
+  }
   plan::Instruction &inst = append(phase, instructionName(op));
   // Optional operands absent from a segment show as -1.
   SmallVector<int32_t> sizes;

@@ -116,6 +116,25 @@ void elementwiseRule(Operation *op, int64_t n,
   addPointwise(op, n, out);
 }
 
+/// Collectives of an axis partitioned earlier (context parallelism's
+/// gathers of keys and values, its parameter copies and gradient sums),
+/// seen by the search of another axis: they move data along their own
+/// dimensions only, so a split of any other dimension passes through and
+/// shrinks what they move.
+void collectiveRule(Operation *op, int64_t n,
+                    SmallVectorImpl<ShardingStrategy> &out) {
+  SmallVector<int64_t> own;
+  if (auto g = dyn_cast<graph::AllGatherOp>(op))
+    own.push_back(g.getDim());
+  else if (auto r = dyn_cast<graph::ReduceScatterOp>(op))
+    own.push_back(r.getDim());
+  else if (auto sl = dyn_cast<graph::ShardSliceOp>(op))
+    own.push_back(sl.getDim());
+  else if (auto a = dyn_cast<graph::AllToAllOp>(op))
+    own.append({int64_t(a.getSplitDim()), int64_t(a.getConcatDim())});
+  addPointwise(op, n, out, own);
+}
+
 /// A causal softmax split along its queries is told where its block sits
 /// by the partitioner (`query_blocks`).
 void softmaxRule(Operation *op, int64_t n,
@@ -451,6 +470,8 @@ void registerShardingStrategyExternalModels(DialectRegistry &registry) {
     attach<moeDispatchRule, MoeDispatchOp>(ctx);
     attach<moeCombineRule, MoeCombineOp>(ctx);
     attach<sourceRule, ParamOp, InputOp, ConstantOp>(ctx);
+    attach<collectiveRule, AllReduceOp, AllGatherOp, ReduceScatterOp,
+           AllToAllOp, ShardSliceOp, CopyToGroupOp>(ctx);
   });
 }
 

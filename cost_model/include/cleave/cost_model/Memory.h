@@ -74,6 +74,10 @@ struct TransformerMemoryConfig {
   // Parallelism.
   int64_t tp = 1;
   bool sequenceParallel = false;
+  /// Context parallelism: seqLength is then one device's block of the
+  /// sequence; each of its queries still scores every key, so the
+  /// attention-core terms span cp blocks of keys.
+  int64_t cp = 1;
   int64_t pp = 1;
   int64_t stage = 0; ///< 0 .. pp-1
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
