@@ -57,6 +57,18 @@ double gemmEfficiency(const Gemm &gemm, const Cluster &cluster,
          (1.0 / (e.gemmMax * size) + e.gemmExposedMemory * balance / intensity);
 }
 
+namespace {
+/// How much longer an op takes because its device shares a compute
+/// engine (CPU ranks beyond the cores), including what sharing costs beyond
+/// the split itself where the profile measured it.
+double sharing(const Cluster &cluster, const Profile *profile) {
+  double share = cluster.computeSharing();
+  if (share > 1 && profile && profile->sharedCoreEfficiency)
+    share /= *profile->sharedCoreEfficiency;
+  return share;
+}
+} // namespace
+
 absl::StatusOr<OpCost> estimateGemm(const Gemm &gemm, const Cluster &cluster,
                                     const Profile *profile) {
   if (gemm.m <= 0 || gemm.n <= 0 || gemm.k <= 0 || gemm.batch <= 0)
@@ -72,16 +84,16 @@ absl::StatusOr<OpCost> estimateGemm(const Gemm &gemm, const Cluster &cluster,
     // A batched GEMM fills the device like one GEMM with batch x M rows:
     // the same number of output tiles and the same K loop.
     cost.seconds = table->seconds(gemm.batch * gemm.m, gemm.n, gemm.k) *
-                   cluster.computeSharing();
+                   sharing(cluster, profile);
     cost.computeSeconds = cost.seconds;
     cost.efficiency = 1;
     cost.profiled = true;
     return cost;
   }
   cost.efficiency = gemmEfficiency(gemm, cluster, profile);
-  cost.computeSeconds = gemm.flops() * cluster.computeSharing() /
+  cost.computeSeconds = gemm.flops() * sharing(cluster, profile) /
                         (cluster.device.peakFlops(gemm.dtype) * cost.efficiency);
-  cost.memorySeconds = gemm.bytes() * cluster.computeSharing() /
+  cost.memorySeconds = gemm.bytes() * sharing(cluster, profile) /
                        memoryBandwidth(cluster, profile);
   cost.overheadSeconds = kernelOverhead(cluster, profile);
   cost.seconds =
@@ -110,10 +122,10 @@ absl::StatusOr<OpCost> estimateGeneric(const GenericOp &op,
       cost.efficiency = cluster.efficiency.gemmMax;
     }
     cost.computeSeconds =
-        op.flops * cluster.computeSharing() / (peak * cost.efficiency);
+        op.flops * sharing(cluster, profile) / (peak * cost.efficiency);
   }
   cost.memorySeconds = (op.bytesRead + op.bytesWritten) *
-                       cluster.computeSharing() /
+                       sharing(cluster, profile) /
                        memoryBandwidth(cluster, profile);
   cost.overheadSeconds = kernelOverhead(cluster, profile);
   cost.seconds =

@@ -319,10 +319,21 @@ absl::StatusOr<Profile> parseProfileText(std::string_view text,
       auto &entry = collectiveSamples[*key];
       entry.first = line.sectionLine;
       entry.second.push_back({*bytes, *seconds});
+    } else if (words[0] == "compute" && words.size() == 1) {
+      if (line.key != "shared_core_efficiency")
+        return error(line.line, cat("unknown key 'compute.", line.key,
+                                    "' (known: shared_core_efficiency)"));
+      absl::StatusOr<double> value =
+          parseQuantity(line.value, Quantity::Fraction);
+      if (!value.ok() || !(*value > 0) || *value > 2)
+        return error(line.line, cat("bad value '", line.value,
+                                    "' for key 'shared_core_efficiency': "
+                                    "expected a fraction above 0, like 0.75"));
+      profile.sharedCoreEfficiency = *value;
     } else {
       return error(line.sectionLine, cat("unknown section '[", line.section,
-                                         "]' (known: bandwidth, gemm DTYPE, "
-                                         "collective ...)"));
+                                         "]' (known: bandwidth, compute, gemm "
+                                         "DTYPE, collective ...)"));
     }
   }
 
@@ -389,6 +400,10 @@ std::string formatProfile(const Profile &profile, std::string_view comment) {
                             formatQuantity(*entry.value, entry.quantity), "\n");
   if (!bandwidthLines.empty())
     out += cat("[bandwidth]\n", bandwidthLines, "\n");
+  if (profile.sharedCoreEfficiency)
+    out += cat("[compute]\nshared_core_efficiency = ",
+               formatQuantity(*profile.sharedCoreEfficiency, Quantity::Number),
+               "\n\n");
 
   for (const auto &[type, table] : profile.gemm) {
     out += cat("[gemm ", dtypeName(type), "]\n");

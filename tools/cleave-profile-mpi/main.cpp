@@ -17,7 +17,16 @@
 // call. Batches last about a third of the target each. The send-recv time is
 // half a ping-pong between ranks 0 and 1.
 //
+// With --gemm N every rank then multiplies N x N matrices (the CPU
+// kernels' matmul) for the same stretches of time, all at once, and rank 0
+// prints the best of three stretches,
+//   shared-gemm N SECONDS
+// the wall time per GEMM of all ranks together: against one rank alone on
+// a core, what sharing the cores costs beyond splitting them.
+//
 //===----------------------------------------------------------------------===//
+
+#include "cleave/runtime/kernels/Matmul.h"
 
 #include <mpi.h>
 
@@ -41,6 +50,7 @@ namespace {
 
 struct Options {
   double seconds = 0.05;
+  long long gemm = 0;
   std::vector<long long> sizes;
 };
 
@@ -48,6 +58,14 @@ bool parseArgs(int argc, char **argv, Options &options, std::string &error) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     char *end = nullptr;
+    if (arg == "--gemm" && i + 1 < argc) {
+      options.gemm = std::strtoll(argv[++i], &end, 10);
+      if (*end != '\0' || options.gemm < 1 || options.gemm > 8192) {
+        error = "bad --gemm value '" + std::string(argv[i]) + "'";
+        return false;
+      }
+      continue;
+    }
     if (arg == "--seconds" && i + 1 < argc) {
       options.seconds = std::strtod(argv[++i], &end);
       if (*end != '\0' || !(options.seconds > 0)) {
@@ -68,7 +86,7 @@ bool parseArgs(int argc, char **argv, Options &options, std::string &error) {
     options.sizes.push_back(bytes);
   }
   if (options.sizes.empty()) {
-    error = "usage: cleave-profile-mpi [--seconds S] BYTES...";
+    error = "usage: cleave-profile-mpi [--seconds S] [--gemm N] BYTES...";
     return false;
   }
   return true;
@@ -118,6 +136,32 @@ double timeCollective(const std::function<void()> &op, double target) {
     total += elapsed;
   }
   return median(perCall);
+}
+
+/// Wall seconds per N^3 GEMM with every rank multiplying at once for about
+/// `seconds` (at least one GEMM each): the best of three such windows, as
+/// the profiler takes the best of its GEMMs alone, so that a moment of
+/// other load on the machine does not read as the cost of sharing.
+double sharedGemmSeconds(long long n, double seconds) {
+  namespace k = cleave::kernels;
+  k::Tensor a({n, n}, 1.0f), b({n, n}, 0.5f), c({n, n});
+  k::matmul(a.ref(), b.ref(), false, false, c.ref()); // warm-up
+  double best = std::numeric_limits<double>::infinity();
+  for (int window = 0; window < 3; ++window) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    long long done = 0;
+    while (done == 0 || MPI_Wtime() - start < seconds) {
+      k::matmul(a.ref(), b.ref(), false, false, c.ref());
+      ++done;
+    }
+    double local = MPI_Wtime() - start, slowest = 0;
+    long long total = 0;
+    MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&done, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    best = std::min(best, slowest / static_cast<double>(total));
+  }
+  return best;
 }
 
 } // namespace
@@ -214,6 +258,12 @@ int main(int argc, char **argv) {
         std::fflush(stdout);
       }
     }
+  }
+  if (options.gemm > 0) {
+    double perGemm =
+        sharedGemmSeconds(options.gemm, std::max(0.3, 4 * options.seconds));
+    if (rank == 0)
+      std::printf("shared-gemm %lld %.6e\n", options.gemm, perGemm);
   }
   MPI_Finalize();
   return 0;

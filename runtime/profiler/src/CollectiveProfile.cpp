@@ -120,7 +120,7 @@ curvesFromResults(const std::vector<WorkerResult> &results, int ranks) {
   return curves;
 }
 
-absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>>
+absl::StatusOr<RankMeasurements>
 profileCollectives(const CpuProfileOptions &options) {
   const std::string &worker = options.mpiWorker;
   if (access(worker.c_str(), X_OK) != 0)
@@ -149,7 +149,9 @@ profileCollectives(const CpuProfileOptions &options) {
                                    "1",
                                    worker,
                                    "--seconds",
-                                   seconds.str()};
+                                   seconds.str(),
+                                   "--gemm",
+                                   std::to_string(kSharedGemmSize)};
   for (int64_t bytes : collectiveSizes(options.quick))
     argv.push_back(std::to_string(bytes));
   if (options.progress) {
@@ -163,8 +165,26 @@ profileCollectives(const CpuProfileOptions &options) {
   std::vector<std::string> environment = {"OMPI_ALLOW_RUN_AS_ROOT=1",
                                           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
   std::vector<WorkerResult> results;
+  RankMeasurements measured;
   absl::Status lineError = absl::OkStatus();
   auto onLine = [&](const std::string &line) {
+    std::vector<std::string_view> parts = words(line);
+    if (parts.size() == 3 && parts[0] == "shared-gemm") {
+      if (!parseNumber(parts[2], measured.sharedGemmSeconds) ||
+          !(measured.sharedGemmSeconds > 0)) {
+        if (lineError.ok())
+          lineError = absl::InvalidArgumentError(
+              "bad shared-gemm line from the MPI worker: '" + line + "'");
+        return;
+      }
+      if (options.progress)
+        options.progress("GEMMs on " + std::to_string(options.ranks) +
+                         " ranks at once: " +
+                         formatSeconds(measured.sharedGemmSeconds) +
+                         " per " + std::to_string(kSharedGemmSize) +
+                         "^3 GEMM, all ranks together");
+      return;
+    }
     absl::StatusOr<std::optional<WorkerResult>> result = parseWorkerLine(line);
     if (!result.ok()) {
       if (lineError.ok())
@@ -203,7 +223,12 @@ profileCollectives(const CpuProfileOptions &options) {
                                quoteLines(outcome->lastLines));
   if (!lineError.ok())
     return lineError;
-  return curvesFromResults(results, options.ranks);
+  absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>> curves =
+      curvesFromResults(results, options.ranks);
+  if (!curves.ok())
+    return curves.status();
+  measured.curves = *std::move(curves);
+  return measured;
 }
 
 } // namespace cleave::profiler

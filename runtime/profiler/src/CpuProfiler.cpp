@@ -6,7 +6,9 @@
 #include "Timing.h"
 
 #include "cleave/cost_model/Collectives.h"
+#include "cleave/runtime/kernels/Matmul.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <dlfcn.h>
@@ -81,12 +83,13 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options) {
   cost::Profile profile;
   // Collectives first: a broken MPI setup fails in seconds, not after the
   // GEMM grid.
+  double sharedGemmSeconds = 0;
   if (wantsCollectives(options)) {
-    absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>>
-        curves = profileCollectives(options);
-    if (!curves.ok())
-      return curves.status();
-    profile.collectives = *std::move(curves);
+    absl::StatusOr<RankMeasurements> measured = profileCollectives(options);
+    if (!measured.ok())
+      return measured.status();
+    profile.collectives = std::move(measured->curves);
+    sharedGemmSeconds = measured->sharedGemmSeconds;
     cost::CollectiveKey allReduce{cost::Collective::AllReduce, options.ranks,
                                   options.ranks, 1};
     const cost::CollectiveSample &largest =
@@ -105,6 +108,22 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options) {
   if (!gemm.ok())
     return gemm.status();
   profile.gemm.emplace(cost::DType::Fp32, *std::move(gemm));
+  // Ranks beyond the cores: their GEMMs at once against the cores each
+  // running one alone (what time-slicing and shared caches cost).
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (sharedGemmSeconds > 0 && cores > 0 && options.ranks > cores) {
+    kernels::Tensor a({kSharedGemmSize, kSharedGemmSize}, 1.0f),
+        b({kSharedGemmSize, kSharedGemmSize}, 0.5f),
+        c({kSharedGemmSize, kSharedGemmSize});
+    double alone = medianSeconds(
+        [&] { kernels::matmul(a.ref(), b.ref(), false, false, c.ref()); },
+        std::max(0.2, options.secondsPerMeasurement));
+    profile.sharedCoreEfficiency = alone / (sharedGemmSeconds * cores);
+    progress("shared cores: " + std::to_string(options.ranks) +
+             " ranks on " + std::to_string(cores) + " cores multiply at " +
+             std::to_string(*profile.sharedCoreEfficiency) +
+             " of the cores' rate alone");
+  }
 
   MemoryMeasurements memory = profileMemory(options);
   profile.memoryBandwidth = memory.bandwidth;
@@ -141,7 +160,11 @@ std::string cpuProfileComment(const CpuProfileOptions &options) {
            "bus bandwidth at "
         << formatBytes(
                static_cast<double>(collectiveSizes(options.quick).back()))
-        << ".";
+        << ".\n"
+        << "compute.shared_core_efficiency (where the ranks outnumber the "
+           "cores): their "
+        << kSharedGemmSize << "^3 GEMMs all at once against each core "
+        << "running one alone.";
   else
     out << "collectives: not measured.";
   return out.str();

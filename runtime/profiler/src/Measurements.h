@@ -43,9 +43,21 @@ MemoryMeasurements profileMemory(const CpuProfileOptions &options);
 /// quick).
 std::vector<int64_t> collectiveSizes(bool quick);
 
-/// Runs the MPI worker under mpirun on options.ranks local ranks and reads
-/// its curves, keyed by kind, group size = ranks, all on one node.
-absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>>
+/// The side of a GEMM that every rank multiplies at once in the MPI
+/// worker's shared-core measurement (a point of every GEMM grid).
+inline constexpr int64_t kSharedGemmSize = 512;
+
+/// What the MPI worker measured across options.ranks local ranks.
+struct RankMeasurements {
+  /// Its curves, keyed by kind, group size = ranks, all on one node.
+  std::map<cost::CollectiveKey, cost::CollectiveCurve> curves;
+  /// Wall seconds per kSharedGemmSize^3 GEMM with every rank multiplying
+  /// at once (all ranks together).
+  double sharedGemmSeconds = 0;
+};
+
+/// Runs the MPI worker under mpirun on options.ranks local ranks.
+absl::StatusOr<RankMeasurements>
 profileCollectives(const CpuProfileOptions &options);
 
 /// One line of the worker's output: "result KIND BYTES SECONDS".

@@ -198,6 +198,56 @@ TEST(ProfileFile, DocumentedExampleParses) {
   EXPECT_NEAR(curve->seconds(16.0 * 1024 * 1024), 230e-6, 1e-15);
 }
 
+TEST(ProfiledCosts, SharedCoresCostTheirMeasuredEfficiency) {
+  // Four ranks on two cores: each op takes twice as long as alone, and
+  // divided by the measured efficiency of cores running more ranks.
+  absl::StatusOr<Cluster> c = parseCluster("cpu-local,devices=4,cores=2");
+  ASSERT_TRUE(c.ok());
+  Profile profile;
+  profile.gemm.emplace(DType::Fp32, powerLawTable());
+  Gemm gemm{512, 700, 300, 1, DType::Fp32};
+  absl::StatusOr<OpCost> split = estimateGemm(gemm, *c, &profile);
+  ASSERT_TRUE(split.ok());
+  EXPECT_NEAR(split->seconds, 2 * powerLaw(512, 700, 300), 1e-15);
+  profile.sharedCoreEfficiency = 0.8;
+  absl::StatusOr<OpCost> shared = estimateGemm(gemm, *c, &profile);
+  ASSERT_TRUE(shared.ok());
+  EXPECT_NEAR(shared->seconds, 2 * powerLaw(512, 700, 300) / 0.8, 1e-15);
+  absl::StatusOr<OpCost> generic =
+      estimateGeneric(GenericOp{0, 3e9, 0, DType::Fp32}, *c, &profile);
+  ASSERT_TRUE(generic.ok());
+  profile.sharedCoreEfficiency.reset();
+  absl::StatusOr<OpCost> plain =
+      estimateGeneric(GenericOp{0, 3e9, 0, DType::Fp32}, *c, &profile);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_NEAR(generic->memorySeconds, plain->memorySeconds / 0.8, 1e-15);
+  // Ranks with a core each share nothing.
+  absl::StatusOr<Cluster> own = parseCluster("cpu-local,devices=2,cores=2");
+  ASSERT_TRUE(own.ok());
+  profile.sharedCoreEfficiency = 0.8;
+  absl::StatusOr<OpCost> alone = estimateGemm(gemm, *own, &profile);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_NEAR(alone->seconds, powerLaw(512, 700, 300), 1e-15);
+}
+
+TEST(ProfileFile, SharedCoreEfficiencyReadsBack) {
+  absl::StatusOr<Profile> p = parseProfileText(
+      "[compute]\nshared_core_efficiency = 0.71\n", "p.txt");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->sharedCoreEfficiency);
+  EXPECT_DOUBLE_EQ(*p->sharedCoreEfficiency, 0.71);
+  absl::StatusOr<Profile> again = parseProfileText(formatProfile(*p), "q.txt");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NEAR(*again->sharedCoreEfficiency, 0.71, 1e-12);
+  EXPECT_NE(errorOf("[compute]\nshared_core_efficiency = 0\n")
+                .find("p.txt:2: bad value '0' for key "
+                      "'shared_core_efficiency'"),
+            std::string::npos);
+  EXPECT_NE(errorOf("[compute]\nflops = 1\n")
+                .find("p.txt:2: unknown key 'compute.flops'"),
+            std::string::npos);
+}
+
 TEST(ProfileFile, ErrorsNameFileAndLine) {
   EXPECT_NE(errorOf("[gemm bf16]\n1024x1024 = 1 us\n")
                 .find("p.txt:2: bad GEMM shape '1024x1024'"),

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <thread>
 #include <cstdlib>
 #include <sstream>
 #include <unistd.h>
@@ -58,6 +59,12 @@ void expectReadsBack(const cost::Profile &profile,
             profile.memoryBandwidth.has_value());
   if (profile.memoryBandwidth) {
     EXPECT_TRUE(near(*read->memoryBandwidth, *profile.memoryBandwidth));
+  }
+  ASSERT_EQ(read->sharedCoreEfficiency.has_value(),
+            profile.sharedCoreEfficiency.has_value());
+  if (profile.sharedCoreEfficiency) {
+    EXPECT_TRUE(
+        near(*read->sharedCoreEfficiency, *profile.sharedCoreEfficiency));
   }
   ASSERT_EQ(read->intraNodeBusBandwidth.has_value(),
             profile.intraNodeBusBandwidth.has_value());
@@ -152,6 +159,34 @@ TEST(CpuProfilerTest, QuickProfileWithTwoMpiRanks) {
     sawAllReduce |= line.rfind("all-reduce 256 KiB: ", 0) == 0;
   EXPECT_TRUE(sawAllReduce);
   expectReadsBack(*profile, options);
+}
+
+TEST(CpuProfilerTest, RanksBeyondTheCoresMeasureSharing) {
+  if (!mpirunOnPath())
+    GTEST_SKIP() << "mpirun is not on PATH; collectives are not measured";
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (cores < 1 || cores > 4)
+    GTEST_SKIP() << "a rank more than the " << cores
+                 << " cores would make this test slow";
+  CpuProfileOptions options = quickOptions();
+  options.ranks = cores + 1;
+  options.mpiWorker = CLEAVE_PROFILE_MPI_WORKER;
+  absl::StatusOr<cost::Profile> profile = profileCpu(options);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  ASSERT_TRUE(profile->sharedCoreEfficiency.has_value());
+  // Sharing cannot beat the cores running alone by much, nor (on an idle
+  // machine) cost most of them.
+  EXPECT_GT(*profile->sharedCoreEfficiency, 0.2);
+  EXPECT_LT(*profile->sharedCoreEfficiency, 1.5);
+  expectReadsBack(*profile, options);
+
+  // With a core each there is nothing to share.
+  if (cores >= 2) {
+    options.ranks = 2;
+    absl::StatusOr<cost::Profile> own = profileCpu(options);
+    ASSERT_TRUE(own.ok()) << own.status();
+    EXPECT_FALSE(own->sharedCoreEfficiency.has_value());
+  }
 }
 
 TEST(CpuProfilerTest, MissingWorkerIsNamed) {

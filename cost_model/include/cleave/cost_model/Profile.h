@@ -108,6 +108,12 @@ struct Profile {
   std::optional<double> nicBandwidth;
   /// Per kernel (replaces efficiency.kernel_overhead).
   std::optional<double> kernelOverhead;
+  /// Where ranks outnumber the cores they share (CPU ranks): the GEMM
+  /// throughput of those ranks running at once, against the cores each
+  /// running one alone ([compute] shared_core_efficiency). Time-slicing,
+  /// caches and memory bandwidth shared by more working sets make it less
+  /// than 1; the cost model divides shared compute time by it.
+  std::optional<double> sharedCoreEfficiency;
   std::map<CollectiveKey, CollectiveCurve> collectives;
 
   const GemmTable *findGemm(DType type) const;
