@@ -47,8 +47,6 @@ std::string whyNotLowerable(const cost::ParallelConfig &plan) {
   std::vector<std::string> reasons;
   // The expert-parallel all-to-all under a tensor-parallel split gives a
   // forward pass 1e-4 off the unpartitioned one (a cause not found yet).
-  if (plan.ep != 1 && plan.tp != 1)
-    reasons.push_back("ep=" + std::to_string(plan.ep) + " with tp");
   // Programs hold fp32 tensors (the weights are the fp32 masters); the
   // precision only says how a GPU multiplies them (tf32 inside the tensor
   // cores, bf16/fp16 on rounded copies of the operands). fp8 GEMMs need

@@ -271,9 +271,6 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
     return module.emitError("expert parallelism (ep=")
            << o.ep << ") must divide the data-parallel replicas (dp=" << o.dp
            << "): the experts are shared by groups of ep replicas";
-  if (o.ep > 1 && o.tp > 1)
-    return module.emitError("expert parallelism (ep=")
-           << o.ep << ") together with tp is not lowered yet";
   if (o.virtualStages < 1 || (o.virtualStages > 1 && o.pp < 2))
     return module.emitError("virtual stages (")
            << o.virtualStages

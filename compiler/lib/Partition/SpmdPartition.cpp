@@ -176,11 +176,21 @@ Value Partitioner::copyToGroup(Value v, Location loc) {
 void Partitioner::partitionParam(ParamOp param, int64_t layout) {
   auto global = cast<RankedTensorType>(param.getType());
   if (layout != kReplicated) {
-    SmallVector<StringRef> shardAxes(global.getRank(), "");
-    shardAxes[layout] = cast<StringAttr>(axes[0]).getValue();
-    param->setAttr("cleave.global_shape",
-                   b.getDenseI64ArrayAttr(global.getShape()));
-    param->setAttr("cleave.shard_axes", b.getStrArrayAttr(shardAxes));
+    // A parameter an earlier pass split (expert parallelism: its experts
+    // over "ep") keeps that pass's global shape, and this axis splits each
+    // of its blocks again: "ep,tp" (major first).
+    SmallVector<std::string> shardAxes(global.getRank());
+    if (auto old = param->getAttrOfType<ArrayAttr>("cleave.shard_axes"))
+      for (auto [d, a] : llvm::enumerate(old))
+        if (d < shardAxes.size())
+          shardAxes[d] = cast<StringAttr>(a).getValue().str();
+    StringRef axis = cast<StringAttr>(axes[0]).getValue();
+    shardAxes[layout] += (shardAxes[layout].empty() ? "" : ",") + axis.str();
+    if (!param->hasAttr("cleave.global_shape"))
+      param->setAttr("cleave.global_shape",
+                     b.getDenseI64ArrayAttr(global.getShape()));
+    SmallVector<StringRef> refs(shardAxes.begin(), shardAxes.end());
+    param->setAttr("cleave.shard_axes", b.getStrArrayAttr(refs));
     param.getResult().setType(splitType(global, layout, size));
     // Weights the model carries stay whole, in a discardable attribute: the
     // plan stores them once and each device reads its block.
