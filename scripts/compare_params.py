@@ -37,6 +37,10 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     a_dir, b_dir = args
+    for d in (a_dir, b_dir):
+        if not os.path.isdir(d):
+            print(f"{d}: no such directory (did that run dump its parameters?)")
+            return 1
     names = sorted(n for n in os.listdir(a_dir) if n.endswith(".bin"))
     if not names:
         print(f"{a_dir}: no parameter files", file=sys.stderr)

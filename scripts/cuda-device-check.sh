@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # The CUDA backend on a machine with a GPU (the project's device machine:
-# one H200), in under 8 minutes:
-#   1. build cleave for sm_90 only (Release, all cores);
-#   2. every CUDA kernel against the CPU kernel (cleave-cuda-tests);
-#   3. one-rank plans of the small zoo models trained with --backend cuda
-#      and --check against the CPU backend (fp32 both; the tolerance allows
-#      for cuBLASLt's and the CPU's different summation orders);
-#   4. a GEMM sweep through cuBLASLt (cleave profile --backend cuda);
-#   5. training steps of a GPT that fills the GPU, with fp32, tf32 and bf16
-#      GEMMs (fp32 activations and master weights), with the
+# one H200), in under 8 minutes, run from the bundle that
+# scripts/cuda-device-bundle.sh packs here (the device has CUDA and
+# PyTorch but none of cleave's build dependencies, so nothing is built
+# there: the binaries were built here for sm_80 and sm_90, the plans
+# compiled here):
+#   1. every CUDA kernel and fused GEMM group against the CPU kernels
+#      (cleave-cuda-tests);
+#   2. one-rank plans of the small zoo models (GPT, LLaMA, MoE, BERT, ViT)
+#      trained 3 steps on the GPU and on the CPU backend, losses and final
+#      parameters compared (compare_params.py, 1e-4: cuBLASLt and OpenBLAS
+#      sum in other orders);
+#   3. a GEMM sweep through cuBLASLt and the memory bandwidth
+#      (cleave-profile-cuda, what `cleave profile --backend cuda` measures);
+#   4. training steps of a 1.3B GPT that fills the GPU with fp32, tf32 and
+#      bf16 GEMMs (fp32 activations and master weights), and bf16 again
+#      with --no-fuse (what the fused GEMM epilogues gain), with the
 #      achieved TFLOP/s, MFU and the share of time in GEMMs, other kernels
-#      and gaps (from the worker's trace), and bf16 again with --no-fuse
-#      (what the fused GEMM epilogues gain);
-# and prints one table. Usage: scripts/cuda-device-check.sh [BUILD_DIR]
+#      and gaps (from the worker's trace);
+# and prints one table. The worker runs without MPI (CLEAVE_NO_MPI=1).
+# Usage: bash cuda-device-check.sh   (from the unpacked bundle; OUT=dir)
 set -uo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${1:-$root/build-cuda}"
-out="${OUT:-$build/device-check}"
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${OUT:-$here/out}"
 mkdir -p "$out"
 log="$out/log.txt"
 : > "$log"
@@ -24,73 +30,60 @@ say() { echo "$@" | tee -a "$log"; }
 start=$(date +%s)
 elapsed() { echo $(( $(date +%s) - start )); }
 
-say "== build (sm_90) =="
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCLEAVE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >> "$log" 2>&1 || {
-  say "configure failed"; tail -30 "$log"; exit 1; }
-ninja -C "$build" cleave cleave-worker cleave-cuda-tests >> "$log" 2>&1 || {
-  say "build failed"; tail -40 "$log"; exit 1; }
-say "built in $(elapsed) s"
-cleave="$build/tools/cleave/cleave"
-nvidia-smi -L | tee -a "$log"
+# cuBLASLt and NCCL from the machine: PyTorch's nvidia-* packages or the
+# CUDA toolkit.
+pylib() {
+  python3 -c "import os, $1 as m; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null
+}
+export LD_LIBRARY_PATH="$here/lib:$(pylib nvidia.cublas):$(pylib nvidia.nccl):/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export CLEAVE_NO_MPI=1 OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-8}"
+worker="$here/bin/cleave-worker"
+plans="$here/plans"
+nvidia-smi -L 2>&1 | tee -a "$log"
 
 say "== kernels against the CPU =="
-"$build/test/unit/cuda/cleave-cuda-tests" --gtest_brief=1 > "$out/kernels.txt" 2>&1
+"$here/bin/cleave-cuda-tests" --gtest_brief=1 > "$out/kernels.txt" 2>&1
 kernels_rc=$?
 tail -5 "$out/kernels.txt" | tee -a "$log"
 grep -E "^\[  FAILED  \]" "$out/kernels.txt" | head -20 | tee -a "$log"
 
 say "== one-rank plans, cuda against cpu =="
-declare -A models=(
-  [gpt]="zoo:gpt,layers=2,hidden=256,heads=4,seq=128,vocab=1024"
-  [llama]="zoo:llama,layers=2,hidden=256,heads=4,kv_heads=2,seq=128,vocab=1024"
-  [moe]="zoo:moe,layers=2,hidden=256,heads=4,kv_heads=2,seq=128,vocab=1024,experts=4"
-  [bert]="zoo:bert,layers=2,hidden=256,heads=4,seq=128,vocab=1024"
-  [vit]="zoo:vit,layers=2,hidden=256,heads=4,image=64,patch=16,classes=10"
-)
 declare -A checks
 for name in gpt llama moe bert vit; do
-  plan="$out/$name.cleave"
-  if ! "$cleave" compile "${models[$name]}" --cluster hgx-h200,devices=1 \
-      --global-batch 8 --optimizer sgd -o "$plan" >> "$log" 2>&1; then
-    checks[$name]="compile failed"; continue
-  fi
-  if "$cleave" run "$plan" --backend cuda --steps 3 --check --tolerance 1e-4 \
-      > "$out/$name.check.txt" 2>&1; then
-    checks[$name]="passed"
+  for backend in cuda cpu; do
+    rm -rf "$out/$name.$backend"
+    "$worker" "$plans/$name.cleave" --backend $backend --steps 3 \
+      --dump-params "$out/$name.$backend" > "$out/$name.$backend.txt" 2>&1
+  done
+  losses="$(paste -d' ' <(grep -oE 'loss [0-9.]+' "$out/$name.cuda.txt") \
+                        <(grep -oE 'loss [0-9.]+' "$out/$name.cpu.txt") | tr '\n' ';')"
+  if python3 "$here/compare_params.py" "$out/$name.cuda" "$out/$name.cpu" \
+      --tolerance 1e-4 > "$out/$name.compare.txt" 2>&1; then
+    checks[$name]="passed: $(cat "$out/$name.compare.txt"); $losses"
   else
-    checks[$name]="FAILED: $(grep -m1 -E 'error' "$out/$name.check.txt")"
+    checks[$name]="FAILED: $(head -2 "$out/$name.compare.txt" "$out/$name.cuda.txt" | tr '\n' ' ')"
   fi
   say "$name: ${checks[$name]}"
 done
 
 say "== GEMM sweep (cuBLASLt) =="
-"$cleave" profile --backend cuda -o "$out/h200.profile" > "$out/profile.txt" 2>&1
+"$here/bin/cleave-profile-cuda" -o "$out/h200.profile" > "$out/profile.txt" 2>&1
 grep -E "gemm .*: (1024x1024x1024|4096x4096x4096|16384x16384x16384) " \
   "$out/profile.txt" | sed 's/^profile: //' | tee -a "$log"
 grep -E "memory:" "$out/profile.txt" | sed 's/^profile: //' | tee -a "$log"
 
 say "== a GPT that fills the GPU =="
-# 1.3B parameters, 32 sequences of 1024 in 2 microbatches: a 65 GiB arena.
-big="zoo:gpt,layers=24,hidden=2048,heads=16,seq=1024,vocab=50304"
-declare -A steps
 for precision in fp32 tf32 bf16; do
-  plan="$out/big-$precision.cleave"
-  "$cleave" compile "$big" --cluster hgx-h200,devices=1 --global-batch 32 \
-    --fix "precision=$precision,microbatch=16" --optimizer adamw \
-    -o "$plan" >> "$log" 2>&1 || { steps[$precision]="compile failed"; continue; }
-  "$cleave" run "$plan" --backend cuda --steps 4 > "$out/big-$precision.txt" 2>&1
-  steps[$precision]="$(grep -E '^step 4' "$out/big-$precision.txt")"
-  say "$precision: ${steps[$precision]:-run failed: $(tail -2 "$out/big-$precision.txt")}"
+  "$worker" "$plans/big-$precision.cleave" --backend cuda --steps 4 \
+    > "$out/big-$precision.txt" 2>&1
+  say "$precision: $(grep -E '^step 4' "$out/big-$precision.txt" || tail -2 "$out/big-$precision.txt")"
 done
-# The same bf16 plan op by op: what fusing GEMMs with their epilogues and
-# batch sums gains.
-"$cleave" run "$out/big-bf16.cleave" --backend cuda --steps 4 --no-fuse \
+"$worker" "$plans/big-bf16.cleave" --backend cuda --steps 4 --no-fuse \
   > "$out/big-bf16-unfused.txt" 2>&1
 say "bf16 --no-fuse: $(grep -E '^step 4' "$out/big-bf16-unfused.txt")"
 # One traced bf16 run (each instruction waited for: the shares are of
 # instruction time; gaps are the step's time outside instructions).
-"$cleave" run "$out/big-bf16.cleave" --backend cuda --steps 2 \
+"$worker" "$plans/big-bf16.cleave" --backend cuda --steps 2 \
   --trace "$out/big-bf16.trace.json" > "$out/big-trace.txt" 2>&1
 
 say "== table =="
@@ -135,4 +128,5 @@ except (OSError, ValueError) as err:
     print(f"no trace: {err}")
 PY
 say "kernel tests: $([ $kernels_rc -eq 0 ] && echo passed || echo FAILED)"
+for name in gpt llama moe bert vit; do say "$name: ${checks[$name]%%;*}"; done
 say "total $(elapsed) s"

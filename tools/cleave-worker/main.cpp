@@ -273,7 +273,13 @@ int main(int argc, char **argv) {
     fail(std::string(plan.status().message()));
   if (plan->ranks_size() != gSize) {
     // Every rank sees the same mismatch: report once, end together.
-    if (gRank == 0)
+    if (gRank == 0 && comm::mpiDisabled())
+      std::fprintf(stderr,
+                   "cleave-worker: the plan has %d ranks, and without MPI "
+                   "(CLEAVE_NO_MPI=1) the worker is one; run it with mpirun "
+                   "-n %d\n",
+                   plan->ranks_size(), plan->ranks_size());
+    else if (gRank == 0)
       std::fprintf(stderr,
                    "cleave-worker: the plan has %d ranks but mpirun started "
                    "%d; run it with mpirun -n %d\n",

@@ -7,35 +7,59 @@
 #include <mpi.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <stdexcept>
+#include <string>
 
 namespace cleave::comm {
 
+namespace {
+/// CLEAVE_NO_MPI=1: one process, no MPI runtime (MPI_Init is never called,
+/// so no mpirun or orted is needed): the world is this rank alone.
+bool gWithoutMpi = false;
+} // namespace
+
 void mpiInitialize(int *argc, char ***argv) {
+  const char *noMpi = std::getenv("CLEAVE_NO_MPI");
+  if (noMpi && std::string(noMpi) == "1") {
+    gWithoutMpi = true;
+    return;
+  }
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   // Errors come back as codes and become exceptions naming the instruction.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
-void mpiFinalize() { MPI_Finalize(); }
+bool mpiDisabled() { return gWithoutMpi; }
+
+void mpiFinalize() {
+  if (!gWithoutMpi)
+    MPI_Finalize();
+}
 
 int mpiWorldRank() {
+  if (gWithoutMpi)
+    return 0;
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
 }
 
 int mpiWorldSize() {
+  if (gWithoutMpi)
+    return 1;
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   return size;
 }
 
 std::vector<std::string> mpiGatherToRoot(const std::string &text) {
+  if (gWithoutMpi)
+    return {text};
   int rank = mpiWorldRank(), size = mpiWorldSize();
   int length = static_cast<int>(text.size());
   std::vector<int> lengths(rank == 0 ? size : 0), offsets(lengths.size());
@@ -68,6 +92,8 @@ void requireMeshMatchesWorld(const MeshInfo &mesh) {
 }
 
 int mpiLocalRank() {
+  if (gWithoutMpi)
+    return 0;
   MPI_Comm node;
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
                           MPI_INFO_NULL, &node) != MPI_SUCCESS)
@@ -78,10 +104,14 @@ int mpiLocalRank() {
   return rank;
 }
 
-void mpiBarrier() { MPI_Barrier(MPI_COMM_WORLD); }
+void mpiBarrier() {
+  if (!gWithoutMpi)
+    MPI_Barrier(MPI_COMM_WORLD);
+}
 
 void mpiAbort(int code) {
-  MPI_Abort(MPI_COMM_WORLD, code);
+  if (!gWithoutMpi)
+    MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }
 
@@ -344,6 +374,10 @@ private:
 } // namespace
 
 std::unique_ptr<Communicator> createMpiCommunicator(MeshInfo mesh) {
+  if (gWithoutMpi) {
+    requireMeshMatchesWorld(mesh);
+    return createLocalCommunicator(std::move(mesh));
+  }
   return std::make_unique<MpiCommunicator>(std::move(mesh));
 }
 

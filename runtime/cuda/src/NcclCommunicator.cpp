@@ -147,7 +147,9 @@ public:
     ncclUniqueId id;
     if (rank == 0)
       checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    if (MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+    // One rank (possibly without MPI, CLEAVE_NO_MPI): nobody to tell.
+    if (size > 1 &&
+        MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
       throw std::runtime_error("MPI_Bcast of the NCCL unique id failed");
     checkNccl(ncclCommInitRank(&world_, size, id, rank), "ncclCommInitRank");
     // Groups over every subset of the axes longer than 1 (a size-1 axis

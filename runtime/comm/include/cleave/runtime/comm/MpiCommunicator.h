@@ -24,6 +24,11 @@ namespace cleave::comm {
 /// not needed, only MPI_Abort from another thread, which Open MPI allows).
 void mpiInitialize(int *argc, char ***argv);
 void mpiFinalize();
+/// Whether this process runs without MPI (CLEAVE_NO_MPI=1 at
+/// mpiInitialize): a world of one rank, for machines with no MPI runtime;
+/// the helpers below then act on that world, createMpiCommunicator gives
+/// the local communicator.
+bool mpiDisabled();
 int mpiWorldRank();
 int mpiWorldSize();
 /// This rank's index among the ranks on its node (MPI_COMM_TYPE_SHARED):

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Packs what the GPU device check needs into one archive that travels to a
+# machine with none of cleave's build dependencies (the project's device
+# machine has CUDA, Python and PyTorch, but no MLIR, protobuf, Abseil,
+# OpenMPI or OpenBLAS, and reaches no package registry):
+#   - the runtime binaries, built here with the CUDA backend (sm_80 and
+#     sm_90): cleave-worker, cleave-cuda-tests, cleave-profile-cuda; they
+#     link no MLIR;
+#   - every shared library they need that is not the C/C++ runtime or
+#     CUDA's own (cuBLASLt and NCCL are on the device, in /usr/local/cuda
+#     or PyTorch's nvidia-* packages);
+#   - the plans, compiled here (the compiler stays behind): the small zoo
+#     models for one GPU, and the 1.3B GPT that fills an H200 with fp32,
+#     tf32 and bf16 GEMMs;
+#   - scripts/cuda-device-check.sh and scripts/compare_params.py.
+# The worker runs without MPI there (CLEAVE_NO_MPI=1: one rank, no mpirun
+# or orted). Usage: scripts/cuda-device-bundle.sh [BUILD_DIR] [OUT_DIR]
+# writes OUT_DIR/cleave-device.tar.xz (default OUT_DIR: .device, which this
+# script adds to .git/info/exclude), and prints its size: it must stay
+# under the device tool's 64 MiB with the working tree.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-$root/build}"
+outdir="${2:-$root/.device}"
+cleave="$build/tools/cleave/cleave"
+ninja -C "$build" cleave cleave-worker cleave-cuda-tests cleave-profile-cuda
+bins=("$build/tools/cleave-worker/cleave-worker"
+      "$build/test/unit/cuda/cleave-cuda-tests"
+      "$build/tools/cleave-profile-cuda/cleave-profile-cuda")
+
+stage="$(mktemp -d)"
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib" "$stage/plans" "$outdir"
+for b in "${bins[@]}"; do
+  cp "$b" "$stage/bin/"
+  strip --strip-unneeded "$stage/bin/$(basename "$b")" || true
+done
+# Shared libraries beyond the C/C++ runtime and CUDA's own.
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libstdc\+\+|libgcc_s|libpthread|libdl\.so|librt\.so|libcuda\.so|libcublas|libcublasLt|libnccl|libcudart)'
+for b in "${bins[@]}"; do
+  ldd "$b" | awk '$3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r name path; do
+  if [[ "$name" =~ $skip ]]; then continue; fi
+  cp -L "$path" "$stage/lib/$name"
+done
+
+# Plans (the model zoo's small models on one H200, and the big GPT).
+compile() { "$cleave" compile "$@" > /dev/null; }
+declare -A models=(
+  [gpt]="zoo:gpt,layers=2,hidden=256,heads=4,seq=128,vocab=1024"
+  [llama]="zoo:llama,layers=2,hidden=256,heads=4,kv_heads=2,seq=128,vocab=1024"
+  [moe]="zoo:moe,layers=2,hidden=256,heads=4,kv_heads=2,seq=128,vocab=1024,experts=4"
+  [bert]="zoo:bert,layers=2,hidden=256,heads=4,seq=128,vocab=1024"
+  [vit]="zoo:vit,layers=2,hidden=256,heads=4,image=64,patch=16,classes=10"
+)
+for name in gpt llama moe bert vit; do
+  compile "${models[$name]}" --cluster hgx-h200,devices=1 --global-batch 8 \
+    --optimizer sgd -o "$stage/plans/$name.cleave"
+done
+# 1.3B parameters, 32 sequences of 1024 in 2 microbatches: a 65 GiB arena.
+big="zoo:gpt,layers=24,hidden=2048,heads=16,seq=1024,vocab=50304"
+for precision in fp32 tf32 bf16; do
+  compile "$big" --cluster hgx-h200,devices=1 --global-batch 32 \
+    --fix "precision=$precision,microbatch=16" --optimizer adamw \
+    -o "$stage/plans/big-$precision.cleave"
+done
+cp "$root/scripts/cuda-device-check.sh" "$root/scripts/compare_params.py" \
+  "$stage/"
+
+archive="$outdir/cleave-device.tar.xz"
+tar -C "$stage" -cJf "$archive" .
+if [ "$outdir" = "$root/.device" ] && [ -d "$root/.git" ] &&
+   ! grep -qx '/.device/' "$root/.git/info/exclude" 2>/dev/null; then
+  echo '/.device/' >> "$root/.git/info/exclude"
+fi
+echo "bundle: $archive, $(du -h "$archive" | cut -f1) ($(du -sh "$stage" | cut -f1) unpacked)"
+echo "on the device: run with carry=[\".device\"] the command"
+echo "  mkdir -p /tmp/cleave && tar -C /tmp/cleave -xJf .device/cleave-device.tar.xz && bash /tmp/cleave/cuda-device-check.sh"
