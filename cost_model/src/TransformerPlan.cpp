@@ -486,9 +486,24 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       cc.sendForward = cc.sendBackward = send;
       // Data-parallel gradient reduction of the chunk's parameters in
       // half-precision buckets; ZeRO's reduce-scatter plus all-gather moves
-      // the same bytes as an all-reduce.
+      // the same bytes as an all-reduce. Under context parallelism the
+      // gradients are also partial over "cp": without ZeRO they join the
+      // buckets (one reduction over the dp x cp ranks a step, as the
+      // lowering does); with ZeRO each microbatch's are summed over "cp"
+      // in its backward pass.
+      Group reduceGroup = dpGroup;
+      int64_t reduceConcurrent = dpConcurrent;
+      if (p.cp > 1 && p.zero == 0) {
+        reduceGroup = Group::strided(0, p.dp * p.cp, p.tp);
+        reduceConcurrent = p.tp;
+      } else if (p.cp > 1) {
+        CLEAVE_ASSIGN(cpSum, price.collective(Collective::AllReduce,
+                                              params * e, cpGroup,
+                                              p.dp * p.tp));
+        cc.backward += cpSum;
+      }
       CLEAVE_ASSIGN(reduce, price.collective(Collective::AllReduce, params * e,
-                                             dpGroup, dpConcurrent));
+                                             reduceGroup, reduceConcurrent));
       cc.gradReduce = reduce;
       cc.gradBuckets = p.overlapGradReduce
                            ? static_cast<int>(std::max<int64_t>(

@@ -58,6 +58,9 @@ private:
   int paramIndex(gr::ParamOp param);
   void setParamDims(plan::TensorDecl &t, int index);
   LogicalResult declareSource(Operation *op);
+  /// Whether the per-microbatch "cp" sum of a parameter's gradient is left
+  /// to the step's buckets (see ProgramContext::cp).
+  bool foldsIntoBuckets(graph::AllReduceOp sum) const;
   LogicalResult emitInstruction(Operation *op, Phase phase);
   plan::Instruction &append(Phase phase, const std::string &name);
   LogicalResult emitOptimizer(ArrayRef<Operation *> updates);

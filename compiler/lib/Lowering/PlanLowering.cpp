@@ -341,6 +341,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   pc.dp = o.dp;
   pc.ep = o.ep;
   pc.zero = o.zero;
+  pc.cp = o.cp;
   pc.inference = inference;
   pc.schedule = o.schedule;
   pc.vocab = o.vocab;

@@ -301,6 +301,18 @@ plan::Instruction &Emitter::append(Phase phase, const std::string &name) {
   return inst;
 }
 
+bool Emitter::foldsIntoBuckets(gr::AllReduceOp sum) const {
+  if (ctx.zero != 0 || ctx.cp <= 1 ||
+      !sum->hasAttr("cleave.parameter_gradient") || sum.getAxes().size() != 1 ||
+      cast<StringAttr>(sum.getAxes()[0]).getValue() != "cp")
+    return false;
+  // Only a gradient that goes straight to its update: added to another
+  // contribution first, the partial sum would be mixed with whole ones.
+  return llvm::all_of(sum->getUsers(), [](Operation *user) {
+    return isa<gr::SgdUpdateOp, gr::AdamwUpdateOp>(user);
+  });
+}
+
 LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
   // A parameter's copy into a group (context parallelism: its gradient is
   // summed over the group) is the parameter itself in the forward pass:
@@ -312,6 +324,18 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
     if (it != ids.end() && program.tensors(it->second).kind() ==
                                plan::TensorDecl::PARAMETER) {
       ids[copy.getResult()] = it->second;
+      return success();
+    }
+  }
+  // A parameter's gradient summed over "cp" in every microbatch: without
+  // ZeRO the sum joins the step's bucketed reduction instead
+  // (GradientLowering), so the backward pass passes the partial gradient
+  // on.
+  if (auto sum = dyn_cast<gr::AllReduceOp>(op);
+      sum && foldsIntoBuckets(sum)) {
+    auto it = ids.find(sum.getInput());
+    if (it != ids.end()) {
+      ids[sum.getResult()] = it->second;
       return success();
     }
   }

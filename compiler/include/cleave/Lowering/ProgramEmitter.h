@@ -35,6 +35,11 @@ struct ProgramContext {
   /// ZeRO stage: 1 and 2 split the optimizer state (and its update) over
   /// the "dp" replicas; parameters of stage 3 arrive already split.
   int zero = 0;
+  /// Context-parallel group size: parameters are whole on every "cp" rank
+  /// and their gradients partial sums over it. Without ZeRO those sums join
+  /// the data-parallel buckets (one reduction over "dp,cp" a step instead
+  /// of one over "cp" per parameter and microbatch).
+  int64_t cp = 1;
   /// An inference plan: the stage function is emitted as it is (no
   /// backward, no optimizer), microbatches run forward only, and the last
   /// stage's results become Program.output_tensors.

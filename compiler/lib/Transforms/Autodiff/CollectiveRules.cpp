@@ -74,9 +74,15 @@ LogicalResult gradShardSlice(ShardSliceOp op, OpBuilder &b, ValueRange dys,
 
 LogicalResult gradCopyToGroup(CopyToGroupOp op, OpBuilder &b, ValueRange dys,
                               SmallVectorImpl<Value> &dxs) {
-  dxs.push_back(AllReduceOp::create(b, op.getLoc(), dys[0].getType(), dys[0],
-                                    op.getAxesAttr(), op.getGroupSizeAttr(),
-                                    b.getStringAttr("sum")));
+  auto sum = AllReduceOp::create(b, op.getLoc(), dys[0].getType(), dys[0],
+                                 op.getAxesAttr(), op.getGroupSizeAttr(),
+                                 b.getStringAttr("sum"));
+  // A parameter's gradient summed over the group: the lowering may defer
+  // the sum to the step's data-parallel buckets (it is linear, so the
+  // microbatches' partial gradients can be accumulated first).
+  if (op.getInput().getDefiningOp<ParamOp>())
+    sum->setAttr("cleave.parameter_gradient", b.getUnitAttr());
+  dxs.push_back(sum);
   return success();
 }
 
