@@ -10,6 +10,7 @@
 
 #include "Context.h"
 #include "Ops.h"
+#include "OpChecks.h"
 #include "kernels/Elementwise.h"
 
 #include "cleave/runtime/executor/OpAttributes.h"
@@ -29,13 +30,6 @@ using executor::OpContext;
 namespace {
 
 cudaStream_t stream() { return context().compute; }
-
-void requireShape(const k::Shape &actual, const k::Shape &expected,
-                  const std::string &what) {
-  if (actual != expected)
-    throw std::invalid_argument(what + " must be " + k::shapeString(expected) +
-                                ", got " + k::shapeString(actual));
-}
 
 /// How `operands` broadcast to `shape`, with the dimensions merged where
 /// every operand steps over two neighbours as over one, exactly as the

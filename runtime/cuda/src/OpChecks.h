@@ -54,6 +54,17 @@ inline void expectShape(const kernels::Shape &actual,
                                 kernels::shapeString(expected));
 }
 
+/// "what must be [..], got [..]" unless the shapes are equal (the executor
+/// already names the op).
+inline void requireShape(const kernels::Shape &actual,
+                         const kernels::Shape &expected,
+                         const std::string &what) {
+  if (actual != expected)
+    throw std::invalid_argument(what + " must be " +
+                                kernels::shapeString(expected) + ", got " +
+                                kernels::shapeString(actual));
+}
+
 } // namespace cleave::cuda
 
 #endif // CLEAVE_RUNTIME_CUDA_SRC_OPCHECKS_H

@@ -11,6 +11,7 @@
 
 #include "Context.h"
 #include "Ops.h"
+#include "OpChecks.h"
 #include "kernels/Optimizer.h"
 
 #include "cleave/runtime/kernels/Tensor.h"
@@ -28,13 +29,6 @@ using executor::OpContext;
 namespace {
 
 cudaStream_t stream() { return context().compute; }
-
-void requireShape(const k::Shape &actual, const k::Shape &expected,
-                  const std::string &what) {
-  if (actual != expected)
-    throw std::invalid_argument(what + " must be " + k::shapeString(expected) +
-                                ", got " + k::shapeString(actual));
-}
 
 /// Output `o`, which replaces input `i`: it must have that input's shape.
 float *updated(OpContext &c, size_t o, size_t i) {

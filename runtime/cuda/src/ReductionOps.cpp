@@ -14,6 +14,7 @@
 
 #include "Context.h"
 #include "Ops.h"
+#include "OpChecks.h"
 #include "kernels/Reduction.h"
 
 #include "cleave/runtime/kernels/Reduction.h"
@@ -36,13 +37,6 @@ namespace {
 cudaStream_t stream() { return context().compute; }
 
 int smCount() { return context().properties.multiProcessorCount; }
-
-void requireShape(const k::Shape &actual, const k::Shape &expected,
-                  const std::string &what) {
-  if (actual != expected)
-    throw std::invalid_argument(what + " must be " + k::shapeString(expected) +
-                                ", got " + k::shapeString(actual));
-}
 
 /// A run of neighbouring input dimensions, all kept or all reduced.
 struct Run {
