@@ -79,6 +79,9 @@ const std::vector<Field> &fields() {
       CLEAVE_INTEGER("cores_per_node", coresPerNode,
                      "compute engines the devices of a node share (CPU "
                      "cores); 0: one per device; `cores` is short for it"),
+      CLEAVE_INTEGER("comm_overlaps_compute", commOverlapsCompute,
+                     "1: collectives progress beside compute (GPUs); 0: "
+                     "only when the device waits on them (CPU ranks)"),
       CLEAVE_TEXT("device.name", device.name, "the device model"),
       CLEAVE_REAL("device.peak_fp32", FlopRate, device.peakFp32,
                   "dense peak, fp32 (CUDA cores)"),
@@ -269,6 +272,8 @@ absl::Status validateCluster(const Cluster &c) {
   require(c.nodes >= 1, "nodes", "at least 1", c.nodes);
   require(c.devicesPerNode >= 1, "devices_per_node", "at least 1",
           c.devicesPerNode);
+  require(c.commOverlapsCompute == 0 || c.commOverlapsCompute == 1,
+          "comm_overlaps_compute", "0 or 1", c.commOverlapsCompute);
   require(c.device.peakFp32 > 0, "device.peak_fp32", "positive",
           c.device.peakFp32);
   require(c.device.peakTf32 >= 0, "device.peak_tf32", "0 or more",

@@ -320,16 +320,25 @@ absl::StatusOr<Profile> parseProfileText(std::string_view text,
       entry.first = line.sectionLine;
       entry.second.push_back({*bytes, *seconds});
     } else if (words[0] == "compute" && words.size() == 1) {
-      if (line.key != "shared_core_efficiency")
+      // shared_core_efficiency may exceed 1 a little (measurement noise);
+      // waiting_rank_load is a share of one core.
+      bool efficiency = line.key == "shared_core_efficiency";
+      if (!efficiency && line.key != "waiting_rank_load")
         return error(line.line, cat("unknown key 'compute.", line.key,
-                                    "' (known: shared_core_efficiency)"));
+                                    "' (known: shared_core_efficiency, "
+                                    "waiting_rank_load)"));
       absl::StatusOr<double> value =
           parseQuantity(line.value, Quantity::Fraction);
-      if (!value.ok() || !(*value > 0) || *value > 2)
-        return error(line.line, cat("bad value '", line.value,
-                                    "' for key 'shared_core_efficiency': "
-                                    "expected a fraction above 0, like 0.75"));
-      profile.sharedCoreEfficiency = *value;
+      bool ok = value.ok() && (efficiency ? *value > 0 && *value <= 2
+                                          : *value >= 0 && *value <= 1);
+      if (!ok)
+        return error(line.line,
+                     cat("bad value '", line.value, "' for key '", line.key,
+                         efficiency ? "': expected a fraction above 0, like 0.75"
+                                    : "': expected a fraction from 0 to 1, "
+                                      "like 0.4"));
+      (efficiency ? profile.sharedCoreEfficiency : profile.waitingRankLoad) =
+          *value;
     } else {
       return error(line.sectionLine, cat("unknown section '[", line.section,
                                          "]' (known: bandwidth, compute, gemm "
@@ -400,10 +409,17 @@ std::string formatProfile(const Profile &profile, std::string_view comment) {
                             formatQuantity(*entry.value, entry.quantity), "\n");
   if (!bandwidthLines.empty())
     out += cat("[bandwidth]\n", bandwidthLines, "\n");
+  std::string computeLines;
   if (profile.sharedCoreEfficiency)
-    out += cat("[compute]\nshared_core_efficiency = ",
-               formatQuantity(*profile.sharedCoreEfficiency, Quantity::Number),
-               "\n\n");
+    computeLines += cat(
+        "shared_core_efficiency = ",
+        formatQuantity(*profile.sharedCoreEfficiency, Quantity::Number), "\n");
+  if (profile.waitingRankLoad)
+    computeLines +=
+        cat("waiting_rank_load = ",
+            formatQuantity(*profile.waitingRankLoad, Quantity::Number), "\n");
+  if (!computeLines.empty())
+    out += cat("[compute]\n", computeLines, "\n");
 
   for (const auto &[type, table] : profile.gemm) {
     out += cat("[gemm ", dtypeName(type), "]\n");

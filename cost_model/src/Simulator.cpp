@@ -31,6 +31,30 @@ int TaskGraph::add(Task task) {
   return size() - 1;
 }
 
+std::vector<std::vector<Span>> busySpans(const TaskGraph &graph,
+                                        const Timeline &tl) {
+  std::vector<std::vector<Span>> spans(tl.numRanks);
+  const std::vector<Task> &tasks = graph.tasks();
+  for (size_t i = 0; i < tasks.size() && i < tl.end.size(); ++i)
+    if (tl.end[i] > tl.start[i] && tasks[i].rank >= 0 &&
+        tasks[i].rank < tl.numRanks)
+      spans[tasks[i].rank].push_back({tl.start[i], tl.end[i]});
+  for (std::vector<Span> &rank : spans) {
+    std::sort(rank.begin(), rank.end(), [](const Span &a, const Span &b) {
+      return a.start < b.start;
+    });
+    std::vector<Span> merged;
+    for (const Span &span : rank) {
+      if (!merged.empty() && span.start <= merged.back().end)
+        merged.back().end = std::max(merged.back().end, span.end);
+      else
+        merged.push_back(span);
+    }
+    rank = std::move(merged);
+  }
+  return spans;
+}
+
 absl::StatusOr<Timeline> simulate(const TaskGraph &graph) {
   const std::vector<Task> &tasks = graph.tasks();
   int n = graph.size();
@@ -106,6 +130,19 @@ absl::StatusOr<Timeline> simulate(const TaskGraph &graph) {
     ++counted;
   }
   tl.bubbleFraction = counted ? idle / counted : 0;
+
+  // Idle: the makespan minus the union of a rank's tasks on all streams.
+  std::vector<std::vector<Span>> spans = busySpans(graph, tl);
+  double waiting = 0;
+  for (int r = 0; r < numRanks; ++r) {
+    if (!computes[r] || tl.makespan <= 0)
+      continue;
+    double covered = 0;
+    for (const Span &span : spans[r])
+      covered += span.end - span.start;
+    waiting += 1.0 - covered / tl.makespan;
+  }
+  tl.idleFraction = counted ? waiting / counted : 0;
   return tl;
 }
 

@@ -13,6 +13,7 @@
 #include "cleave/cost_model/Collectives.h"
 #include "cleave/cost_model/OperatorCost.h"
 #include "cleave/cost_model/PipelineSimulation.h"
+#include "cleave/cost_model/Profile.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -216,6 +217,42 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                const ParallelConfig &p, const Profile *profile,
                TaskGraph *graphOut, Timeline *timelineOut,
                double simulateBelow);
+
+/// How many times slower work runs, on average over the work, where the
+/// devices of a node share fewer cores. Every stage of the simulation
+/// stands for the same number of ranks, spread alike over the nodes: while
+/// k of n stages are busy (computing or communicating: MPI's copies and
+/// sums run on the cores too), c = D k / n of a node's D ranks are, the
+/// others wait taking `waitLoad` of a core each, and the busy ones run
+/// max(1, (c + waitLoad (D - c)) / cores) times slower. Weighting by work
+/// rather than time gives a pipeline's steady state, where every stage
+/// works and the cores are most shared, its share of the step.
+double sharedCoreSlowdown(const TaskGraph &graph, const Timeline &timeline,
+                          const Cluster &cluster, double waitLoad) {
+  std::vector<std::pair<double, int>> edges;
+  for (const std::vector<Span> &stage : busySpans(graph, timeline))
+    for (const Span &span : stage) {
+      edges.push_back({span.start, 1});
+      edges.push_back({span.end, -1});
+    }
+  std::sort(edges.begin(), edges.end());
+  const double stages = std::max(1, timeline.numRanks);
+  const double devices = double(cluster.devicesPerNode);
+  const double cores = double(cluster.coresPerNode);
+  double work = 0, slowed = 0;
+  int busy = 0;
+  for (size_t i = 0; i + 1 < edges.size(); ++i) {
+    busy += edges[i].second;
+    double dt = edges[i + 1].first - edges[i].first;
+    if (busy <= 0 || dt <= 0)
+      continue;
+    double c = devices * busy / stages;
+    double load = c + waitLoad * (devices - c);
+    work += c * dt;
+    slowed += c * dt * std::max(1.0, load / cores);
+  }
+  return work > 0 ? slowed / work : std::max(1.0, devices / cores);
+}
 } // namespace
 
 absl::StatusOr<PlanPrediction>
@@ -226,19 +263,25 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
   if (cluster.computeSharing() <= 1)
     return scoreOnCluster(m, cluster, p, profile, graphOut, timelineOut,
                           simulateBelow);
-  // Ranks share cores (CPU ranks beyond the cores). The busy ranks split
-  // the cores at every moment; as an average over the step, a plan keeps
-  // devices x (1 - bubble) ranks busy, so price it once unshared for its
-  // bubble, then with that many ranks sharing the cores.
+  // Ranks share cores (CPU ranks beyond the cores): price the plan once
+  // unshared, then with every op slowed by what sharing costs it on that
+  // timeline, on average over the work.
   Cluster alone = cluster;
   alone.coresPerNode = 0;
-  absl::StatusOr<PlanPrediction> first =
-      scoreOnCluster(m, alone, p, profile, nullptr, nullptr, simulateBelow);
+  TaskGraph graph;
+  Timeline timeline;
+  absl::StatusOr<PlanPrediction> first = scoreOnCluster(
+      m, alone, p, profile, &graph, &timeline, simulateBelow);
   if (!first.ok())
     return first;
+  double waitLoad =
+      profile && profile->waitingRankLoad ? *profile->waitingRankLoad : 0.0;
   Cluster shared = cluster;
   shared.busyDevicesPerNode =
-      double(cluster.devicesPerNode) * (1.0 - first->bubbleFraction);
+      first->simulated
+          ? sharedCoreSlowdown(graph, timeline, cluster, waitLoad) *
+                double(cluster.coresPerNode)
+          : double(cluster.devicesPerNode);
   return scoreOnCluster(m, shared, p, profile, graphOut, timelineOut,
                         simulateBelow);
 }
@@ -505,7 +548,9 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       CLEAVE_ASSIGN(reduce, price.collective(Collective::AllReduce, params * e,
                                              reduceGroup, reduceConcurrent));
       cc.gradReduce = reduce;
-      cc.gradBuckets = p.overlapGradReduce
+      // Overlapped in buckets where the device's communication runs beside
+      // its compute; otherwise at once after the backward pass.
+      cc.gradBuckets = p.overlapGradReduce && cluster.commOverlapsCompute
                            ? static_cast<int>(std::max<int64_t>(
                                  1, std::min<int64_t>(chunkLayers[chunk], 8)))
                            : 1;
@@ -648,6 +693,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   out.hwTflopsPerDevice = out.hardwareFlops / out.stepSeconds / devices / 1e12;
   out.mfu = out.tflopsPerDevice * 1e12 / cluster.device.peakFlops(p.precision);
   out.bubbleFraction = timeline.bubbleFraction;
+  out.idleFraction = timeline.idleFraction;
   out.layerGemmSeconds = dense.gemm;
   out.layerElementwiseSeconds = dense.elementwise;
   out.layerTensorCommSeconds = dense.tensorComm;

@@ -24,8 +24,18 @@
 // the wall time per GEMM of all ranks together: against one rank alone on
 // a core, what sharing the cores costs beyond splitting them.
 //
+// With --cores C as well (fewer than the ranks), C ranks then multiply
+// while the others wait for a message from one of them, first as the
+// runtime's pipeline stages wait where ranks outnumber cores
+// (comm::mpiWaitSleeping), then in a loop of MPI_Test and 2 ms sleeps; one
+// stretch per rank, each with another set multiplying, and rank 0 prints
+// the mean of each, per GEMM of one multiplying rank,
+//   waiting-gemm N WAITING_SECONDS IDLE_SECONDS
+// from which the profiler takes how much of a core a waiting rank uses.
+//
 //===----------------------------------------------------------------------===//
 
+#include "cleave/runtime/comm/MpiWait.h"
 #include "cleave/runtime/kernels/Matmul.h"
 
 #include <mpi.h>
@@ -34,6 +44,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <limits>
 #include <string>
@@ -51,6 +62,7 @@ namespace {
 struct Options {
   double seconds = 0.05;
   long long gemm = 0;
+  int cores = 0;
   std::vector<long long> sizes;
 };
 
@@ -64,6 +76,15 @@ bool parseArgs(int argc, char **argv, Options &options, std::string &error) {
         error = "bad --gemm value '" + std::string(argv[i]) + "'";
         return false;
       }
+      continue;
+    }
+    if (arg == "--cores" && i + 1 < argc) {
+      long long cores = std::strtoll(argv[++i], &end, 10);
+      if (*end != '\0' || cores < 1 || cores > 4096) {
+        error = "bad --cores value '" + std::string(argv[i]) + "'";
+        return false;
+      }
+      options.cores = static_cast<int>(cores);
       continue;
     }
     if (arg == "--seconds" && i + 1 < argc) {
@@ -86,7 +107,8 @@ bool parseArgs(int argc, char **argv, Options &options, std::string &error) {
     options.sizes.push_back(bytes);
   }
   if (options.sizes.empty()) {
-    error = "usage: cleave-profile-mpi [--seconds S] [--gemm N] BYTES...";
+    error = "usage: cleave-profile-mpi [--seconds S] [--gemm N [--cores C]] "
+            "BYTES...";
     return false;
   }
   return true;
@@ -162,6 +184,68 @@ double sharedGemmSeconds(long long n, double seconds) {
     best = std::min(best, slowest / static_cast<double>(total));
   }
   return best;
+}
+
+/// Seconds per N^3 GEMM of a multiplying rank while `cores` ranks multiply
+/// and the others wait on one of them (as the runtime waits, or idle:
+/// sleeping 2 ms between MPI_Tests), for about `seconds`: the mean over the multiplying
+/// ranks and over one stretch per rank, each with a different set of ranks
+/// multiplying. Where the scheduler puts a waiting rank (beside a
+/// multiplier or not) may decide what it costs, and it keeps the ranks
+/// where they are, so the mean over the sets samples the placements.
+double waitingGemmSeconds(long long n, double seconds, int cores,
+                          bool idle) {
+  namespace k = cleave::kernels;
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  k::Tensor a({n, n}, 1.0f), b({n, n}, 0.5f), c({n, n});
+  k::matmul(a.ref(), b.ref(), false, false, c.ref()); // warm-up
+  double total = 0;
+  for (int window = 0; window < ranks; ++window) {
+    // Ranks whose (rank + window) mod ranks is below `cores` multiply; the
+    // one where it is 0 releases the others.
+    int position = (rank + window) % ranks;
+    bool multiplies = position < cores;
+    int leader = (ranks - window % ranks) % ranks;
+    MPI_Comm multipliers;
+    MPI_Comm_split(MPI_COMM_WORLD, multiplies ? 0 : 1, rank, &multipliers);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double perGemm = 0;
+    int token = 0;
+    if (multiplies) {
+      double start = MPI_Wtime();
+      long long done = 0;
+      while (done == 0 || MPI_Wtime() - start < seconds) {
+        k::matmul(a.ref(), b.ref(), false, false, c.ref());
+        ++done;
+      }
+      perGemm = (MPI_Wtime() - start) / static_cast<double>(done);
+      // Every multiplier is done before the waiting ranks are released.
+      MPI_Barrier(multipliers);
+      if (rank == leader)
+        for (int other = 0; other < ranks; ++other)
+          if ((other + window) % ranks >= cores)
+            MPI_Send(&token, 1, MPI_INT, other, 7, MPI_COMM_WORLD);
+    } else {
+      MPI_Request request;
+      MPI_Irecv(&token, 1, MPI_INT, leader, 7, MPI_COMM_WORLD, &request);
+      int flag = 0;
+      while (idle && !flag) {
+        MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+        struct timespec pause = {0, 2000000};
+        if (!flag)
+          nanosleep(&pause, nullptr);
+      }
+      if (!flag)
+        cleave::comm::mpiWaitSleeping(1, &request);
+    }
+    MPI_Comm_free(&multipliers);
+    double sum = 0;
+    MPI_Allreduce(&perGemm, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    total += sum / cores;
+  }
+  return total / ranks;
 }
 
 } // namespace
@@ -264,6 +348,16 @@ int main(int argc, char **argv) {
         sharedGemmSeconds(options.gemm, std::max(0.3, 4 * options.seconds));
     if (rank == 0)
       std::printf("shared-gemm %lld %.6e\n", options.gemm, perGemm);
+    if (options.cores > 0 && options.cores < ranks) {
+      double seconds = std::max(0.3, 4 * options.seconds);
+      double waiting =
+          waitingGemmSeconds(options.gemm, seconds, options.cores, false);
+      double idle =
+          waitingGemmSeconds(options.gemm, seconds, options.cores, true);
+      if (rank == 0)
+        std::printf("waiting-gemm %lld %.6e %.6e\n", options.gemm, waiting,
+                    idle);
+    }
   }
   MPI_Finalize();
   return 0;

@@ -1,11 +1,14 @@
 //===- MpiCommunicator.cpp - Collectives over MPI -------------------------===//
 
 #include "cleave/runtime/comm/MpiCommunicator.h"
+#include "cleave/runtime/comm/MpiWait.h"
 
 #include "cleave/runtime/comm/Pack.h"
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +16,8 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <time.h>
 
 namespace cleave::comm {
 
@@ -35,6 +40,23 @@ void mpiInitialize(int *argc, char ***argv) {
 }
 
 bool mpiDisabled() { return gWithoutMpi; }
+
+int mpiWaitSleeping(int count, MPI_Request *requests) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  long pauseNs = 20000;
+  for (;;) {
+    int done = 0;
+    int error = MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
+    if (error != MPI_SUCCESS || done)
+      return error;
+    if (Clock::now() - start < std::chrono::microseconds(50))
+      continue;
+    struct timespec pause = {0, pauseNs};
+    nanosleep(&pause, nullptr);
+    pauseNs = std::min(2 * pauseNs, 200000L);
+  }
+}
 
 void mpiFinalize() {
   if (!gWithoutMpi)
@@ -165,14 +187,19 @@ public:
       return;
     done_ = true;
     if (!requests.empty())
-      check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-                        MPI_STATUSES_IGNORE),
+      check(sleepWhileWaiting
+                ? mpiWaitSleeping(static_cast<int>(requests.size()),
+                                  requests.data())
+                : MPI_Waitall(static_cast<int>(requests.size()),
+                              requests.data(), MPI_STATUSES_IGNORE),
             "MPI_Waitall");
     if (finish)
       finish();
   }
 
   std::vector<MPI_Request> requests;
+  /// Test and sleep instead of MPI_Waitall (mpiWaitSleeping).
+  bool sleepWhileWaiting = false;
   std::vector<char> sendStage, recvStage;
   std::function<void()> finish;
 
@@ -184,6 +211,28 @@ class MpiCommunicator : public Communicator {
 public:
   explicit MpiCommunicator(MeshInfo mesh) : mesh_(std::move(mesh)) {
     requireMeshMatchesWorld(mesh_);
+    // Pipeline waits (a stage idle in a bubble) sleep where the node's
+    // ranks outnumber its cores, leaving the cores to the stages that
+    // compute. Collectives keep MPI's polling wait: their ranks wait on
+    // each other only briefly, and each of their rounds needs progress.
+    // CLEAVE_P2P_WAIT=poll or =sleep overrides (for benchmarks).
+    MPI_Comm node;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                              MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type");
+    int local = 1;
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+    unsigned cores = std::thread::hardware_concurrency();
+    sleepInPointToPointWaits_ = cores > 0 && local > static_cast<int>(cores);
+    if (const char *mode = std::getenv("CLEAVE_P2P_WAIT")) {
+      std::string m = mode;
+      if (m == "poll" || m == "sleep")
+        sleepInPointToPointWaits_ = m == "sleep";
+      else
+        throw std::invalid_argument("CLEAVE_P2P_WAIT='" + m +
+                                    "': expected poll or sleep");
+    }
     // Every subset of the axes, in the same order on every rank.
     size_t n = mesh_.axisNames.size();
     for (unsigned mask = 1; n < 16 && mask < (1u << n); ++mask) {
@@ -327,6 +376,7 @@ public:
                                      int64_t tag, CommTensor in) override {
     auto req = std::make_unique<MpiRequest>();
     req->requests.resize(1);
+    req->sleepWhileWaiting = sleepInPointToPointWaits_;
     check(MPI_Isend(in.data, count(in.numBytes(), "send"), MPI_BYTE,
                     static_cast<int>(mesh_.peer(axis, offset)),
                     static_cast<int>(tag), MPI_COMM_WORLD, &req->requests[0]),
@@ -338,6 +388,7 @@ public:
                                      int64_t tag, CommTensor out) override {
     auto req = std::make_unique<MpiRequest>();
     req->requests.resize(1);
+    req->sleepWhileWaiting = sleepInPointToPointWaits_;
     check(MPI_Irecv(out.data, count(out.numBytes(), "recv"), MPI_BYTE,
                     static_cast<int>(mesh_.peer(axis, offset)),
                     static_cast<int>(tag), MPI_COMM_WORLD, &req->requests[0]),
@@ -348,6 +399,7 @@ public:
   [[noreturn]] void abort(int code) override { mpiAbort(code); }
 
 private:
+  bool sleepInPointToPointWaits_ = false;
   /// The communicator of the group over `axes` and its size.
   std::pair<MPI_Comm, int64_t> group(const Axes &axes) const {
     unsigned mask = 0;

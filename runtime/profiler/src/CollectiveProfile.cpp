@@ -12,9 +12,11 @@
 #include "Subprocess.h"
 #include "Timing.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 namespace cleave::profiler {
@@ -56,6 +58,15 @@ std::string quoteLines(const std::vector<std::string> &lines) {
 }
 
 } // namespace
+
+double waitingRankLoad(double waitingSeconds, double idleSeconds, int ranks,
+                       int cores) {
+  int waiting = ranks - cores;
+  if (waiting < 1 || cores < 1 || !(idleSeconds > 0))
+    return 0;
+  double load = (waitingSeconds / idleSeconds - 1) * cores / waiting;
+  return std::clamp(load, 0.0, 1.0);
+}
 
 std::vector<int64_t> collectiveSizes(bool quick) {
   // Powers of 4 from 1 KiB: latency-bound at the bottom, at the bus
@@ -152,6 +163,12 @@ profileCollectives(const CpuProfileOptions &options) {
                                    seconds.str(),
                                    "--gemm",
                                    std::to_string(kSharedGemmSize)};
+  // Ranks beyond the cores: also what a waiting rank takes from the others.
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (cores > 0 && options.ranks > cores) {
+    argv.push_back("--cores");
+    argv.push_back(std::to_string(cores));
+  }
   for (int64_t bytes : collectiveSizes(options.quick))
     argv.push_back(std::to_string(bytes));
   if (options.progress) {
@@ -183,6 +200,23 @@ profileCollectives(const CpuProfileOptions &options) {
                          formatSeconds(measured.sharedGemmSeconds) +
                          " per " + std::to_string(kSharedGemmSize) +
                          "^3 GEMM, all ranks together");
+      return;
+    }
+    if (parts.size() == 4 && parts[0] == "waiting-gemm") {
+      if (!parseNumber(parts[2], measured.waitingGemmSeconds) ||
+          !parseNumber(parts[3], measured.idleGemmSeconds) ||
+          !(measured.waitingGemmSeconds > 0) ||
+          !(measured.idleGemmSeconds > 0)) {
+        if (lineError.ok())
+          lineError = absl::InvalidArgumentError(
+              "bad waiting-gemm line from the MPI worker: '" + line + "'");
+        return;
+      }
+      if (options.progress)
+        options.progress("GEMMs beside waiting ranks: " +
+                         formatSeconds(measured.waitingGemmSeconds) +
+                         ", beside idle ones: " +
+                         formatSeconds(measured.idleGemmSeconds));
       return;
     }
     absl::StatusOr<std::optional<WorkerResult>> result = parseWorkerLine(line);

@@ -84,12 +84,15 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options) {
   // Collectives first: a broken MPI setup fails in seconds, not after the
   // GEMM grid.
   double sharedGemmSeconds = 0;
+  RankMeasurements waits;
   if (wantsCollectives(options)) {
     absl::StatusOr<RankMeasurements> measured = profileCollectives(options);
     if (!measured.ok())
       return measured.status();
     profile.collectives = std::move(measured->curves);
     sharedGemmSeconds = measured->sharedGemmSeconds;
+    waits.waitingGemmSeconds = measured->waitingGemmSeconds;
+    waits.idleGemmSeconds = measured->idleGemmSeconds;
     cost::CollectiveKey allReduce{cost::Collective::AllReduce, options.ranks,
                                   options.ranks, 1};
     const cost::CollectiveSample &largest =
@@ -123,6 +126,15 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options) {
              " ranks on " + std::to_string(cores) + " cores multiply at " +
              std::to_string(*profile.sharedCoreEfficiency) +
              " of the cores' rate alone");
+  }
+  if (waits.idleGemmSeconds > 0 && cores > 0 &&
+      options.ranks > cores) {
+    profile.waitingRankLoad = waitingRankLoad(
+        waits.waitingGemmSeconds, waits.idleGemmSeconds,
+        options.ranks, cores);
+    progress("waiting ranks: each takes " +
+             std::to_string(*profile.waitingRankLoad) +
+             " of a core from the ranks that compute");
   }
 
   MemoryMeasurements memory = profileMemory(options);
@@ -164,7 +176,10 @@ std::string cpuProfileComment(const CpuProfileOptions &options) {
         << "compute.shared_core_efficiency (where the ranks outnumber the "
            "cores): their "
         << kSharedGemmSize << "^3 GEMMs all at once against each core "
-        << "running one alone.";
+        << "running one alone.\n"
+        << "compute.waiting_rank_load (same condition): one rank a core "
+           "multiplies while the others wait on it as pipeline stages wait, "
+           "against idle; the share of a core each waiting rank takes.";
   else
     out << "collectives: not measured.";
   return out.str();

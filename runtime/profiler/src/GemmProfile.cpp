@@ -28,26 +28,36 @@ std::vector<int64_t> gemmGridDimensions(bool quick) {
 absl::StatusOr<cost::GemmTable> profileGemms(const CpuProfileOptions &options) {
   std::vector<int64_t> dims = gemmGridDimensions(options.quick);
   int64_t largest = *std::max_element(dims.begin(), dims.end());
-  // One set of buffers at the largest shape; each point views a prefix.
+  // Operands cold in cache, as in a training step, where other ops have
+  // read and written far more than the caches hold since a GEMM's operands
+  // were made: each call takes the next of as many operand sets as fill
+  // the pool (at least 96 MiB, beyond a server's last-level cache), so a
+  // small GEMM is not timed on matrices it has just read. Cold operands
+  // cost 2-10% at 256x512x512 and 40-60% at 64^3 on this machine.
   // Small nonzero values keep the FLOPs free of denormals and NaNs.
-  kernels::Tensor a({largest * largest}), b({largest * largest}),
-      c({largest * largest});
-  for (int64_t i = 0; i < a.numElements(); ++i) {
-    a[i] = 0.01f * static_cast<float>(i % 7 - 3);
-    b[i] = 0.01f * static_cast<float>(i % 5 - 2);
-  }
-
+  constexpr int64_t kPoolBytes = int64_t(96) << 20;
+  int64_t poolFloats =
+      std::max<int64_t>(3 * largest * largest, kPoolBytes / 4);
+  kernels::Tensor pool({poolFloats});
+  for (int64_t i = 0; i < poolFloats; ++i)
+    pool[i] = 0.01f * static_cast<float>(i % 7 - 3);
   std::vector<cost::GemmSample> samples;
   size_t total = dims.size() * dims.size() * dims.size();
   for (int64_t m : dims)
     for (int64_t n : dims)
       for (int64_t k : dims) {
-        kernels::ConstTensorRef lhs(a.data(), {m, k});
-        kernels::ConstTensorRef rhs(b.data(), {k, n});
-        kernels::TensorRef out(c.data(), {m, n});
-        double seconds =
-            medianSeconds([&] { kernels::matmul(lhs, rhs, false, false, out); },
-                          options.secondsPerMeasurement);
+        int64_t set = m * k + k * n + m * n;
+        int64_t sets = std::max<int64_t>(1, poolFloats / set);
+        int64_t next = 0;
+        double seconds = medianSeconds(
+            [&] {
+              float *base = pool.data() + (next++ % sets) * set;
+              kernels::ConstTensorRef lhs(base, {m, k});
+              kernels::ConstTensorRef rhs(base + m * k, {k, n});
+              kernels::TensorRef out(base + m * k + k * n, {m, n});
+              kernels::matmul(lhs, rhs, false, false, out);
+            },
+            options.secondsPerMeasurement);
         samples.push_back({m, n, k, seconds});
         if (options.progress) {
           double flops = 2.0 * m * n * k;

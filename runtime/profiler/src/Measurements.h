@@ -54,7 +54,19 @@ struct RankMeasurements {
   /// Wall seconds per kSharedGemmSize^3 GEMM with every rank multiplying
   /// at once (all ranks together).
   double sharedGemmSeconds = 0;
+  /// Where ranks outnumber the cores: seconds per kSharedGemmSize^3 GEMM of
+  /// one of `cores` multiplying ranks while the others wait on one of them
+  /// as the runtime's pipeline stages wait, and while they idle (sleeping
+  /// between tests); 0: not measured.
+  double waitingGemmSeconds = 0, idleGemmSeconds = 0;
 };
+
+/// The share of a core a waiting rank takes, from the waiting-gemm times:
+/// with `cores` ranks multiplying, one each, and `ranks - cores` waiting,
+/// their waits slow the multipliers by (cores + load x waiting) / cores
+/// against idle ranks. Clamped to [0, 1].
+double waitingRankLoad(double waitingSeconds, double idleSeconds, int ranks,
+                       int cores);
 
 /// Runs the MPI worker under mpirun on options.ranks local ranks.
 absl::StatusOr<RankMeasurements>

@@ -248,6 +248,26 @@ TEST(ProfileFile, SharedCoreEfficiencyReadsBack) {
             std::string::npos);
 }
 
+TEST(ProfileFile, WaitingRankLoadReadsBack) {
+  absl::StatusOr<Profile> p = parseProfileText(
+      "[compute]\nshared_core_efficiency = 0.9\nwaiting_rank_load = 0.45\n",
+      "p.txt");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->waitingRankLoad);
+  EXPECT_DOUBLE_EQ(*p->waitingRankLoad, 0.45);
+  absl::StatusOr<Profile> again = parseProfileText(formatProfile(*p), "q.txt");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NEAR(*again->waitingRankLoad, 0.45, 1e-12);
+  EXPECT_NEAR(*again->sharedCoreEfficiency, 0.9, 1e-12);
+  // A share of one core: 0 is allowed (waits that sleep), above 1 is not.
+  EXPECT_TRUE(parseProfileText("[compute]\nwaiting_rank_load = 0\n", "p.txt")
+                  .ok());
+  EXPECT_NE(errorOf("[compute]\nwaiting_rank_load = 1.5\n")
+                .find("p.txt:2: bad value '1.5' for key 'waiting_rank_load': "
+                      "expected a fraction from 0 to 1"),
+            std::string::npos);
+}
+
 TEST(ProfileFile, ErrorsNameFileAndLine) {
   EXPECT_NE(errorOf("[gemm bf16]\n1024x1024 = 1 us\n")
                 .find("p.txt:2: bad GEMM shape '1024x1024'"),

@@ -1,6 +1,7 @@
 //===- TransformerPlanTest.cpp - Knob-level plan scoring -----------------===//
 
 #include "cleave/cost_model/PlanKnobs.h"
+#include "cleave/cost_model/Profile.h"
 #include "cleave/cost_model/TransformerPlan.h"
 
 #include "gtest/gtest.h"
@@ -211,4 +212,78 @@ TEST(TransformerPlan, RanksIdleInBubblesLeaveTheirCores) {
   ASSERT_TRUE(four.ok() && two.ok()) << four.status() << two.status();
   EXPECT_GT(four->bubbleFraction, 0.6);
   EXPECT_NEAR(two->stepSeconds, four->stepSeconds, 0.01 * four->stepSeconds);
+}
+
+TEST(TransformerPlan, PipelineSteadyStateSharesTheCoresFully) {
+  // Sixteen microbatches through four stages on two cores: most of the
+  // work runs while all four stages are busy, at half speed. Averaged over
+  // the work (not over the step, which the bubble dilutes) the slowdown is
+  // near 2.
+  TransformerModel m = gpt(4, 256, 4);
+  m.seq = 128;
+  m.vocab = 512;
+  ParallelConfig p;
+  p.pp = 4;
+  p.globalBatch = 16;
+  p.precision = DType::Fp32;
+  auto four = scoreTransformerPlan(m, cpu(4, 4), p);
+  auto two = scoreTransformerPlan(m, cpu(4, 2), p);
+  ASSERT_TRUE(four.ok() && two.ok()) << four.status() << two.status();
+  double bubble = four->bubbleFraction;
+  EXPECT_GT(bubble, 0.1);
+  // The step-averaged share, 4 (1 - bubble) / 2, would undercount it.
+  EXPECT_GT(two->stepSeconds, 2 * (1 - bubble) * four->stepSeconds * 1.05);
+  EXPECT_LT(two->stepSeconds, 2.05 * four->stepSeconds);
+}
+
+TEST(TransformerPlan, WaitingRanksTakeTheirMeasuredLoad) {
+  // One microbatch through four stages on two cores: one rank works while
+  // three wait. Waits that sleep cost nothing; waits that spin a whole core
+  // each make four busy ranks on two cores, twice as slow.
+  TransformerModel m = gpt(4, 256, 4);
+  m.seq = 128;
+  m.vocab = 512;
+  ParallelConfig p;
+  p.pp = 4;
+  p.globalBatch = 1;
+  p.precision = DType::Fp32;
+  Profile sleeping, spinning, third;
+  sleeping.waitingRankLoad = 0;
+  spinning.waitingRankLoad = 1;
+  // 1 + 3 x 1/3 = two cores' worth while one rank computes; only the
+  // moments when several are busy (transfers, the optimizer step) slow.
+  third.waitingRankLoad = 1.0 / 3;
+  auto own = scoreTransformerPlan(m, cpu(4, 4), p, &spinning);
+  auto slept = scoreTransformerPlan(m, cpu(4, 2), p, &sleeping);
+  auto spun = scoreTransformerPlan(m, cpu(4, 2), p, &spinning);
+  auto thirds = scoreTransformerPlan(m, cpu(4, 2), p, &third);
+  ASSERT_TRUE(own.ok() && slept.ok() && spun.ok() && thirds.ok());
+  EXPECT_NEAR(slept->stepSeconds, own->stepSeconds, 0.01 * own->stepSeconds);
+  EXPECT_GT(thirds->stepSeconds, slept->stepSeconds);
+  EXPECT_LT(thirds->stepSeconds, 1.2 * own->stepSeconds);
+  EXPECT_NEAR(spun->stepSeconds, 2 * own->stepSeconds,
+              0.05 * own->stepSeconds);
+}
+
+TEST(TransformerPlan, CollectivesWithoutProgressFollowTheBackward) {
+  // Where collectives move only when the device waits on them (CPU ranks
+  // over MPI), the data-parallel reduction follows the backward pass
+  // instead of hiding behind it in buckets.
+  TransformerModel m = gpt(8, 512, 8);
+  m.seq = 128;
+  m.vocab = 512;
+  ParallelConfig p;
+  p.dp = 4;
+  p.globalBatch = 4;
+  p.precision = DType::Fp32;
+  Cluster overlapping = cpu(4, 4), blocking = cpu(4, 4);
+  overlapping.commOverlapsCompute = 1;
+  blocking.commOverlapsCompute = 0;
+  auto hidden = scoreTransformerPlan(m, overlapping, p);
+  auto exposed = scoreTransformerPlan(m, blocking, p);
+  ASSERT_TRUE(hidden.ok() && exposed.ok());
+  EXPECT_GT(exposed->gradReduceSeconds, 0);
+  EXPECT_NEAR(exposed->stepSeconds - hidden->stepSeconds,
+              exposed->gradReduceSeconds * 7 / 8,
+              0.1 * exposed->gradReduceSeconds);
 }

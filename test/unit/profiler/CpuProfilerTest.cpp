@@ -66,6 +66,11 @@ void expectReadsBack(const cost::Profile &profile,
     EXPECT_TRUE(
         near(*read->sharedCoreEfficiency, *profile.sharedCoreEfficiency));
   }
+  ASSERT_EQ(read->waitingRankLoad.has_value(),
+            profile.waitingRankLoad.has_value());
+  if (profile.waitingRankLoad) {
+    EXPECT_NEAR(*read->waitingRankLoad, *profile.waitingRankLoad, 1e-11);
+  }
   ASSERT_EQ(read->intraNodeBusBandwidth.has_value(),
             profile.intraNodeBusBandwidth.has_value());
   if (profile.intraNodeBusBandwidth) {
@@ -178,6 +183,9 @@ TEST(CpuProfilerTest, RanksBeyondTheCoresMeasureSharing) {
   // machine) cost most of them.
   EXPECT_GT(*profile->sharedCoreEfficiency, 0.2);
   EXPECT_LT(*profile->sharedCoreEfficiency, 1.5);
+  ASSERT_TRUE(profile->waitingRankLoad.has_value());
+  EXPECT_GE(*profile->waitingRankLoad, 0.0);
+  EXPECT_LE(*profile->waitingRankLoad, 1.0);
   expectReadsBack(*profile, options);
 
   // With a core each there is nothing to share.
@@ -186,6 +194,7 @@ TEST(CpuProfilerTest, RanksBeyondTheCoresMeasureSharing) {
     absl::StatusOr<cost::Profile> own = profileCpu(options);
     ASSERT_TRUE(own.ok()) << own.status();
     EXPECT_FALSE(own->sharedCoreEfficiency.has_value());
+    EXPECT_FALSE(own->waitingRankLoad.has_value());
   }
 }
 

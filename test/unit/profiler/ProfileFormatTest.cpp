@@ -26,6 +26,8 @@ TEST(ProfileFormatTest, EveryFieldReadsBack) {
   profile.intraNodeBusBandwidth = 3.21e9;
   profile.nicBandwidth = 23.6e9;
   profile.kernelOverhead = 41.7e-9;
+  profile.sharedCoreEfficiency = 0.931;
+  profile.waitingRankLoad = 0.237;
   std::vector<GemmSample> samples;
   for (int64_t m : {64, 256})
     for (int64_t n : {32, 512})
@@ -52,6 +54,8 @@ TEST(ProfileFormatTest, EveryFieldReadsBack) {
   expectNear(*read->intraNodeBusBandwidth, *profile.intraNodeBusBandwidth);
   expectNear(*read->nicBandwidth, *profile.nicBandwidth);
   expectNear(*read->kernelOverhead, *profile.kernelOverhead);
+  expectNear(*read->sharedCoreEfficiency, *profile.sharedCoreEfficiency);
+  expectNear(*read->waitingRankLoad, *profile.waitingRankLoad);
   const GemmTable *readTable = read->findGemm(DType::Fp32);
   ASSERT_NE(readTable, nullptr);
   for (const GemmSample &s : samples)

@@ -71,4 +71,17 @@ TEST(WorkerOutputTest, MissingCollectiveIsAnError) {
             absl::string_view::npos);
 }
 
+TEST(WorkerOutputTest, WaitingRankLoadFromTheWaitingGemms) {
+  // Two multiplying ranks on two cores, two waiting: polling waits that
+  // slow the multipliers by half take half a core each.
+  EXPECT_DOUBLE_EQ(waitingRankLoad(1.5e-3, 1e-3, 4, 2), 0.5);
+  // Three waiting beside one multiplier on one core: 1.3x is 0.1 each.
+  EXPECT_NEAR(waitingRankLoad(1.3e-3, 1e-3, 4, 1), 0.1, 1e-12);
+  // Noise either way stays within one core.
+  EXPECT_DOUBLE_EQ(waitingRankLoad(0.9e-3, 1e-3, 4, 2), 0.0);
+  EXPECT_DOUBLE_EQ(waitingRankLoad(9e-3, 1e-3, 4, 2), 1.0);
+  // Nobody waits: nothing to take.
+  EXPECT_DOUBLE_EQ(waitingRankLoad(2e-3, 1e-3, 2, 2), 0.0);
+}
+
 } // namespace

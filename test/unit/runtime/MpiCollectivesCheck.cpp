@@ -10,12 +10,15 @@
 
 #include "cleave/runtime/comm/MpiCommunicator.h"
 
-#include <cstdio>
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
-#include <stdexcept>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace cleave::comm;
@@ -256,6 +259,35 @@ int main(int argc, char **argv) {
     expect(out == static_cast<float>(mesh.peer(axis, -1)),
            std::string("recv along ") + axis, out, mesh.peer(axis, -1));
   }
+
+  // Pipeline waits that sleep between tests (where ranks outnumber cores,
+  // or as CLEAVE_P2P_WAIT=sleep asks): a late sender, and a message large
+  // enough for Open MPI's rendezvous, still arrive whole.
+  setenv("CLEAVE_P2P_WAIT", "sleep", 1);
+  {
+    std::unique_ptr<Communicator> sleeping = createMpiCommunicator(mesh);
+    std::vector<float> in(1 << 18, static_cast<float>(gRank)), out(1 << 18, -1);
+    int64_t n = static_cast<int64_t>(in.size());
+    auto recv = sleeping->recvAsync("b", -1, 4, {out.data(), {n}});
+    if (gRank % 2 == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    auto send = sleeping->sendAsync("b", 1, 4, {in.data(), {n}});
+    recv->wait();
+    send->wait();
+    float from = static_cast<float>(mesh.peer("b", -1));
+    expect(out.front() == from && out.back() == from,
+           "recv of 1 MiB with sleeping waits", out.back(), from);
+  }
+  setenv("CLEAVE_P2P_WAIT", "spin", 1);
+  try {
+    createMpiCommunicator(mesh);
+    expect(false, "CLEAVE_P2P_WAIT=spin did not throw", 0, 1);
+  } catch (const std::invalid_argument &e) {
+    expect(std::string(e.what()).find("expected poll or sleep") !=
+               std::string::npos,
+           "CLEAVE_P2P_WAIT=spin names the choices", 0, 1);
+  }
+  unsetenv("CLEAVE_P2P_WAIT");
 
   // Errors are exceptions, before anything is started.
   try {

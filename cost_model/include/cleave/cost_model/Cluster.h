@@ -103,6 +103,12 @@ struct Cluster {
   /// GPU). CPU ranks share the host's cores: with more ranks than cores,
   /// each runs at cores / ranks of the speed the profile measured.
   int64_t coresPerNode = 0;
+  /// 1: a device's collectives progress beside its compute (NCCL kernels
+  /// on their own stream), so gradient reduction hides behind the backward
+  /// pass. 0: they run only when the device waits on them (CPU ranks: MPI
+  /// progresses a nonblocking collective inside MPI calls, and its copies
+  /// and sums need the cores the compute uses).
+  int64_t commOverlapsCompute = 1;
   /// Devices of a node busy on average (0: all of them); the cost model
   /// sets it from a plan's pipeline bubble, since a rank idle in a bubble
   /// leaves its core to the others.

@@ -114,6 +114,11 @@ struct Profile {
   /// caches and memory bandwidth shared by more working sets make it less
   /// than 1; the cost model divides shared compute time by it.
   std::optional<double> sharedCoreEfficiency;
+  /// Where ranks outnumber the cores: the share of a core a rank takes
+  /// while it waits on another ([compute] waiting_rank_load): 0 when its
+  /// wait sleeps, 1 when it spins a whole core. (Open MPI's own wait
+  /// polls; the runtime's pipeline waits sleep between tests there.)
+  std::optional<double> waitingRankLoad;
   std::map<CollectiveKey, CollectiveCurve> collectives;
 
   const GemmTable *findGemm(DType type) const;

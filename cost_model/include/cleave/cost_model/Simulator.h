@@ -68,11 +68,25 @@ struct Timeline {
   /// Mean over ranks of the share of the step their compute stream idles:
   /// (p - 1) / (m + p - 1) for 1F1B over uniform stages.
   double bubbleFraction = 0;
+  /// Mean over the same ranks of the share of the step they run nothing on
+  /// any stream (waiting on another rank): less than the bubble where
+  /// communication fills compute's gaps.
+  double idleFraction = 0;
+};
+
+/// A stretch of time [start, end) in seconds.
+struct Span {
+  double start = 0, end = 0;
 };
 
 /// Simulates the graph. Fails (naming a task) when dependencies and stream
 /// order deadlock, e.g. a recv ordered before the send it waits for.
 absl::StatusOr<Timeline> simulate(const TaskGraph &graph);
+
+/// Per rank of a simulated graph, the stretches in which it runs a task on
+/// any stream, merged, in time order.
+std::vector<std::vector<Span>> busySpans(const TaskGraph &graph,
+                                         const Timeline &timeline);
 
 /// Writes the timeline as Chrome trace JSON (chrome://tracing, Perfetto):
 /// one process per rank, one thread per stream, times in microseconds.
