@@ -245,6 +245,68 @@ TEST(OnnxOpConversion, ConvolutionAndPooling) {
   }
   }
 
+  /// PyTorch's exact GELU on x of [2, 5, 8]: x (1 + erf(x / sqrt 2)) 0.5,
+  /// or with the half first, (x 0.5)(1 + erf(x / sqrt 2)), or x times
+  /// 1/sqrt 2 for the division.
+  ModelBuilder decomposedGelu(bool halfFirst, bool multiplyScale,
+                              float half = 0.5f) {
+    ModelBuilder m;
+    m.input("x", kFloat, {2, 5, 8});
+    m.constant("root", multiplyScale ? 0.70710677f : 1.4142135f);
+    m.constant("one", 1.0f);
+    m.constant("half", half);
+    m.node(multiplyScale ? "Mul" : "Div", "scale", {"x", "root"}, {"xs"});
+    m.node("Erf", "erf", {"xs"}, {"e"});
+    m.node("Add", "add_one", {"e", "one"}, {"e1"});
+    if (halfFirst) {
+      m.node("Mul", "mul_half", {"half", "x"}, {"xh"});
+      m.node("Mul", "mul_x", {"xh", "e1"}, {"y"});
+    } else {
+      m.node("Mul", "mul_x", {"x", "e1"}, {"xe"});
+      m.node("Mul", "mul_half", {"xe", "half"}, {"y"});
+    }
+    m.output("y", 3);
+    return m;
+  }
+
+  TEST(OnnxOpConversion, DecomposedGeluIsRecognised) {
+    for (bool halfFirst : {false, true})
+      for (bool multiplyScale : {false, true}) {
+        ModelBuilder m = decomposedGelu(halfFirst, multiplyScale);
+        MLIRContext ctx;
+        Import import = m.import(ctx);
+        ASSERT_TRUE(import.module) << import.allErrors();
+        EXPECT_EQ(import.resultShape(), (Dims{2, 5, 8}));
+        EXPECT_EQ(import.count<graph::GeluOp>(), 1)
+            << "half first " << halfFirst << ", multiply " << multiplyScale;
+        EXPECT_EQ(import.count<graph::ErfOp>(), 0);
+        EXPECT_EQ(import.count<graph::MulOp>(), 0);
+        import.module->walk([](graph::GeluOp op) {
+          EXPECT_FALSE(op.getApproximateTanh());
+        });
+      }
+  }
+
+  TEST(OnnxOpConversion, GeluLookalikesStayPrimitive) {
+    // A different constant is another function: every node stays.
+    ModelBuilder m = decomposedGelu(false, false, /*half=*/0.6f);
+    MLIRContext ctx;
+    Import import = m.import(ctx);
+    ASSERT_TRUE(import.module) << import.allErrors();
+    EXPECT_EQ(import.resultShape(), (Dims{2, 5, 8}));
+    EXPECT_EQ(import.count<graph::GeluOp>(), 0);
+    EXPECT_EQ(import.count<graph::ErfOp>(), 1);
+    EXPECT_EQ(import.count<graph::MulOp>(), 2);
+    // An intermediate read outside the pattern keeps it apart too.
+    ModelBuilder shared = decomposedGelu(false, false);
+    shared.output("e1", 3);
+    MLIRContext ctx2;
+    Import second = shared.import(ctx2);
+    ASSERT_TRUE(second.module) << second.allErrors();
+    EXPECT_EQ(second.count<graph::GeluOp>(), 0);
+    EXPECT_EQ(second.count<graph::ErfOp>(), 1);
+  }
+
   TEST(OnnxOpConversion, Opset11OperatorsAreConverted) {
     // Softmax before opset 13 flattens to 2-D at `axis`; the version
     // converter rewrites it, and axes attributes become inputs.

@@ -122,7 +122,8 @@ absl::Status Executor::prepare() {
       return absl::InvalidArgumentError(
           absl::StrCat(where(t), " is not aligned to its element size"));
     if (t.offset() < 0 ||
-        t.offset() + (slots - 1) * t.slot_stride() + t.bytes() >
+        t.offset() + (slots - 1) * t.slot_stride() +
+                (t.fused_away() ? 0 : t.bytes()) >
             p.arena_bytes())
       return absl::InvalidArgumentError(absl::StrCat(
           where(t), " lies outside the arena of ", p.arena_bytes(), " bytes"));
@@ -155,18 +156,36 @@ absl::Status Executor::prepare() {
     writesLoss_.push_back(writes);
   }
   fusedAt_.assign(kernels_.size(), -1);
-  if (options_.fuse)
-    for (int s = 0; s < p.segments_size(); ++s) {
-      auto accepts = [&](const FusedGroup &g, const plan::Segment &seg) {
-        return backend_->fusedKernel(g.kind) && backend_->fuses(g, seg);
-      };
-      for (FusedGroup &g : findFusions(p, s, accepts)) {
-        fusedAt_[firstKernel_[s] + g.first] =
-            static_cast<int32_t>(fused_.size());
-        FusedKernelFn fn = backend_->fusedKernel(g.kind);
-        fused_.emplace_back(std::move(g), fn);
-      }
+  // --no-fuse runs every instruction alone, but for the groups whose
+  // intermediate the plan fused away (it has no memory to run op by op).
+  auto dropsFusedAway = [&](const FusedGroup &g) {
+    return std::any_of(g.dropped.begin(), g.dropped.end(), [&](int32_t id) {
+      return id >= 0 && id < p.tensors_size() && p.tensors(id).fused_away();
+    });
+  };
+  std::vector<bool> dropped(p.tensors_size(), false);
+  for (int s = 0; s < p.segments_size(); ++s) {
+    auto accepts = [&](const FusedGroup &g, const plan::Segment &seg) {
+      return (options_.fuse || dropsFusedAway(g)) &&
+             backend_->fusedKernel(g.kind) && backend_->fuses(g, seg);
+    };
+    for (FusedGroup &g : findFusions(p, s, accepts)) {
+      g.fusedAway = dropsFusedAway(g);
+      for (int32_t id : g.dropped)
+        if (id >= 0 && id < p.tensors_size())
+          dropped[id] = true;
+      fusedAt_[firstKernel_[s] + g.first] =
+          static_cast<int32_t>(fused_.size());
+      FusedKernelFn fn = backend_->fusedKernel(g.kind);
+      fused_.emplace_back(std::move(g), fn);
     }
+  }
+  for (const TensorDecl &t : p.tensors())
+    if (t.fused_away() && !dropped[t.id()])
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(t), " is fused away in the plan, but the ", backend_->name(),
+          " backend does not run the instructions around it as one kernel; "
+          "recompile the model with this cleave"));
   // Integer inputs reach their gathers through copies and slices
   // (copy_to_group, shard_slice): follow them back to the INPUT.
   inputOf_.assign(p.tensors_size(), -1);
@@ -586,6 +605,13 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
       if (options_.trace)
         record(fusionName(group.kind), "compute", 1, start, nowNs(),
                microbatch);
+    } else if (group.fusedAway) {
+      return instructionError(
+          segmentIndex, i,
+          absl::StrCat("the fused ", fusionName(group.kind),
+                       " kernel refused or failed, and its intermediate is "
+                       "fused away in the plan (no memory to run the ops "
+                       "one by one)"));
     } else {
       for (int j = 0; j < group.count; ++j)
         if (absl::Status s = runOne(i + j, contexts[j]); !s.ok())

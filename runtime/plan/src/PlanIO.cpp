@@ -198,7 +198,7 @@ absl::Status validatePlan(const Plan &plan) {
             where(program), ": tensor entry ", t, " has id ", tensor.id()));
       int64_t slots = std::max<int64_t>(1, tensor.slots());
       int64_t end = tensor.offset() + (slots - 1) * tensor.slot_stride() +
-                    tensor.bytes();
+                    (tensor.fused_away() ? 0 : tensor.bytes());
       if (tensor.offset() < 0 || end > program.arena_bytes())
         return absl::InvalidArgumentError(absl::StrCat(
             where(program), ": tensor ", t, " '", tensor.name(),

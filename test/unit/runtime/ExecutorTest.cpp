@@ -290,6 +290,27 @@ TEST(ExecutorErrorTest, TensorOutsideArena) {
       << ex.status();
 }
 
+TEST(ExecutorErrorTest, FusedAwayTensorOutsideAGroup) {
+  // A tensor the plan leaves no memory for must be the dropped result of a
+  // group this backend runs as one kernel; elsewhere the executor refuses
+  // the plan rather than write into bytes that belong to others.
+  plan::Plan p = test::buildMlpPlan({});
+  const plan::Program &program = p.programs(0);
+  int id = -1;
+  for (const plan::TensorDecl &t : program.tensors())
+    if (t.kind() == plan::TensorDecl::TRANSIENT && id < 0)
+      id = t.id();
+  ASSERT_GE(id, 0);
+  p.mutable_programs(0)->mutable_tensors(id)->set_fused_away(true);
+  auto comm = comm::createLocalCommunicator(meshOf(p, 0));
+  auto ex = executor::Executor::create(p, 0, *comm);
+  ASSERT_FALSE(ex.ok());
+  EXPECT_NE(ex.status().message().find("is fused away in the plan, but the "
+                                       "cpu backend does not run"),
+            std::string::npos)
+      << ex.status();
+}
+
 TEST(ExecutorErrorTest, GroupSizeMustMatchTheMesh) {
   plan::Plan p = test::buildMlpPlan({});
   plan::Instruction *inst =

@@ -152,6 +152,9 @@ void appendTensorTable(std::string &out, const Program &program) {
     if (t.kind() == plan::TensorDecl::CONSTANT)
       notes.push_back(absl::StrCat(t.constant_value().size(),
                                    " constant bytes"));
+    if (t.fused_away())
+      notes.push_back("fused away (no memory: the next instruction sums it "
+                      "in the same GEMM)");
     std::string slots = t.slots() > 1 ? absl::StrCat(t.slots(), " x ",
                                                      t.slot_stride())
                                       : "";

@@ -1,6 +1,7 @@
 //===- OnnxGraphImporter.cpp - ONNX graph to graph dialect ----------------===//
 
 #include "OnnxGraphImporter.h"
+#include "OnnxGeluPattern.h"
 #include "OnnxLayerNormPattern.h"
 #include "OnnxShapeRules.h"
 
@@ -11,6 +12,7 @@
 
 #include "onnx/defs/schema.h"
 
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -225,24 +227,31 @@ LogicalResult GraphImporter::importInto(func::FuncOp func) {
   if (failed(checkSupported()) || failed(createInputs()))
     return failure();
 
-  // Nodes of a recognised LayerNorm wait for the last one, when all the
-  // pattern's inputs are known.
-  std::vector<LayerNormMatch> matches = findLayerNorms(*this);
-  llvm::DenseMap<int, const LayerNormMatch *> matchByLast;
+  // Nodes of a recognised LayerNorm or GELU wait for the last one, when all
+  // the pattern's inputs are known.
+  std::vector<LayerNormMatch> layerNorms = findLayerNorms(*this);
+  std::vector<GeluMatch> gelus = findGelus(*this);
+  llvm::DenseMap<int, std::function<LogicalResult()>> patternAt;
   llvm::DenseSet<int> deferred;
-  for (const LayerNormMatch &match : matches) {
-    matchByLast[match.last()] = &match;
-    for (int n : match.nodes())
-      if (n != match.last())
+  auto defer = [&](ArrayRef<int> nodes, int last,
+                   std::function<LogicalResult()> convert) {
+    patternAt[last] = std::move(convert);
+    for (int n : nodes)
+      if (n != last)
         deferred.insert(n);
-  }
+  };
+  for (const LayerNormMatch &match : layerNorms)
+    defer(match.nodes(), match.last(),
+          [this, &match] { return convertLayerNorm(match); });
+  for (const GeluMatch &match : gelus)
+    defer(match.nodes(), match.last(),
+          [this, &match] { return convertGelu(match); });
   for (int i = 0, e = graph.node_size(); i < e; ++i) {
     if (deferred.contains(i))
       continue;
-    auto it = matchByLast.find(i);
-    LogicalResult result = it != matchByLast.end()
-                               ? convertLayerNorm(*it->second)
-                               : convertNode(i);
+    auto it = patternAt.find(i);
+    LogicalResult result =
+        it != patternAt.end() ? it->second() : convertNode(i);
     if (failed(result))
       return failure();
   }
@@ -393,6 +402,21 @@ LogicalResult GraphImporter::convertLayerNorm(const LayerNormMatch &match) {
     return failure();
   SmallVector<int> rest = remaining->has_value() ? **remaining : match.nodes();
   for (int n : rest)
+    if (failed(convertNode(n)))
+      return failure();
+  return success();
+}
+
+LogicalResult GraphImporter::convertGelu(const GeluMatch &match) {
+  FailureOr<bool> built;
+  if (failed(withNodeDiagnostics(graph.node(match.last()), [&] {
+        built = buildGelu(*this, match);
+        return success(succeeded(built));
+      })))
+    return failure();
+  if (*built)
+    return success();
+  for (int n : match.nodes())
     if (failed(convertNode(n)))
       return failure();
   return success();

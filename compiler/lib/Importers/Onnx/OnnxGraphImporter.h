@@ -158,6 +158,7 @@ void addShapeConverters(ConverterTable &table);
 const ConverterTable &getConverterTable();
 
 struct LayerNormMatch;
+struct GeluMatch;
 
 /// Imports one ONNX graph into the body of a function.
 class GraphImporter {
@@ -212,6 +213,7 @@ private:
   llvm::LogicalResult createInputs();
   llvm::LogicalResult convertNode(int index);
   llvm::LogicalResult convertLayerNorm(const LayerNormMatch &match);
+  llvm::LogicalResult convertGelu(const GeluMatch &match);
   /// Runs `convert` with the node's errors prefixed by its description.
   llvm::LogicalResult
   withNodeDiagnostics(const onnx::NodeProto &node,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxLayerNormPattern.h"
+#include "OnnxPatternUtil.h"
 #include "OnnxShapeRules.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
@@ -30,46 +31,6 @@ SmallVector<int> LayerNormMatch::nodes() const {
   return all;
 }
 
-namespace {
-/// Readers of every value, one entry per input slot.
-class ConsumerIndex {
-public:
-  explicit ConsumerIndex(const GraphImporter &importer) : importer(importer) {
-    const onnx::GraphProto &graph = importer.getGraph();
-    for (int i = 0, e = graph.node_size(); i < e; ++i)
-      for (const std::string &input : graph.node(i).input())
-        if (!input.empty())
-          consumers[input].push_back(i);
-  }
-
-  /// The only reader of `value` if it has op type `opType` (default domain)
-  /// and `value` is not a graph output; else -1.
-  int sole(StringRef value, StringRef opType) const {
-    if (importer.isGraphOutput(value))
-      return -1;
-    auto it = consumers.find(value);
-    if (it == consumers.end() || it->second.size() != 1)
-      return -1;
-    return isOp(it->second.front(), opType) ? it->second.front() : -1;
-  }
-
-  ArrayRef<int> of(StringRef value) const {
-    auto it = consumers.find(value);
-    return it == consumers.end() ? ArrayRef<int>() : ArrayRef(it->second);
-  }
-
-  bool isOp(int index, StringRef opType) const {
-    const onnx::NodeProto &node = importer.getGraph().node(index);
-    return node.op_type() == opType &&
-           (node.domain().empty() || node.domain() == "ai.onnx") &&
-           node.output_size() == 1;
-  }
-
-private:
-  const GraphImporter &importer;
-  llvm::StringMap<SmallVector<int, 2>> consumers;
-};
-} // namespace
 
 /// Matches the pattern that starts at ReduceMean node `start`.
 static std::optional<LayerNormMatch>
@@ -165,21 +126,6 @@ static std::optional<Shape> reducedAxes(GraphImporter &importer,
   }
   llvm::sort(*normalized);
   return *normalized;
-}
-
-/// The single value of a one-element floating-point constant.
-static std::optional<double> scalarConstant(GraphImporter &importer,
-                                            StringRef name) {
-  const HostTensor *t = importer.getConstant(name);
-  if (!t || !t->isFloat() || t->size() != 1)
-    return std::nullopt;
-  return t->floats[0];
-}
-
-/// The operand of binary node `node` that is not `other`.
-static StringRef otherOperand(const onnx::NodeProto &node, StringRef other) {
-  return node.input(0) == other ? StringRef(node.input(1))
-                                : StringRef(node.input(0));
 }
 
 FailureOr<std::optional<SmallVector<int>>>

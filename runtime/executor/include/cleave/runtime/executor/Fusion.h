@@ -57,6 +57,9 @@ struct FusedGroup {
   /// Results of the group's instructions that the fused kernel does not
   /// write: read only inside the group.
   std::vector<int32_t> dropped;
+  /// Some dropped tensor is fused away in the plan (TensorDecl.fused_away):
+  /// it has no memory, so the group cannot fall back to op by op.
+  bool fusedAway = false;
 
   bool drops(int32_t id) const;
 };
