@@ -162,8 +162,9 @@ std::vector<ProgramMemory> programMemory(const Plan &plan) {
     for (const plan::KindBytes &kb : program.memory())
       memory.planned[kb.kind()] += kb.bytes();
     for (const TensorDecl &tensor : program.tensors())
-      memory.tensors[tensor.kind()] +=
-          tensor.bytes() * std::max<int64_t>(1, tensor.slots());
+      if (!tensor.fused_away()) // never materialised
+        memory.tensors[tensor.kind()] +=
+            tensor.bytes() * std::max<int64_t>(1, tensor.slots());
   }
   return result;
 }

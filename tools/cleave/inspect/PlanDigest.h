@@ -54,8 +54,9 @@ struct ProgramMemory {
   int64_t ranks = 0; // ranks running the program
   // Program.memory as the compiler planned it (empty if it wrote none).
   std::map<plan::TensorDecl::Kind, int64_t> planned;
-  // Recomputed: bytes x slots of the tensors of each kind. Transients share
-  // space in the arena, so their sum can exceed what the arena holds.
+  // Recomputed: bytes x slots of the tensors of each kind (fused-away ones
+  // left out). Transients share space in the arena, so their sum can exceed
+  // what the arena holds.
   std::map<plan::TensorDecl::Kind, int64_t> tensors;
 };
 std::vector<ProgramMemory> programMemory(const plan::Plan &plan);
