@@ -300,12 +300,13 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     auto [update, g] = entry;
     auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
     Replicas replicas = replicasOf(param, ctx);
-    // A gradient the backward pass left partial over "cp" is summed over
-    // the context-parallel ranks in the same bucket.
+    // A gradient the backward pass left partial over "cp" or "tp" is
+    // summed over those ranks in the same bucket.
     auto sum = update->getOperand(1).getDefiningOp<gr::AllReduceOp>();
     if (sum && foldsIntoBuckets(sum)) {
-      replicas.axes.push_back("cp");
-      replicas.count *= ctx.cp;
+      replicas.axes.push_back(
+          cast<StringAttr>(sum.getAxes()[0]).getValue().str());
+      replicas.count *= sum.getGroupSize();
     }
     if (replicas.count > 1 && !param->hasAttr("cleave.zero_sharded") &&
         dim < 0) {
