@@ -131,18 +131,6 @@ absl::StatusOr<Timeline> simulate(const TaskGraph &graph) {
   }
   tl.bubbleFraction = counted ? idle / counted : 0;
 
-  // Idle: the makespan minus the union of a rank's tasks on all streams.
-  std::vector<std::vector<Span>> spans = busySpans(graph, tl);
-  double waiting = 0;
-  for (int r = 0; r < numRanks; ++r) {
-    if (!computes[r] || tl.makespan <= 0)
-      continue;
-    double covered = 0;
-    for (const Span &span : spans[r])
-      covered += span.end - span.start;
-    waiting += 1.0 - covered / tl.makespan;
-  }
-  tl.idleFraction = counted ? waiting / counted : 0;
   return tl;
 }
 

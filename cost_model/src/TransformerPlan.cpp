@@ -693,7 +693,6 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   out.hwTflopsPerDevice = out.hardwareFlops / out.stepSeconds / devices / 1e12;
   out.mfu = out.tflopsPerDevice * 1e12 / cluster.device.peakFlops(p.precision);
   out.bubbleFraction = timeline.bubbleFraction;
-  out.idleFraction = timeline.idleFraction;
   out.layerGemmSeconds = dense.gemm;
   out.layerElementwiseSeconds = dense.elementwise;
   out.layerTensorCommSeconds = dense.tensorComm;

@@ -182,6 +182,28 @@ TEST(Simulator, DeadlockIsReported) {
   EXPECT_NE(tl.status().message().find("deadlocks"), std::string::npos);
 }
 
+TEST(Simulator, BusySpansMergeTheStreamsOfARank) {
+  // Rank 0 computes [0, 2) and reduces [1, 3) beside it, then computes
+  // [3, 4) after the reduction: busy [0, 4) in one span. Rank 1 computes
+  // [2, 3) after rank 0's first pass: one span, idle before.
+  TaskGraph g;
+  g.add(Task{"f", "forward", 0, Stream::Compute, 2.0, {}});
+  g.add(Task{"late", "forward", 0, Stream::PipelineSend, 1.0, {}});
+  g.add(Task{"reduce", "grad-reduce", 0, Stream::DataParallelComm, 2.0, {1}});
+  g.add(Task{"b", "backward", 0, Stream::Compute, 1.0, {2}});
+  g.add(Task{"g", "forward", 1, Stream::Compute, 1.0, {0}});
+  auto tl = simulate(g);
+  ASSERT_TRUE(tl.ok()) << tl.status();
+  std::vector<std::vector<Span>> spans = busySpans(g, *tl);
+  ASSERT_EQ(spans.size(), 2u);
+  ASSERT_EQ(spans[0].size(), 1u);
+  EXPECT_DOUBLE_EQ(spans[0][0].start, 0.0);
+  EXPECT_DOUBLE_EQ(spans[0][0].end, 4.0);
+  ASSERT_EQ(spans[1].size(), 1u);
+  EXPECT_DOUBLE_EQ(spans[1][0].start, 2.0);
+  EXPECT_DOUBLE_EQ(spans[1][0].end, 3.0);
+}
+
 TEST(Simulator, ChromeTraceHasOneEventPerTask) {
   TaskGraph g;
   Timeline tl = run(uniform(ScheduleKind::OneFOneB, 2, 2, 1, 2), &g);

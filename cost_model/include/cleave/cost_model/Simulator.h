@@ -68,10 +68,6 @@ struct Timeline {
   /// Mean over ranks of the share of the step their compute stream idles:
   /// (p - 1) / (m + p - 1) for 1F1B over uniform stages.
   double bubbleFraction = 0;
-  /// Mean over the same ranks of the share of the step they run nothing on
-  /// any stream (waiting on another rank): less than the bubble where
-  /// communication fills compute's gaps.
-  double idleFraction = 0;
 };
 
 /// A stretch of time [start, end) in seconds.

@@ -100,9 +100,6 @@ struct PlanPrediction {
   double tflopsPerDevice = 0, hwTflopsPerDevice = 0;
   double mfu = 0;
   double bubbleFraction = 0;
-  /// Share of the step the ranks wait on each other, running nothing on any
-  /// stream (Timeline::idleFraction).
-  double idleFraction = 0;
   /// The largest device's memory and its breakdown.
   double peakMemoryBytes = 0;
   int64_t peakMemoryStage = 0;
