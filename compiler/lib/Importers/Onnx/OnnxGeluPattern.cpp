@@ -75,12 +75,7 @@ matchAt(const GraphImporter &importer, const ConsumerIndex &index, int erf) {
 }
 
 std::vector<GeluMatch> findGelus(const GraphImporter &importer) {
-  ConsumerIndex index(importer);
-  std::vector<GeluMatch> matches;
-  for (int i = 0, e = importer.getGraph().node_size(); i < e; ++i)
-    if (std::optional<GeluMatch> m = matchAt(importer, index, i))
-      matches.push_back(*m);
-  return matches;
+  return findMatches<GeluMatch>(importer, matchAt);
 }
 
 FailureOr<bool> buildGelu(GraphImporter &importer, const GeluMatch &m) {

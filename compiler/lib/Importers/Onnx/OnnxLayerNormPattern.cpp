@@ -84,12 +84,7 @@ matchAt(const GraphImporter &importer, const ConsumerIndex &index, int start) {
 }
 
 std::vector<LayerNormMatch> findLayerNorms(const GraphImporter &importer) {
-  ConsumerIndex index(importer);
-  std::vector<LayerNormMatch> matches;
-  for (int i = 0, e = importer.getGraph().node_size(); i < e; ++i)
-    if (std::optional<LayerNormMatch> m = matchAt(importer, index, i))
-      matches.push_back(*m);
-  return matches;
+  return findMatches<LayerNormMatch>(importer, matchAt);
 }
 
 /// The reduced axes of a ReduceMean node, normalized and sorted, if it

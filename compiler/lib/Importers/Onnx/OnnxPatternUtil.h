@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
+#include <vector>
 
 namespace cleave::onnx_import {
 
@@ -57,6 +58,19 @@ private:
   const GraphImporter &importer;
   llvm::StringMap<llvm::SmallVector<int, 2>> consumers;
 };
+
+/// Every match `matchAt(importer, index, node)` finds, over the graph's
+/// nodes in order.
+template <typename Match, typename MatchAt>
+std::vector<Match> findMatches(const GraphImporter &importer,
+                               MatchAt matchAt) {
+  ConsumerIndex index(importer);
+  std::vector<Match> matches;
+  for (int i = 0, e = importer.getGraph().node_size(); i < e; ++i)
+    if (std::optional<Match> m = matchAt(importer, index, i))
+      matches.push_back(*m);
+  return matches;
+}
 
 /// The single value of a one-element floating-point constant.
 inline std::optional<double> scalarConstant(GraphImporter &importer,
