@@ -1,4 +1,5 @@
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 cluster=dgx-a100-80g param-memory=8e6" -split-input-file | FileCheck %s
+// RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 cluster=dgx-a100-80g param-memory=8e6 training=false" -split-input-file | FileCheck %s --check-prefix=FWD
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=1" -split-input-file | FileCheck %s --check-prefix=ONE
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 param-memory=8e6 report=true" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
@@ -67,8 +68,14 @@ func.func @heads() -> tensor<4x16x512x512xf32> {
 // device: expert parallelism. The weights are split on the expert
 // dimension and each device runs its expert's matmuls; the tokens, an
 // input and so free to replicate, are dispatched locally into the slots
-// of the device's experts, and an all-to-all brings the expert outputs
-// back to the devices owning the tokens, which stay split to the end.
+// of the device's experts.
+//
+// Priced for the forward pass alone (FWD), an all-to-all brings the expert
+// outputs back to the devices owning the tokens, which stay split to the
+// end. Priced for training, that all-to-all has a twin in the backward
+// pass, while gathering the expert outputs has none (the gradient of a
+// gathered value is sliced back): this lone layer, whose result nothing
+// else reads, gathers them and combines on every device.
 
 // CHECK-LABEL: func.func @moe
 // CHECK: graph.param "experts.fc.weight" {cleave.sharding = [array<i64: 0, -1, -1>], cleave.strategy = "split0"}
@@ -76,7 +83,11 @@ func.func @heads() -> tensor<4x16x512x512xf32> {
 // CHECK: graph.moe_dispatch {{.*}}cleave.sharding = [array<i64: 0, -1, -1>], cleave.strategy = "dispatch.experts"
 // CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.b0"
 // CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.b0"
-// CHECK: graph.moe_combine {{.*}}cleave.operand_sharding = [array<i64: 0, -1, -1>, array<i64: 0, -1>, array<i64: 0, -1>], cleave.sharding = [array<i64: 0, -1>], cleave.strategy = "combine.a2a"
+// CHECK: graph.moe_combine {{.*}}cleave.operand_sharding = [array<i64: -1, -1, -1>, array<i64: -1, -1>, array<i64: -1, -1>], cleave.sharding = [array<i64: -1, -1>], cleave.strategy = "replicated"
+
+// FWD-LABEL: func.func @moe
+// FWD: graph.moe_dispatch {{.*}}cleave.strategy = "dispatch.experts"
+// FWD: graph.moe_combine {{.*}}cleave.operand_sharding = [array<i64: 0, -1, -1>, array<i64: 0, -1>, array<i64: 0, -1>], cleave.sharding = [array<i64: 0, -1>], cleave.strategy = "combine.a2a"
 func.func @moe() -> tensor<1024x512xf32> {
   %x = graph.input "x" : tensor<1024x512xf32>
   %wr = graph.param "router.weight" : tensor<512x8xf32>

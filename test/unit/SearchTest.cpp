@@ -60,6 +60,22 @@ Model load(llvm::StringRef spec) {
   return m;
 }
 
+/// The first function of a module given as text.
+Model parse(llvm::StringRef text) {
+  Model m;
+  DialectRegistry registry;
+  registerCleaveDialects(registry);
+  registerShardingStrategyExternalModels(registry);
+  m.ctx->appendDialectRegistry(registry);
+  m.module = parseSourceString<ModuleOp>(text, m.ctx.get());
+  if (!m.module) {
+    ADD_FAILURE() << "does not parse";
+    return m;
+  }
+  m.forward = cast<func::FuncOp>(m.module->getBody()->front());
+  return m;
+}
+
 cost::Cluster dgx() {
   auto c = cost::clusterPreset("dgx-a100-80g");
   EXPECT_TRUE(c.ok());
@@ -169,8 +185,9 @@ std::vector<unsigned> megatronChoice(const IntraOpProblem &p) {
   return choice;
 }
 
-/// Collectives of the chosen plan among `ops`: their own, and resharding
-/// on the edges into them.
+/// The forward pass's collectives of the chosen plan among `ops`: their
+/// own, and resharding on the edges into them (a layout read that the
+/// producer's is not, unless the producer's is replicated: slicing).
 int countCollectives(const IntraOpProblem &p, const IntraOpPlan &plan,
                      llvm::ArrayRef<Operation *> ops) {
   int count = 0;
@@ -179,10 +196,15 @@ int countCollectives(const IntraOpProblem &p, const IntraOpPlan &plan,
     nodes.insert(*p.nodeOf(op));
     count += chosen(p, plan, op).collectives.size();
   }
-  for (const IntraOpEdge &e : p.edges())
-    if (nodes.contains(e.consumer) &&
-        e.cost[plan.choice[e.producer]][plan.choice[e.consumer]] > 0)
+  for (const IntraOpEdge &e : p.edges()) {
+    if (!nodes.contains(e.consumer))
+      continue;
+    int64_t made =
+        p.strategies(e.producer)[plan.choice[e.producer]].results[e.result];
+    int64_t read = e.required[plan.choice[e.consumer]];
+    if (made != read && made != kReplicated)
       ++count;
+  }
   return count;
 }
 
@@ -409,12 +431,7 @@ TEST(IntraOpSearch, MoeLayerRediscoversExpertParallelAllToAll) {
 }
 
 TEST(ShardingStrategies, MoeOpsOfferExpertParallelism) {
-  MLIRContext ctx;
-  DialectRegistry registry;
-  registerCleaveDialects(registry);
-  registerShardingStrategyExternalModels(registry);
-  ctx.appendDialectRegistry(registry);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+  Model m = parse(
       "func.func @f(%x: tensor<64x16xf32>, %l: tensor<64x8xf32>) -> "
       "tensor<64x16xf32> {\n"
       "  %w, %i = graph.moe_gate %l top_k = 2 renormalize : tensor<64x8xf32>\n"
@@ -422,12 +439,11 @@ TEST(ShardingStrategies, MoeOpsOfferExpertParallelism) {
       "tensor<64x16xf32>, tensor<64x2xi64>\n"
       "  %c = graph.moe_combine %d, %w, %i : tensor<8x16x16xf32>, "
       "tensor<64x2xf32>, tensor<64x2xi64>\n"
-      "  return %c : tensor<64x16xf32>\n}",
-      &ctx);
-  ASSERT_TRUE(module);
+      "  return %c : tensor<64x16xf32>\n}");
+  ASSERT_TRUE(m.module);
   std::vector<std::string> names;
   SmallVector<ShardingStrategy, 8> all;
-  module->walk([&](ShardingStrategyOpInterface op) {
+  m.module->walk([&](ShardingStrategyOpInterface op) {
     SmallVector<ShardingStrategy, 4> strategies;
     op.getShardingStrategies(8, strategies);
     for (ShardingStrategy &s : strategies) {
@@ -484,16 +500,11 @@ TEST(IntraOpSearch, ImpossibleMemoryLimitFails) {
 /// The (operand, result) layouts an op's strategies offer on `mesh`.
 std::vector<std::pair<int64_t, int64_t>> layouts(llvm::StringRef body,
                                                  int64_t mesh) {
-  MLIRContext ctx;
-  DialectRegistry registry;
-  registerCleaveDialects(registry);
-  registerShardingStrategyExternalModels(registry);
-  ctx.appendDialectRegistry(registry);
-  std::string text = "func.func @f(%x: " + body.str();
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
-  EXPECT_TRUE(module);
+  Model m = parse("func.func @f(%x: " + body.str());
   std::vector<std::pair<int64_t, int64_t>> out;
-  module->walk([&](ShardingStrategyOpInterface op) {
+  if (!m.module)
+    return out;
+  m.module->walk([&](ShardingStrategyOpInterface op) {
     SmallVector<ShardingStrategy, 4> strategies;
     op.getShardingStrategies(mesh, strategies);
     for (const ShardingStrategy &s : strategies)
@@ -519,20 +530,14 @@ TEST(ShardingStrategies, ReshapeSplitsLeadingFactorOfAGroup) {
 }
 
 TEST(ShardingStrategies, MatmulOffersBatchMNAndK) {
-  MLIRContext ctx;
-  DialectRegistry registry;
-  registerCleaveDialects(registry);
-  registerShardingStrategyExternalModels(registry);
-  ctx.appendDialectRegistry(registry);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+  Model m = parse(
       "func.func @f(%a: tensor<8x64x32xf32>, %b: tensor<32x16xf32>) -> "
       "tensor<8x64x16xf32> {\n"
       "  %c = graph.matmul %a, %b : tensor<8x64x32xf32>, tensor<32x16xf32>\n"
-      "  return %c : tensor<8x64x16xf32>\n}",
-      &ctx);
-  ASSERT_TRUE(module);
+      "  return %c : tensor<8x64x16xf32>\n}");
+  ASSERT_TRUE(m.module);
   SmallVector<ShardingStrategy, 8> strategies;
-  module->walk([&](graph::MatmulOp mm) {
+  m.module->walk([&](graph::MatmulOp mm) {
     cast<ShardingStrategyOpInterface>(mm.getOperation())
         .getShardingStrategies(8, strategies);
   });
@@ -553,13 +558,8 @@ TEST(ShardingStrategies, MatmulOffersBatchMNAndK) {
 }
 
 TEST(IntraOpSearch, SharedReshardingIsPaidOnce) {
-  MLIRContext ctx;
-  DialectRegistry registry;
-  registerCleaveDialects(registry);
-  registerShardingStrategyExternalModels(registry);
-  ctx.appendDialectRegistry(registry);
   // Three projections of one activation, as q/k/v are.
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+  Model m = parse(
       "func.func @f() -> (tensor<512x256xf32>, tensor<512x256xf32>, "
       "tensor<512x256xf32>) {\n"
       "  %x = graph.input \"x\" : tensor<512x256xf32>\n"
@@ -568,11 +568,9 @@ TEST(IntraOpSearch, SharedReshardingIsPaidOnce) {
       "  %b = graph.matmul %x, %w : tensor<512x256xf32>, tensor<256x256xf32>\n"
       "  %c = graph.matmul %x, %w : tensor<512x256xf32>, tensor<256x256xf32>\n"
       "  return %a, %b, %c : tensor<512x256xf32>, tensor<512x256xf32>, "
-      "tensor<512x256xf32>\n}",
-      &ctx);
-  ASSERT_TRUE(module);
-  auto f = cast<func::FuncOp>(module->getBody()->front());
-  auto p = IntraOpProblem::build(f, dgx(), 8, {});
+      "tensor<512x256xf32>\n}");
+  ASSERT_TRUE(m.forward);
+  auto p = IntraOpProblem::build(m.forward, dgx(), 8, {});
   ASSERT_TRUE(succeeded(p));
   // x split by rows, every matmul replicated: one all-gather of x, which
   // the three matmuls share.
@@ -586,6 +584,149 @@ TEST(IntraOpSearch, SharedReshardingIsPaidOnce) {
   double allGather = edge.cost[1][0];
   EXPECT_GT(allGather, 0);
   EXPECT_NEAR(p->cost(choice), replicated + allGather, 1e-15);
+}
+
+} // namespace
+
+namespace {
+
+/// Two chained linear layers whose first reads a graph input: h needs a
+/// gradient (it depends on w0), x does not.
+constexpr llvm::StringLiteral kTwoLinears =
+    "func.func @f() -> tensor<512x256xf32> {\n"
+    "  %x = graph.input \"x\" : tensor<512x256xf32>\n"
+    "  %w0 = graph.param \"w0\" : tensor<256x256xf32>\n"
+    "  %w1 = graph.param \"w1\" : tensor<256x256xf32>\n"
+    "  %h = graph.matmul %x, %w0 : tensor<512x256xf32>, tensor<256x256xf32>\n"
+    "  %y = graph.matmul %h, %w1 : tensor<512x256xf32>, tensor<256x256xf32>\n"
+    "  return %y : tensor<512x256xf32>\n}";
+
+unsigned strategyNamed(const IntraOpProblem &p, unsigned node,
+                       llvm::StringRef name) {
+  for (auto [i, s] : llvm::enumerate(p.strategies(node)))
+    if (s.name == name)
+      return i;
+  ADD_FAILURE() << "no strategy " << name.str();
+  return 0;
+}
+
+double collectiveSeconds(cost::Collective kind, double bytes) {
+  auto c = cost::estimateCollective(kind, bytes, cost::Group::strided(0, 8),
+                                    dgx());
+  EXPECT_TRUE(c.ok());
+  return c->seconds;
+}
+
+TEST(IntraOpSearch, TrainingPricesTheBackwardPass) {
+  Model m = parse(kTwoLinears);
+  ASSERT_TRUE(m.forward);
+  func::FuncOp f = m.forward;
+  IntraOpOptions forwardOnly;
+  forwardOnly.training = false;
+  auto train = IntraOpProblem::build(f, dgx(), 8, {});
+  auto fwd = IntraOpProblem::build(f, dgx(), 8, forwardOnly);
+  ASSERT_TRUE(succeeded(train) && succeeded(fwd));
+  // Nodes: x, w0, w1, h, y.
+  const unsigned w1 = 2, h = 3, y = 4;
+
+  // Compute: h's backward computes dw0 only (x is an input), y's both dh
+  // and dw1, each a GEMM of the forward's size.
+  EXPECT_NEAR(train->nodeCost(h, 0), 2 * fwd->nodeCost(h, 0), 1e-12);
+  EXPECT_NEAR(train->nodeCost(y, 0), 3 * fwd->nodeCost(y, 0), 1e-12);
+
+  // A reduce-scatter of y's partial sums comes back as an all-gather of its
+  // gradient.
+  unsigned rs = strategyNamed(*train, y, "matmul.k+rs0");
+  double bytes = 512 * 256 * 4;
+  double rsSeconds = collectiveSeconds(cost::Collective::ReduceScatter, bytes);
+  double agSeconds = collectiveSeconds(cost::Collective::AllGather, bytes);
+  EXPECT_NEAR(fwd->nodeCost(y, rs) - fwd->nodeCost(y, 0) / 8,
+              rsSeconds, 0.2 * rsSeconds);
+  EXPECT_NEAR(train->nodeCost(y, rs) - fwd->nodeCost(y, rs),
+              2 * (fwd->nodeCost(y, rs) - rsSeconds) + agSeconds,
+              1e-3 * agSeconds);
+
+  // Megatron's column-parallel y reads h whole: dh is partial on every
+  // device, all-reduced onto a replicated h (the `f` operator), or
+  // reduce-scattered onto a split one (sequence parallelism).
+  const IntraOpEdge *hy = nullptr, *w1y = nullptr;
+  for (const IntraOpEdge &e : train->edges()) {
+    if (e.producer == h && e.consumer == y)
+      hy = &e;
+    if (e.producer == w1 && e.consumer == y)
+      w1y = &e;
+  }
+  ASSERT_TRUE(hy && w1y);
+  unsigned columns = strategyNamed(*train, y, "matmul.n");
+  unsigned rows = strategyNamed(*train, y, "matmul.m");
+  unsigned split0 = strategyNamed(*train, h, "matmul.m");
+  EXPECT_TRUE(hy->partialGrad[columns]);
+  EXPECT_FALSE(hy->partialGrad[rows]);
+  EXPECT_FALSE(hy->partialGrad[0]); // replicated work: whole gradients
+  EXPECT_DOUBLE_EQ(hy->gradReduce[0],
+                   collectiveSeconds(cost::Collective::AllReduce, bytes));
+  EXPECT_DOUBLE_EQ(hy->gradReduce[split0], rsSeconds);
+  EXPECT_DOUBLE_EQ(hy->cost[0][columns], hy->gradReduce[0]);
+  // h made split by rows and read replicated: an all-gather forward, the
+  // reduce-scatter of the partial gradient backward.
+  EXPECT_DOUBLE_EQ(hy->cost[split0][columns], agSeconds + rsSeconds);
+  // Read split by rows from a replicated h: sliced forward, the gradient
+  // all-gathered back.
+  EXPECT_DOUBLE_EQ(hy->cost[0][rows], agSeconds);
+  for (const IntraOpEdge &e : fwd->edges())
+    EXPECT_TRUE(llvm::none_of(e.partialGrad, [](bool b) { return b; }));
+
+  // Data parallelism: y split by rows reads w1 whole, whose gradient is
+  // then all-reduced, as a share of a 25 MiB bucket.
+  EXPECT_TRUE(w1y->partialGrad[rows]);
+  double weight = 256 * 256 * 4, bucket = 25 << 20;
+  EXPECT_NEAR(w1y->gradReduce[0],
+              collectiveSeconds(cost::Collective::AllReduce, bucket) *
+                  weight / bucket,
+              1e-15);
+
+  // The program prices every choice as IntraOpProblem::cost does.
+  IntraOpOptions options;
+  options.paramMemoryBytes = 2 * 256 * 256 * 4 / 4.0;
+  auto constrained = IntraOpProblem::build(f, dgx(), 8, options);
+  ASSERT_TRUE(succeeded(constrained));
+  auto plan = solveIntraOp(*constrained, options);
+  ASSERT_TRUE(succeeded(plan));
+  EXPECT_NEAR(plan->solverObjective, plan->objective, 1e-6 * plan->objective);
+}
+
+/// A value with one strategy read by several consumers: its partial
+/// gradient is reduced once, whichever consumers leave it partial.
+TEST(IntraOpSearch, PartialGradientIsReducedOnce) {
+  Model m = parse(
+      "func.func @f() -> (tensor<512x256xf32>, tensor<512x256xf32>) {\n"
+      "  %x = graph.input \"x\" : tensor<512x256xf32>\n"
+      "  %w = graph.param \"w\" : tensor<256x256xf32>\n"
+      "  %h = graph.matmul %x, %w : tensor<512x256xf32>, tensor<256x256xf32>\n"
+      "  %a = graph.matmul %h, %w : tensor<512x256xf32>, tensor<256x256xf32>\n"
+      "  %b = graph.matmul %h, %w : tensor<512x256xf32>, tensor<256x256xf32>\n"
+      "  return %a, %b : tensor<512x256xf32>, tensor<512x256xf32>\n}");
+  ASSERT_TRUE(m.forward);
+  auto p = IntraOpProblem::build(m.forward, dgx(), 8, {});
+  ASSERT_TRUE(succeeded(p));
+  const unsigned h = 2, a = 3, b = 4;
+  std::vector<unsigned> choice = p->replicatedChoice();
+  double base = p->cost(choice);
+  choice[a] = strategyNamed(*p, a, "matmul.n");
+  double one = p->cost(choice);
+  choice[b] = strategyNamed(*p, b, "matmul.n");
+  double two = p->cost(choice);
+  double allReduce =
+      collectiveSeconds(cost::Collective::AllReduce, 512 * 256 * 4);
+  // Each column-parallel consumer gains its compute share and the shared
+  // w's partial gradient; h's gradient is all-reduced once for both.
+  double share = p->nodeCost(a, choice[a]) - p->nodeCost(a, 0);
+  EXPECT_GT(one - base, allReduce + share);
+  EXPECT_LT(two - one, allReduce);
+  (void)h;
+  auto plan = solveIntraOp(*p, {});
+  ASSERT_TRUE(succeeded(plan));
+  EXPECT_NEAR(plan->solverObjective, plan->objective, 1e-6 * plan->objective);
 }
 
 } // namespace

@@ -36,6 +36,7 @@ LogicalResult searchAndPartition(ModuleOp module, IntraOpSearchOptions search,
   PassManager pm(module.getContext());
   search.mesh = size;
   search.clusterSpec = o.clusterSpec;
+  search.training = o.step.optimizer != "none";
   search.timeLimit = o.searchTimeLimit;
   SpmdPartitionOptions spmd;
   spmd.axis = axis.str();

@@ -12,7 +12,9 @@
 // usually closes at the root. A value with several consumers is resharded
 // once per layout they read: its edges' y carry no cost, and a variable
 // r[i][c] >= sum over consumer strategies j reading c of y[e][i][j], for
-// every edge e of the value, pays the resharding from i to c. The problem is
+// every edge e of the value, pays the resharding from i to c (and one more
+// such variable per i pays the reduction of a gradient that some consumer
+// leaves partial, for training). The problem is
 // kept small: ops with a single strategy get no variables (their edges become
 // linear terms of their neighbours), and edges whose resharding is free in
 // every combination get none either.
@@ -32,6 +34,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <set>
 
 using namespace mlir;
 
@@ -150,7 +153,7 @@ FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
     if (priced.empty())
       continue;
     unsigned producer = priced.front()->producer;
-    if (priced.size() == 1 || x[producer][0] < 0) {
+    if (priced.size() == 1) {
       for (const IntraOpEdge *e : priced)
         addEdge(*e);
       continue;
@@ -158,29 +161,48 @@ FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
     // Several consumers: r[i][c] >= the product of "the producer takes i"
     // and "this consumer reads c", for every consumer; r pays the
     // resharding from i to c once.
+    // The reduction of a gradient left partial is one more "layout" per
+    // producer strategy, paid once whichever consumers leave it.
+    constexpr int64_t kPartialGradient = std::numeric_limits<int64_t>::min();
     std::map<std::pair<size_t, int64_t>, int> reshard;
+    std::set<std::pair<size_t, int64_t>> forced;
     for (const IntraOpEdge *e : priced) {
       std::map<std::pair<size_t, int64_t>, std::vector<int>> terms;
       std::map<std::pair<size_t, int64_t>, double> price;
-      if (x[e->consumer][0] < 0) {
-        for (size_t i = 0; i < x[producer].size(); ++i) {
-          if (e->cost[i][0] > 0) {
-            terms[{i, e->required[0]}].push_back(x[producer][i]);
-            price[{i, e->required[0]}] = e->cost[i][0];
-          }
+      auto addTerms = [&](size_t i, size_t j, int col) {
+        if (double c = e->reshardCost(i, j); c > 0) {
+          terms[{i, e->required[j]}].push_back(col);
+          price[{i, e->required[j]}] = c;
         }
+        if (e->partialGrad[j] && e->gradReduce[i] > 0) {
+          terms[{i, kPartialGradient}].push_back(col);
+          price[{i, kPartialGradient}] = e->gradReduce[i];
+        }
+      };
+      // The column that is 1 when the producer takes i and the consumer j
+      // (-1: both have one strategy, so always).
+      bool fixedU = x[producer][0] < 0, fixedV = x[e->consumer][0] < 0;
+      if (fixedU && fixedV) {
+        addTerms(0, 0, -1);
+      } else if (fixedV) {
+        for (size_t i = 0; i < x[producer].size(); ++i)
+          addTerms(i, 0, x[producer][i]);
+      } else if (fixedU) {
+        for (size_t j = 0; j < x[e->consumer].size(); ++j)
+          addTerms(0, j, x[e->consumer][j]);
       } else {
         std::vector<std::vector<int>> y = addProduct(*e, /*priced=*/false);
-        for (size_t i = 0; i < y.size(); ++i) {
-          for (size_t j = 0; j < y[i].size(); ++j) {
-            if (e->cost[i][j] > 0) {
-              terms[{i, e->required[j]}].push_back(y[i][j]);
-              price[{i, e->required[j]}] = e->cost[i][j];
-            }
-          }
-        }
+        for (size_t i = 0; i < y.size(); ++i)
+          for (size_t j = 0; j < y[i].size(); ++j)
+            addTerms(i, j, y[i][j]);
       }
       for (auto &[key, cols] : terms) {
+        if (llvm::is_contained(cols, -1)) {
+          // Paid whatever the choice: a constant, once per key.
+          if (forced.insert(key).second)
+            constant += price[key];
+          continue;
+        }
         auto [it, inserted] = reshard.try_emplace(key, -1);
         if (inserted)
           it->second = prog.addColumn(price[key], false);
@@ -190,6 +212,10 @@ FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
           prog.set(row, col, -1);
       }
     }
+    // A key paid as a constant costs nothing more through its variable.
+    for (const auto &key : forced)
+      if (auto it = reshard.find(key); it != reshard.end())
+        prog.obj[it->second] = 0;
   }
   double limit = problem.paramMemoryLimit() - fixedBytes;
   if (limit < 0)

@@ -6,6 +6,9 @@
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Dialect/Graph/IR/ShapeInference.h"
 
+#include "llvm/ADT/DenseSet.h"
+
+#include <algorithm>
 #include <map>
 
 using namespace mlir;
@@ -44,6 +47,60 @@ public:
     if (to == kReplicated)
       return collective(cost::Collective::AllGather, bytes);
     return collective(cost::Collective::AllToAll, bytes / mesh);
+  }
+
+  /// The gradient of a value of `type`, partial over the mesh, reduced
+  /// onto `layout`: all-reduced onto a replicated value, reduce-scattered
+  /// onto a split one.
+  /// A parameter's gradient is not reduced alone: the lowering packs them
+  /// into buckets of 25 MiB (GradientLowering.cpp, as PyTorch DDP does), so
+  /// each pays its share of a bucket's reduction, not a latency of its own.
+  FailureOr<double> reduceOnto(int64_t layout, Type type, bool bucketed) {
+    constexpr double kBucketBytes = 25 << 20;
+    double bytes = graph::tensorBytes(type);
+    auto kind = layout == kReplicated ? cost::Collective::AllReduce
+                                      : cost::Collective::ReduceScatter;
+    if (!bucketed || bytes >= kBucketBytes)
+      return collective(kind, bytes);
+    FailureOr<double> bucket = collective(kind, kBucketBytes);
+    if (failed(bucket))
+      return failure();
+    return *bucket * bytes / kBucketBytes;
+  }
+
+  /// The backward pass's counterpart of a collective the forward pass
+  /// issues: an all-reduce's gradient passes through (Megatron's `g`), an
+  /// all-gather's is reduce-scattered and vice versa, an all-to-all's goes
+  /// back by an all-to-all of the same size.
+  FailureOr<double> backwardOf(const StrategyCollective &c) {
+    switch (c.kind) {
+    case cost::Collective::AllGather:
+      return collective(cost::Collective::ReduceScatter, c.bytes);
+    case cost::Collective::ReduceScatter:
+      return collective(cost::Collective::AllGather, c.bytes);
+    case cost::Collective::AllToAll:
+      return collective(cost::Collective::AllToAll, c.bytes);
+    default:
+      return 0.0;
+    }
+  }
+
+  /// AdamW on `bytes` of fp32 parameters: read the parameter, its gradient
+  /// and two moments, write three of them back, about ten FLOPs an element.
+  FailureOr<double> update(double bytes) {
+    if (bytes <= 0)
+      return 0.0;
+    cost::GenericOp g;
+    double elements = bytes / 4;
+    g.flops = 10 * elements;
+    g.bytesRead = 4 * bytes;
+    g.bytesWritten = 3 * bytes;
+    auto c = cost::estimateGeneric(g, cluster);
+    if (!c.ok()) {
+      error = std::string(c.status().message());
+      return failure();
+    }
+    return c->seconds;
   }
 
   FailureOr<double> compute(Operation *op, const ShardingStrategy &s) {
@@ -180,6 +237,28 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
 
   llvm::DenseMap<Value, unsigned> valueGroup;
   llvm::DenseMap<Value, int64_t> sequenceDims;
+  // Training: the values the backward pass computes a gradient for, the
+  // floating-point values that depend on a trainable parameter.
+  llvm::DenseSet<Value> hasGrad;
+  auto isFloat = [](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t && isa<FloatType>(t.getElementType());
+  };
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    if (!options.training)
+      break;
+    bool grad = false;
+    if (auto param = dyn_cast<graph::ParamOp>(op))
+      grad = param.isTrainable();
+    else if (!isa<graph::StopGradientOp>(op))
+      grad = llvm::any_of(op.getOperands(),
+                          [&](Value v) { return hasGrad.contains(v); });
+    if (grad)
+      for (Value r : op.getResults())
+        if (isFloat(r))
+          hasGrad.insert(r);
+  }
+
   for (Operation &op : func.getBody().front().without_terminator()) {
     unsigned node = p.ops.size();
     p.ops.push_back(&op);
@@ -205,26 +284,58 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
     if (options.contextParallel)
       restrictToTokenSplits(op, strategies, sequenceDims);
 
+    // The backward pass computes a gradient per operand that has one, each
+    // about the forward op's work (a matmul's dA and dB are GEMMs of its
+    // size on the same shares); two at most, since the rules of ops with
+    // more operands (a norm's weight and bias) share their passes.
+    int gradOperands = llvm::count_if(
+        op.getOperands(), [&](Value v) { return hasGrad.contains(v); });
+    double backwardFactor = std::min(gradOperands, 2);
+    bool resultHasGrad =
+        op.getNumResults() && hasGrad.contains(op.getResult(0));
+    auto trainableParam = dyn_cast<graph::ParamOp>(op);
+    if (trainableParam && !trainableParam.isTrainable())
+      trainableParam = {};
+
     auto &costs = p.nodeCosts.emplace_back();
     auto &params = p.nodeParamBytes.emplace_back();
     for (const ShardingStrategy &s : strategies) {
       FailureOr<double> seconds = pricer.compute(&op, s);
       if (failed(seconds))
         return pricingError();
-      double total = *seconds;
+      double total = *seconds * (1 + backwardFactor);
       for (const StrategyCollective &c : s.collectives) {
         FailureOr<double> t = pricer.collective(c.kind, c.bytes);
         if (failed(t))
           return pricingError();
         total += *t;
+        if (!resultHasGrad)
+          continue;
+        t = pricer.backwardOf(c);
+        if (failed(t))
+          return pricingError();
+        total += *t;
       }
-      costs.push_back(total);
       double bytes = 0;
       if (isa<graph::ParamOp>(op))
         bytes = double(graph::tensorBytes(op.getResult(0).getType())) /
                 (s.results[0] == kReplicated ? 1 : meshSize);
+      if (trainableParam && options.training) {
+        FailureOr<double> t = pricer.update(bytes);
+        if (failed(t))
+          return pricingError();
+        total += *t;
+      }
+      costs.push_back(total);
       params.push_back(bytes);
     }
+    // Whether strategy `s` divides the op's work over the mesh: an operand
+    // it reads whole then receives a partial gradient from each device.
+    auto splitsWork = [](const ShardingStrategy &s) {
+      auto split = [](int64_t d) { return d != kReplicated; };
+      return s.partial != PartialReduction::None ||
+             llvm::any_of(s.operands, split) || llvm::any_of(s.results, split);
+    };
 
     for (OpOperand &use : op.getOpOperands()) {
       auto result = dyn_cast<OpResult>(use.get());
@@ -238,18 +349,43 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
                     node,
                     use.getOperandNumber(),
                     {}};
+      bool grad = hasGrad.contains(result);
+      for (const ShardingStrategy &to : strategies) {
+        e.required.push_back(to.operands[e.operand]);
+        e.partialGrad.push_back(grad && to.operands[e.operand] == kReplicated &&
+                                splitsWork(to));
+      }
       for (const ShardingStrategy &from : p.nodeStrategies[e.producer]) {
-        auto &row = e.cost.emplace_back();
-        for (const ShardingStrategy &to : strategies) {
-          FailureOr<double> t = pricer.reshard(
-              from.results[e.result], to.operands[e.operand], result.getType());
+        int64_t produced = from.results[e.result];
+        double reduce = 0;
+        if (grad) {
+          FailureOr<double> t =
+              pricer.reduceOnto(produced, result.getType(),
+                                isa<graph::ParamOp>(result.getOwner()));
           if (failed(t))
             return pricingError();
-          row.push_back(*t);
+          reduce = *t;
+        }
+        e.gradReduce.push_back(reduce);
+        auto &row = e.cost.emplace_back();
+        for (auto [j, to] : llvm::enumerate(strategies)) {
+          int64_t read = to.operands[e.operand];
+          FailureOr<double> t = pricer.reshard(produced, read, result.getType());
+          if (failed(t))
+            return pricingError();
+          double total = *t;
+          // The gradient goes back from the layout read to the one made.
+          if (grad) {
+            t = pricer.reshard(read, produced, result.getType());
+            if (failed(t))
+              return pricingError();
+            total += *t;
+          }
+          if (e.partialGrad[j])
+            total += reduce;
+          row.push_back(total);
         }
       }
-      for (const ShardingStrategy &to : strategies)
-        e.required.push_back(to.operands[e.operand]);
       auto [group, inserted] =
           valueGroup.try_emplace(result, p.edgesOfValue.size());
       if (inserted)
@@ -272,16 +408,23 @@ double IntraOpProblem::cost(llvm::ArrayRef<unsigned> choice) const {
   double total = 0;
   for (unsigned n = 0; n < ops.size(); ++n)
     total += nodeCosts[n][choice[n]];
-  // Each value pays once per distinct layout its consumers read.
+  // Each value pays once per distinct layout its consumers read, and once
+  // for reducing its gradient if some consumer leaves it partial.
   for (const std::vector<unsigned> &group : edgesOfValue) {
     llvm::SmallVector<int64_t> paid;
+    bool reduced = false;
     for (unsigned index : group) {
       const IntraOpEdge &e = dataEdges[index];
-      int64_t layout = e.required[choice[e.consumer]];
+      unsigned from = choice[e.producer], to = choice[e.consumer];
+      if (e.partialGrad[to] && !reduced) {
+        reduced = true;
+        total += e.gradReduce[from];
+      }
+      int64_t layout = e.required[to];
       if (llvm::is_contained(paid, layout))
         continue;
       paid.push_back(layout);
-      total += e.cost[choice[e.producer]][choice[e.consumer]];
+      total += e.reshardCost(from, to);
     }
   }
   return total;

@@ -78,6 +78,7 @@ struct IntraOpSearchPass
     options.relativeGap = relativeGap;
     options.sequenceParallel = sequenceParallel;
     options.contextParallel = contextParallel;
+    options.training = training;
     FailureOr<cleave::search::IntraOpPlan> plan =
         cleave::search::searchIntraOp(func, *cluster, mesh, options);
     if (failed(plan))

@@ -31,8 +31,10 @@ absl::StatusOr<LaunchResult> launch(const LaunchOptions &options) {
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     };
-  absl::StatusOr<profiler::ProcessOutcome> outcome = profiler::runProcess(
-      launchCommand(options), {}, options.timeoutSeconds, onLine);
+  profiler::MpiSessionDirectory session;
+  absl::StatusOr<profiler::ProcessOutcome> outcome =
+      profiler::runProcess(launchCommand(options), session.environment(),
+                           options.timeoutSeconds, onLine);
   if (!outcome.ok())
     return outcome.status();
   LaunchResult result;

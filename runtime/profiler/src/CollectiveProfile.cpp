@@ -237,6 +237,9 @@ profileCollectives(const CpuProfileOptions &options) {
                            r.kind, r.bytes, options.ranks, r.seconds)) +
                        " bus)");
   };
+  MpiSessionDirectory session;
+  for (const std::string &entry : session.environment())
+    environment.push_back(entry);
   absl::StatusOr<ProcessOutcome> outcome =
       runProcess(argv, environment, options.mpiTimeoutSeconds, onLine);
   if (!outcome.ok())

@@ -4,8 +4,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -188,6 +190,29 @@ runProcess(const std::vector<std::string> &argv,
   outcome.exitStatus = done == pid ? decodeWaitStatus(status) : -1;
   outcome.lastLines.assign(kept.begin(), kept.end());
   return outcome;
+}
+
+MpiSessionDirectory::MpiSessionDirectory() {
+  const char *base = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(base && *base ? base : "/tmp") + "/cleave-mpi-XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (mkdtemp(buffer.data()))
+    path = buffer.data();
+}
+
+MpiSessionDirectory::~MpiSessionDirectory() {
+  if (path.empty())
+    return;
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
+}
+
+std::vector<std::string> MpiSessionDirectory::environment() const {
+  if (path.empty())
+    return {};
+  return {"OMPI_MCA_orte_tmpdir_base=" + path};
 }
 
 } // namespace cleave::profiler

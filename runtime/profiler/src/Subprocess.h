@@ -37,6 +37,28 @@ runProcess(const std::vector<std::string> &argv,
            double timeoutSeconds,
            const std::function<void(const std::string &)> &onLine);
 
+/// A session directory of its own for one mpirun. Open MPI 4 keeps its
+/// session files under `$TMPDIR/ompi.<host>.<uid>`, and two mpiruns started
+/// at the same moment race to create that directory: the loser fails with
+/// "A call to mkdir was unable to create the desired directory ... File
+/// exists" (seen with tests running side by side). Each launch therefore
+/// passes a fresh directory as `orte_tmpdir_base`, removed with whatever
+/// Open MPI left in it when this object goes.
+class MpiSessionDirectory {
+public:
+  MpiSessionDirectory();
+  ~MpiSessionDirectory();
+  MpiSessionDirectory(const MpiSessionDirectory &) = delete;
+  MpiSessionDirectory &operator=(const MpiSessionDirectory &) = delete;
+
+  /// "OMPI_MCA_orte_tmpdir_base=<dir>", or nothing where the directory
+  /// could not be made (mpirun then uses its default).
+  std::vector<std::string> environment() const;
+
+private:
+  std::string path;
+};
+
 } // namespace cleave::profiler
 
 #endif // CLEAVE_RUNTIME_PROFILER_SRC_SUBPROCESS_H

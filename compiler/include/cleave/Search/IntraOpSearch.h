@@ -13,7 +13,8 @@
 //   c replicated -> all-gather(B); otherwise all-to-all(B / n).
 // A value read by several consumers is resharded once per distinct layout
 // they read (Alpa pays every edge; three projections reading one all-gathered
-// activation would pay it three times).
+// activation would pay it three times). For training (the default), every
+// cost gains its backward counterpart (IntraOpOptions::training).
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +52,13 @@ struct IntraOpOptions {
   /// by tokens; attention reads keys and values from the other blocks
   /// (all-gathered or exchanged by all-to-all, as the costs decide).
   bool contextParallel = false;
+  /// Price a training step, not only the forward pass (see
+  /// docs/intra-op-search.md, "Training costs"): each op's backward pass,
+  /// the backward counterpart of every collective and resharding, the
+  /// reduction of gradients left partial by a split op reading a replicated
+  /// operand (the data-parallel gradient all-reduce among them), and the
+  /// optimizer update of each parameter's per-device share.
+  bool training = true;
 };
 
 /// One edge of the problem: operand `operand` of node `consumer` reads
@@ -61,6 +69,19 @@ struct IntraOpEdge {
   std::vector<std::vector<double>> cost;
   /// The layout the consumer reads, per consumer strategy.
   std::vector<int64_t> required;
+  /// Training only: per consumer strategy, whether the operand's gradient
+  /// leaves it partial over the mesh (a replicated operand of split work);
+  /// and per producer strategy, the reduction of the value's gradient back
+  /// to the producer's layout (all-reduce onto a replicated value,
+  /// reduce-scatter onto a split one). `cost` includes it; a value pays it
+  /// once however many consumers leave partial gradients.
+  std::vector<bool> partialGrad;
+  std::vector<double> gradReduce;
+
+  /// The resharding part of `cost` (forward, and its backward counterpart).
+  double reshardCost(unsigned from, unsigned to) const {
+    return cost[from][to] - (partialGrad[to] ? gradReduce[from] : 0.0);
+  }
 };
 
 /// The search problem of one function: its ops (nodes), their strategies

@@ -62,8 +62,9 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
     is split, partial sums and their reduction), and an integer program
     solved exactly by COIN-OR CBC picks one per op, minimising compute on
     each device's share plus the strategies' collectives plus the
-    resharding between producers and consumers, with parameter bytes per
-    device under `param-memory`. The choice is written as discardable
+    resharding between producers and consumers, each with its backward
+    counterpart unless `training=false`, with parameter bytes per device
+    under `param-memory`. The choice is written as discardable
     attributes for the SPMD lowering:
 
     ```mlir
@@ -74,8 +75,8 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
     (`cleave.partial = "all_reduce"` marks an op that reduces partial sums
     itself). Runs on every function with a body, which must be one block;
     the rules and the program are in compiler/lib/Search
-    (docs/intra-op-search.md). Nothing consumes the attributes yet: the
-    SPMD lowering will.
+    (docs/intra-op-search.md); `cleave-spmd-partition` consumes the
+    attributes.
   }];
   let options = [
     Option<"mesh", "mesh", "int64_t", "8", "tensor-parallel degree">,
@@ -94,6 +95,9 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
            "sequence parallelism)">,
     Option<"contextParallel", "context-parallel", "bool", "false",
            "split tokens, not weights: parameters whole, inputs whole or split along the sequence">,
+    Option<"training", "training", "bool", "true",
+           "price a training step (backward pass, gradient reductions, "
+           "optimizer update), not only the forward pass">,
   ];
   let statistics = [
     Statistic<"numOps", "ops", "Ops given a sharding">,
