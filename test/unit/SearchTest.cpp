@@ -730,3 +730,88 @@ TEST(IntraOpSearch, PartialGradientIsReducedOnce) {
 }
 
 } // namespace
+
+namespace {
+
+/// Layers of one structure are solved once: the tied program is smaller,
+/// prices every choice as the whole problem does, and (with no memory
+/// knapsack to fill unevenly) loses nothing against solving every layer.
+TEST(IntraOpSearch, RepeatedLayersAreSolvedOnce) {
+  Model m = load(
+      "gpt,layers=4,hidden=1024,heads=16,seq=512,vocab=1000,batch=4");
+  ASSERT_TRUE(m.forward);
+  IntraOpOptions tied = shardedParamOptions(m.forward, 8);
+  IntraOpOptions untied = tied;
+  untied.tieRepeatedLayers = false;
+  auto p = IntraOpProblem::build(m.forward, dgx(), 8, tied);
+  ASSERT_TRUE(succeeded(p));
+
+  // Every op of layers 1-3 stands for the op at its place in layer 0.
+  std::vector<unsigned> rep = repeatedLayerRepresentatives(*p);
+  unsigned tiedOps = 0;
+  for (auto [v, r] : llvm::enumerate(rep)) {
+    if (r == v)
+      continue;
+    ++tiedOps;
+    EXPECT_LT(r, v);
+    EXPECT_EQ(p->nodes()[v]->getName(), p->nodes()[r]->getName());
+    EXPECT_EQ(rep[r], r);
+  }
+  unsigned perLayer = 0;
+  m.forward.walk([&](Operation *op) {
+    if (auto param = dyn_cast<graph::ParamOp>(op))
+      perLayer += param.getName().starts_with("h.1.");
+  });
+  EXPECT_GT(perLayer, 0u);
+  EXPECT_GE(tiedOps, 3 * perLayer);
+
+  auto a = solveIntraOp(*p, tied);
+  auto b = solveIntraOp(*p, untied);
+  ASSERT_TRUE(succeeded(a) && succeeded(b));
+  report("GPT 4 layers, tied", *p, *a);
+  report("GPT 4 layers, untied", *p, *b);
+  EXPECT_EQ(a->solvedNodes, int64_t(p->nodes().size() - tiedOps));
+  EXPECT_EQ(b->solvedNodes, int64_t(p->nodes().size()));
+  EXPECT_LT(a->numVariables, b->numVariables / 2);
+  // The tied program's objective is the whole problem's cost of the
+  // expanded choice, which is feasible.
+  EXPECT_NEAR(a->solverObjective, a->objective, 1e-6 * a->objective);
+  EXPECT_NEAR(a->objective, p->cost(a->choice), 1e-12);
+  EXPECT_LE(p->paramBytes(a->choice), tied.paramMemoryBytes);
+  // Tying restricts the choice: never better than solving every layer,
+  // and here (the budget is met layer by layer alike) no worse.
+  EXPECT_GE(a->objective, b->objective * (1 - 1e-3));
+  EXPECT_LE(a->objective, b->objective * (1 + 1e-3));
+  for (auto [v, r] : llvm::enumerate(rep))
+    EXPECT_EQ(a->choice[v], a->choice[r]);
+}
+
+/// A layer of another shape keeps its own choice.
+TEST(IntraOpSearch, LayersOfAnotherShapeAreNotTied) {
+  Model m = parse(
+      "func.func @f() -> tensor<512x512xf32> {\n"
+      "  %x = graph.input \"x\" : tensor<512x256xf32>\n"
+      "  %w0 = graph.param \"h.0.w\" : tensor<256x256xf32>\n"
+      "  %a = graph.matmul %x, %w0 : tensor<512x256xf32>, tensor<256x256xf32>\n"
+      "  %w1 = graph.param \"h.1.w\" : tensor<256x256xf32>\n"
+      "  %b = graph.matmul %a, %w1 : tensor<512x256xf32>, tensor<256x256xf32>\n"
+      "  %w2 = graph.param \"h.2.w\" : tensor<256x256xf32>\n"
+      "  %c = graph.matmul %b, %w2 : tensor<512x256xf32>, tensor<256x256xf32>\n"
+      "  %w3 = graph.param \"h.3.w\" : tensor<256x512xf32>\n"
+      "  %d = graph.matmul %c, %w3 : tensor<512x256xf32>, tensor<256x512xf32>\n"
+      "  return %d : tensor<512x512xf32>\n}");
+  ASSERT_TRUE(m.forward);
+  auto p = IntraOpProblem::build(m.forward, dgx(), 8, {});
+  ASSERT_TRUE(succeeded(p));
+  // Nodes: x, w0, a, w1, b, w2, c, w3, d. Layer 0 reads an input, which
+  // has no gradient, so its matmul is priced unlike layers 1 and 2 (the
+  // backward pass computes dw0 only): it is not tied to them.
+  std::vector<unsigned> rep = repeatedLayerRepresentatives(*p);
+  EXPECT_EQ(rep, (std::vector<unsigned>{0, 1, 2, 3, 4, 3, 4, 7, 8}));
+  auto plan = solveIntraOp(*p, {});
+  ASSERT_TRUE(succeeded(plan));
+  EXPECT_EQ(plan->solvedNodes, 7);
+  EXPECT_NEAR(plan->solverObjective, plan->objective, 1e-6 * plan->objective);
+}
+
+} // namespace

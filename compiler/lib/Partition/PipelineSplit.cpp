@@ -1,7 +1,7 @@
 //===- PipelineSplit.cpp - cleave-pipeline-split --------------------------===//
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
-#include "cleave/Transforms/LayerNumbering.h"
+#include "cleave/Analysis/LayerNumbering.h"
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

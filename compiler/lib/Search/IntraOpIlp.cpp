@@ -74,9 +74,10 @@ struct Program {
 
 } // namespace
 
-FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
-                                    const IntraOpOptions &options,
-                                    std::string *whyNot) {
+/// The program of `problem` as it stands, solved by CBC.
+static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
+                                           const IntraOpOptions &options,
+                                           std::string *whyNot) {
   auto fail = [&](llvm::StringRef why) {
     if (whyNot)
       *whyNot = why.str();
@@ -236,6 +237,7 @@ FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
   }
 
   IntraOpPlan plan;
+  plan.solvedNodes = numNodes;
   plan.numVariables = prog.obj.size();
   plan.numIntegerVariables = llvm::count(prog.integer, true);
   plan.numConstraints = prog.rowLb.size();
@@ -303,6 +305,44 @@ FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
   plan.gap = plan.objective > 0
                  ? std::max(0.0, (plan.objective - plan.bound) / plan.objective)
                  : 0.0;
+  plan.solveSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return plan;
+}
+
+FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
+                                    const IntraOpOptions &options,
+                                    std::string *whyNot) {
+  if (!options.tieRepeatedLayers)
+    return solveProgram(problem, options, whyNot);
+  auto start = std::chrono::steady_clock::now();
+  std::vector<unsigned> representative =
+      repeatedLayerRepresentatives(problem);
+  bool repeats = llvm::any_of(llvm::enumerate(representative), [](auto r) {
+    return r.value() != r.index();
+  });
+  if (!repeats)
+    return solveProgram(problem, options, whyNot);
+  std::vector<unsigned> reducedIndex;
+  IntraOpProblem tied = problem.tied(representative, reducedIndex);
+  FailureOr<IntraOpPlan> solved = solveProgram(tied, options, whyNot);
+  if (failed(solved))
+    return failure();
+  // Every op takes its representative's strategy; the objective is priced
+  // on the whole problem again (the tied one's, up to rounding).
+  IntraOpPlan plan = *solved;
+  plan.choice.clear();
+  plan.ops.clear();
+  plan.strategies.clear();
+  for (unsigned v = 0; v < problem.nodes().size(); ++v) {
+    unsigned s = solved->choice[reducedIndex[v]];
+    plan.choice.push_back(s);
+    plan.ops.push_back(problem.nodes()[v]);
+    plan.strategies.push_back(problem.strategies(v)[s]);
+  }
+  plan.objective = problem.cost(plan.choice);
+  plan.solvedNodes = tied.nodes().size();
   plan.solveSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

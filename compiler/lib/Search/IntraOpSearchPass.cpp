@@ -79,13 +79,19 @@ struct IntraOpSearchPass
     options.sequenceParallel = sequenceParallel;
     options.contextParallel = contextParallel;
     options.training = training;
+    options.tieRepeatedLayers = tieRepeatedLayers;
     FailureOr<cleave::search::IntraOpPlan> plan =
         cleave::search::searchIntraOp(func, *cluster, mesh, options);
     if (failed(plan))
       return signalPassFailure();
     cleave::search::annotateIntraOpPlan(*plan);
     if (report)
-      func.emitRemark() << "intra-op search: " << plan->ops.size() << " ops, "
+      func.emitRemark() << "intra-op search: " << plan->ops.size() << " ops"
+                        << (plan->solvedNodes < int64_t(plan->ops.size())
+                                ? " (" + std::to_string(plan->solvedNodes) +
+                                      " after tying repeated layers)"
+                                : std::string())
+                        << ", "
                         << plan->numVariables << " variables ("
                         << plan->numIntegerVariables << " binary), "
                         << plan->numConstraints << " constraints; "

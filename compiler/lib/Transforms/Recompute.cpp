@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
-#include "cleave/Transforms/LayerNumbering.h"
+#include "cleave/Analysis/LayerNumbering.h"
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

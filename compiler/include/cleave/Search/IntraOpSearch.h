@@ -59,6 +59,11 @@ struct IntraOpOptions {
   /// operand (the data-parallel gradient all-reduce among them), and the
   /// optimizer update of each parameter's per-device share.
   bool training = true;
+  /// Solve each distinct repeated layer once: the ops at one place in
+  /// layers of the same structure take one strategy, chosen with the costs
+  /// of all of them (RepeatedLayers.cpp). The answer is then optimal among
+  /// the choices that treat those layers alike.
+  bool tieRepeatedLayers = true;
 };
 
 /// One edge of the problem: operand `operand` of node `consumer` reads
@@ -122,6 +127,16 @@ public:
   /// The choice with strategy 0 (replicated) everywhere.
   std::vector<unsigned> replicatedChoice() const;
 
+  /// The problem in which every node v takes the strategy of
+  /// `representative[v]` (itself, or a node with the same strategies and
+  /// costs): one node per representative, carrying the costs and parameter
+  /// bytes of all the nodes it stands for; the edges of values whose
+  /// producer and consumers map alike, with the same costs, merged into one
+  /// group weighted by their count. Any choice of it costs what its
+  /// expansion costs here. `reducedIndex[v]` is v's node in the result.
+  IntraOpProblem tied(llvm::ArrayRef<unsigned> representative,
+                      std::vector<unsigned> &reducedIndex) const;
+
 private:
   int64_t mesh = 1;
   double memoryLimit = 0;
@@ -133,6 +148,13 @@ private:
   std::vector<IntraOpEdge> dataEdges;
   std::vector<std::vector<unsigned>> edgesOfValue;
 };
+
+/// For every node of `problem`, the node at the same place in the first
+/// layer of the same structure (LayerNumbering.h: ops numbered by their
+/// parameters' layer), or the node itself outside repeated layers: the
+/// same op with the same attributes and types, reading the same places of
+/// its layer, and offering the same strategies at the same costs.
+std::vector<unsigned> repeatedLayerRepresentatives(const IntraOpProblem &problem);
 
 struct IntraOpPlan {
   /// The chosen strategy index per node of the problem, and the op and
@@ -153,6 +175,9 @@ struct IntraOpPlan {
   double solveSeconds = 0;
   /// Size of the integer program.
   int64_t numVariables = 0, numIntegerVariables = 0, numConstraints = 0;
+  /// Nodes the program chose for; fewer than `ops` where repeated layers
+  /// were tied.
+  int64_t solvedNodes = 0;
 };
 
 /// Solves `problem` exactly (up to the time limit and relative gap); fails

@@ -98,6 +98,9 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
     Option<"training", "training", "bool", "true",
            "price a training step (backward pass, gradient reductions, "
            "optimizer update), not only the forward pass">,
+    Option<"tieRepeatedLayers", "tie-repeated-layers", "bool", "true",
+           "solve each distinct repeated layer once (the same strategy at "
+           "the same place of every layer of one structure)">,
   ];
   let statistics = [
     Statistic<"numOps", "ops", "Ops given a sharding">,

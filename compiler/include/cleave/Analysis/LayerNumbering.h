@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_TRANSFORMS_LAYERNUMBERING_H
-#define CLEAVE_TRANSFORMS_LAYERNUMBERING_H
+#ifndef CLEAVE_ANALYSIS_LAYERNUMBERING_H
+#define CLEAVE_ANALYSIS_LAYERNUMBERING_H
 
 #include "mlir/IR/Block.h"
 #include "llvm/ADT/DenseMap.h"
@@ -37,4 +37,4 @@ numberLayers(mlir::Block &block,
 
 } // namespace cleave
 
-#endif // CLEAVE_TRANSFORMS_LAYERNUMBERING_H
+#endif // CLEAVE_ANALYSIS_LAYERNUMBERING_H

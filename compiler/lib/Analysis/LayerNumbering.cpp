@@ -1,6 +1,6 @@
 //===- LayerNumbering.cpp - Which transformer layer an op belongs to ------===//
 
-#include "cleave/Transforms/LayerNumbering.h"
+#include "cleave/Analysis/LayerNumbering.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Speed of the intra-operator search (the per-op sharding ILP, CBC).
+
+For GPT models of growing depth, tensor-parallel over the 8 GPUs of a DGX
+A100, each device holding at most 1.5x an even share of the parameters
+(which forces the large weights to be split: a knapsack across layers),
+this runs `cleave-opt --cleave-intra-op-search` on the imported model twice,
+side by side: with repeated layers tied (the default: each distinct layer
+solved once) and with every layer solved on its own. It prints the program
+sizes, the solve times (the pass's own report, which excludes import and
+parsing), the objectives (predicted seconds of a training step's compute and
+communication on one device) and their ratio.
+
+Tying restricts the choice to the same strategy at the same place of every
+layer of one structure, so its objective can only be >= the untied one;
+the table shows by how much.
+
+Usage: bench/intra_op_search.py [--build DIR] [--quick] [--untied-limit S]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+# name, zoo spec (batch is the microbatch the search sees)
+MODELS = [
+    ("GPT h1024 L1", "gpt,layers=1,hidden=1024,heads=16,seq=512,vocab=1000,batch=4"),
+    ("GPT h1024 L4", "gpt,layers=4,hidden=1024,heads=16,seq=512,vocab=1000,batch=4"),
+    ("GPT h2048 L12", "gpt,layers=12,hidden=2048,heads=16,seq=1024,vocab=32000,batch=8"),
+    ("GPT h2048 L24", "gpt,layers=24,hidden=2048,heads=16,seq=1024,vocab=32000,batch=8"),
+    ("GPT h2048 L48", "gpt,layers=48,hidden=2048,heads=16,seq=1024,vocab=32000,batch=8"),
+    ("GPT-3 175B L96", "gpt3-175b,batch=1"),
+    ("MoE every 2nd, L8", "moe,layers=8,hidden=1024,heads=16,kv_heads=16,ffn=2048,"
+     "vocab=1000,seq=512,batch=4,experts=8,top_k=2,moe_every=2"),
+]
+QUICK = {"GPT h1024 L1", "GPT h1024 L4", "GPT h2048 L12"}
+
+REMARK = re.compile(
+    r"intra-op search: (\d+) ops(?: \((\d+) after tying repeated layers\))?, "
+    r"(\d+) variables \((\d+) binary\), (\d+) constraints; (\S+( limit)?), "
+    r"objective (\S+) ms, gap (\S+)%, solved in (\S+) s")
+
+
+def run(cmd):
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr[-2000:]}")
+    return out
+
+
+def search(opt, mlir, budget, tie, limit):
+    flags = (f"mesh=8 cluster=dgx-a100-80g param-memory={budget:.0f} "
+             f"report=true time-limit={limit} "
+             f"tie-repeated-layers={'true' if tie else 'false'}")
+    start = time.perf_counter()
+    out = run([opt, mlir, f"--cleave-intra-op-search={flags}", "-o",
+               os.devnull])
+    wall = time.perf_counter() - start
+    m = REMARK.search(out.stderr)
+    if not m:
+        sys.exit(f"no report in:\n{out.stderr[-2000:]}")
+    ops, solved, variables, binary, constraints, status, _, objective, gap, \
+        seconds = m.groups()
+    return {
+        "ops": int(ops), "solved": int(solved or ops),
+        "variables": int(variables), "binary": int(binary),
+        "constraints": int(constraints), "status": status,
+        "objective_ms": float(objective), "gap": float(gap),
+        "seconds": float(seconds), "wall": wall,
+    }
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default=os.path.join(here, "..", "build"))
+    parser.add_argument("--quick", action="store_true",
+                        help="only the three smallest models")
+    parser.add_argument("--untied-limit", type=float, default=120,
+                        help="CBC time limit of the untied runs, seconds")
+    args = parser.parse_args()
+    cleave = os.path.join(args.build, "tools", "cleave", "cleave")
+    opt = os.path.join(args.build, "tools", "cleave-opt", "cleave-opt")
+
+    print(f"{'model':<19} {'ops':>5} | {'tied: nodes':>11} {'vars':>6} "
+          f"{'solve s':>8} {'ms':>9} | {'untied: vars':>12} {'solve s':>8} "
+          f"{'ms':>9} {'status':>10} | {'time ratio':>10} {'obj ratio':>9}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, spec in MODELS:
+            if args.quick and name not in QUICK:
+                continue
+            mlir = os.path.join(tmp, "model.mlir")
+            run([cleave, "import", "zoo:" + spec, "-o", mlir])
+            summary = json.loads(run([cleave, "summary", "zoo:" + spec,
+                                      "--json"]).stdout)
+            budget = 1.5 * summary["parameters"]["bytes"] / 8
+            tied = search(opt, mlir, budget, True, 600)
+            untied = search(opt, mlir, budget, False, args.untied_limit)
+            print(f"{name:<19} {tied['ops']:>5} | {tied['solved']:>11} "
+                  f"{tied['variables']:>6} {tied['seconds']:>8.2f} "
+                  f"{tied['objective_ms']:>9.3f} | {untied['variables']:>12} "
+                  f"{untied['seconds']:>8.2f} {untied['objective_ms']:>9.3f} "
+                  f"{untied['status']:>10} | "
+                  f"{untied['seconds'] / max(tied['seconds'], 1e-9):>10.1f} "
+                  f"{tied['objective_ms'] / untied['objective_ms']:>9.4f}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
