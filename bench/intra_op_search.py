@@ -11,6 +11,10 @@ sizes, the solve times (the pass's own report, which excludes import and
 parsing), the objectives (predicted seconds of a training step's compute and
 communication on one device) and their ratio.
 
+A second table searches one model on two DGX nodes as a flat mesh of 16
+and as meshes of 2 x 8 and 2 x 2 x 4 (the first axis across the nodes),
+with the strategies chosen for the first layer's q and output projections.
+
 Tying restricts the choice to the same strategy at the same place of every
 layer of one structure, so its objective can only be >= the untied one;
 the table shows by how much.
@@ -52,8 +56,9 @@ def run(cmd):
     return out
 
 
-def search(opt, mlir, budget, tie, limit):
-    flags = (f"mesh=8 cluster=dgx-a100-80g param-memory={budget:.0f} "
+def search(opt, mlir, budget, tie, limit, mesh="8",
+           cluster="dgx-a100-80g"):
+    flags = (f"mesh-shape={mesh} cluster={cluster} param-memory={budget:.0f} "
              f"report=true time-limit={limit} "
              f"tie-repeated-layers={'true' if tie else 'false'}")
     start = time.perf_counter()
@@ -108,6 +113,38 @@ def main():
                   f"{untied['seconds'] / max(tied['seconds'], 1e-9):>10.1f} "
                   f"{tied['objective_ms'] / untied['objective_ms']:>9.4f}",
                   flush=True)
+        meshes(cleave, opt, tmp, args.quick)
+
+
+def meshes(cleave, opt, tmp, quick):
+    """One model on two DGX nodes (16 GPUs) as a flat mesh and as meshes of
+    two and three axes (the first across the nodes)."""
+    spec = ("gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=8"
+            if quick else
+            "gpt,layers=24,hidden=2048,heads=16,seq=1024,vocab=32000,batch=16")
+    mlir = os.path.join(tmp, "mesh.mlir")
+    run([cleave, "import", "zoo:" + spec, "-o", mlir])
+    summary = json.loads(run([cleave, "summary", "zoo:" + spec,
+                              "--json"]).stdout)
+    budget = 2.5 * summary["parameters"]["bytes"] / 16
+    print(f"\n{spec} on dgx-a100-80g,nodes=2, parameters <= 2.5x the even "
+          "share")
+    print(f"{'mesh':<8} {'nodes':>5} {'vars':>7} {'binary':>6} {'solve s':>8} "
+          f"{'ms':>9} {'status':>8} | first layer's q and o projections")
+    for mesh in ["16", "2x8", "2x2x4"]:
+        r = search(opt, mlir, budget, True, 600, mesh,
+                   "dgx-a100-80g,nodes=2")
+        annotated = run([opt, mlir,
+                         f"--cleave-intra-op-search=mesh-shape={mesh} "
+                         f"cluster=dgx-a100-80g,nodes=2 "
+                         f"param-memory={budget:.0f}"]).stdout
+        strategies = re.findall(
+            r'graph.matmul %\d+, %\d+ [^\n]*cleave.strategy = "([^"]+)"',
+            annotated)
+        print(f"{mesh:<8} {r['solved']:>5} {r['variables']:>7} "
+              f"{r['binary']:>6} {r['seconds']:>8.2f} "
+              f"{r['objective_ms']:>9.3f} {r['status']:>8} | "
+              f"{strategies[0]}, {strategies[5]}", flush=True)
 
 
 if __name__ == "__main__":

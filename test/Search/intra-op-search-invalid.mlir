@@ -2,10 +2,20 @@
 // RUN: not cleave-opt %s --cleave-intra-op-search="cluster=no-such-cluster" 2>&1 | FileCheck %s --check-prefix=CLUSTER
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh=16" 2>&1 | FileCheck %s --check-prefix=MESH
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh=0" 2>&1 | FileCheck %s --check-prefix=MESH0
+// RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=2x" 2>&1 | FileCheck %s --check-prefix=SHAPE
+// RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=2x0" 2>&1 | FileCheck %s --check-prefix=SHAPE0
+// RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=2x2x1x2" 2>&1 | FileCheck %s --check-prefix=AXES
+// RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=4x4" 2>&1 | FileCheck %s --check-prefix=SHAPE16
+// RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=2x4 sequence-parallel=true" 2>&1 | FileCheck %s --check-prefix=SP2D
 
 // CLUSTER: bad cluster 'no-such-cluster'
 // MESH: mesh of 16 ranks does not fit cluster 'dgx-a100-80g' of 8 devices
 // MESH0: mesh size must be positive, got 0
+// SHAPE: bad mesh-shape '2x': expected sizes joined by 'x', e.g. 2x4
+// SHAPE0: bad mesh-shape '2x0': expected sizes joined by 'x', e.g. 2x4
+// AXES: a mesh has 1 to 3 axes, got 4
+// SHAPE16: mesh of 16 ranks does not fit cluster 'dgx-a100-80g' of 8 devices
+// SP2D: sequence and context parallelism are searched on a 1-D mesh
 
 // expected-error @+1 {{no sharding fits the parameter memory limit of 1000 bytes per device}}
 func.func @too_big() -> tensor<4x1024xf32> {

@@ -1,5 +1,6 @@
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 cluster=dgx-a100-80g param-memory=8e6" -split-input-file | FileCheck %s
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 cluster=dgx-a100-80g param-memory=8e6 training=false" -split-input-file | FileCheck %s --check-prefix=FWD
+// RUN: cleave-opt %s --cleave-intra-op-search="mesh-shape=2x4 cluster=dgx-a100-80g param-memory=8e6" -split-input-file | FileCheck %s --check-prefix=MESH2
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=1" -split-input-file | FileCheck %s --check-prefix=ONE
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 param-memory=8e6 report=true" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
@@ -23,6 +24,15 @@
 // same; the residual add then runs on whichever was chosen.
 // CHECK: %[[Y:.*]] = graph.matmul %[[G]], %[[W2]] {cleave.operand_sharding = [array<i64: -1, -1, 0>, array<i64: 0, -1>], cleave.partial = "reduce_scatter", cleave.sharding = {{\[}}[[YS:array<i64: -1, [^>]*>]]{{\]}}, cleave.strategy = "matmul.k+rs{{[12]}}"}
 // CHECK: graph.add %[[Y]], %[[X]] {cleave.operand_sharding = {{\[}}[[YS]], [[YS]]{{\]}}, cleave.sharding = {{\[}}[[YS]]{{\]}}
+
+// On a 2 x 4 mesh every strategy names one rule per axis and layouts list,
+// per dimension, the axes that split it (outermost first). Inside one node
+// the MLP splits over all 8 devices: fc by columns over both axes, proj by
+// rows, its partial sums all-reduced over axis 0 and reduce-scattered over
+// axis 1.
+// MESH2-LABEL: func.func @mlp
+// MESH2: graph.matmul {{.*}}cleave.sharding = {{\[}}[array<i64>, array<i64>, array<i64: 0, 1>]], cleave.strategy = "matmul.n|matmul.n"
+// MESH2: graph.matmul {{.*}}cleave.operand_sharding = {{\[}}[array<i64>, array<i64>, array<i64: 0, 1>], [array<i64: 0, 1>, array<i64>]], {{.*}}cleave.strategy = "matmul.k+ar|matmul.k+rs{{[0-2]}}"
 
 // ONE-LABEL: func.func @mlp
 // ONE-NOT: cleave.strategy = "{{[^r]}}

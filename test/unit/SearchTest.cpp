@@ -660,13 +660,13 @@ TEST(IntraOpSearch, TrainingPricesTheBackwardPass) {
   unsigned columns = strategyNamed(*train, y, "matmul.n");
   unsigned rows = strategyNamed(*train, y, "matmul.m");
   unsigned split0 = strategyNamed(*train, h, "matmul.m");
-  EXPECT_TRUE(hy->partialGrad[columns]);
-  EXPECT_FALSE(hy->partialGrad[rows]);
-  EXPECT_FALSE(hy->partialGrad[0]); // replicated work: whole gradients
-  EXPECT_DOUBLE_EQ(hy->gradReduce[0],
+  EXPECT_TRUE(hy->partialAxes[columns]);
+  EXPECT_FALSE(hy->partialAxes[rows]);
+  EXPECT_FALSE(hy->partialAxes[0]); // replicated work: whole gradients
+  EXPECT_DOUBLE_EQ(hy->gradReduce[0][0],
                    collectiveSeconds(cost::Collective::AllReduce, bytes));
-  EXPECT_DOUBLE_EQ(hy->gradReduce[split0], rsSeconds);
-  EXPECT_DOUBLE_EQ(hy->cost[0][columns], hy->gradReduce[0]);
+  EXPECT_DOUBLE_EQ(hy->gradReduce[split0][0], rsSeconds);
+  EXPECT_DOUBLE_EQ(hy->cost[0][columns], hy->gradReduce[0][0]);
   // h made split by rows and read replicated: an all-gather forward, the
   // reduce-scatter of the partial gradient backward.
   EXPECT_DOUBLE_EQ(hy->cost[split0][columns], agSeconds + rsSeconds);
@@ -674,13 +674,13 @@ TEST(IntraOpSearch, TrainingPricesTheBackwardPass) {
   // all-gathered back.
   EXPECT_DOUBLE_EQ(hy->cost[0][rows], agSeconds);
   for (const IntraOpEdge &e : fwd->edges())
-    EXPECT_TRUE(llvm::none_of(e.partialGrad, [](bool b) { return b; }));
+    EXPECT_TRUE(llvm::all_of(e.partialAxes, [](unsigned m) { return m == 0; }));
 
   // Data parallelism: y split by rows reads w1 whole, whose gradient is
   // then all-reduced, as a share of a 25 MiB bucket.
-  EXPECT_TRUE(w1y->partialGrad[rows]);
+  EXPECT_TRUE(w1y->partialAxes[rows]);
   double weight = 256 * 256 * 4, bucket = 25 << 20;
-  EXPECT_NEAR(w1y->gradReduce[0],
+  EXPECT_NEAR(w1y->gradReduce[0][0],
               collectiveSeconds(cost::Collective::AllReduce, bucket) *
                   weight / bucket,
               1e-15);
@@ -812,6 +812,73 @@ TEST(IntraOpSearch, LayersOfAnotherShapeAreNotTied) {
   ASSERT_TRUE(succeeded(plan));
   EXPECT_EQ(plan->solvedNodes, 7);
   EXPECT_NEAR(plan->solverObjective, plan->objective, 1e-6 * plan->objective);
+}
+
+} // namespace
+
+namespace {
+
+TEST(IntraOpSearch, LayoutsPackPerAxis) {
+  EXPECT_EQ(packLayout({3}), 3);
+  EXPECT_EQ(packLayout({kReplicated}), kReplicated);
+  EXPECT_EQ(packLayout({kReplicated, kReplicated}), kReplicated);
+  for (auto dims : std::vector<SmallVector<int64_t, 3>>{
+           {0, kReplicated}, {kReplicated, 2}, {1, 0}, {2, kReplicated, 0},
+           {kReplicated, kReplicated, 5}}) {
+    int64_t packed = packLayout(dims);
+    EXPECT_NE(packed, kReplicated);
+    EXPECT_EQ(unpackLayout(packed, dims.size()), dims);
+  }
+  EXPECT_NE(packLayout({0, 1}), packLayout({1, 0}));
+}
+
+/// On two DGX nodes seen as a 2 x 8 mesh (the first axis across the
+/// nodes, the second over each node's NVLink), the search splits the batch
+/// across the nodes, whose gradients are reduced once a step, and runs
+/// Megatron's column-then-row split inside each node, whose activations
+/// are reduced every layer: data x tensor parallelism, found, not told.
+TEST(IntraOpSearch, TwoDimensionalMeshPutsTensorParallelismInsideNodes) {
+  Model m = load(
+      "gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=8");
+  ASSERT_TRUE(m.forward);
+  auto cluster = cost::parseCluster("dgx-a100-80g,nodes=2");
+  ASSERT_TRUE(cluster.ok());
+  IntraOpOptions options;
+  options.paramMemoryBytes = 2.5 * totalParamBytes(m.forward) / 16;
+  auto p = IntraOpProblem::build(m.forward, *cluster,
+                                 llvm::ArrayRef<int64_t>{2, 8}, options);
+  ASSERT_TRUE(succeeded(p));
+  auto plan = solveIntraOp(*p, options);
+  ASSERT_TRUE(succeeded(plan));
+  report("GPT 2 layers, mesh 2x8", *p, *plan);
+  EXPECT_EQ(plan->meshAxes, 2u);
+  EXPECT_NEAR(plan->solverObjective, plan->objective, 1e-6 * plan->objective);
+  EXPECT_LE(p->paramBytes(plan->choice), options.paramMemoryBytes);
+  for (int layer = 0; layer < 2; ++layer) {
+    std::string prefix = "h." + std::to_string(layer) + ".";
+    for (const char *w : {"attn.q_proj.weight", "attn.k_proj.weight",
+                          "attn.v_proj.weight", "mlp.fc.weight"})
+      EXPECT_EQ(chosen(*p, *plan, matmulOf(m.forward, prefix + w)).name,
+                "matmul.b0|matmul.n")
+          << prefix << w;
+    for (const char *w : {"attn.o_proj.weight", "mlp.proj.weight"}) {
+      const ShardingStrategy &s = chosen(*p, *plan, matmulOf(m.forward, prefix + w));
+      EXPECT_TRUE(llvm::StringRef(s.name).starts_with("matmul.b0|matmul.k+"))
+          << prefix << w << ": " << s.name;
+      // The partial sums are reduced over the node's axis.
+      ASSERT_FALSE(s.collectives.empty());
+      EXPECT_EQ(s.collectives.front().axis, 1u);
+    }
+  }
+  // Flat over 16 GPUs, the same search does worse: its tensor-parallel
+  // collectives cross the nodes.
+  auto flat = IntraOpProblem::build(m.forward, *cluster, 16, options);
+  ASSERT_TRUE(succeeded(flat));
+  auto flatPlan = solveIntraOp(*flat, options);
+  ASSERT_TRUE(succeeded(flatPlan));
+  std::cout << "mesh 2x8: " << plan->objective * 1e3 << " ms, flat 16: "
+            << flatPlan->objective * 1e3 << " ms\n";
+  EXPECT_LT(plan->objective, flatPlan->objective);
 }
 
 } // namespace

@@ -1,23 +1,27 @@
 //===- IntraOpIlp.cpp - The intra-operator search as an ILP (CBC) --------===//
 //
-//   min  sum_v sum_s c[v][s] x[v][s] + sum_(u,v) sum_(i,j) r[e][i][j]
-//   y[e][i][j] s.t. sum_s x[v][s] = 1                         every op picks
-//   one strategy
-//        sum_j y[e][i][j] = x[u][i], sum_i y[e][i][j] = x[v][j]   every edge
-//        sum_v sum_s m[v][s] x[v][s] <= M          parameter bytes per device
+//   min  sum_v sum_s c[v][s] x[v][s] + sum_e sum_(c,d) r[e][c][d] y[e][c][d]
+//   s.t. sum_s x[v][s] = 1                           every op picks one strategy
+//        sum_d y[e][c][d] = sum_(i in c) x[u][i]     every edge (u, v), every
+//        sum_c y[e][c][d] = sum_(j in d) x[v][j]     class c of u and d of v
+//        sum_v sum_s m[v][s] x[v][s] <= M            parameter bytes per device
 //        x binary, y in [0, 1]
 //
-// The edge constraints fix y to the product x[u][i] x[v][j] once x is
-// integral, and keep the LP relaxation tight (it is exact on trees), so CBC
-// usually closes at the root. A value with several consumers is resharded
-// once per layout they read: its edges' y carry no cost, and a variable
-// r[i][c] >= sum over consumer strategies j reading c of y[e][i][j], for
-// every edge e of the value, pays the resharding from i to c (and one more
-// such variable per i pays the reduction of a gradient that some consumer
-// leaves partial, for training). The problem is
-// kept small: ops with a single strategy get no variables (their edges become
-// linear terms of their neighbours), and edges whose resharding is free in
-// every combination get none either.
+// An edge's costs depend on the layout the producer makes (its class c)
+// and on the layout the consumer reads with the axes over which it leaves
+// the gradient partial (class d), not on the strategies themselves, so y
+// is per class pair: on a mesh of several axes, where strategies multiply,
+// that is layouts x layouts. The edge constraints fix y to the product of
+// its ends once x is integral, and keep the LP relaxation tight (it is
+// exact on trees), so CBC usually closes at the root. A value with several
+// consumers is resharded once per layout they read: its edges' y carry no
+// cost, and a variable r[c][L] >= sum over consumer classes reading L of
+// y[e][c][d], for every edge e of the value, pays the resharding from c to
+// L (and one more such variable per c and axis pays the reduction of a
+// gradient that some consumer leaves partial over that axis, for
+// training). The problem is kept small: ops with a single strategy get no
+// variables (their edges become linear terms of their neighbours), and
+// edges whose resharding is free in every combination get none either.
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,28 +112,61 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
       return llvm::any_of(row, [](double c) { return c > 0; });
     });
   };
-  // y[i][j] = x[u][i] * x[v][j] for an edge (u, v), tied to both ends by
-  // marginal rows; priced with the edge's costs or not.
+  // y[c][d] = "the producer takes a strategy of class c and the consumer
+  // one of class d" for an edge (u, v), tied to both ends by marginal rows;
+  // priced with the edge's costs or not. An edge's costs depend only on the
+  // layout the producer makes and, for the consumer, the layout it reads
+  // and the axes over which it leaves the gradient partial, so strategies
+  // alike in those share a class: on a mesh of several axes this keeps the
+  // product to layouts x layouts instead of strategies x strategies.
+  struct Product {
+    std::vector<size_t> repI, repJ; // a strategy of each class
+    std::vector<std::vector<int>> y;
+  };
   auto addProduct = [&](const IntraOpEdge &e, bool priced) {
-    size_t nu = x[e.producer].size(), nv = x[e.consumer].size();
+    Product p;
+    std::vector<std::vector<size_t>> membersI, membersJ;
+    std::map<int64_t, size_t> classI;
+    for (size_t i = 0; i < x[e.producer].size(); ++i) {
+      int64_t made = problem.strategies(e.producer)[i].results[e.result];
+      auto [it, inserted] = classI.try_emplace(made, p.repI.size());
+      if (inserted) {
+        p.repI.push_back(i);
+        membersI.emplace_back();
+      }
+      membersI[it->second].push_back(i);
+    }
+    std::map<std::pair<int64_t, unsigned>, size_t> classJ;
+    for (size_t j = 0; j < x[e.consumer].size(); ++j) {
+      auto [it, inserted] = classJ.try_emplace(
+          {e.required[j], e.partialAxes[j]}, p.repJ.size());
+      if (inserted) {
+        p.repJ.push_back(j);
+        membersJ.emplace_back();
+      }
+      membersJ[it->second].push_back(j);
+    }
     std::vector<int> rowOfI, rowOfJ;
-    for (size_t i = 0; i < nu; ++i) {
+    for (const std::vector<size_t> &members : membersI) {
       rowOfI.push_back(prog.addRow(0, 0));
-      prog.set(rowOfI.back(), x[e.producer][i], -1);
+      for (size_t i : members)
+        prog.set(rowOfI.back(), x[e.producer][i], -1);
     }
-    for (size_t j = 0; j < nv; ++j) {
+    for (const std::vector<size_t> &members : membersJ) {
       rowOfJ.push_back(prog.addRow(0, 0));
-      prog.set(rowOfJ.back(), x[e.consumer][j], -1);
+      for (size_t j : members)
+        prog.set(rowOfJ.back(), x[e.consumer][j], -1);
     }
-    std::vector<std::vector<int>> y(nu, std::vector<int>(nv));
-    for (size_t i = 0; i < nu; ++i) {
-      for (size_t j = 0; j < nv; ++j) {
-        y[i][j] = prog.addColumn(priced ? e.cost[i][j] : 0, false);
-        prog.set(rowOfI[i], y[i][j], 1);
-        prog.set(rowOfJ[j], y[i][j], 1);
+    p.y.assign(p.repI.size(), std::vector<int>(p.repJ.size()));
+    for (size_t c = 0; c < p.repI.size(); ++c) {
+      for (size_t d = 0; d < p.repJ.size(); ++d) {
+        p.y[c][d] = prog.addColumn(
+            priced ? e.cost[p.repI[c]][p.repJ[d]] : 0, false);
+        prog.set(rowOfI[c], p.y[c][d], 1);
+        prog.set(rowOfJ[d], p.y[c][d], 1);
       }
     }
-    return y;
+    return p;
   };
   // One edge priced on its own.
   auto addEdge = [&](const IntraOpEdge &e) {
@@ -162,8 +199,9 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     // Several consumers: r[i][c] >= the product of "the producer takes i"
     // and "this consumer reads c", for every consumer; r pays the
     // resharding from i to c once.
-    // The reduction of a gradient left partial is one more "layout" per
-    // producer strategy, paid once whichever consumers leave it.
+    // The reduction of a gradient left partial over an axis is one more
+    // "layout" per producer strategy and axis, paid once whichever
+    // consumers leave it.
     constexpr int64_t kPartialGradient = std::numeric_limits<int64_t>::min();
     std::map<std::pair<size_t, int64_t>, int> reshard;
     std::set<std::pair<size_t, int64_t>> forced;
@@ -175,9 +213,11 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
           terms[{i, e->required[j]}].push_back(col);
           price[{i, e->required[j]}] = c;
         }
-        if (e->partialGrad[j] && e->gradReduce[i] > 0) {
-          terms[{i, kPartialGradient}].push_back(col);
-          price[{i, kPartialGradient}] = e->gradReduce[i];
+        for (unsigned a = 0; a < e->gradReduce[i].size(); ++a) {
+          if (!(e->partialAxes[j] >> a & 1) || e->gradReduce[i][a] <= 0)
+            continue;
+          terms[{i, kPartialGradient + a}].push_back(col);
+          price[{i, kPartialGradient + a}] = e->gradReduce[i][a];
         }
       };
       // The column that is 1 when the producer takes i and the consumer j
@@ -186,16 +226,25 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
       if (fixedU && fixedV) {
         addTerms(0, 0, -1);
       } else if (fixedV) {
-        for (size_t i = 0; i < x[producer].size(); ++i)
-          addTerms(i, 0, x[producer][i]);
+        // Keyed by the first strategy making the same layout, as the
+        // products' classes are.
+        auto made = [&](size_t i) {
+          return problem.strategies(producer)[i].results[e->result];
+        };
+        for (size_t i = 0; i < x[producer].size(); ++i) {
+          size_t rep = 0;
+          while (made(rep) != made(i))
+            ++rep;
+          addTerms(rep, 0, x[producer][i]);
+        }
       } else if (fixedU) {
         for (size_t j = 0; j < x[e->consumer].size(); ++j)
           addTerms(0, j, x[e->consumer][j]);
       } else {
-        std::vector<std::vector<int>> y = addProduct(*e, /*priced=*/false);
-        for (size_t i = 0; i < y.size(); ++i)
-          for (size_t j = 0; j < y[i].size(); ++j)
-            addTerms(i, j, y[i][j]);
+        Product product = addProduct(*e, /*priced=*/false);
+        for (size_t c = 0; c < product.repI.size(); ++c)
+          for (size_t d = 0; d < product.repJ.size(); ++d)
+            addTerms(product.repI[c], product.repJ[d], product.y[c][d]);
       }
       for (auto &[key, cols] : terms) {
         if (llvm::is_contained(cols, -1)) {
@@ -238,6 +287,7 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
 
   IntraOpPlan plan;
   plan.solvedNodes = numNodes;
+  plan.meshAxes = problem.meshShape().size();
   plan.numVariables = prog.obj.size();
   plan.numIntegerVariables = llvm::count(prog.integer, true);
   plan.numConstraints = prog.rowLb.size();
@@ -351,10 +401,10 @@ FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
 
 FailureOr<IntraOpPlan> searchIntraOp(func::FuncOp func,
                                      const cost::Cluster &cluster,
-                                     int64_t meshSize,
+                                     llvm::ArrayRef<int64_t> meshShape,
                                      const IntraOpOptions &options) {
   FailureOr<IntraOpProblem> problem =
-      IntraOpProblem::build(func, cluster, meshSize, options);
+      IntraOpProblem::build(func, cluster, meshShape, options);
   if (failed(problem))
     return failure();
   std::string whyNot;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 using namespace mlir;
 
@@ -18,20 +19,31 @@ namespace cleave::search {
 namespace {
 
 /// Prices ops and collectives on one cluster and mesh, caching collectives
-/// (a block asks for the same few sizes again and again).
+/// (a block asks for the same few sizes again and again). The mesh has up
+/// to three logical axes laid row-major over the ranks from the first: the
+/// last axis runs over neighbouring ranks (inside a node first), the first
+/// over the farthest.
 class Pricer {
 public:
-  Pricer(const cost::Cluster &cluster, int64_t mesh, int64_t firstRank)
-      : cluster(cluster), mesh(mesh),
-        group(cost::Group::strided(firstRank, mesh)) {}
+  Pricer(const cost::Cluster &cluster, llvm::ArrayRef<int64_t> shape,
+         int64_t firstRank)
+      : cluster(cluster), shape(shape) {
+    groups.resize(shape.size());
+    int64_t stride = 1;
+    for (int a = int(shape.size()) - 1; a >= 0; --a) {
+      groups[a] = cost::Group::strided(firstRank, shape[a], stride);
+      stride *= shape[a];
+    }
+  }
 
-  FailureOr<double> collective(cost::Collective kind, double bytes) {
-    if (mesh <= 1 || bytes <= 0)
+  FailureOr<double> collective(unsigned axis, cost::Collective kind,
+                               double bytes) {
+    if (shape[axis] <= 1 || bytes <= 0)
       return 0.0;
-    auto key = std::make_pair(int(kind), bytes);
+    auto key = std::make_tuple(axis, int(kind), bytes);
     if (auto it = cache.find(key); it != cache.end())
       return it->second;
-    auto c = cost::estimateCollective(kind, bytes, group, cluster);
+    auto c = cost::estimateCollective(kind, bytes, groups[axis], cluster);
     if (!c.ok()) {
       error = std::string(c.status().message());
       return failure();
@@ -39,30 +51,51 @@ public:
     return cache[key] = c->seconds;
   }
 
-  /// a -> b for a value of type `type` (see IntraOpSearch.h).
+  /// The bytes a device holds of a `bytes` tensor laid out as `dims`,
+  /// leaving out the split over `axis` (what a collective on that axis
+  /// moves per device).
+  double bytesBeside(double bytes, llvm::ArrayRef<int64_t> dims,
+                     unsigned axis) const {
+    for (unsigned b = 0; b < dims.size(); ++b)
+      if (b != axis && dims[b] != kReplicated)
+        bytes /= shape[b];
+    return bytes;
+  }
+
+  /// from -> to, axis by axis (see IntraOpSearch.h).
   FailureOr<double> reshard(int64_t from, int64_t to, Type type) {
     if (from == to || from == kReplicated)
       return 0.0;
-    double bytes = graph::tensorBytes(type);
-    if (to == kReplicated)
-      return collective(cost::Collective::AllGather, bytes);
-    return collective(cost::Collective::AllToAll, bytes / mesh);
+    double bytes = graph::tensorBytes(type), total = 0;
+    auto f = unpackLayout(from, shape.size()), t = unpackLayout(to, shape.size());
+    for (unsigned a = 0; a < shape.size(); ++a) {
+      if (f[a] == t[a] || f[a] == kReplicated)
+        continue;
+      double share = bytesBeside(bytes, f, a);
+      FailureOr<double> c =
+          t[a] == kReplicated
+              ? collective(a, cost::Collective::AllGather, share)
+              : collective(a, cost::Collective::AllToAll, share / shape[a]);
+      if (failed(c))
+        return failure();
+      total += *c;
+    }
+    return total;
   }
 
-  /// The gradient of a value of `type`, partial over the mesh, reduced
-  /// onto `layout`: all-reduced onto a replicated value, reduce-scattered
-  /// onto a split one.
   /// A parameter's gradient is not reduced alone: the lowering packs them
   /// into buckets of 25 MiB (GradientLowering.cpp, as PyTorch DDP does), so
   /// each pays its share of a bucket's reduction, not a latency of its own.
-  FailureOr<double> reduceOnto(int64_t layout, Type type, bool bucketed) {
+  /// On `axis`, onto the layout `dims` of the value.
+  FailureOr<double> reduceOnto(unsigned axis, llvm::ArrayRef<int64_t> dims,
+                               Type type, bool bucketed) {
     constexpr double kBucketBytes = 25 << 20;
-    double bytes = graph::tensorBytes(type);
-    auto kind = layout == kReplicated ? cost::Collective::AllReduce
-                                      : cost::Collective::ReduceScatter;
+    double bytes = bytesBeside(graph::tensorBytes(type), dims, axis);
+    auto kind = dims[axis] == kReplicated ? cost::Collective::AllReduce
+                                          : cost::Collective::ReduceScatter;
     if (!bucketed || bytes >= kBucketBytes)
-      return collective(kind, bytes);
-    FailureOr<double> bucket = collective(kind, kBucketBytes);
+      return collective(axis, kind, bytes);
+    FailureOr<double> bucket = collective(axis, kind, kBucketBytes);
     if (failed(bucket))
       return failure();
     return *bucket * bytes / kBucketBytes;
@@ -75,11 +108,11 @@ public:
   FailureOr<double> backwardOf(const StrategyCollective &c) {
     switch (c.kind) {
     case cost::Collective::AllGather:
-      return collective(cost::Collective::ReduceScatter, c.bytes);
+      return collective(c.axis, cost::Collective::ReduceScatter, c.bytes);
     case cost::Collective::ReduceScatter:
-      return collective(cost::Collective::AllGather, c.bytes);
+      return collective(c.axis, cost::Collective::AllGather, c.bytes);
     case cost::Collective::AllToAll:
-      return collective(cost::Collective::AllToAll, c.bytes);
+      return collective(c.axis, cost::Collective::AllToAll, c.bytes);
     default:
       return 0.0;
     }
@@ -135,12 +168,144 @@ public:
 
 private:
   const cost::Cluster &cluster;
-  int64_t mesh;
-  cost::Group group;
-  std::map<std::pair<int, double>, double> cache;
+  llvm::SmallVector<int64_t, 3> shape;
+  std::vector<cost::Group> groups;
+  std::map<std::tuple<unsigned, int, double>, double> cache;
 };
 
+/// Whether strategy `s` divides the op's work over its axis: an operand it
+/// reads whole then receives a partial gradient from each device.
+bool splitsWork(const ShardingStrategy &s) {
+  auto split = [](int64_t d) { return d != kReplicated; };
+  return s.partial != PartialReduction::None ||
+         llvm::any_of(s.operands, split) || llvm::any_of(s.results, split);
+}
+
+/// The strategies of one op on every axis of the mesh, composed: one per
+/// combination (Alpa's 2-D strategies), where a dimension split over
+/// several axes must be divisible by their sizes together (axis 0's blocks
+/// outermost). Layouts are packed
+/// (packLayout), the work share and per-device GEMM multiply, each axis's
+/// collectives run on that axis's groups over the bytes the other axes
+/// leave a device. `splitAxes` gets, per composite, the axes it splits work
+/// over.
+void compose(Operation *op, llvm::ArrayRef<int64_t> shape,
+             llvm::ArrayRef<llvm::SmallVector<ShardingStrategy, 0>> perAxis,
+             llvm::SmallVectorImpl<ShardingStrategy> &out,
+             std::vector<unsigned> &splitAxes) {
+  unsigned axes = perAxis.size();
+  if (axes == 1) {
+    for (const ShardingStrategy &s : perAxis[0]) {
+      out.push_back(s);
+      splitAxes.push_back(splitsWork(s) ? 1u : 0u);
+    }
+    return;
+  }
+  const ShardingStrategy &whole = perAxis[0].front();
+  llvm::SmallVector<size_t, 3> pick(axes, 0);
+  while (true) {
+    llvm::SmallVector<const ShardingStrategy *, 3> parts;
+    for (unsigned a = 0; a < axes; ++a)
+      parts.push_back(&perAxis[a][pick[a]]);
+    // Packs one tensor's layout, or fails where two axes split one dim.
+    // Packs one tensor's layout, or fails where several axes split one
+    // dimension that their sizes together do not divide.
+    auto layout = [&](auto member, size_t i, Type type, int64_t &packed) {
+      llvm::SmallVector<int64_t, 3> dims;
+      for (const ShardingStrategy *s : parts)
+        dims.push_back(((*s).*member)[i]);
+      auto ranked = dyn_cast<RankedTensorType>(type);
+      for (unsigned a = 0; a < axes; ++a) {
+        if (dims[a] == kReplicated)
+          continue;
+        int64_t ways = 1;
+        for (unsigned b = 0; b < axes; ++b)
+          if (dims[b] == dims[a])
+            ways *= shape[b];
+        if (!ranked || ranked.getDimSize(dims[a]) % ways != 0)
+          return false;
+      }
+      packed = packLayout(dims);
+      return true;
+    };
+    ShardingStrategy c;
+    bool ok = true;
+    for (size_t i = 0; ok && i < whole.operands.size(); ++i)
+      ok = layout(&ShardingStrategy::operands, i, op->getOperand(i).getType(),
+                  c.operands.emplace_back());
+    for (size_t i = 0; ok && i < whole.results.size(); ++i)
+      ok = layout(&ShardingStrategy::results, i, op->getResult(i).getType(),
+                  c.results.emplace_back());
+    if (ok) {
+      unsigned mask = 0;
+      bool allReplicated = true;
+      for (unsigned a = 0; a < axes; ++a) {
+        const ShardingStrategy &s = *parts[a];
+        allReplicated &= s.name == whole.name;
+        c.name += (a ? "|" : "") + s.name;
+        c.workShare *= s.workShare;
+        if (c.partial == PartialReduction::None)
+          c.partial = s.partial;
+        if (splitsWork(s))
+          mask |= 1u << a;
+        for (StrategyCollective k : s.collectives) {
+          k.axis = a;
+          for (unsigned b = 0; b < axes; ++b)
+            if (b != a)
+              k.bytes *= parts[b]->workShare;
+          c.collectives.push_back(k);
+        }
+      }
+      if (allReplicated)
+        c.name = whole.name;
+      if (whole.gemm && llvm::all_of(parts, [](auto *s) { return s->gemm; })) {
+        cost::Gemm g = *whole.gemm;
+        for (const ShardingStrategy *s : parts) {
+          auto shrink = [](int64_t &dim, int64_t full, int64_t part) {
+            if (part > 0 && full % part == 0)
+              dim /= full / part;
+          };
+          shrink(g.m, whole.gemm->m, s->gemm->m);
+          shrink(g.n, whole.gemm->n, s->gemm->n);
+          shrink(g.k, whole.gemm->k, s->gemm->k);
+          shrink(g.batch, whole.gemm->batch, s->gemm->batch);
+        }
+        c.gemm = g;
+      }
+      out.push_back(std::move(c));
+      splitAxes.push_back(mask);
+    }
+    unsigned a = 0;
+    while (a < axes && ++pick[a] == perAxis[a].size())
+      pick[a++] = 0;
+    if (a == axes)
+      break;
+  }
+}
+
 } // namespace
+
+int64_t packLayout(llvm::ArrayRef<int64_t> dims) {
+  if (dims.size() == 1)
+    return dims[0];
+  int64_t packed = 0;
+  bool split = false;
+  for (auto [a, d] : llvm::enumerate(dims)) {
+    split |= d != kReplicated;
+    packed |= (d + 1) << (8 * a);
+  }
+  return split ? packed : kReplicated;
+}
+
+llvm::SmallVector<int64_t, 3> unpackLayout(int64_t layout, unsigned axes) {
+  if (axes == 1)
+    return {layout};
+  llvm::SmallVector<int64_t, 3> dims(axes, kReplicated);
+  if (layout != kReplicated)
+    for (unsigned a = 0; a < axes; ++a)
+      dims[a] = ((layout >> (8 * a)) & 255) - 1;
+  return dims;
+}
 
 /// Context parallelism splits tokens: every value that carries the
 /// sequence (from the inputs' dimension 1, followed through the strategies'
@@ -217,20 +382,39 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
                                                 const cost::Cluster &cluster,
                                                 int64_t meshSize,
                                                 const IntraOpOptions &options) {
-  if (meshSize < 1)
-    return func.emitOpError() << "mesh size must be positive, got " << meshSize;
+  return build(func, cluster, llvm::ArrayRef<int64_t>{meshSize}, options);
+}
+
+FailureOr<IntraOpProblem>
+IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
+                      llvm::ArrayRef<int64_t> meshShape,
+                      const IntraOpOptions &options) {
+  if (meshShape.empty() || meshShape.size() > kMaxMeshAxes)
+    return func.emitOpError() << "a mesh has 1 to " << kMaxMeshAxes
+                              << " axes, got " << meshShape.size();
+  int64_t meshSize = 1;
+  for (int64_t n : meshShape) {
+    if (n < 1)
+      return func.emitOpError() << "mesh size must be positive, got " << n;
+    meshSize *= n;
+  }
   if (options.firstRank + meshSize > cluster.numDevices())
     return func.emitOpError()
            << "mesh of " << meshSize << " ranks does not fit cluster '"
            << cluster.name << "' of " << cluster.numDevices() << " devices";
   if (!func.getBody().hasOneBlock())
     return func.emitOpError() << "intra-op search needs a single-block body";
+  unsigned axes = meshShape.size();
+  if (axes > 1 && (options.sequenceParallel || options.contextParallel))
+    return func.emitOpError()
+           << "sequence and context parallelism are searched on a 1-D mesh";
 
   IntraOpProblem p;
   p.mesh = meshSize;
+  p.shape.assign(meshShape.begin(), meshShape.end());
   p.memoryLimit = options.paramMemoryBytes > 0 ? options.paramMemoryBytes
                                                : cluster.device.memoryBytes;
-  Pricer pricer(cluster, meshSize, options.firstRank);
+  Pricer pricer(cluster, meshShape, options.firstRank);
   auto pricingError = [&]() {
     return func.emitOpError() << "cost model: " << pricer.error;
   };
@@ -263,11 +447,17 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
     unsigned node = p.ops.size();
     p.ops.push_back(&op);
     p.index[&op] = node;
+    // The strategies on each axis, composed over the mesh.
+    llvm::SmallVector<llvm::SmallVector<ShardingStrategy, 0>, 3> perAxis(axes);
+    for (unsigned a = 0; a < axes; ++a) {
+      if (auto rules = dyn_cast<ShardingStrategyOpInterface>(&op))
+        rules.getShardingStrategies(meshShape[a], perAxis[a]);
+      if (perAxis[a].empty())
+        perAxis[a].push_back(replicatedStrategy(&op));
+    }
     auto &strategies = p.nodeStrategies.emplace_back();
-    if (auto rules = dyn_cast<ShardingStrategyOpInterface>(&op))
-      rules.getShardingStrategies(meshSize, strategies);
-    if (strategies.empty())
-      strategies.push_back(replicatedStrategy(&op));
+    std::vector<unsigned> splitAxes;
+    compose(&op, meshShape, perAxis, strategies, splitAxes);
     if (options.sequenceParallel &&
         isa<graph::LayerNormOp, graph::RmsNormOp>(op)) {
       auto type = cast<RankedTensorType>(op.getResult(0).getType());
@@ -283,6 +473,11 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
 
     if (options.contextParallel)
       restrictToTokenSplits(op, strategies, sequenceDims);
+    if (axes == 1) { // the 1-D restrictions above may have dropped some
+      splitAxes.clear();
+      for (const ShardingStrategy &s : strategies)
+        splitAxes.push_back(splitsWork(s) ? 1u : 0u);
+    }
 
     // The backward pass computes a gradient per operand that has one, each
     // about the forward op's work (a matmul's dA and dB are GEMMs of its
@@ -305,7 +500,7 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
         return pricingError();
       double total = *seconds * (1 + backwardFactor);
       for (const StrategyCollective &c : s.collectives) {
-        FailureOr<double> t = pricer.collective(c.kind, c.bytes);
+        FailureOr<double> t = pricer.collective(c.axis, c.kind, c.bytes);
         if (failed(t))
           return pricingError();
         total += *t;
@@ -317,9 +512,13 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
         total += *t;
       }
       double bytes = 0;
-      if (isa<graph::ParamOp>(op))
-        bytes = double(graph::tensorBytes(op.getResult(0).getType())) /
-                (s.results[0] == kReplicated ? 1 : meshSize);
+      if (isa<graph::ParamOp>(op)) {
+        bytes = double(graph::tensorBytes(op.getResult(0).getType()));
+        auto dims = unpackLayout(s.results[0], axes);
+        for (unsigned a = 0; a < axes; ++a)
+          if (dims[a] != kReplicated)
+            bytes /= meshShape[a];
+      }
       if (trainableParam && options.training) {
         FailureOr<double> t = pricer.update(bytes);
         if (failed(t))
@@ -329,13 +528,6 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
       costs.push_back(total);
       params.push_back(bytes);
     }
-    // Whether strategy `s` divides the op's work over the mesh: an operand
-    // it reads whole then receives a partial gradient from each device.
-    auto splitsWork = [](const ShardingStrategy &s) {
-      auto split = [](int64_t d) { return d != kReplicated; };
-      return s.partial != PartialReduction::None ||
-             llvm::any_of(s.operands, split) || llvm::any_of(s.results, split);
-    };
 
     for (OpOperand &use : op.getOpOperands()) {
       auto result = dyn_cast<OpResult>(use.get());
@@ -350,23 +542,34 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
                     use.getOperandNumber(),
                     {}};
       bool grad = hasGrad.contains(result);
-      for (const ShardingStrategy &to : strategies) {
-        e.required.push_back(to.operands[e.operand]);
-        e.partialGrad.push_back(grad && to.operands[e.operand] == kReplicated &&
-                                splitsWork(to));
+      // The operand's gradient is partial over every axis on which the
+      // consumer splits its work but reads the operand whole.
+      for (auto [j, to] : llvm::enumerate(strategies)) {
+        int64_t read = to.operands[e.operand];
+        e.required.push_back(read);
+        unsigned partial = 0;
+        if (grad) {
+          auto dims = unpackLayout(read, axes);
+          for (unsigned a = 0; a < axes; ++a)
+            if (dims[a] == kReplicated && (splitAxes[j] >> a & 1))
+              partial |= 1u << a;
+        }
+        e.partialAxes.push_back(partial);
       }
       for (const ShardingStrategy &from : p.nodeStrategies[e.producer]) {
         int64_t produced = from.results[e.result];
-        double reduce = 0;
+        auto &reduce = e.gradReduce.emplace_back(axes, 0.0);
         if (grad) {
-          FailureOr<double> t =
-              pricer.reduceOnto(produced, result.getType(),
-                                isa<graph::ParamOp>(result.getOwner()));
-          if (failed(t))
-            return pricingError();
-          reduce = *t;
+          auto dims = unpackLayout(produced, axes);
+          for (unsigned a = 0; a < axes; ++a) {
+            FailureOr<double> t =
+                pricer.reduceOnto(a, dims, result.getType(),
+                                  isa<graph::ParamOp>(result.getOwner()));
+            if (failed(t))
+              return pricingError();
+            reduce[a] = *t;
+          }
         }
-        e.gradReduce.push_back(reduce);
         auto &row = e.cost.emplace_back();
         for (auto [j, to] : llvm::enumerate(strategies)) {
           int64_t read = to.operands[e.operand];
@@ -381,11 +584,12 @@ FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
               return pricingError();
             total += *t;
           }
-          if (e.partialGrad[j])
-            total += reduce;
           row.push_back(total);
         }
       }
+      for (size_t i = 0; i < e.cost.size(); ++i)
+        for (size_t j = 0; j < strategies.size(); ++j)
+          e.cost[i][j] += e.reduceCost(i, j);
       auto [group, inserted] =
           valueGroup.try_emplace(result, p.edgesOfValue.size());
       if (inserted)
@@ -409,17 +613,19 @@ double IntraOpProblem::cost(llvm::ArrayRef<unsigned> choice) const {
   for (unsigned n = 0; n < ops.size(); ++n)
     total += nodeCosts[n][choice[n]];
   // Each value pays once per distinct layout its consumers read, and once
-  // for reducing its gradient if some consumer leaves it partial.
+  // per axis for reducing its gradient if some consumer leaves it partial
+  // over that axis.
   for (const std::vector<unsigned> &group : edgesOfValue) {
     llvm::SmallVector<int64_t> paid;
-    bool reduced = false;
+    unsigned reduced = 0;
     for (unsigned index : group) {
       const IntraOpEdge &e = dataEdges[index];
       unsigned from = choice[e.producer], to = choice[e.consumer];
-      if (e.partialGrad[to] && !reduced) {
-        reduced = true;
-        total += e.gradReduce[from];
-      }
+      for (unsigned a = 0; a < e.gradReduce[from].size(); ++a)
+        if ((e.partialAxes[to] >> a & 1) && !(reduced >> a & 1)) {
+          reduced |= 1u << a;
+          total += e.gradReduce[from][a];
+        }
       int64_t layout = e.required[to];
       if (llvm::is_contained(paid, layout))
         continue;

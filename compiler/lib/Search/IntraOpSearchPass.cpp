@@ -18,17 +18,31 @@ using namespace mlir;
 
 namespace cleave::search {
 
-/// One array per value: the mesh axis (0) over which each dimension is
-/// split, or -1.
+/// Per value: on a 1-D mesh, one array holding for each dimension the mesh
+/// axis (0) it is split over, or -1; on a mesh of several axes, one array
+/// per dimension listing the axes it is split over (outermost first;
+/// empty: whole).
 static ArrayAttr layoutAttr(Builder &b, ValueRange values,
-                            llvm::ArrayRef<int64_t> dims) {
+                            llvm::ArrayRef<int64_t> layouts, unsigned meshAxes) {
   SmallVector<Attribute> arrays;
-  for (auto [v, dim] : llvm::zip(values, dims)) {
+  for (auto [v, layout] : llvm::zip(values, layouts)) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
-    SmallVector<int64_t> axes(t ? t.getRank() : 0, -1);
-    if (dim != kReplicated && dim < int64_t(axes.size()))
-      axes[dim] = 0;
-    arrays.push_back(b.getDenseI64ArrayAttr(axes));
+    int64_t rank = t ? t.getRank() : 0;
+    SmallVector<SmallVector<int64_t>> axesOf(rank);
+    for (auto [axis, dim] : llvm::enumerate(unpackLayout(layout, meshAxes)))
+      if (dim != kReplicated && dim < rank)
+        axesOf[dim].push_back(axis);
+    if (meshAxes == 1) {
+      SmallVector<int64_t> axes;
+      for (auto &a : axesOf)
+        axes.push_back(a.empty() ? -1 : a.front());
+      arrays.push_back(b.getDenseI64ArrayAttr(axes));
+      continue;
+    }
+    SmallVector<Attribute> dims;
+    for (auto &a : axesOf)
+      dims.push_back(b.getDenseI64ArrayAttr(a));
+    arrays.push_back(b.getArrayAttr(dims));
   }
   return b.getArrayAttr(arrays);
 }
@@ -37,10 +51,11 @@ void annotateIntraOpPlan(const IntraOpPlan &plan) {
   for (auto [op, s] : llvm::zip(plan.ops, plan.strategies)) {
     Builder b(op->getContext());
     op->setAttr("cleave.strategy", b.getStringAttr(s.name));
-    op->setAttr("cleave.sharding", layoutAttr(b, op->getResults(), s.results));
+    op->setAttr("cleave.sharding",
+                layoutAttr(b, op->getResults(), s.results, plan.meshAxes));
     if (op->getNumOperands())
       op->setAttr("cleave.operand_sharding",
-                  layoutAttr(b, op->getOperands(), s.operands));
+                  layoutAttr(b, op->getOperands(), s.operands, plan.meshAxes));
     if (s.partial != PartialReduction::None)
       op->setAttr("cleave.partial",
                   b.getStringAttr(partialReductionName(s.partial)));
@@ -80,8 +95,23 @@ struct IntraOpSearchPass
     options.contextParallel = contextParallel;
     options.training = training;
     options.tieRepeatedLayers = tieRepeatedLayers;
+    SmallVector<int64_t, 3> shape = {mesh};
+    if (!meshShape.empty()) {
+      shape.clear();
+      SmallVector<StringRef> parts;
+      StringRef(meshShape).split(parts, 'x');
+      for (StringRef part : parts) {
+        int64_t n;
+        if (part.trim().getAsInteger(10, n) || n < 1) {
+          func.emitOpError() << "bad mesh-shape '" << meshShape
+                             << "': expected sizes joined by 'x', e.g. 2x4";
+          return signalPassFailure();
+        }
+        shape.push_back(n);
+      }
+    }
     FailureOr<cleave::search::IntraOpPlan> plan =
-        cleave::search::searchIntraOp(func, *cluster, mesh, options);
+        cleave::search::searchIntraOp(func, *cluster, shape, options);
     if (failed(plan))
       return signalPassFailure();
     cleave::search::annotateIntraOpPlan(*plan);

@@ -140,6 +140,7 @@ IntraOpProblem IntraOpProblem::tied(llvm::ArrayRef<unsigned> representative,
   unsigned n = ops.size();
   IntraOpProblem t;
   t.mesh = mesh;
+  t.shape = shape;
   t.memoryLimit = memoryLimit;
   reducedIndex.assign(n, 0);
   for (unsigned v = 0; v < n; ++v) {
@@ -168,11 +169,12 @@ IntraOpProblem IntraOpProblem::tied(llvm::ArrayRef<unsigned> representative,
     double weight = 1;
   };
   auto sameEdge = [](const IntraOpEdge &a, const IntraOpEdge &b) {
-    if (a.partialGrad != b.partialGrad || a.required != b.required)
+    if (a.partialAxes != b.partialAxes || a.required != b.required)
       return false;
     for (size_t i = 0; i < a.cost.size(); ++i) {
-      if (!nearlyEqual(a.gradReduce[i], b.gradReduce[i]))
-        return false;
+      for (size_t x = 0; x < a.gradReduce[i].size(); ++x)
+        if (!nearlyEqual(a.gradReduce[i][x], b.gradReduce[i][x]))
+          return false;
       for (size_t j = 0; j < a.cost[i].size(); ++j)
         if (!nearlyEqual(a.cost[i][j], b.cost[i][j]))
           return false;
@@ -228,8 +230,9 @@ IntraOpProblem IntraOpProblem::tied(llvm::ArrayRef<unsigned> representative,
         for (auto &row : e.cost)
           for (double &c : row)
             c *= g.weight;
-        for (double &c : e.gradReduce)
-          c *= g.weight;
+        for (auto &row : e.gradReduce)
+          for (double &c : row)
+            c *= g.weight;
         out.push_back(t.dataEdges.size());
         t.dataEdges.push_back(std::move(e));
       }

@@ -66,6 +66,16 @@ struct IntraOpOptions {
   bool tieRepeatedLayers = true;
 };
 
+/// A mesh has one to three logical axes (e.g. data x tensor x sequence).
+inline constexpr unsigned kMaxMeshAxes = 3;
+
+/// A tensor's layout on a mesh of `dims.size()` axes: for each axis the
+/// tensor dimension split over it, or kReplicated; packed into one integer
+/// so that layouts compare as numbers. On a 1-D mesh it is the dimension
+/// itself; kReplicated when no axis splits the tensor.
+int64_t packLayout(llvm::ArrayRef<int64_t> dims);
+llvm::SmallVector<int64_t, 3> unpackLayout(int64_t layout, unsigned axes);
+
 /// One edge of the problem: operand `operand` of node `consumer` reads
 /// result `result` of node `producer`.
 struct IntraOpEdge {
@@ -74,18 +84,27 @@ struct IntraOpEdge {
   std::vector<std::vector<double>> cost;
   /// The layout the consumer reads, per consumer strategy.
   std::vector<int64_t> required;
-  /// Training only: per consumer strategy, whether the operand's gradient
-  /// leaves it partial over the mesh (a replicated operand of split work);
-  /// and per producer strategy, the reduction of the value's gradient back
-  /// to the producer's layout (all-reduce onto a replicated value,
-  /// reduce-scatter onto a split one). `cost` includes it; a value pays it
-  /// once however many consumers leave partial gradients.
-  std::vector<bool> partialGrad;
-  std::vector<double> gradReduce;
+  /// Training only: per consumer strategy, the mesh axes (a bit each) over
+  /// which the operand's gradient is partial (the consumer splits its work
+  /// there but reads the operand whole); and per producer strategy and
+  /// axis, the reduction of the value's gradient back to the producer's
+  /// layout (all-reduce onto a replicated value, reduce-scatter onto a
+  /// split one). `cost` includes it; a value pays it once per axis however
+  /// many consumers leave partial gradients.
+  std::vector<unsigned> partialAxes;
+  std::vector<std::vector<double>> gradReduce;
 
+  /// The gradient-reduction part of `cost`.
+  double reduceCost(unsigned from, unsigned to) const {
+    double total = 0;
+    for (unsigned a = 0; a < gradReduce[from].size(); ++a)
+      if (partialAxes[to] >> a & 1)
+        total += gradReduce[from][a];
+    return total;
+  }
   /// The resharding part of `cost` (forward, and its backward counterpart).
   double reshardCost(unsigned from, unsigned to) const {
-    return cost[from][to] - (partialGrad[to] ? gradReduce[from] : 0.0);
+    return cost[from][to] - reduceCost(from, to);
   }
 };
 
@@ -98,6 +117,13 @@ public:
                                                const cost::Cluster &cluster,
                                                int64_t meshSize,
                                                const IntraOpOptions &options);
+  /// On a mesh of several logical axes, laid row-major over the ranks
+  /// from IntraOpOptions::firstRank (the last axis over neighbouring
+  /// ranks): every op's strategies are the per-axis rules composed, layouts
+  /// are packed (packLayout), and each axis's collectives run on its groups.
+  static llvm::FailureOr<IntraOpProblem>
+  build(mlir::func::FuncOp func, const cost::Cluster &cluster,
+        llvm::ArrayRef<int64_t> meshShape, const IntraOpOptions &options);
 
   llvm::ArrayRef<mlir::Operation *> nodes() const { return ops; }
   llvm::ArrayRef<ShardingStrategy> strategies(unsigned node) const {
@@ -118,6 +144,7 @@ public:
   }
   std::optional<unsigned> nodeOf(mlir::Operation *op) const;
   int64_t meshSize() const { return mesh; }
+  llvm::ArrayRef<int64_t> meshShape() const { return shape; }
   double paramMemoryLimit() const { return memoryLimit; }
 
   /// Total seconds of one strategy index per node.
@@ -139,6 +166,7 @@ public:
 
 private:
   int64_t mesh = 1;
+  llvm::SmallVector<int64_t, 3> shape = {1};
   double memoryLimit = 0;
   std::vector<mlir::Operation *> ops;
   llvm::DenseMap<mlir::Operation *, unsigned> index;
@@ -178,6 +206,8 @@ struct IntraOpPlan {
   /// Nodes the program chose for; fewer than `ops` where repeated layers
   /// were tied.
   int64_t solvedNodes = 0;
+  /// Axes of the mesh: the strategies' layouts are packed over them.
+  unsigned meshAxes = 1;
 };
 
 /// Solves `problem` exactly (up to the time limit and relative gap); fails
@@ -190,7 +220,7 @@ llvm::FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
 /// build + solve; errors are emitted at `func`.
 llvm::FailureOr<IntraOpPlan> searchIntraOp(mlir::func::FuncOp func,
                                            const cost::Cluster &cluster,
-                                           int64_t meshSize,
+                                           llvm::ArrayRef<int64_t> meshShape,
                                            const IntraOpOptions &options);
 
 /// Writes the choice as discardable attributes on every op:

@@ -44,6 +44,9 @@ llvm::StringRef partialReductionName(PartialReduction p);
 struct StrategyCollective {
   cost::Collective kind;
   double bytes = 0;
+  /// The mesh axis whose groups run it (a strategy composed over a mesh of
+  /// several axes issues each axis's collectives on that axis).
+  unsigned axis = 0;
 };
 
 struct ShardingStrategy {

@@ -54,10 +54,10 @@ def AppendLoss : Pass<"cleave-append-loss", "mlir::ModuleOp"> {
 }
 
 def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
-  let summary = "Choose every op's sharding on a 1-D tensor-parallel mesh (ILP)";
+  let summary = "Choose every op's sharding on a device mesh of 1-3 axes (ILP)";
   let description = [{
-    Alpa's intra-operator pass on a 1-D mesh of `mesh` ranks inside one
-    node of `cluster`: every op offers strategies through
+    Alpa's intra-operator pass on a 1-D mesh of `mesh` ranks, or on a mesh
+    of up to three logical axes (`mesh-shape=2x4`), of `cluster`: every op offers strategies through
     ShardingStrategyOpInterface (which dimension of each operand and result
     is split, partial sums and their reduction), and an integer program
     solved exactly by COIN-OR CBC picks one per op, minimising compute on
@@ -80,6 +80,9 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"mesh", "mesh", "int64_t", "8", "tensor-parallel degree">,
+    Option<"meshShape", "mesh-shape", "std::string", "\"\"",
+           "a mesh of up to 3 logical axes, e.g. 2x4 (overrides mesh); "
+           "the last axis runs over neighbouring ranks">,
     Option<"clusterSpec", "cluster", "std::string", "\"dgx-a100-80g\"",
            "cluster preset or file, with ,key=value overrides">,
     Option<"paramMemory", "param-memory", "double", "0",
