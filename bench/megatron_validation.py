@@ -12,7 +12,9 @@ The paper does not give the microbatch size; the table uses 1 (the size
 Megatron-LM's scripts use for these models) and also shows the best feasible
 size. Megatron-LM as published reduced gradients after the pipeline flush and
 blocked on pipeline transfers, so the plans are scored with overlap-grad=off
-and overlap-p2p=off (cleave's own runtime overlaps both).
+and overlap-p2p=off (cleave's own runtime overlaps both), and it cut the
+layers evenly over the stages (stages=even; cleave balances them against the
+embedding and head by default).
 
 Usage: bench/megatron_validation.py [path/to/cleave]
 """
@@ -44,7 +46,7 @@ def paper_flops(batch, layers, hidden):
 def score(cleave, name, gpus, tp, pp, dp, batch, mbs):
     knobs = (f"tp={tp},pp={pp},dp={dp},cp=1,sp=off,zero=0,microbatch={mbs},"
              "recompute=full,precision=fp16,schedule=1f1b,overlap-grad=off,"
-             "overlap-p2p=off")
+             "overlap-p2p=off,stages=even")
     cmd = [cleave, "compile", f"zoo:megatron-{name}", "--cluster",
            f"dgx-a100-80g,nodes={gpus // 8}", "--global-batch", str(batch),
            "--fix", knobs, "--json"]

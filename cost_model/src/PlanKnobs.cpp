@@ -73,6 +73,12 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
             "knob '", key, "' takes on or off, got '", value, "'"));
       (key == "overlap-grad" ? plan.overlapGradReduce : plan.overlapTransfers) =
           on;
+    } else if (key == "stages") {
+      if (value == "balanced" || value == "even")
+        plan.balanceStages = value == "balanced";
+      else
+        status = absl::InvalidArgumentError(absl::StrCat(
+            "knob 'stages' takes balanced or even, got '", value, "'"));
     } else if (key == "schedule") {
       auto kind = parseSchedule(value);
       if (kind.ok())
@@ -98,7 +104,7 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
       status = absl::InvalidArgumentError(absl::StrCat(
           "unknown knob '", key,
           "' (knobs: dp, tp, pp, cp, ep, sp, zero, microbatch, schedule, vpp, "
-          "recompute, precision, overlap-grad, overlap-p2p)"));
+          "recompute, precision, overlap-grad, overlap-p2p, stages)"));
     }
     if (!status.ok())
       return status;

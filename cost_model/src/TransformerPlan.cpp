@@ -10,6 +10,8 @@
 
 #include "cleave/cost_model/TransformerPlan.h"
 
+#include "cleave/cost_model/StageBalance.h"
+
 #include "cleave/cost_model/Collectives.h"
 #include "cleave/cost_model/OperatorCost.h"
 #include "cleave/cost_model/PipelineSimulation.h"
@@ -448,12 +450,25 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   }
 
   // --- Stages -------------------------------------------------------------
+  // Layers per chunk balance the chunks' compute: the first also embeds,
+  // the last runs the head and the loss (StageBalance.h). The even split
+  // (spare layers to the later chunks) is kept wherever it is as fast.
   int64_t chunksTotal = p.pp * p.chunks;
-  std::vector<int64_t> chunkLayers(chunksTotal, m.layers / chunksTotal);
-  // Spare layers go to the later chunks: the first stage carries the
-  // embedding and the most in-flight activations.
-  for (int64_t i = 0; i < m.layers % chunksTotal; ++i)
-    chunkLayers[chunksTotal - 1 - i] += 1;
+  std::vector<int64_t> chunkLayers = evenLayerSplit(m.layers, chunksTotal);
+  if (p.balanceStages && chunksTotal > 1) {
+    std::vector<double> layerSeconds;
+    for (int64_t l = 0; l < m.layers; ++l) {
+      const LayerCost &L = m.isMoeLayer(l) ? moeLayer : dense;
+      layerSeconds.push_back(L.forward.seconds + L.backward.seconds);
+    }
+    double first = embedF.seconds * 3 + embedComm;
+    double last = head.first.seconds + head.second.seconds +
+                  lossElem.seconds * 1.5;
+    std::vector<int64_t> balanced =
+        balanceLayers(layerSeconds, first, last, chunksTotal);
+    if (!balanced.empty())
+      chunkLayers = std::move(balanced);
+  }
   std::vector<int64_t> chunkFirstLayer(chunksTotal, 0);
   for (int64_t i = 1; i < chunksTotal; ++i)
     chunkFirstLayer[i] = chunkFirstLayer[i - 1] + chunkLayers[i - 1];
@@ -480,6 +495,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   out.plan = p;
   out.numMicrobatches = microbatches;
   out.layersPerStage.assign(p.pp, 0);
+  out.layersPerChunk = chunkLayers;
   double sendBytes = tokens * h * e / (sp ? t : 1);
   CLEAVE_ASSIGN(send, price.collective(Collective::SendRecv, sendBytes, ppPair));
   out.pipelineSendSeconds = send;

@@ -119,6 +119,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.microbatches = replicaBatch / b;
   lo.schedule = cost::scheduleName(knobs.schedule);
   lo.virtualStages = knobs.chunks;
+  lo.chunkLayers = r.prediction.layersPerChunk;
   lo.seed = r.seed;
   lo.step = r.step;
   lo.vocab = r.shape.vocab;

@@ -2,6 +2,7 @@
 
 #include "cleave/Lowering/PlanLowering.h"
 
+#include "cleave/Analysis/LayerNumbering.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Lowering/ProgramEmitter.h"
 #include "cleave/Search/ShardingStrategy.h"
@@ -328,6 +329,16 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
     // sends of chunk pp - 1 wrap around the "pp" axis to stage 0.
     PipelineSplitOptions split;
     split.stages = o.pp * o.virtualStages;
+    // The cost model's layers per chunk, where they describe this graph
+    // (an imported model may number its blocks otherwise).
+    int64_t modelLayers = 0, given = 0;
+    module.walk([&](gr::ParamOp p) {
+      modelLayers = std::max(modelLayers, layerOfParamName(p.getName()) + 1);
+    });
+    for (int64_t count : o.chunkLayers)
+      given += count;
+    if (int64_t(o.chunkLayers.size()) == split.stages && given == modelLayers)
+      split.layersPerStage.assign(o.chunkLayers.begin(), o.chunkLayers.end());
     pm.addPass(createPipelineSplit(split));
     if (failed(pm.run(module)))
       return failure();

@@ -89,8 +89,30 @@ void PipelineSplitPass::runOnOperation() {
         << " pipeline stages (parameters named like 'h.<layer>.' mark layers)";
     return signalPassFailure();
   }
-  // Stage s holds layers [s * layers / n, (s + 1) * layers / n).
-  auto firstLayer = [&](int64_t s) { return s * layers / n; };
+  // Stage s holds layers [s * layers / n, (s + 1) * layers / n), or the
+  // counts asked for.
+  std::vector<int64_t> first(n + 1);
+  for (int64_t s = 0; s <= n; ++s)
+    first[s] = s * layers / n;
+  if (!layersPerStage.empty()) {
+    int64_t sum = 0;
+    bool positive = true;
+    for (int64_t count : layersPerStage) {
+      sum += count;
+      positive &= count > 0;
+    }
+    if (int64_t(layersPerStage.size()) != n || !positive ||
+        sum != a.numLayers) {
+      forward.emitError("layers-per-stage needs ")
+          << n << " positive counts summing to the model's " << a.numLayers
+          << " layer(s), got " << layersPerStage.size() << " summing to "
+          << sum;
+      return signalPassFailure();
+    }
+    for (int64_t s = 0; s < n; ++s)
+      first[s + 1] = first[s] + layersPerStage[s];
+  }
+  auto firstLayer = [&](int64_t s) { return first[s]; };
   auto stageOf = [&](Operation *op) -> int64_t {
     int64_t layer = std::max<int64_t>(a.layer.lookup(op), 0);
     int64_t s = 0;

@@ -51,7 +51,9 @@ TEST(TransformerPlan, FlopsFollowMegatronsFormula) {
   EXPECT_NEAR(r->modelFlops / model, 1.0, 1e-9);
   EXPECT_NEAR(r->hardwareFlops / megatronFlopsPerStep(m, 16), 1.0, 1e-9);
   EXPECT_EQ(r->numMicrobatches, 4);
-  EXPECT_EQ(r->layersPerStage, (std::vector<int64_t>{4, 4}));
+  // The head over 51200 words costs more than a layer: the last stage
+  // gives one up (StageBalance.h).
+  EXPECT_EQ(r->layersPerStage, (std::vector<int64_t>{5, 3}));
   EXPECT_GT(r->mfu, 0.2);
   EXPECT_LT(r->mfu, 0.8);
 }

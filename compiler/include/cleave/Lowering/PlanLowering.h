@@ -59,6 +59,10 @@ struct LoweringOptions {
   /// per stage, Narayanan et al. 2021).
   std::string schedule = "1f1b";
   int64_t virtualStages = 1;
+  /// Layers of each of the pp x virtualStages model chunks, in model order
+  /// (the cost model's balanced split, PlanPrediction::layersPerChunk);
+  /// empty, or not summing to the model's layers: an even split.
+  std::vector<int64_t> chunkLayers;
   StepOptions step;
   uint64_t seed = 1234;
   /// Vocabulary of the token inputs (0 if none).

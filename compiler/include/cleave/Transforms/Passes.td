@@ -173,10 +173,16 @@ def PipelineSplit : Pass<"cleave-pipeline-split", "mlir::ModuleOp"> {
     tied embedding is then a parameter of the first and the last stage,
     and its tensor-parallel all-gather runs in both). Each
     stage function carries `cleave.stage`, `cleave.first_layer` and
-    `cleave.num_layers`; the last returns what `@forward` returns.
+    `cleave.num_layers`; the last returns what `@forward` returns. Stage s
+    holds layers [s * L / n, (s + 1) * L / n) of L, or the counts given by
+    `layers-per-stage` (the cost model's split balanced against the
+    embedding and head), which must be `stages` positive counts summing to
+    L.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", "1", "pipeline stages">,
+    ListOption<"layersPerStage", "layers-per-stage", "int64_t",
+               "layers of each stage, in order (default: an even split)">,
   ];
 }
 

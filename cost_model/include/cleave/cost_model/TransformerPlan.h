@@ -86,6 +86,10 @@ struct ParallelConfig {
   /// the validation against its measurements models with these off.
   bool overlapGradReduce = true;
   bool overlapTransfers = true;
+  /// Layers per pipeline chunk balanced against the embedding on the first
+  /// and the head and loss on the last (StageBalance.h); off: the even
+  /// split, as Megatron-LM cuts its stages.
+  bool balanceStages = true;
 };
 
 struct PlanPrediction {
@@ -93,6 +97,9 @@ struct PlanPrediction {
   int64_t numMicrobatches = 0;
   /// Transformer layers of each stage (all its chunks).
   std::vector<int64_t> layersPerStage;
+  /// Transformer layers of each model chunk, in model order (chunk c runs
+  /// on stage c % pp); the lowering cuts the model the same way.
+  std::vector<int64_t> layersPerChunk;
   double stepSeconds = 0;
   /// Model FLOPs (forward and backward, recomputation excluded) and the
   /// FLOPs the hardware runs (recomputation included), per step.

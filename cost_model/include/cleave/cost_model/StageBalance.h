@@ -1,0 +1,44 @@
+//===- StageBalance.h - Layers per pipeline stage ---------------*- C++ -*-===//
+//
+// A pipeline runs at the pace of its slowest stage, and the stages are not
+// alike: the first also embeds the tokens, the last runs the head over the
+// whole vocabulary and the loss. With a large vocabulary the head costs
+// layers' worth of compute (LLaMA-3's 128k vocabulary at hidden 4096: 2.6
+// layers), so an even split of the layers leaves the last stage slowest.
+// This chooses, for contiguous chunks of layers, the counts that minimise
+// the slowest chunk (the one-dimensional stage partition of PipeDream and
+// Alpa's inter-op pass), keeping the even split where it is as fast.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_COST_MODEL_STAGEBALANCE_H
+#define CLEAVE_COST_MODEL_STAGEBALANCE_H
+
+#include <cstdint>
+#include <vector>
+
+namespace cleave::cost {
+
+/// The even split: every chunk gets layers / chunks, and the spare layers go
+/// to the last chunks (the first carries the embedding and, under 1F1B,
+/// the most in-flight activations).
+std::vector<int64_t> evenLayerSplit(int64_t layers, int64_t chunks);
+
+/// Layers per chunk, in order, each at least one, that minimise the
+/// largest chunk time: the sum of its layers' `layerSeconds`, plus
+/// `firstExtra` on the first chunk and `lastExtra` on the last. Exact
+/// (bisection on the bottleneck with a greedy check, which is exact for
+/// contiguous partitions), O(layers) per step. Returns the even split
+/// where that is as fast; an empty vector when there are fewer layers than
+/// chunks.
+std::vector<int64_t> balanceLayers(const std::vector<double> &layerSeconds,
+                                   double firstExtra, double lastExtra,
+                                   int64_t chunks);
+
+/// The largest chunk time of a split (see balanceLayers).
+double slowestChunk(const std::vector<double> &layerSeconds, double firstExtra,
+                    double lastExtra, const std::vector<int64_t> &split);
+
+} // namespace cleave::cost
+
+#endif // CLEAVE_COST_MODEL_STAGEBALANCE_H

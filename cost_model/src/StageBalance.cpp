@@ -1,0 +1,113 @@
+//===- StageBalance.cpp - Layers per pipeline stage -----------------------===//
+
+#include "cleave/cost_model/StageBalance.h"
+
+#include <algorithm>
+
+namespace cleave::cost {
+
+std::vector<int64_t> evenLayerSplit(int64_t layers, int64_t chunks) {
+  if (chunks <= 0)
+    return {};
+  std::vector<int64_t> split(chunks, layers / chunks);
+  for (int64_t i = 0; i < layers % chunks; ++i)
+    split[chunks - 1 - i] += 1;
+  return split;
+}
+
+double slowestChunk(const std::vector<double> &layerSeconds, double firstExtra,
+                    double lastExtra, const std::vector<int64_t> &split) {
+  double worst = 0;
+  size_t layer = 0;
+  for (size_t c = 0; c < split.size(); ++c) {
+    double t = c == 0 ? firstExtra : 0;
+    if (c + 1 == split.size())
+      t += lastExtra;
+    for (int64_t i = 0; i < split[c] && layer < layerSeconds.size(); ++i)
+      t += layerSeconds[layer++];
+    worst = std::max(worst, t);
+  }
+  return worst;
+}
+
+namespace {
+
+/// The work items: the layers, with the embedding folded into the first
+/// and the head into the last, so every chunk holds a real layer.
+std::vector<double> items(const std::vector<double> &layerSeconds,
+                          double firstExtra, double lastExtra) {
+  std::vector<double> w = layerSeconds;
+  w.front() += firstExtra;
+  w.back() += lastExtra;
+  return w;
+}
+
+/// The fewest contiguous chunks none of which exceeds `bound` (greedy:
+/// each chunk takes items while they fit), or chunks + 1 if some item
+/// alone exceeds it.
+int64_t chunksNeeded(const std::vector<double> &w, double bound,
+                     int64_t chunks) {
+  int64_t used = 1;
+  double load = 0;
+  for (double x : w) {
+    if (x > bound)
+      return chunks + 1;
+    if (load + x > bound) {
+      ++used;
+      load = 0;
+    }
+    load += x;
+  }
+  return used;
+}
+
+} // namespace
+
+std::vector<int64_t> balanceLayers(const std::vector<double> &layerSeconds,
+                                   double firstExtra, double lastExtra,
+                                   int64_t chunks) {
+  int64_t layers = layerSeconds.size();
+  if (chunks <= 0 || layers < chunks)
+    return {};
+  std::vector<int64_t> even = evenLayerSplit(layers, chunks);
+  if (chunks == 1)
+    return even;
+  std::vector<double> w = items(layerSeconds, firstExtra, lastExtra);
+  double lo = *std::max_element(w.begin(), w.end()), hi = 0;
+  for (double x : w)
+    hi += x;
+  // The bottleneck lies in [largest item, total]; 60 halvings pin it to
+  // double precision.
+  if (chunksNeeded(w, lo, chunks) > chunks) {
+    for (int i = 0; i < 60 && hi - lo > 1e-12 * hi; ++i) {
+      double mid = (lo + hi) / 2;
+      (chunksNeeded(w, mid, chunks) <= chunks ? hi : lo) = mid;
+    }
+  } else {
+    hi = lo;
+  }
+  double evenWorst = slowestChunk(layerSeconds, firstExtra, lastExtra, even);
+  if (evenWorst <= hi * (1 + 1e-9))
+    return even;
+  // The greedy chunks under the bound, then the largest split further
+  // until there are `chunks` of them (splitting never raises a maximum).
+  std::vector<int64_t> split;
+  double load = 0;
+  for (double x : w) {
+    if (split.empty() || load + x > hi) {
+      split.push_back(0);
+      load = 0;
+    }
+    split.back() += 1;
+    load += x;
+  }
+  while (int64_t(split.size()) < chunks) {
+    auto largest = std::max_element(split.begin(), split.end());
+    int64_t half = *largest / 2;
+    *largest -= half;
+    split.insert(largest + 1, half);
+  }
+  return split;
+}
+
+} // namespace cleave::cost

@@ -1,0 +1,120 @@
+//===- StageBalanceTest.cpp - Layers per pipeline stage -------------------===//
+
+#include "cleave/cost_model/StageBalance.h"
+#include "cleave/cost_model/TransformerPlan.h"
+
+#include "gtest/gtest.h"
+
+#include <numeric>
+
+using namespace cleave::cost;
+
+namespace {
+
+/// Every contiguous split of `layers` into `chunks` non-empty chunks.
+void allSplits(int64_t layers, int64_t chunks, std::vector<int64_t> &prefix,
+               std::vector<std::vector<int64_t>> &out) {
+  if (chunks == 1) {
+    prefix.push_back(layers);
+    out.push_back(prefix);
+    prefix.pop_back();
+    return;
+  }
+  for (int64_t n = 1; n <= layers - (chunks - 1); ++n) {
+    prefix.push_back(n);
+    allSplits(layers - n, chunks - 1, prefix, out);
+    prefix.pop_back();
+  }
+}
+
+TEST(StageBalance, EvenSplitGivesSpareLayersToTheLastChunks) {
+  EXPECT_EQ(evenLayerSplit(10, 4), (std::vector<int64_t>{2, 2, 3, 3}));
+  EXPECT_EQ(evenLayerSplit(8, 4), (std::vector<int64_t>{2, 2, 2, 2}));
+}
+
+/// Against every split, on layers of unequal cost (dense and MoE layers
+/// alternating) and heads of several sizes: the balanced split is optimal,
+/// and it is the even one wherever that is optimal too.
+TEST(StageBalance, OptimalAgainstEnumeration) {
+  for (int64_t layers : {4, 7, 12}) {
+    for (int64_t chunks : {2, 3, 4}) {
+      for (double head : {0.0, 0.4, 1.0, 2.6, 7.0}) {
+        std::vector<double> cost;
+        for (int64_t l = 0; l < layers; ++l)
+          cost.push_back(l % 2 ? 1.5 : 1.0);
+        double embed = 0.1;
+        std::vector<int64_t> got = balanceLayers(cost, embed, head, chunks);
+        ASSERT_EQ(int64_t(got.size()), chunks);
+        EXPECT_EQ(std::accumulate(got.begin(), got.end(), int64_t(0)), layers);
+        for (int64_t n : got)
+          EXPECT_GE(n, 1);
+        std::vector<std::vector<int64_t>> splits;
+        std::vector<int64_t> prefix;
+        allSplits(layers, chunks, prefix, splits);
+        double best = 1e300;
+        for (const auto &s : splits)
+          best = std::min(best, slowestChunk(cost, embed, head, s));
+        double mine = slowestChunk(cost, embed, head, got);
+        EXPECT_NEAR(mine, best, 1e-9 * best)
+            << layers << " layers, " << chunks << " chunks, head " << head;
+        std::vector<int64_t> even = evenLayerSplit(layers, chunks);
+        if (slowestChunk(cost, embed, head, even) <= best * (1 + 1e-12))
+          EXPECT_EQ(got, even);
+      }
+    }
+  }
+  EXPECT_TRUE(balanceLayers({1.0, 1.0}, 0, 0, 3).empty());
+}
+
+/// A Gemma-2B-like model (hidden 2048, vocabulary 256000) on 4 stages:
+/// the head costs several layers, so the last stage gives up layers and the
+/// predicted step is shorter than with the even split Megatron-LM would
+/// use. A LLaMA-3-8B-like one (hidden 4096, vocabulary 128256), whose head
+/// costs 0.7 of a layer here, keeps the even split: no whole layer moved
+/// off the last stage would make it faster.
+TEST(StageBalance, LargeVocabularyMovesLayersOffTheLastStage) {
+  auto cluster = parseCluster("dgx-a100-80g,nodes=4");
+  ASSERT_TRUE(cluster.ok());
+  TransformerModel m;
+  m.name = "gemma";
+  m.layers = 18;
+  m.hidden = 2048;
+  m.heads = 8;
+  m.kvHeads = 8; // tensor parallelism splits the KV heads
+  m.ffn = 16384;
+  m.gatedMlp = true;
+  m.seq = 8192;
+  m.vocab = 256000;
+  ParallelConfig p;
+  p.tp = 8;
+  p.pp = 4;
+  p.globalBatch = 64;
+  auto balanced = scoreTransformerPlan(m, *cluster, p);
+  p.balanceStages = false;
+  auto even = scoreTransformerPlan(m, *cluster, p);
+  ASSERT_TRUE(balanced.ok()) << balanced.status();
+  ASSERT_TRUE(even.ok()) << even.status();
+  EXPECT_EQ(even->layersPerStage, (std::vector<int64_t>{4, 4, 5, 5}));
+  EXPECT_LT(balanced->layersPerStage.back(), 4);
+  EXPECT_EQ(balanced->layersPerChunk, balanced->layersPerStage);
+  EXPECT_LT(balanced->stepSeconds, even->stepSeconds * 0.95);
+  std::cout << "gemma-like, balanced";
+  for (int64_t n : balanced->layersPerStage)
+    std::cout << " " << n;
+  std::cout << ": " << balanced->stepSeconds << " s, even "
+            << even->stepSeconds << " s\n";
+
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kvHeads = 8;
+  m.ffn = 14336;
+  m.vocab = 128256;
+  p.balanceStages = true;
+  p.recompute = Recompute::Full;
+  auto llama = scoreTransformerPlan(m, *cluster, p);
+  ASSERT_TRUE(llama.ok());
+  EXPECT_EQ(llama->layersPerStage, (std::vector<int64_t>{8, 8, 8, 8}));
+}
+
+} // namespace
