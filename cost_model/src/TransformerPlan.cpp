@@ -450,12 +450,14 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   }
 
   // --- Stages -------------------------------------------------------------
-  // Layers per chunk balance the chunks' compute: the first also embeds,
+  // Layers per stage balance the stages' compute: the first also embeds,
   // the last runs the head and the loss (StageBalance.h). The even split
-  // (spare layers to the later chunks) is kept wherever it is as fast.
+  // (spare layers to the later chunks) is kept wherever it is as fast, and
+  // under the interleaved schedule, whose chunks the memory model and the
+  // schedule take to be equal.
   int64_t chunksTotal = p.pp * p.chunks;
   std::vector<int64_t> chunkLayers = evenLayerSplit(m.layers, chunksTotal);
-  if (p.balanceStages && chunksTotal > 1) {
+  if (p.balanceStages && p.chunks == 1 && p.pp > 1) {
     std::vector<double> layerSeconds;
     for (int64_t l = 0; l < m.layers; ++l) {
       const LayerCost &L = m.isMoeLayer(l) ? moeLayer : dense;
