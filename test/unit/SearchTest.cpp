@@ -741,6 +741,7 @@ TEST(IntraOpSearch, RepeatedLayersAreSolvedOnce) {
       "gpt,layers=4,hidden=1024,heads=16,seq=512,vocab=1000,batch=4");
   ASSERT_TRUE(m.forward);
   IntraOpOptions tied = shardedParamOptions(m.forward, 8);
+  tied.mergeFollowers = false; // tying alone
   IntraOpOptions untied = tied;
   untied.tieRepeatedLayers = false;
   auto p = IntraOpProblem::build(m.forward, dgx(), 8, tied);
@@ -879,6 +880,51 @@ TEST(IntraOpSearch, TwoDimensionalMeshPutsTensorParallelismInsideNodes) {
   std::cout << "mesh 2x8: " << plan->objective * 1e3 << " ms, flat 16: "
             << flatPlan->objective * 1e3 << " ms\n";
   EXPECT_LT(plan->objective, flatPlan->objective);
+}
+
+} // namespace
+
+namespace {
+
+/// Views that carry every layout their producer makes follow it: their
+/// choice is the producer's, and the program without them has the same
+/// optimum.
+TEST(IntraOpSearch, ViewsFollowTheirProducerExactly) {
+  Model m = load(kGptBlock);
+  ASSERT_TRUE(m.forward);
+  IntraOpOptions merged = shardedParamOptions(m.forward, 8);
+  IntraOpOptions whole = merged;
+  whole.mergeFollowers = false;
+  auto p = IntraOpProblem::build(m.forward, dgx(), 8, merged);
+  ASSERT_TRUE(succeeded(p));
+  Followers f = findFollowers(*p);
+  int followers = 0;
+  for (auto [v, u] : llvm::enumerate(f.followed)) {
+    if (u < 0)
+      continue;
+    ++followers;
+    EXPECT_TRUE((isa<graph::ReshapeOp, graph::TransposeOp>(p->nodes()[v])))
+        << p->nodes()[v]->getName().getStringRef().str();
+    EXPECT_EQ(f.strategyOf[v].size(),
+              p->strategies(f.into[v]).size());
+  }
+  // The q, k and v reshapes to heads (a transpose moves data, so it is not
+  // free and keeps its own choice).
+  EXPECT_EQ(followers, 3);
+
+  auto a = solveIntraOp(*p, merged);
+  auto b = solveIntraOp(*p, whole);
+  ASSERT_TRUE(succeeded(a) && succeeded(b));
+  report("GPT block, views merged", *p, *a);
+  EXPECT_TRUE(a->optimal && b->optimal);
+  EXPECT_LT(a->numVariables, b->numVariables);
+  EXPECT_EQ(a->solvedNodes + followers, b->solvedNodes);
+  EXPECT_NEAR(a->solverObjective, a->objective, 1e-6 * a->objective);
+  EXPECT_NEAR(a->objective, b->objective, 1e-3 * b->objective);
+  // Every follower reads exactly what its producer makes.
+  for (const IntraOpEdge &e : p->edges())
+    if (f.followed[e.consumer] == int(e.producer))
+      EXPECT_EQ(e.made[a->choice[e.producer]], e.required[a->choice[e.consumer]]);
 }
 
 } // namespace

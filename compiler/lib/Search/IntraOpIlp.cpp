@@ -128,7 +128,7 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     std::vector<std::vector<size_t>> membersI, membersJ;
     std::map<int64_t, size_t> classI;
     for (size_t i = 0; i < x[e.producer].size(); ++i) {
-      int64_t made = problem.strategies(e.producer)[i].results[e.result];
+      int64_t made = e.made[i];
       auto [it, inserted] = classI.try_emplace(made, p.repI.size());
       if (inserted) {
         p.repI.push_back(i);
@@ -228,9 +228,7 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
       } else if (fixedV) {
         // Keyed by the first strategy making the same layout, as the
         // products' classes are.
-        auto made = [&](size_t i) {
-          return problem.strategies(producer)[i].results[e->result];
-        };
+        auto made = [&](size_t i) { return e->made[i]; };
         for (size_t i = 0; i < x[producer].size(); ++i) {
           size_t rep = 0;
           while (made(rep) != made(i))
@@ -364,35 +362,67 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
 FailureOr<IntraOpPlan> solveIntraOp(const IntraOpProblem &problem,
                                     const IntraOpOptions &options,
                                     std::string *whyNot) {
-  if (!options.tieRepeatedLayers)
-    return solveProgram(problem, options, whyNot);
   auto start = std::chrono::steady_clock::now();
-  std::vector<unsigned> representative =
-      repeatedLayerRepresentatives(problem);
-  bool repeats = llvm::any_of(llvm::enumerate(representative), [](auto r) {
-    return r.value() != r.index();
-  });
-  if (!repeats)
+  // Reduce: tie repeated layers, then merge the ops that must follow their
+  // producer. Each step records where a node's strategy comes from.
+  struct Step {
+    std::vector<unsigned> index;
+    std::vector<std::vector<unsigned>> strategyOf;
+  };
+  std::vector<Step> steps;
+  std::vector<IntraOpProblem> reduced;
+  reduced.reserve(2);
+  const IntraOpProblem *current = &problem;
+  auto reduce = [&](llvm::ArrayRef<unsigned> into,
+                    llvm::ArrayRef<std::vector<unsigned>> strategyOf,
+                    llvm::ArrayRef<int> followed) {
+    Step step;
+    reduced.push_back(current->merged(into, strategyOf, followed, step.index));
+    step.strategyOf.assign(strategyOf.begin(), strategyOf.end());
+    steps.push_back(std::move(step));
+    current = &reduced.back();
+  };
+  if (options.tieRepeatedLayers) {
+    std::vector<unsigned> representative =
+        repeatedLayerRepresentatives(problem);
+    if (llvm::any_of(llvm::enumerate(representative),
+                     [](auto r) { return r.value() != r.index(); }))
+      reduce(representative, {}, {});
+  }
+  if (options.mergeFollowers) {
+    Followers f = findFollowers(*current);
+    if (llvm::any_of(f.followed, [](int u) { return u >= 0; }))
+      reduce(f.into, f.strategyOf, f.followed);
+  }
+  if (steps.empty())
     return solveProgram(problem, options, whyNot);
-  std::vector<unsigned> reducedIndex;
-  IntraOpProblem tied = problem.tied(representative, reducedIndex);
-  FailureOr<IntraOpPlan> solved = solveProgram(tied, options, whyNot);
+
+  FailureOr<IntraOpPlan> solved = solveProgram(*current, options, whyNot);
   if (failed(solved))
     return failure();
-  // Every op takes its representative's strategy; the objective is priced
-  // on the whole problem again (the tied one's, up to rounding).
+  // Every op takes its strategy from the reduced choice, step by step back
+  // to the whole problem, on which the objective is priced again (the
+  // reduced one's, up to rounding).
+  std::vector<unsigned> choice = solved->choice;
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    std::vector<unsigned> wider;
+    for (unsigned v = 0; v < it->index.size(); ++v) {
+      unsigned c = choice[it->index[v]];
+      bool mapped = v < it->strategyOf.size() && !it->strategyOf[v].empty();
+      wider.push_back(mapped ? it->strategyOf[v][c] : c);
+    }
+    choice = std::move(wider);
+  }
   IntraOpPlan plan = *solved;
-  plan.choice.clear();
+  plan.choice = choice;
   plan.ops.clear();
   plan.strategies.clear();
   for (unsigned v = 0; v < problem.nodes().size(); ++v) {
-    unsigned s = solved->choice[reducedIndex[v]];
-    plan.choice.push_back(s);
     plan.ops.push_back(problem.nodes()[v]);
-    plan.strategies.push_back(problem.strategies(v)[s]);
+    plan.strategies.push_back(problem.strategies(v)[choice[v]]);
   }
   plan.objective = problem.cost(plan.choice);
-  plan.solvedNodes = tied.nodes().size();
+  plan.solvedNodes = current->nodes().size();
   plan.solveSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -558,6 +558,7 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
       }
       for (const ShardingStrategy &from : p.nodeStrategies[e.producer]) {
         int64_t produced = from.results[e.result];
+        e.made.push_back(produced);
         auto &reduce = e.gradReduce.emplace_back(axes, 0.0);
         if (grad) {
           auto dims = unpackLayout(produced, axes);

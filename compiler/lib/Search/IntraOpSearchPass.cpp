@@ -95,6 +95,7 @@ struct IntraOpSearchPass
     options.contextParallel = contextParallel;
     options.training = training;
     options.tieRepeatedLayers = tieRepeatedLayers;
+    options.mergeFollowers = mergeFollowers;
     SmallVector<int64_t, 3> shape = {mesh};
     if (!meshShape.empty()) {
       shape.clear();
@@ -119,7 +120,7 @@ struct IntraOpSearchPass
       func.emitRemark() << "intra-op search: " << plan->ops.size() << " ops"
                         << (plan->solvedNodes < int64_t(plan->ops.size())
                                 ? " (" + std::to_string(plan->solvedNodes) +
-                                      " after tying repeated layers)"
+                                      " after reduction)"
                                 : std::string())
                         << ", "
                         << plan->numVariables << " variables ("

@@ -64,6 +64,9 @@ struct IntraOpOptions {
   /// of all of them (RepeatedLayers.cpp). The answer is then optimal among
   /// the choices that treat those layers alike.
   bool tieRepeatedLayers = true;
+  /// Merge the ops that must follow their producer (views that carry every
+  /// layout it makes) into it (ProblemReduction.cpp); exact.
+  bool mergeFollowers = true;
 };
 
 /// A mesh has one to three logical axes (e.g. data x tensor x sequence).
@@ -82,8 +85,10 @@ struct IntraOpEdge {
   unsigned producer, result, consumer, operand;
   /// Resharding seconds, [producer strategy][consumer strategy].
   std::vector<std::vector<double>> cost;
-  /// The layout the consumer reads, per consumer strategy.
+  /// The layout the consumer reads, per consumer strategy, and the layout
+  /// the producer makes, per producer strategy.
   std::vector<int64_t> required;
+  std::vector<int64_t> made;
   /// Training only: per consumer strategy, the mesh axes (a bit each) over
   /// which the operand's gradient is partial (the consumer splits its work
   /// there but reads the operand whole); and per producer strategy and
@@ -164,6 +169,16 @@ public:
   IntraOpProblem tied(llvm::ArrayRef<unsigned> representative,
                       std::vector<unsigned> &reducedIndex) const;
 
+  /// The general form: node v takes strategy `strategyOf[v][i]` when node
+  /// `into[v]` (a root: into[r] == r) takes strategy i (an empty map: the
+  /// same i); a root carries the costs and bytes of the nodes it decides;
+  /// edges are rewritten in the roots' terms, and the edge from the node
+  /// `followed[v]` into v (free by construction) is dropped.
+  IntraOpProblem merged(llvm::ArrayRef<unsigned> into,
+                        llvm::ArrayRef<std::vector<unsigned>> strategyOf,
+                        llvm::ArrayRef<int> followed,
+                        std::vector<unsigned> &reducedIndex) const;
+
 private:
   int64_t mesh = 1;
   llvm::SmallVector<int64_t, 3> shape = {1};
@@ -183,6 +198,17 @@ private:
 /// same op with the same attributes and types, reading the same places of
 /// its layer, and offering the same strategies at the same costs.
 std::vector<unsigned> repeatedLayerRepresentatives(const IntraOpProblem &problem);
+
+/// The ops of `problem` that must follow their producer: views (no work,
+/// no parameter bytes) with one incoming edge that, for every strategy of
+/// the producer, have exactly one strategy reading what it makes, free and
+/// leaving no partial gradient. Chains follow their first producer.
+struct Followers {
+  std::vector<unsigned> into;
+  std::vector<std::vector<unsigned>> strategyOf;
+  std::vector<int> followed;
+};
+Followers findFollowers(const IntraOpProblem &problem);
 
 struct IntraOpPlan {
   /// The chosen strategy index per node of the problem, and the op and

@@ -104,6 +104,8 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
     Option<"tieRepeatedLayers", "tie-repeated-layers", "bool", "true",
            "solve each distinct repeated layer once (the same strategy at "
            "the same place of every layer of one structure)">,
+    Option<"mergeFollowers", "merge-followers", "bool", "true",
+           "merge the ops that must follow their producer (views) into it">,
   ];
   let statistics = [
     Statistic<"numOps", "ops", "Ops given a sharding">,
