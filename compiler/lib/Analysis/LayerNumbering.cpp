@@ -11,12 +11,23 @@ using namespace mlir;
 
 namespace cleave {
 
+bool isGeneratedParamName(StringRef name) { return name.contains("::"); }
+
 int64_t layerOfParamName(StringRef name) {
+  // ONNX names the initializers it makes ("onnx::MatMul_1573"): their
+  // numbers count tensors, not layers.
+  if (isGeneratedParamName(name))
+    return -1;
   SmallVector<StringRef> parts;
   name.split(parts, '.');
   for (StringRef part : parts) {
+    // "h.3", "layers.3", or torchvision's "encoder_layer_3"; not "conv1"
+    // or "layer1" (a ResNet's stage, not a layer).
+    size_t underscore = part.rfind('_');
+    StringRef digits =
+        underscore == StringRef::npos ? part : part.substr(underscore + 1);
     int64_t layer;
-    if (!part.empty() && !part.getAsInteger(10, layer))
+    if (!digits.empty() && !digits.getAsInteger(10, layer))
       return layer;
   }
   return -1;
@@ -44,7 +55,12 @@ numberLayers(Block &block, function_ref<bool(Operation *)> include) {
       if (!def || !layer.count(def))
         continue;
       l = std::max(l, layer.lookup(def));
-      if (paramLike.contains(def) && layer.lookup(def) < 0)
+      // A named parameter outside the layers read inside them (the final
+      // norm, a tied head) starts the tail; a generated one (ONNX's
+      // transposed weights) belongs where it is read.
+      if (paramLike.contains(def) && layer.lookup(def) < 0 &&
+          !(isa<graph::ParamOp>(def) &&
+            isGeneratedParamName(cast<graph::ParamOp>(def).getName())))
         readsUnnumberedParam = true;
     }
     if (allParamLike)

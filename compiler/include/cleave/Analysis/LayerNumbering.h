@@ -18,8 +18,14 @@
 namespace cleave {
 
 /// The layer a parameter name belongs to: its first dotted component that
-/// is an integer ("transformer.h.3.attn.q" -> 3), or -1.
+/// is an integer or ends in "_<integer>" ("transformer.h.3.attn.q" -> 3,
+/// torchvision's "encoder.layers.encoder_layer_3.mlp.0.weight" -> 3), or
+/// -1; -1 too for names ONNX generates ("onnx::MatMul_1573").
 int64_t layerOfParamName(llvm::StringRef name);
+
+/// A name ONNX made up for an initializer ("onnx::MatMul_1573"): it says
+/// nothing about where the parameter sits.
+bool isGeneratedParamName(llvm::StringRef name);
 
 /// Ops before the first layer (embeddings) and after the last (the final
 /// norm, head and loss).
@@ -28,7 +34,7 @@ constexpr int64_t kAfterLayers = INT64_MAX / 4;
 
 /// Numbers the ops of `block` for which `include` holds, in block order:
 /// a parameter by its name, any other op by the latest layer of its
-/// included operands. An op inside the layers that reads a parameter
+/// included operands. An op inside the layers that reads a named parameter
 /// without a layer number starts the tail (kAfterLayers), which its users
 /// inherit.
 llvm::DenseMap<mlir::Operation *, int64_t>
