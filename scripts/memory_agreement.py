@@ -8,7 +8,9 @@ exits 1 when a stage's arena is off its prediction by more than --tolerance
 The arena is compared with the predicted bytes the plan's tensors need: the
 prediction's total less its fragmentation allowance, which the cost model
 adds for a caching allocator (and the CUDA context beside it) and which a
-static arena, laid out once, does not have. Both are printed.
+static arena, laid out once, does not have, and less the communication
+library's own buffers (`comm_library`, NCCL's per communicator), which it
+allocates outside the arena. Both are printed.
 """
 import argparse
 import json
@@ -26,12 +28,16 @@ def main():
     held = None if args.stages == "all" else {
         int(s) for s in args.stages.split(",")}
     gib = float(1 << 30)
-    print(f"{'stage':>5}  {'predicted GiB':>13}  {'w/o fragm.':>10}  "
+    print(f"{'stage':>5}  {'predicted GiB':>13}  {'needed':>10}  "
           f"{'arena GiB':>9}  {'error':>7}")
     worst, failed = 0.0, []
     for stage in plan["stages"]:
         predicted = stage["predicted_peak_bytes"]
-        allowance = stage.get("predicted_memory", {}).get("fragmentation", 0.0)
+        memory = stage.get("predicted_memory", {})
+        # Outside the arena: the allocator's fragmentation allowance and the
+        # communication library's own buffers (NCCL's, per communicator).
+        allowance = memory.get("fragmentation", 0.0) + memory.get(
+            "comm_library", 0.0)
         needed = predicted - allowance
         arena = stage["planned_arena_bytes"]
         error = arena / needed - 1.0

@@ -279,6 +279,7 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
   double comm = 0;
   int communicators = (c.tp > 1) + (c.pp > 1) + (c.dp > 1);
   comm += communicators * c.ncclBytesPerCommunicator;
+  out.commLibrary = communicators * c.ncclBytesPerCommunicator;
   if (c.pp > 1) // receive buffers for an activation and a gradient
     comm += 2 * c.activationBytes * sbh / sequenceSplit;
   if (c.dp > 1)

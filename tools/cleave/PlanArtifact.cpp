@@ -193,6 +193,8 @@ int writePlanArtifact(const ArtifactRequest &r) {
     stage->set_predicted_peak_bytes(mb.total);
     for (auto [name, bytes] : mb.items())
       (*stage->mutable_predicted_memory())[std::string(name)] = bytes;
+    // Part of comm_buffers, outside the plan's arena (NCCL's own buffers).
+    (*stage->mutable_predicted_memory())["comm_library"] = mb.commLibrary;
     stage->set_planned_arena_bytes(plan.programs(s).arena_bytes());
     m->add_peak_memory_per_stage(mb.total);
     // The arena is what a rank allocates: a plan the cost model let

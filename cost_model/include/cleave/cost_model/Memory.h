@@ -112,6 +112,9 @@ struct MemoryBreakdown {
   double optimizer = 0;
   double activations = 0;
   double commBuffers = 0;
+  /// The part of commBuffers the communication library allocates itself
+  /// (NCCL's buffers per communicator), outside any buffer plan.
+  double commLibrary = 0;
   /// Transients that coexist with every activation at the peak (the last
   /// stage's logits gradient at the start of the backward pass).
   double workspace = 0;
