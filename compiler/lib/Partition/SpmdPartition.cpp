@@ -204,6 +204,16 @@ void Partitioner::partitionParam(ParamOp param, int64_t layout) {
 
 LogicalResult Partitioner::partitionOp(Operation *op) {
   unsigned numOperands = op->getNumOperands(), numResults = op->getNumResults();
+  // A search on a mesh of several axes writes, per dimension, the list of
+  // axes that split it; this pass partitions one axis.
+  for (StringRef name : {"cleave.sharding", "cleave.operand_sharding"})
+    if (auto arrays = op->getAttrOfType<ArrayAttr>(name))
+      if (llvm::any_of(arrays, [](Attribute a) { return isa<ArrayAttr>(a); }))
+        return op->emitOpError()
+               << name
+               << " is annotated for a mesh of several axes; "
+                  "cleave-spmd-partition partitions one axis (search with "
+                  "mesh=N)";
   SmallVector<int64_t> required =
       readLayouts(op, "cleave.operand_sharding", numOperands);
   SmallVector<int64_t> produced =
