@@ -19,7 +19,7 @@ func.func @bad_partial(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // The intra-op search's annotations for a mesh of several axes (per
 // dimension, the list of axes splitting it) are not partitioned as one.
 func.func @two_axes(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{cleave.operand_sharding is annotated for a mesh of several axes; cleave-spmd-partition partitions one axis (search with mesh=N)}}
+  // expected-error @+1 {{cleave.sharding is annotated for a mesh of several axes; cleave-spmd-partition partitions one axis (search with mesh=N)}}
   %e = graph.exp %x {cleave.operand_sharding = [[array<i64: 0>, array<i64: 1>]], cleave.sharding = [[array<i64: 0>, array<i64: 1>]], cleave.strategy = "split0|split1"} : tensor<4x8xf32>
   return %e : tensor<4x8xf32>
 }
