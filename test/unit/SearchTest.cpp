@@ -663,10 +663,10 @@ TEST(IntraOpSearch, TrainingPricesTheBackwardPass) {
   EXPECT_TRUE(hy->partialAxes[columns]);
   EXPECT_FALSE(hy->partialAxes[rows]);
   EXPECT_FALSE(hy->partialAxes[0]); // replicated work: whole gradients
-  EXPECT_DOUBLE_EQ(hy->gradReduce[0][0],
+  EXPECT_DOUBLE_EQ(hy->gradReduce[0][1],
                    collectiveSeconds(cost::Collective::AllReduce, bytes));
-  EXPECT_DOUBLE_EQ(hy->gradReduce[split0][0], rsSeconds);
-  EXPECT_DOUBLE_EQ(hy->cost[0][columns], hy->gradReduce[0][0]);
+  EXPECT_DOUBLE_EQ(hy->gradReduce[split0][1], rsSeconds);
+  EXPECT_DOUBLE_EQ(hy->cost[0][columns], hy->gradReduce[0][1]);
   // h made split by rows and read replicated: an all-gather forward, the
   // reduce-scatter of the partial gradient backward.
   EXPECT_DOUBLE_EQ(hy->cost[split0][columns], agSeconds + rsSeconds);
@@ -680,7 +680,7 @@ TEST(IntraOpSearch, TrainingPricesTheBackwardPass) {
   // then all-reduced, as a share of a 25 MiB bucket.
   EXPECT_TRUE(w1y->partialAxes[rows]);
   double weight = 256 * 256 * 4, bucket = 25 << 20;
-  EXPECT_NEAR(w1y->gradReduce[0][0],
+  EXPECT_NEAR(w1y->gradReduce[0][1],
               collectiveSeconds(cost::Collective::AllReduce, bucket) *
                   weight / bucket,
               1e-15);
@@ -870,6 +870,33 @@ TEST(IntraOpSearch, TwoDimensionalMeshPutsTensorParallelismInsideNodes) {
       ASSERT_FALSE(s.collectives.empty());
       EXPECT_EQ(s.collectives.front().axis, 1u);
     }
+  }
+  // A weight's gradient partial over both axes is reduced hierarchically:
+  // over the node's axis on the whole gradient (as its share of a 25 MiB
+  // bucket), then across the nodes on the eighth that leaves.
+  {
+    const IntraOpEdge *edge = nullptr;
+    for (const IntraOpEdge &e : p->edges())
+      if (isa<graph::ParamOp>(p->nodes()[e.producer]) &&
+          e.gradReduce[0].size() == 4 && e.gradReduce[0][3] > 0)
+        edge = &e;
+    ASSERT_TRUE(edge);
+    double bytes = graph::tensorBytes(
+        p->nodes()[edge->producer]->getResult(0).getType());
+    double bucket = 25 << 20;
+    auto share = [&](cost::Group g, double b) {
+      auto c = cost::estimateCollective(cost::Collective::AllReduce, bucket,
+                                        g, *cluster);
+      EXPECT_TRUE(c.ok());
+      return c->seconds * b / bucket;
+    };
+    double inner = share(cost::Group::strided(0, 8, 1), bytes);
+    double outer = share(cost::Group::strided(0, 2, 8), bytes / 8);
+    EXPECT_NEAR(edge->gradReduce[0][2], inner, 1e-9 * inner);
+    EXPECT_NEAR(edge->gradReduce[0][1], share(cost::Group::strided(0, 2, 8),
+                                              bytes),
+                1e-9 * inner);
+    EXPECT_NEAR(edge->gradReduce[0][3], inner + outer, 1e-9 * inner);
   }
   // Flat over 16 GPUs, the same search does worse: its tensor-parallel
   // collectives cross the nodes.

@@ -17,8 +17,8 @@
 // consumers is resharded once per layout they read: its edges' y carry no
 // cost, and a variable r[c][L] >= sum over consumer classes reading L of
 // y[e][c][d], for every edge e of the value, pays the resharding from c to
-// L (and one more such variable per c and axis pays the reduction of a
-// gradient that some consumer leaves partial over that axis, for
+// L (and one more such variable per c and set of axes pays the reduction
+// of a gradient that some consumer leaves partial over those axes, for
 // training). The problem is kept small: ops with a single strategy get no
 // variables (their edges become linear terms of their neighbours), and
 // edges whose resharding is free in every combination get none either.
@@ -199,8 +199,8 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     // Several consumers: r[i][c] >= the product of "the producer takes i"
     // and "this consumer reads c", for every consumer; r pays the
     // resharding from i to c once.
-    // The reduction of a gradient left partial over an axis is one more
-    // "layout" per producer strategy and axis, paid once whichever
+    // The reduction of a gradient left partial over a set of axes is one
+    // more "layout" per producer strategy and set, paid once whichever
     // consumers leave it.
     constexpr int64_t kPartialGradient = std::numeric_limits<int64_t>::min();
     std::map<std::pair<size_t, int64_t>, int> reshard;
@@ -213,11 +213,10 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
           terms[{i, e->required[j]}].push_back(col);
           price[{i, e->required[j]}] = c;
         }
-        for (unsigned a = 0; a < e->gradReduce[i].size(); ++a) {
-          if (!(e->partialAxes[j] >> a & 1) || e->gradReduce[i][a] <= 0)
-            continue;
-          terms[{i, kPartialGradient + a}].push_back(col);
-          price[{i, kPartialGradient + a}] = e->gradReduce[i][a];
+        if (unsigned mask = e->partialAxes[j];
+            mask && e->gradReduce[i][mask] > 0) {
+          terms[{i, kPartialGradient + mask}].push_back(col);
+          price[{i, kPartialGradient + mask}] = e->gradReduce[i][mask];
         }
       };
       // The column that is 1 when the producer takes i and the consumer j

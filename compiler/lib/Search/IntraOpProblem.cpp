@@ -86,11 +86,12 @@ public:
   /// A parameter's gradient is not reduced alone: the lowering packs them
   /// into buckets of 25 MiB (GradientLowering.cpp, as PyTorch DDP does), so
   /// each pays its share of a bucket's reduction, not a latency of its own.
-  /// On `axis`, onto the layout `dims` of the value.
+  /// On `axis`, onto the layout `dims` of the value, of which earlier
+  /// reductions on other axes left a `share`.
   FailureOr<double> reduceOnto(unsigned axis, llvm::ArrayRef<int64_t> dims,
-                               Type type, bool bucketed) {
+                               Type type, bool bucketed, double share = 1) {
     constexpr double kBucketBytes = 25 << 20;
-    double bytes = bytesBeside(graph::tensorBytes(type), dims, axis);
+    double bytes = bytesBeside(graph::tensorBytes(type), dims, axis) * share;
     auto kind = dims[axis] == kReplicated ? cost::Collective::AllReduce
                                           : cost::Collective::ReduceScatter;
     if (!bucketed || bytes >= kBucketBytes)
@@ -559,16 +560,26 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
       for (const ShardingStrategy &from : p.nodeStrategies[e.producer]) {
         int64_t produced = from.results[e.result];
         e.made.push_back(produced);
-        auto &reduce = e.gradReduce.emplace_back(axes, 0.0);
+        // Per set of axes: hierarchically, the innermost (fastest) axis
+        // first on the whole gradient, each outer one on the share the
+        // inner ones leave (NCCL's tree over NVLink then the network).
+        auto &reduce = e.gradReduce.emplace_back(1u << axes, 0.0);
         if (grad) {
           auto dims = unpackLayout(produced, axes);
-          for (unsigned a = 0; a < axes; ++a) {
-            FailureOr<double> t =
-                pricer.reduceOnto(a, dims, result.getType(),
-                                  isa<graph::ParamOp>(result.getOwner()));
-            if (failed(t))
-              return pricingError();
-            reduce[a] = *t;
+          for (unsigned mask = 1; mask < (1u << axes); ++mask) {
+            double share = 1;
+            for (int a = int(axes) - 1; a >= 0; --a) {
+              if (!(mask >> a & 1))
+                continue;
+              FailureOr<double> t =
+                  pricer.reduceOnto(a, dims, result.getType(),
+                                    isa<graph::ParamOp>(result.getOwner()),
+                                    share);
+              if (failed(t))
+                return pricingError();
+              reduce[mask] += *t;
+              share /= meshShape[a];
+            }
           }
         }
         auto &row = e.cost.emplace_back();
@@ -614,19 +625,19 @@ double IntraOpProblem::cost(llvm::ArrayRef<unsigned> choice) const {
   for (unsigned n = 0; n < ops.size(); ++n)
     total += nodeCosts[n][choice[n]];
   // Each value pays once per distinct layout its consumers read, and once
-  // per axis for reducing its gradient if some consumer leaves it partial
-  // over that axis.
+  // per distinct set of axes over which consumers leave its gradient
+  // partial (one set in practice: consumers that split work alike).
   for (const std::vector<unsigned> &group : edgesOfValue) {
     llvm::SmallVector<int64_t> paid;
-    unsigned reduced = 0;
+    llvm::SmallVector<unsigned> reduced;
     for (unsigned index : group) {
       const IntraOpEdge &e = dataEdges[index];
       unsigned from = choice[e.producer], to = choice[e.consumer];
-      for (unsigned a = 0; a < e.gradReduce[from].size(); ++a)
-        if ((e.partialAxes[to] >> a & 1) && !(reduced >> a & 1)) {
-          reduced |= 1u << a;
-          total += e.gradReduce[from][a];
-        }
+      unsigned mask = e.partialAxes[to];
+      if (mask && !llvm::is_contained(reduced, mask)) {
+        reduced.push_back(mask);
+        total += e.gradReduce[from][mask];
+      }
       int64_t layout = e.required[to];
       if (llvm::is_contained(paid, layout))
         continue;

@@ -91,21 +91,18 @@ struct IntraOpEdge {
   std::vector<int64_t> made;
   /// Training only: per consumer strategy, the mesh axes (a bit each) over
   /// which the operand's gradient is partial (the consumer splits its work
-  /// there but reads the operand whole); and per producer strategy and
-  /// axis, the reduction of the value's gradient back to the producer's
-  /// layout (all-reduce onto a replicated value, reduce-scatter onto a
-  /// split one). `cost` includes it; a value pays it once per axis however
-  /// many consumers leave partial gradients.
+  /// there but reads the operand whole); and per producer strategy and set
+  /// of axes (indexed by the bits), the reduction of the value's gradient
+  /// back to the producer's layout (all-reduce onto a replicated value,
+  /// reduce-scatter onto a split one; over several axes hierarchically,
+  /// inner axes first). `cost` includes it; a value pays it once per
+  /// distinct set however many consumers leave partial gradients.
   std::vector<unsigned> partialAxes;
   std::vector<std::vector<double>> gradReduce;
 
   /// The gradient-reduction part of `cost`.
   double reduceCost(unsigned from, unsigned to) const {
-    double total = 0;
-    for (unsigned a = 0; a < gradReduce[from].size(); ++a)
-      if (partialAxes[to] >> a & 1)
-        total += gradReduce[from][a];
-    return total;
+    return gradReduce[from][partialAxes[to]];
   }
   /// The resharding part of `cost` (forward, and its backward counterpart).
   double reshardCost(unsigned from, unsigned to) const {
