@@ -180,14 +180,20 @@ Cluster cpu(int64_t devices, int64_t cores) {
   return *c;
 }
 
+/// A GPT as small as the CPU benches' (sequence 128, vocabulary 512).
+TransformerModel smallGpt(int64_t layers, int64_t hidden, int64_t heads) {
+  TransformerModel m = gpt(layers, hidden, heads);
+  m.seq = 128;
+  m.vocab = 512;
+  return m;
+}
+
 } // namespace
 
 TEST(TransformerPlan, RanksBeyondTheCoresShareThem) {
   // Four data-parallel ranks on two cores keep all four busy: every op
   // takes twice as long as on four cores.
-  TransformerModel m = gpt(2, 256, 4);
-  m.seq = 128;
-  m.vocab = 512;
+  TransformerModel m = smallGpt(2, 256, 4);
   ParallelConfig p;
   p.dp = 4;
   p.globalBatch = 8;
@@ -202,9 +208,7 @@ TEST(TransformerPlan, RanksBeyondTheCoresShareThem) {
 TEST(TransformerPlan, RanksIdleInBubblesLeaveTheirCores) {
   // One microbatch through four stages: one rank is busy at a time, so
   // two cores are enough and sharing them costs nothing.
-  TransformerModel m = gpt(4, 256, 4);
-  m.seq = 128;
-  m.vocab = 512;
+  TransformerModel m = smallGpt(4, 256, 4);
   ParallelConfig p;
   p.pp = 4;
   p.globalBatch = 1;
@@ -221,9 +225,7 @@ TEST(TransformerPlan, PipelineSteadyStateSharesTheCoresFully) {
   // work runs while all four stages are busy, at half speed. Averaged over
   // the work (not over the step, which the bubble dilutes) the slowdown is
   // near 2.
-  TransformerModel m = gpt(4, 256, 4);
-  m.seq = 128;
-  m.vocab = 512;
+  TransformerModel m = smallGpt(4, 256, 4);
   ParallelConfig p;
   p.pp = 4;
   p.globalBatch = 16;
@@ -242,9 +244,7 @@ TEST(TransformerPlan, WaitingRanksTakeTheirMeasuredLoad) {
   // One microbatch through four stages on two cores: one rank works while
   // three wait. Waits that sleep cost nothing; waits that spin a whole core
   // each make four busy ranks on two cores, twice as slow.
-  TransformerModel m = gpt(4, 256, 4);
-  m.seq = 128;
-  m.vocab = 512;
+  TransformerModel m = smallGpt(4, 256, 4);
   ParallelConfig p;
   p.pp = 4;
   p.globalBatch = 1;
@@ -271,9 +271,7 @@ TEST(TransformerPlan, CollectivesWithoutProgressFollowTheBackward) {
   // Where collectives move only when the device waits on them (CPU ranks
   // over MPI), the data-parallel reduction follows the backward pass
   // instead of hiding behind it in buckets.
-  TransformerModel m = gpt(8, 512, 8);
-  m.seq = 128;
-  m.vocab = 512;
+  TransformerModel m = smallGpt(8, 512, 8);
   ParallelConfig p;
   p.dp = 4;
   p.globalBatch = 4;
