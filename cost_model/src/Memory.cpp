@@ -224,7 +224,7 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     // ZB-H1 defers the W (weight gradients) of the stage's first
     // p - i - 1 backwards to the cool-down. Until its W runs, a microbatch
     // keeps its weight GEMMs' inputs (QKV and MLP inputs, sequence-split
-    // with sp, the projection input and the MLP's hidden activation) and,
+    // with sp unless recomputed, the projection input and the MLP's hidden activation) and,
     // from its B on, their output gradients (QKV, projection, MLP up and
     // down). The lowering holds them in frames the same way.
     double p = static_cast<double>(c.pp), i = static_cast<double>(c.stage);
@@ -237,7 +237,11 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     double a = static_cast<double>(c.heads);
     double kv = c.kvHeads ? static_cast<double>(c.kvHeads) : a;
     double f = c.ffn ? static_cast<double>(c.ffn) : 4 * h;
-    double wholeInputs = c.sequenceParallel ? 2 * h / t : 2 * h;
+    // Under full recomputation the B pass rebuilds the layer, all-gathers
+    // included, and the W reads those gathered copies: whole sequences.
+    double wholeInputs = c.sequenceParallel && c.recompute != Recompute::Full
+                             ? 2 * h / t
+                             : 2 * h;
     double inputs = c.activationBytes * s * b * (wholeInputs + (h + f) / t);
     double outputGrads =
         c.activationBytes * s * b *
@@ -248,8 +252,12 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
       activations += static_cast<double>(c.layersPerStage) *
                      layerActivationBytes(c) * pending;
     else
+      // Fully recomputed, the inputs too are made by the B (from the
+      // stashed layer input), and live from there to the W like the
+      // gradients.
       activations += static_cast<double>(c.layersPerStage) *
-                     (pending * inputs + (pending + 1) * outputGrads);
+                     ((pending + (c.recompute == Recompute::Full)) * inputs +
+                      (pending + 1) * outputGrads);
   }
 
   if (c.recompute != Recompute::None && c.layersPerStage > 0) {

@@ -7,6 +7,7 @@
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=2x2x1x2" 2>&1 | FileCheck %s --check-prefix=AXES
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=4x4" 2>&1 | FileCheck %s --check-prefix=SHAPE16
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=2x4 sequence-parallel=true" 2>&1 | FileCheck %s --check-prefix=SP2D
+// RUN: not cleave-opt %s --cleave-intra-op-search="mesh=4 sequence-parallel=true no-sequence-parallel=true" 2>&1 | FileCheck %s --check-prefix=SPBOTH
 
 // CLUSTER: bad cluster 'no-such-cluster'
 // MESH: mesh of 16 ranks does not fit cluster 'dgx-a100-80g' of 8 devices
@@ -16,6 +17,7 @@
 // AXES: a mesh has 1 to 3 axes, got 4
 // SHAPE16: mesh of 16 ranks does not fit cluster 'dgx-a100-80g' of 8 devices
 // SP2D: sequence and context parallelism are searched on a 1-D mesh
+// SPBOTH: sequence-parallel and no-sequence-parallel both set
 
 // expected-error @+1 {{no sharding fits the parameter memory limit of 1000 bytes per device}}
 func.func @too_big() -> tensor<4x1024xf32> {

@@ -14,6 +14,7 @@
 #include "cleave/Lowering/ProgramEmitter.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/cost_model/SendSlots.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -76,6 +77,10 @@ private:
   plan::Instruction &collective(const char *name, int input, int output,
                                 int64_t dim, const Replicas &replicas);
   void planMemory();
+  /// Interleaved: sorts the chunks into classes that share stash frames
+  /// (the head's chunk, holding the logits, in one of its own when that
+  /// takes fewer bytes), then gives each forward its class's frame.
+  void assignStashFrames(ArrayRef<int64_t> stashBytes);
   LogicalResult buildSchedule();
   /// The segment of `phase` for chunk `c` (default: the chunk being
   /// emitted): chunk c's are perChunk * c + phase, the optimizer is last.
@@ -105,8 +110,16 @@ private:
   std::vector<int64_t> firstUse, lastUse;
   std::vector<int> segmentOf;
   int64_t slots = 1;
+  /// Slots of the buffered pipeline sends, per chunk and direction
+  /// (training plans; inference sends keep one).
+  cost::SendSlots sendSlots;
+  /// The segment that sends each COMM_BUFFER tensor.
+  std::map<int, int> sendSegment;
   /// Interleaved: stash frames shared by the chunks (ScheduleStep.slot).
   int64_t numFrames = 0, numWeightFrames = 0, numGradientFrames = 0;
+  /// Stash frames (pool 0) per class of chunks, and each chunk's class.
+  std::vector<int64_t> stashFrames;
+  std::vector<int> stashClass;
   /// Gradient buckets: tensor id -> the first and last gradient it views.
   std::map<int, std::pair<int, int>> bucketOf;
   int numBuckets = 0;

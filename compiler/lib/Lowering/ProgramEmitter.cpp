@@ -438,10 +438,15 @@ LogicalResult Emitter::buildSchedule() {
                                    numChunks());
   if (!order.ok())
     return step.emitOpError(std::string(order.status().message()));
+  absl::StatusOr<cost::SendSlots> sends = cost::minimalSendSlots(
+      *kind, ctx.stages, static_cast<int>(ctx.microbatches), numChunks());
+  if (!sends.ok())
+    return step.emitOpError(std::string(sends.status().message()));
+  sendSlots = *std::move(sends);
   // The stage's peak of microbatches whose stash is held, from the
   // forward to the last pass that reads it (the backward, or with W split
-  // off, the W): the slots of send buffers and, on unframed schedules
-  // (where microbatch m uses slot m % slots), of stashes and inputs.
+  // off, the W): on unframed schedules (where microbatch m uses slot
+  // m % slots), the slots of stashes and inputs.
   cost::PassKind last = perChunk == 3 ? cost::PassKind::WeightGrad
                                       : cost::PassKind::Backward;
   int64_t held = 0;

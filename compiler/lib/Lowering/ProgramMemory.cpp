@@ -16,7 +16,96 @@
 
 #include "cleave/runtime/executor/Fusion.h"
 
+#include "llvm/Support/MathExtras.h"
+
+#include <numeric>
+#include <set>
+
 namespace cleave::lowering::detail {
+
+void Emitter::assignStashFrames(ArrayRef<int64_t> stashBytes) {
+  int v = numChunks();
+  stashClass.assign(v, 0);
+  stashFrames.assign(1, numFrames);
+  if (v == 1 || perChunk != 2 || numFrames == 0)
+    return;
+  // The stash steps in order: +chunk at its forward, -chunk-1 at its
+  // backward.
+  std::vector<int> events;
+  for (const plan::ScheduleStep &st : program.schedule()) {
+    int seg = st.segment();
+    if (seg + 1 >= static_cast<int>(segments.size()))
+      continue;
+    int c = chunkOfSegment(seg);
+    events.push_back(seg % perChunk == kForward ? c + 1 : -(c + 1));
+  }
+  // Chunks by stash size; classes are runs of that order (2^(v-1) ways).
+  std::vector<int> bySize(v);
+  std::iota(bySize.begin(), bySize.end(), 0);
+  llvm::stable_sort(bySize,
+                    [&](int a, int b) { return stashBytes[a] < stashBytes[b]; });
+  auto framesOf = [&](const std::vector<int> &classOf, int classes) {
+    std::vector<int64_t> held(classes, 0), peak(classes, 0);
+    for (int e : events) {
+      int k = classOf[std::abs(e) - 1];
+      held[k] += e > 0 ? 1 : -1;
+      peak[k] = std::max(peak[k], held[k]);
+    }
+    return peak;
+  };
+  int64_t best = -1;
+  for (uint32_t cuts = 0; cuts < (1u << (v - 1)); ++cuts) {
+    std::vector<int> classOf(v);
+    std::vector<int64_t> frameBytes(1, 0);
+    for (int i = 0; i < v; ++i) {
+      if (i > 0 && (cuts >> (i - 1) & 1))
+        frameBytes.push_back(0);
+      classOf[bySize[i]] = static_cast<int>(frameBytes.size()) - 1;
+      frameBytes.back() = std::max(frameBytes.back(), stashBytes[bySize[i]]);
+    }
+    int classes = static_cast<int>(frameBytes.size());
+    std::vector<int64_t> frames = framesOf(classOf, classes);
+    int64_t bytes = 0;
+    for (int k = 0; k < classes; ++k)
+      bytes += frameBytes[k] * frames[k];
+    if (best < 0 || bytes < best) {
+      best = bytes;
+      stashClass = classOf;
+      stashFrames = frames;
+    }
+  }
+  // Frames again, each class its own: a forward takes the class's lowest
+  // free frame, its backward gives it back.
+  std::vector<std::set<int>> free(stashFrames.size());
+  std::vector<int> used(stashFrames.size(), 0);
+  std::map<std::pair<int, int64_t>, int> frameOf;
+  for (plan::ScheduleStep &st : *program.mutable_schedule()) {
+    int seg = st.segment();
+    if (seg + 1 >= static_cast<int>(segments.size()))
+      continue;
+    int c = chunkOfSegment(seg);
+    int k = stashClass[c];
+    std::pair<int, int64_t> key{c, st.microbatch()};
+    if (seg % perChunk == kForward) {
+      int f = used[k];
+      if (!free[k].empty()) {
+        f = *free[k].begin();
+        free[k].erase(free[k].begin());
+      } else {
+        ++used[k];
+      }
+      frameOf[key] = f;
+      st.set_slot(f);
+    } else {
+      auto it = frameOf.find(key);
+      if (it == frameOf.end())
+        continue;
+      st.set_slot(it->second);
+      free[k].insert(it->second);
+      frameOf.erase(it);
+    }
+  }
+}
 
 void Emitter::planMemory() {
   // The segment that first reads each input (its chunk's frames hold it).
@@ -53,8 +142,10 @@ void Emitter::planMemory() {
         touch(id);
       if (inst.op() == "comm.send" && inst.attrs().count("buffered")) {
         plan::TensorDecl &t = *program.mutable_tensors(inst.inputs(0));
-        if (t.kind() == plan::TensorDecl::TRANSIENT)
+        if (t.kind() == plan::TensorDecl::TRANSIENT) {
           t.set_kind(plan::TensorDecl::COMM_BUFFER);
+          sendSegment[t.id()] = s;
+        }
       }
     }
   // A GEMM's operands stay live through the next instruction when that
@@ -85,30 +176,51 @@ void Emitter::planMemory() {
       for (int32_t id : g.dropped)
         if (program.tensors(id).kind() == plan::TensorDecl::TRANSIENT)
           program.mutable_tensors(id)->set_fused_away(true);
+  // Framed schedules: a chunk's stash and inputs live in the run's frame
+  // (a microbatch's inputs may be read long after later ones were loaded,
+  // by a deferred W). The segment that makes each, -1 for the others.
+  auto framedSegment = [&](const plan::TensorDecl &t) {
+    if (t.kind() != plan::TensorDecl::STASH &&
+        t.kind() != plan::TensorDecl::INPUT)
+      return -1;
+    int seg = t.kind() == plan::TensorDecl::STASH ? segmentOf[t.id()]
+                                                  : inputSegment[t.id()];
+    if (numFrames > 0 && seg >= 0 && t.input_name() != "step" &&
+        !llvm::is_contained(program.output_tensors(), t.id()))
+      return seg;
+    return -1;
+  };
+  // What the W reads stays until the W: made by the forward (or an input)
+  // in pool 1, by the B in pool 2; the rest in pool 0.
+  auto poolOf = [&](const plan::TensorDecl &t, int seg) {
+    return !readByWeight[t.id()]           ? 0
+           : seg % perChunk == kBackward ? 2
+                                         : 1;
+  };
+  std::vector<int64_t> stashBytes(numChunks(), 0);
+  for (const plan::TensorDecl &t : program.tensors())
+    if (int seg = framedSegment(t); seg >= 0 && poolOf(t, seg) == 0)
+      stashBytes[chunkOfSegment(seg)] +=
+          llvm::alignTo(t.fused_away() ? 0 : t.bytes(), 64);
+  assignStashFrames(stashBytes);
   for (plan::TensorDecl &t : *program.mutable_tensors()) {
     BufferRequest r;
     r.bytes = t.fused_away() ? 0 : t.bytes();
     switch (t.kind()) {
     case plan::TensorDecl::STASH:
     case plan::TensorDecl::INPUT: {
-      // Framed schedules: a chunk's stash and inputs live in the run's
-      // frame (a microbatch's inputs may be read long after later ones
-      // were loaded, by a deferred W).
-      int seg = t.kind() == plan::TensorDecl::STASH ? segmentOf[t.id()]
-                                                    : inputSegment[t.id()];
-      if (numFrames > 0 && seg >= 0 && t.input_name() != "step" &&
-          !llvm::is_contained(program.output_tensors(), t.id())) {
-        // What the W reads stays until the W: made by the forward (or an
-        // input) in pool 1, by the B in pool 2.
-        int pool = !readByWeight[t.id()]    ? 0
-                   : seg % perChunk == kBackward ? 2
-                                                 : 1;
-        t.set_slots(pool == 0   ? numFrames
+      if (int seg = framedSegment(t); seg >= 0) {
+        int pool = poolOf(t, seg);
+        int c = chunkOfSegment(seg);
+        t.set_slots(pool == 0   ? stashFrames[stashClass[c]]
                     : pool == 1 ? numWeightFrames
                                 : numGradientFrames);
         t.set_frame_pool(pool);
-        r.frameGroup = chunkOfSegment(seg);
-        r.framePool = pool;
+        r.frameGroup = c;
+        // Each class of chunks has frames of its own size: a region of
+        // the arena apart (the runtime still reads the frame of pool 0).
+        r.framePool = pool == 0 && stashClass[c] > 0 ? 2 + stashClass[c]
+                                                     : pool;
         break;
       }
       t.set_slots(t.input_name() == "step" ? 1 : slots);
@@ -116,14 +228,18 @@ void Emitter::planMemory() {
         t.set_slots(ctx.microbatches);
       break;
     }
-    case plan::TensorDecl::COMM_BUFFER:
-      // A slot per microbatch in flight: the runtime completes a send
-      // before the slot is written again, and by then the receiving stage
-      // has taken it (1F1B keeps at most this many microbatches between
-      // neighbours; GPipe all of them). Interleaved chunks share the
-      // neighbours, so all the stage's microbatches in flight count.
-      t.set_slots(std::min<int64_t>(ctx.microbatches, slots));
+    case plan::TensorDecl::COMM_BUFFER: {
+      // The runtime completes a send before its slot is written again; the
+      // fewest slots with which no stage waits on a neighbour that waits
+      // on it (cost::minimalSendSlots: one, for every schedule so far).
+      int seg = sendSegment.count(t.id()) ? sendSegment[t.id()] : -1;
+      int k = 1;
+      if (seg >= 0 && !sendSlots.slots.empty())
+        k = sendSlots.at(ctx.stage, chunkOfSegment(seg),
+                         seg % perChunk != kForward);
+      t.set_slots(std::max(k, 1));
       break;
+    }
     case plan::TensorDecl::TRANSIENT:
       r.transient = true;
       r.segment = std::max(segmentOf[t.id()], 0);

@@ -459,17 +459,20 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
     auto &strategies = p.nodeStrategies.emplace_back();
     std::vector<unsigned> splitAxes;
     compose(&op, meshShape, perAxis, strategies, splitAxes);
-    if (options.sequenceParallel &&
+    if ((options.sequenceParallel || options.noSequenceParallel) &&
         isa<graph::LayerNormOp, graph::RmsNormOp>(op)) {
       auto type = cast<RankedTensorType>(op.getResult(0).getType());
       int64_t seqDim = type.getRank() - 2;
       auto onSequence = [&](const ShardingStrategy &s) {
         return s.results[0] == seqDim;
       };
-      if (seqDim >= 0 && llvm::any_of(strategies, onSequence))
-        llvm::erase_if(strategies, [&](const ShardingStrategy &s) {
-          return !onSequence(s);
-        });
+      bool keep = options.sequenceParallel;
+      auto kept = [&](const ShardingStrategy &s) {
+        return onSequence(s) == keep;
+      };
+      if (seqDim >= 0 && llvm::any_of(strategies, kept))
+        llvm::erase_if(strategies,
+                       [&](const ShardingStrategy &s) { return !kept(s); });
     }
 
     if (options.contextParallel)

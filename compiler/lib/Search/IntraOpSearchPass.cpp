@@ -87,11 +87,17 @@ struct IntraOpSearchPass
                          << "': " << cluster.status().message();
       return signalPassFailure();
     }
+    if (sequenceParallel && noSequenceParallel) {
+      func.emitOpError("sequence-parallel and no-sequence-parallel both "
+                       "set: sequence parallelism is asked for and ruled out");
+      return signalPassFailure();
+    }
     cleave::search::IntraOpOptions options;
     options.paramMemoryBytes = paramMemory;
     options.timeLimitSeconds = timeLimit;
     options.relativeGap = relativeGap;
     options.sequenceParallel = sequenceParallel;
+    options.noSequenceParallel = noSequenceParallel;
     options.contextParallel = contextParallel;
     options.training = training;
     options.tieRepeatedLayers = tieRepeatedLayers;

@@ -46,6 +46,10 @@ struct IntraOpOptions {
   /// normalised one) instead of replicated, so their inputs arrive by
   /// reduce-scatter and leave by all-gather.
   bool sequenceParallel = false;
+  /// Sequence parallelism ruled out (a plan with sp=off, whose memory was
+  /// predicted without it): normalisations never run sequence-split. With
+  /// neither flag the search is free to choose.
+  bool noSequenceParallel = false;
   /// Context parallelism: the devices share the sequence, not the weights.
   /// Parameters stay whole on every device and inputs are either whole or
   /// split along their sequence dimension (dimension 1), so the work splits
