@@ -288,8 +288,17 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
   int communicators = (c.tp > 1) + (c.pp > 1) + (c.dp > 1);
   comm += communicators * c.ncclBytesPerCommunicator;
   out.commLibrary = communicators * c.ncclBytesPerCommunicator;
-  if (c.pp > 1) // receive buffers for an activation and a gradient
-    comm += 2 * c.activationBytes * sbh / sequenceSplit;
+  if (c.pp > 1) {
+    // Send buffers: each chunk sends its activations on (but the last
+    // stage's last) and their gradients back (but the first stage's
+    // first), each with two slots so the sender can run a microbatch
+    // ahead (one where a stage holds one microbatch). What a stage
+    // receives is its input, counted with the activations.
+    double v = static_cast<double>(c.virtualStages);
+    double sends = 2 * v - (first ? 1 : 0) - (last ? 1 : 0);
+    double slots = microbatchesInFlight(c) > 1 ? 2 : 1;
+    comm += sends * slots * c.activationBytes * sbh / sequenceSplit;
+  }
   if (c.dp > 1)
     comm += c.dpBucketBytes;
   if (c.dp > 1 && c.zeroStage == 3)

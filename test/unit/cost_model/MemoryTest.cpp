@@ -196,8 +196,9 @@ TEST(MemoryBreakdown, Gpt3OnAThousandGpus) {
   // recomputed attention core, the embedding dropout mask per microbatch.
   double activations =
       8 * 12 * 34 * sbh / t + 5 * a * s * s * b / t + 8 * sbh / t;
-  // Three NCCL communicators (tp, pp, dp), two pipeline receive buffers,
-  // two 25 MiB gradient buckets.
+  // Three NCCL communicators (tp, pp, dp), the activations sent to the
+  // next stage in two slots (the first stage sends no gradient back), two
+  // 25 MiB gradient buckets.
   double mib = 1024.0 * 1024;
   double comm = 3 * 128 * mib + 2 * 2 * sbh / t + 50 * mib;
   double allocated = weights + grads + optimizer + activations + comm;
