@@ -282,6 +282,15 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     // computed from: a transient, not an activation, but at the peak.
     out.workspace = 4 * s * b * v / t;
   }
+  if (c.layersPerStage > 0) {
+    // The backward of a layer's attention core (unfused: no flash
+    // attention) holds two score-sized gradients beside the softmax
+    // output it reads: that of the probabilities and that of the scores.
+    // The logits' gradient is freed by then.
+    double a = static_cast<double>(c.heads);
+    double scores = c.activationBytes * a * s * (s * c.cp) * b / t;
+    out.workspace = std::max(out.workspace, 2 * scores);
+  }
   out.activations = activations;
 
   double comm = 0;

@@ -155,6 +155,10 @@ absl::Status Executor::prepare() {
     }
     writesLoss_.push_back(writes);
   }
+  lastRunMicrobatch_.assign(p.segments_size(), -1);
+  for (const plan::ScheduleStep &step : p.schedule())
+    if (step.segment() >= 0 && step.segment() < p.segments_size())
+      lastRunMicrobatch_[step.segment()] = step.microbatch();
   fusedAt_.assign(kernels_.size(), -1);
   // --no-fuse runs every instruction alone, but for the groups whose
   // intermediate the plan fused away (it has no memory to run op by op).
@@ -557,11 +561,11 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
   };
   for (int i = 0; i < segment.instructions_size(); ++i) {
     const plan::Instruction &inst = segment.instructions(i);
-    // Once per step, in the last microbatch's run (a gradient reduction
+    // Once per step, in the segment's last run (a gradient reduction
     // started as soon as the last backward has written its bucket).
     if (auto last = inst.attrs().find("last_microbatch");
         last != inst.attrs().end() && last->second.b() &&
-        microbatch != numMicrobatches() - 1)
+        microbatch != lastRunMicrobatch_[segmentIndex])
       continue;
     int32_t fused = fusedAt_[firstKernel_[segmentIndex] + i];
     if (fused < 0) {

@@ -180,6 +180,10 @@ private:
   std::vector<std::pair<FusedGroup, FusedKernelFn>> fused_;
   /// Per segment: does it write the loss tensor?
   std::vector<bool> writesLoss_;
+  /// Per segment: the microbatch of its last run in the schedule, where
+  /// `last_microbatch` instructions run (under ZB-H1 the first stage's
+  /// last W is microbatch 0's, deferred into the cool-down).
+  std::vector<int64_t> lastRunMicrobatch_;
   /// Per INPUT tensor: the ids its gather tables and cross-entropy logits
   /// accept (0: no bound), when smaller than its vocab (a plan may give
   /// every integer input the model's vocab, BERT's token types too).
