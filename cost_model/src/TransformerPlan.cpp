@@ -450,14 +450,15 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   }
 
   // --- Stages -------------------------------------------------------------
-  // Layers per stage balance the stages' compute: the first also embeds,
+  // Layers per chunk balance the chunks' compute: the first also embeds,
   // the last runs the head and the loss (StageBalance.h). The even split
-  // (spare layers to the later chunks) is kept wherever it is as fast, and
-  // under the interleaved schedule, whose chunks the memory model and the
-  // schedule take to be equal.
+  // (spare layers to the later chunks) is kept wherever it is as fast.
+  // Under the interleaved schedule a stage runs all its chunks in turn, so
+  // the balanced split is taken only where it also shortens the busiest
+  // stage (the sum of its chunks).
   int64_t chunksTotal = p.pp * p.chunks;
   std::vector<int64_t> chunkLayers = evenLayerSplit(m.layers, chunksTotal);
-  if (p.balanceStages && p.chunks == 1 && p.pp > 1) {
+  if (p.balanceStages && p.pp > 1) {
     std::vector<double> layerSeconds;
     for (int64_t l = 0; l < m.layers; ++l) {
       const LayerCost &L = m.isMoeLayer(l) ? moeLayer : dense;
@@ -468,7 +469,20 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                   lossElem.seconds * 1.5;
     std::vector<int64_t> balanced =
         balanceLayers(layerSeconds, first, last, chunksTotal);
-    if (!balanced.empty())
+    auto busiestStage = [&](const std::vector<int64_t> &split) {
+      std::vector<double> stage(p.pp, 0);
+      int64_t layer = 0;
+      for (int64_t c = 0; c < chunksTotal; ++c) {
+        double t = c == 0 ? first : 0;
+        t += c == chunksTotal - 1 ? last : 0;
+        for (int64_t l = 0; l < split[c]; ++l)
+          t += layerSeconds[layer++];
+        stage[c % p.pp] += t;
+      }
+      return *std::max_element(stage.begin(), stage.end());
+    };
+    if (!balanced.empty() &&
+        (p.chunks == 1 || busiestStage(balanced) < busiestStage(chunkLayers)))
       chunkLayers = std::move(balanced);
   }
   std::vector<int64_t> chunkFirstLayer(chunksTotal, 0);

@@ -6,6 +6,7 @@
 #include "cleave/Lowering/PlanLowering.h"
 #include "cleave/cost_model/PlanKnobs.h"
 #include "cleave/cost_model/Simulator.h"
+#include "cleave/cost_model/StageBalance.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -162,14 +163,21 @@ int writePlanArtifact(const ArtifactRequest &r) {
                          ? p.layersPerStage[s]
                          : r.shape.layers / knobs.pp;
     if (knobs.chunks > 1) {
-      // Chunk c of pp x v holds layers [c L / (pp v), (c + 1) L / (pp v))
-      // (cleave-pipeline-split's cut) and runs on stage c % pp.
+      // Chunk c of pp x v holds the cost model's layers per chunk (those
+      // cleave-pipeline-split cuts; an even cut where it gives none) and
+      // runs on stage c % pp.
       int64_t n = knobs.pp * knobs.chunks, L = r.shape.layers;
+      std::vector<int64_t> counts = p.layersPerChunk;
+      if (int64_t(counts.size()) != n)
+        counts = cost::evenLayerSplit(L, n);
+      std::vector<int64_t> starts(n, 0);
+      for (int64_t c = 1; c < n; ++c)
+        starts[c] = starts[c - 1] + counts[c - 1];
       for (int64_t v = 0; v < knobs.chunks; ++v) {
         int64_t c = v * knobs.pp + s;
         plan::LayerRange *range = stage->add_chunks();
-        range->set_first_layer(c * L / n);
-        range->set_num_layers((c + 1) * L / n - c * L / n);
+        range->set_first_layer(starts[c]);
+        range->set_num_layers(counts[c]);
       }
       layers = stage->chunks(0).num_layers();
       first = stage->chunks(0).first_layer();

@@ -117,4 +117,47 @@ TEST(StageBalance, LargeVocabularyMovesLayersOffTheLastStage) {
   EXPECT_EQ(llama->layersPerStage, (std::vector<int64_t>{8, 8, 8, 8}));
 }
 
+/// Under the interleaved schedule the chunks are balanced too: the
+/// Gemma-like model over 4 stages of 2 chunks gives the head's chunk fewer
+/// layers than the even split's 3, and the busiest stage's work and the
+/// predicted step go down.
+TEST(StageBalance, InterleavedChunksBalanceAgainstTheHead) {
+  auto cluster = parseCluster("dgx-a100-80g,nodes=4");
+  ASSERT_TRUE(cluster.ok());
+  TransformerModel m;
+  m.name = "gemma";
+  m.layers = 18;
+  m.hidden = 2048;
+  m.heads = 8;
+  m.kvHeads = 8;
+  m.ffn = 16384;
+  m.gatedMlp = true;
+  m.seq = 8192;
+  m.vocab = 256000;
+  ParallelConfig p;
+  p.tp = 8;
+  p.pp = 4;
+  p.chunks = 2;
+  p.schedule = ScheduleKind::Interleaved;
+  p.globalBatch = 64;
+  auto balanced = scoreTransformerPlan(m, *cluster, p);
+  p.balanceStages = false;
+  auto even = scoreTransformerPlan(m, *cluster, p);
+  ASSERT_TRUE(balanced.ok()) << balanced.status();
+  ASSERT_TRUE(even.ok()) << even.status();
+  EXPECT_EQ(even->layersPerChunk,
+            (std::vector<int64_t>{2, 2, 2, 2, 2, 2, 3, 3}));
+  ASSERT_EQ(balanced->layersPerChunk.size(), 8u);
+  EXPECT_EQ(std::accumulate(balanced->layersPerChunk.begin(),
+                            balanced->layersPerChunk.end(), int64_t{0}),
+            18);
+  EXPECT_LT(balanced->layersPerChunk.back(), 3);
+  EXPECT_LT(balanced->stepSeconds, even->stepSeconds * 0.95);
+  std::cout << "gemma-like interleaved, balanced chunks";
+  for (int64_t n : balanced->layersPerChunk)
+    std::cout << " " << n;
+  std::cout << ": " << balanced->stepSeconds << " s, even "
+            << even->stepSeconds << " s\n";
+}
+
 } // namespace
