@@ -14,7 +14,7 @@ and prints predicted against measured time per plan, the median and largest
 
 Python 3 standard library only.
 
-    python3 bench/runtime_calibration.py                # full profile, 21 plans
+    python3 bench/runtime_calibration.py                # full profile, 24 plans
     python3 bench/runtime_calibration.py --quick-profile --steps 6
     python3 bench/runtime_calibration.py --profile prof.txt   # reuse a profile
     python3 bench/runtime_calibration.py --json out.json
@@ -52,13 +52,18 @@ PLANS_4 = [
     ("pp4 1f1b mb8", "pp=4,microbatch=8,schedule=1f1b"),
     ("pp4 gpipe mb1", "pp=4,microbatch=1,schedule=gpipe"),
     ("pp4 gpipe mb2", "pp=4,microbatch=2,schedule=gpipe"),
-    ("tp2 pp2 mb1", "tp=2,pp=2,microbatch=1"),
-    ("tp2 pp2 mb4", "tp=2,pp=2,microbatch=4"),
+    ("tp2 pp2 mb1", "tp=2,pp=2,microbatch=1,schedule=1f1b"),
+    ("tp2 pp2 mb4", "tp=2,pp=2,microbatch=4,schedule=1f1b"),
     ("dp2 tp2 mb2", "dp=2,tp=2,microbatch=2"),
     ("dp2 tp2 mb4", "dp=2,tp=2,microbatch=4"),
-    ("dp2 pp2 mb1", "dp=2,pp=2,microbatch=1"),
-    ("dp2 pp2 mb2", "dp=2,pp=2,microbatch=2"),
-    ("dp2 pp2 mb4", "dp=2,pp=2,microbatch=4"),
+    ("dp2 pp2 mb1", "dp=2,pp=2,microbatch=1,schedule=1f1b"),
+    ("dp2 pp2 mb2", "dp=2,pp=2,microbatch=2,schedule=1f1b"),
+    ("dp2 pp2 mb4", "dp=2,pp=2,microbatch=4,schedule=1f1b"),
+    # The interleaved and zero-bubble schedules, which the search may pick
+    # for a plan to run.
+    ("dp2 pp2 vpp2 mb1", "dp=2,pp=2,microbatch=1,schedule=interleaved,vpp=2"),
+    ("pp4 zb-h1 mb1", "pp=4,microbatch=1,schedule=zb-h1"),
+    ("dp2 pp2 zb-h1 mb2", "dp=2,pp=2,microbatch=2,schedule=zb-h1"),
     # Recomputation and ZeRO-3 cost time the cost model prices too.
     ("dp4 mb2 recomp", "dp=4,microbatch=2,recompute=full"),
     ("dp4 mb2 zero3", "dp=4,microbatch=2,zero=3"),

@@ -233,8 +233,9 @@ void Emitter::planMemory() {
       // The fewest slots with which no stage waits on a neighbour that
       // waits on it (cost::minimalSendSlots) is one for every schedule so
       // far; a second lets the sender run a microbatch ahead (GPipe on 4
-      // CPU ranks: one slot 5-8% slower than one per microbatch in flight,
-      // two as fast).
+      // CPU ranks with one core taken by another process: one slot 5-8%
+      // slower than one per microbatch in flight, two as fast; on a quiet
+      // machine all three alike).
       int seg = sendSegment.count(t.id()) ? sendSegment[t.id()] : -1;
       int k = 1;
       if (seg >= 0 && !sendSlots.slots.empty())
