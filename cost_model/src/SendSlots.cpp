@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 
 namespace cleave::cost {
 
@@ -80,10 +81,49 @@ bool runsToTheEnd(const std::vector<std::vector<PipelineSlot>> &orders,
   return true;
 }
 
+absl::Status checkMessageOrder(
+    const std::vector<std::vector<PipelineSlot>> &orders, int chunks) {
+  int p = static_cast<int>(orders.size());
+  int numVirtual = p * chunks;
+  // Per (from, to) stage pair: the messages in the sender's order and in
+  // the receiver's, as (direction, chunk of the sender, microbatch).
+  using Message = std::array<int, 3>;
+  std::map<std::pair<int, int>, std::vector<Message>> sent, received;
+  for (int s = 0; s < p; ++s)
+    for (const PipelineSlot &slot : orders[s]) {
+      if (slot.pass == PassKind::WeightGrad)
+        continue;
+      int dir = slot.pass == PassKind::Forward ? 0 : 1;
+      int vs = slot.chunk * p + s;
+      int to = dir == 0 ? vs + 1 : vs - 1;
+      if (to >= 0 && to < numVirtual)
+        sent[{s, to % p}].push_back({dir, slot.chunk, slot.microbatch});
+      int from = dir == 0 ? vs - 1 : vs + 1;
+      if (from >= 0 && from < numVirtual)
+        received[{from % p, s}].push_back({dir, from / p, slot.microbatch});
+    }
+  for (auto &[link, messages] : sent) {
+    if (received[link] != messages)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage ", link.second, " receives the messages of stage ",
+          link.first,
+          " in another order than they are sent; point-to-point messages "
+          "match in order"));
+  }
+  for (auto &[link, messages] : received)
+    if (!sent.count(link) && !messages.empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat("stage ", link.second, " receives from stage ",
+                       link.first, " what it never sends"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<SendSlots>
 lowerSendSlots(const std::vector<std::vector<PipelineSlot>> &orders,
                int chunks, SendSlots counts) {
   int stages = static_cast<int>(orders.size());
+  if (absl::Status order = checkMessageOrder(orders, chunks); !order.ok())
+    return order;
   if (!runsToTheEnd(orders, chunks, counts))
     return absl::InternalError(
         "the pipeline schedule deadlocks even with the send slots given");

@@ -54,11 +54,12 @@ void Emitter::assignStashFrames(ArrayRef<int64_t> stashBytes) {
     return peak;
   };
   int64_t best = -1;
-  for (uint32_t cuts = 0; cuts < (1u << (v - 1)); ++cuts) {
+  // cut[i]: a new class starts at the i-th chunk in size order.
+  auto evaluate = [&](const std::vector<char> &cut) {
     std::vector<int> classOf(v);
     std::vector<int64_t> frameBytes(1, 0);
     for (int i = 0; i < v; ++i) {
-      if (i > 0 && (cuts >> (i - 1) & 1))
+      if (i > 0 && cut[i])
         frameBytes.push_back(0);
       classOf[bySize[i]] = static_cast<int>(frameBytes.size()) - 1;
       frameBytes.back() = std::max(frameBytes.back(), stashBytes[bySize[i]]);
@@ -72,6 +73,22 @@ void Emitter::assignStashFrames(ArrayRef<int64_t> stashBytes) {
       best = bytes;
       stashClass = classOf;
       stashFrames = frames;
+    }
+  };
+  // Every split of up to 16 chunks (2^(v-1)); beyond, one class or two.
+  std::vector<char> cut(v, 0);
+  if (v <= 16) {
+    for (uint32_t mask = 0; mask < (1u << (v - 1)); ++mask) {
+      for (int i = 1; i < v; ++i)
+        cut[i] = mask >> (i - 1) & 1;
+      evaluate(cut);
+    }
+  } else {
+    evaluate(cut);
+    for (int i = 1; i < v; ++i) {
+      cut[i] = 1;
+      evaluate(cut);
+      cut[i] = 0;
     }
   }
   // Frames again, each class its own: a forward takes the class's lowest
@@ -125,8 +142,11 @@ void Emitter::planMemory() {
         if (perChunk == 3 && s % perChunk == kWeight &&
             s < static_cast<int>(segments.size()) - 1)
           readByWeight[id] = true;
+        // A sent value read again by a later segment is stashed (its two
+        // send slots would not outlive the microbatches in flight).
         if (t.kind() != plan::TensorDecl::TRANSIENT &&
-            t.kind() != plan::TensorDecl::STASH)
+            t.kind() != plan::TensorDecl::STASH &&
+            t.kind() != plan::TensorDecl::COMM_BUFFER)
           return;
         if (segmentOf[id] == -1) {
           segmentOf[id] = s;

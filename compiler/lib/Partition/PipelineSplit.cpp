@@ -89,11 +89,12 @@ void PipelineSplitPass::runOnOperation() {
         << " pipeline stages (parameters named like 'h.<layer>.' mark layers)";
     return signalPassFailure();
   }
-  // Stage s holds layers [s * layers / n, (s + 1) * layers / n), or the
+  // Stage s holds layers / n layers, the spare ones going to the last
+  // stages (the cost model's even split, cost::evenLayerSplit), or the
   // counts asked for.
-  std::vector<int64_t> first(n + 1);
-  for (int64_t s = 0; s <= n; ++s)
-    first[s] = s * layers / n;
+  std::vector<int64_t> first(n + 1, 0);
+  for (int64_t s = 0; s < n; ++s)
+    first[s + 1] = first[s] + layers / n + (s >= n - layers % n ? 1 : 0);
   if (!layersPerStage.empty()) {
     int64_t sum = 0;
     bool positive = true;

@@ -22,27 +22,50 @@ std::vector<std::vector<PipelineSlot>> ordersOf(ScheduleKind kind, int p,
   return orders;
 }
 
-/// Stage 1 takes microbatch 1 before 0: with one slot, stage 0 cannot send
-/// 1 before 0 is received, and stage 1 waits for 1.
-TEST(SendSlots, ReceivingOutOfOrderNeedsTwoSlots) {
+/// Each stage sends two messages before it receives the other's: with one
+/// slot, stage 0's second send waits for stage 1 to take the first, which
+/// it does only after its own second send, which waits for stage 0 in turn.
+TEST(SendSlots, SendingAheadOfReceivingNeedsTwoSlots) {
+  using P = PassKind;
+  std::vector<std::vector<PipelineSlot>> orders = {
+      {{P::Forward, 0, 0}, {P::Forward, 1, 0}, {P::Backward, 0, 0},
+       {P::Backward, 1, 0}},
+      {{P::Backward, 0, 0}, {P::Backward, 1, 0}, {P::Forward, 0, 0},
+       {P::Forward, 1, 0}}};
+  EXPECT_TRUE(checkMessageOrder(orders, 1).ok());
+  EXPECT_FALSE(runsToTheEnd(orders, 1, uniform(2, 1, 1)));
+  EXPECT_TRUE(runsToTheEnd(orders, 1, uniform(2, 1, 2)));
+
+  // Lowered from four each (one each deadlocks, so by bisection, in
+  // turn): stage 0's forward sends go down to one while stage 1's still
+  // have four, then stage 1's keep two. One less anywhere deadlocks.
+  absl::StatusOr<SendSlots> lowered =
+      lowerSendSlots(orders, 1, uniform(2, 1, 4));
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->at(0, 0, false), 1);
+  EXPECT_EQ(lowered->at(1, 0, true), 2);
+  EXPECT_TRUE(runsToTheEnd(orders, 1, *lowered));
+  SendSlots fewer = *lowered;
+  fewer.slots[1][0][1] = 1;
+  EXPECT_FALSE(runsToTheEnd(orders, 1, fewer));
+  EXPECT_FALSE(lowerSendSlots(orders, 1, uniform(2, 1, 1)).ok());
+}
+
+/// Messages between two ranks match in the order they are posted, so a
+/// stage taking microbatch 1 before 0 would read the wrong one: refused.
+TEST(SendSlots, ReceivingOutOfOrderIsRefused) {
   using P = PassKind;
   std::vector<std::vector<PipelineSlot>> orders = {
       {{P::Forward, 0, 0}, {P::Forward, 1, 0}, {P::Backward, 0, 0},
        {P::Backward, 1, 0}},
       {{P::Forward, 1, 0}, {P::Forward, 0, 0}, {P::Backward, 0, 0},
        {P::Backward, 1, 0}}};
-  EXPECT_FALSE(runsToTheEnd(orders, 1, uniform(2, 1, 1)));
-  EXPECT_TRUE(runsToTheEnd(orders, 1, uniform(2, 1, 2)));
-
-  // Lowered from four each: stage 0's forward sends keep two, the rest
-  // (one backward send; unused counts) one.
-  absl::StatusOr<SendSlots> lowered =
-      lowerSendSlots(orders, 1, uniform(2, 1, 4));
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  EXPECT_EQ(lowered->at(0, 0, false), 2);
-  EXPECT_EQ(lowered->at(1, 0, true), 1);
-  EXPECT_TRUE(runsToTheEnd(orders, 1, *lowered));
-  EXPECT_FALSE(lowerSendSlots(orders, 1, uniform(2, 1, 1)).ok());
+  absl::Status status = checkMessageOrder(orders, 1);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(std::string(status.message()).find("stage 1 receives"),
+            std::string::npos)
+      << status;
+  EXPECT_FALSE(lowerSendSlots(orders, 1, uniform(2, 1, 4)).ok());
 }
 
 /// A receive that comes before its send in the other stage's order never
@@ -84,7 +107,9 @@ TEST(SendSlots, OneSlotForEverySchedule) {
         EXPECT_EQ(s->at(stage, chunk, false), vs + 1 < c.p * c.v ? 1 : 0);
         EXPECT_EQ(s->at(stage, chunk, true), vs > 0 ? 1 : 0);
       }
-    EXPECT_TRUE(runsToTheEnd(ordersOf(c.kind, c.p, c.m, c.v), c.v, *s));
+    auto orders = ordersOf(c.kind, c.p, c.m, c.v);
+    EXPECT_TRUE(checkMessageOrder(orders, c.v).ok());
+    EXPECT_TRUE(runsToTheEnd(orders, c.v, *s));
   }
 }
 

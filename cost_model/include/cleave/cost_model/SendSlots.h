@@ -15,6 +15,7 @@
 
 #include "cleave/cost_model/PipelineSchedule.h"
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 #include <array>
@@ -39,11 +40,19 @@ struct SendSlots {
 bool runsToTheEnd(const std::vector<std::vector<PipelineSlot>> &orders,
                   int chunks, const SendSlots &counts);
 
-/// Lowers each count of `counts`, a run to the end of `orders`, to the
-/// fewest with which the run still ends: all to one where that runs (one
-/// simulation), else each in turn by bisection (more slots never deadlock
-/// a run that completes) while the others keep theirs, so the result is
-/// checked as a whole.
+/// Point-to-point messages between two ranks match in the order they are
+/// posted: an error unless every stage receives each neighbour's messages
+/// in the order that neighbour sends them. The simulation below matches
+/// messages by microbatch and assumes this.
+absl::Status
+checkMessageOrder(const std::vector<std::vector<PipelineSlot>> &orders,
+                  int chunks);
+
+/// Lowers each count of `counts`, a run to the end of `orders` (whose
+/// message order checkMessageOrder accepts), to the fewest with which the
+/// run still ends: all to one where that runs (one simulation), else each
+/// in turn by bisection (more slots never deadlock a run that completes)
+/// while the others keep theirs, so the result is checked as a whole.
 absl::StatusOr<SendSlots>
 lowerSendSlots(const std::vector<std::vector<PipelineSlot>> &orders,
                int chunks, SendSlots counts);

@@ -182,7 +182,7 @@ private:
   std::vector<bool> writesLoss_;
   /// Per segment: the microbatch of its last run in the schedule, where
   /// `last_microbatch` instructions run (under ZB-H1 the first stage's
-  /// last W is microbatch 0's, deferred into the cool-down).
+  /// last W is a deferred early microbatch's: microbatch p - 2's).
   std::vector<int64_t> lastRunMicrobatch_;
   /// Per INPUT tensor: the ids its gather tables and cross-entropy logits
   /// accept (0: no bound), when smaller than its vocab (a plan may give
