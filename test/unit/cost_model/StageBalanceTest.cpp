@@ -66,15 +66,8 @@ TEST(StageBalance, OptimalAgainstEnumeration) {
   EXPECT_TRUE(balanceLayers({1.0, 1.0}, 0, 0, 3).empty());
 }
 
-/// A Gemma-2B-like model (hidden 2048, vocabulary 256000) on 4 stages:
-/// the head costs several layers, so the last stage gives up layers and the
-/// predicted step is shorter than with the even split Megatron-LM would
-/// use. A LLaMA-3-8B-like one (hidden 4096, vocabulary 128256), whose head
-/// costs 0.7 of a layer here, keeps the even split: no whole layer moved
-/// off the last stage would make it faster.
-TEST(StageBalance, LargeVocabularyMovesLayersOffTheLastStage) {
-  auto cluster = parseCluster("dgx-a100-80g,nodes=4");
-  ASSERT_TRUE(cluster.ok());
+/// A Gemma-2B-like model: hidden 2048, 18 layers, vocabulary 256000.
+TransformerModel gemmaLike() {
   TransformerModel m;
   m.name = "gemma";
   m.layers = 18;
@@ -85,6 +78,19 @@ TEST(StageBalance, LargeVocabularyMovesLayersOffTheLastStage) {
   m.gatedMlp = true;
   m.seq = 8192;
   m.vocab = 256000;
+  return m;
+}
+
+/// A Gemma-2B-like model (hidden 2048, vocabulary 256000) on 4 stages:
+/// the head costs several layers, so the last stage gives up layers and the
+/// predicted step is shorter than with the even split Megatron-LM would
+/// use. A LLaMA-3-8B-like one (hidden 4096, vocabulary 128256), whose head
+/// costs 0.7 of a layer here, keeps the even split: no whole layer moved
+/// off the last stage would make it faster.
+TEST(StageBalance, LargeVocabularyMovesLayersOffTheLastStage) {
+  auto cluster = parseCluster("dgx-a100-80g,nodes=4");
+  ASSERT_TRUE(cluster.ok());
+  TransformerModel m = gemmaLike();
   ParallelConfig p;
   p.tp = 8;
   p.pp = 4;
@@ -124,16 +130,7 @@ TEST(StageBalance, LargeVocabularyMovesLayersOffTheLastStage) {
 TEST(StageBalance, InterleavedChunksBalanceAgainstTheHead) {
   auto cluster = parseCluster("dgx-a100-80g,nodes=4");
   ASSERT_TRUE(cluster.ok());
-  TransformerModel m;
-  m.name = "gemma";
-  m.layers = 18;
-  m.hidden = 2048;
-  m.heads = 8;
-  m.kvHeads = 8;
-  m.ffn = 16384;
-  m.gatedMlp = true;
-  m.seq = 8192;
-  m.vocab = 256000;
+  TransformerModel m = gemmaLike();
   ParallelConfig p;
   p.tp = 8;
   p.pp = 4;
