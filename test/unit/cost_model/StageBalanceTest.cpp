@@ -81,6 +81,21 @@ TransformerModel gemmaLike() {
   return m;
 }
 
+/// `p` for `m` on 32 A100s, with balanced stages and with the even split.
+void scoreBothWays(const TransformerModel &m, ParallelConfig p,
+                   PlanPrediction &balanced, PlanPrediction &even) {
+  auto cluster = parseCluster("dgx-a100-80g,nodes=4");
+  ASSERT_TRUE(cluster.ok());
+  p.balanceStages = true;
+  auto b = scoreTransformerPlan(m, *cluster, p);
+  p.balanceStages = false;
+  auto e = scoreTransformerPlan(m, *cluster, p);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_TRUE(e.ok()) << e.status();
+  balanced = *b;
+  even = *e;
+}
+
 /// A Gemma-2B-like model (hidden 2048, vocabulary 256000) on 4 stages:
 /// the head costs several layers, so the last stage gives up layers and the
 /// predicted step is shorter than with the even split Megatron-LM would
@@ -88,27 +103,25 @@ TransformerModel gemmaLike() {
 /// costs 0.7 of a layer here, keeps the even split: no whole layer moved
 /// off the last stage would make it faster.
 TEST(StageBalance, LargeVocabularyMovesLayersOffTheLastStage) {
-  auto cluster = parseCluster("dgx-a100-80g,nodes=4");
-  ASSERT_TRUE(cluster.ok());
   TransformerModel m = gemmaLike();
   ParallelConfig p;
   p.tp = 8;
   p.pp = 4;
   p.globalBatch = 64;
-  auto balanced = scoreTransformerPlan(m, *cluster, p);
-  p.balanceStages = false;
-  auto even = scoreTransformerPlan(m, *cluster, p);
-  ASSERT_TRUE(balanced.ok()) << balanced.status();
-  ASSERT_TRUE(even.ok()) << even.status();
-  EXPECT_EQ(even->layersPerStage, (std::vector<int64_t>{4, 4, 5, 5}));
-  EXPECT_LT(balanced->layersPerStage.back(), 4);
-  EXPECT_EQ(balanced->layersPerChunk, balanced->layersPerStage);
-  EXPECT_LT(balanced->stepSeconds, even->stepSeconds * 0.95);
+  PlanPrediction balanced, even;
+  ASSERT_NO_FATAL_FAILURE(scoreBothWays(m, p, balanced, even));
+  EXPECT_EQ(even.layersPerStage, (std::vector<int64_t>{4, 4, 5, 5}));
+  EXPECT_LT(balanced.layersPerStage.back(), 4);
+  EXPECT_EQ(balanced.layersPerChunk, balanced.layersPerStage);
+  EXPECT_LT(balanced.stepSeconds, even.stepSeconds * 0.95);
   std::cout << "gemma-like, balanced";
-  for (int64_t n : balanced->layersPerStage)
+  for (int64_t n : balanced.layersPerStage)
     std::cout << " " << n;
-  std::cout << ": " << balanced->stepSeconds << " s, even "
-            << even->stepSeconds << " s\n";
+  std::cout << ": " << balanced.stepSeconds << " s, even " << even.stepSeconds
+            << " s\n";
+
+  auto cluster = parseCluster("dgx-a100-80g,nodes=4");
+  ASSERT_TRUE(cluster.ok());
 
   m.layers = 32;
   m.hidden = 4096;
@@ -128,8 +141,6 @@ TEST(StageBalance, LargeVocabularyMovesLayersOffTheLastStage) {
 /// layers than the even split's 3, and the busiest stage's work and the
 /// predicted step go down.
 TEST(StageBalance, InterleavedChunksBalanceAgainstTheHead) {
-  auto cluster = parseCluster("dgx-a100-80g,nodes=4");
-  ASSERT_TRUE(cluster.ok());
   TransformerModel m = gemmaLike();
   ParallelConfig p;
   p.tp = 8;
@@ -137,24 +148,21 @@ TEST(StageBalance, InterleavedChunksBalanceAgainstTheHead) {
   p.chunks = 2;
   p.schedule = ScheduleKind::Interleaved;
   p.globalBatch = 64;
-  auto balanced = scoreTransformerPlan(m, *cluster, p);
-  p.balanceStages = false;
-  auto even = scoreTransformerPlan(m, *cluster, p);
-  ASSERT_TRUE(balanced.ok()) << balanced.status();
-  ASSERT_TRUE(even.ok()) << even.status();
-  EXPECT_EQ(even->layersPerChunk,
+  PlanPrediction balanced, even;
+  ASSERT_NO_FATAL_FAILURE(scoreBothWays(m, p, balanced, even));
+  EXPECT_EQ(even.layersPerChunk,
             (std::vector<int64_t>{2, 2, 2, 2, 2, 2, 3, 3}));
-  ASSERT_EQ(balanced->layersPerChunk.size(), 8u);
-  EXPECT_EQ(std::accumulate(balanced->layersPerChunk.begin(),
-                            balanced->layersPerChunk.end(), int64_t{0}),
+  ASSERT_EQ(balanced.layersPerChunk.size(), 8u);
+  EXPECT_EQ(std::accumulate(balanced.layersPerChunk.begin(),
+                            balanced.layersPerChunk.end(), int64_t{0}),
             18);
-  EXPECT_LT(balanced->layersPerChunk.back(), 3);
-  EXPECT_LT(balanced->stepSeconds, even->stepSeconds * 0.95);
+  EXPECT_LT(balanced.layersPerChunk.back(), 3);
+  EXPECT_LT(balanced.stepSeconds, even.stepSeconds * 0.95);
   std::cout << "gemma-like interleaved, balanced chunks";
-  for (int64_t n : balanced->layersPerChunk)
+  for (int64_t n : balanced.layersPerChunk)
     std::cout << " " << n;
-  std::cout << ": " << balanced->stepSeconds << " s, even "
-            << even->stepSeconds << " s\n";
+  std::cout << ": " << balanced.stepSeconds << " s, even " << even.stepSeconds
+            << " s\n";
 }
 
 } // namespace
