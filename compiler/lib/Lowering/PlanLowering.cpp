@@ -91,7 +91,10 @@ LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
   if (o.tp <= 1)
     return success();
   IntraOpSearchOptions search;
+  // The knob holds both ways: the search left free finds sequence-split
+  // layouts by itself, and a plan priced without them would run them.
   search.sequenceParallel = o.sequenceParallel;
+  search.noSequenceParallel = !o.sequenceParallel;
   // A tensor-parallel degree means the parameters are split: hold each
   // device to its share and let the search choose how. First to the share
   // with every divisible matrix split, which is what the plan's memory was

@@ -38,6 +38,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 
 using namespace mlir;
@@ -306,6 +307,11 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     // CBC's standalone driver adds its default cut generators and primal
     // heuristics, which a bare branchAndBound() lacks; they matter once
     // the memory row couples the layers.
+    // CbcMain0/CbcMain1 keep state in globals: two solves at once (the
+    // pass manager runs the search on functions in parallel) corrupt each
+    // other and one comes back with no solution. One at a time.
+    static std::mutex cbcDriver;
+    std::lock_guard<std::mutex> oneSolveAtATime(cbcDriver);
     CbcModel model(solver);
     CbcSolverUsefulData data;
     data.noPrinting_ = true;

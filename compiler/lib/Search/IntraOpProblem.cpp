@@ -308,31 +308,24 @@ llvm::SmallVector<int64_t, 3> unpackLayout(int64_t layout, unsigned axes) {
   return dims;
 }
 
-/// Context parallelism splits tokens: every value that carries the
-/// sequence (from the inputs' dimension 1, followed through the strategies'
-/// own dimension mappings) may be split only along it, weights are never
-/// split for their own sake, and partial sums are left only by reductions
-/// over the tokens (the loss). So the only strategies kept are the
-/// replicated one and those that split along the sequence; attention then
-/// reads the other blocks' keys and values whole (an all-gather), and a
-/// causal softmax of a query block is told its place by the partitioner.
-/// Records the sequence dimension of `op`'s first result in `dims`.
-static void restrictToTokenSplits(Operation &op,
-                                  SmallVectorImpl<ShardingStrategy> &strategies,
-                                  llvm::DenseMap<Value, int64_t> &dims) {
-  if (op.getNumResults() == 0)
-    return;
-  Value result = op.getResult(0);
-  auto seqOf = [&](Value v) -> int64_t {
+namespace {
+/// The token (sequence) dimension of each value that carries one: the
+/// inputs' dimension 1, followed through the strategies' own dimension
+/// mappings.
+class TokenDims {
+public:
+  int64_t of(Value v) const {
     auto it = dims.find(v);
     return it == dims.end() ? kReplicated : it->second;
-  };
-  // Whether every operand that carries the sequence is read whole or split
-  // along it, and whether one of them is split.
-  auto readsTokens = [&](const ShardingStrategy &s, bool &splitsTokens) {
+  }
+
+  /// Whether `s` reads every operand of `op` that carries the sequence
+  /// whole or split along it; `splitsTokens` tells whether one is split.
+  bool readsTokens(Operation &op, const ShardingStrategy &s,
+                   bool &splitsTokens) const {
     splitsTokens = false;
     for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
-      int64_t seq = seqOf(operand);
+      int64_t seq = of(operand);
       if (seq == kReplicated)
         continue;
       if (s.operands[i] != kReplicated && s.operands[i] != seq)
@@ -340,43 +333,102 @@ static void restrictToTokenSplits(Operation &op,
       splitsTokens |= s.operands[i] == seq;
     }
     return true;
-  };
-  int64_t seq = kReplicated;
-  if (isa<graph::InputOp>(op)) {
-    auto type = dyn_cast<RankedTensorType>(result.getType());
-    if (type && type.getRank() >= 2)
-      seq = 1;
-  } else {
-    // The first strategy (in operand order) that carries an operand's
-    // sequence into a split result names the result's sequence dimension:
-    // a query's, not a key's, for the attention scores.
-    for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
-      int64_t operandSeq = seqOf(operand);
-      if (operandSeq == kReplicated || seq != kReplicated)
-        continue;
-      for (const ShardingStrategy &s : strategies) {
-        bool splits;
-        if (s.partial == PartialReduction::None &&
-            s.operands[i] == operandSeq && s.results[0] != kReplicated &&
-            readsTokens(s, splits)) {
-          seq = s.results[0];
-          break;
+  }
+
+  /// Records and returns the sequence dimension of `op`'s first result
+  /// (kReplicated: none), read off `strategies` before any is ruled out.
+  int64_t record(Operation &op, ArrayRef<ShardingStrategy> strategies) {
+    if (op.getNumResults() == 0)
+      return kReplicated;
+    Value result = op.getResult(0);
+    int64_t seq = kReplicated;
+    if (isa<graph::InputOp>(op)) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (type && type.getRank() >= 2)
+        seq = 1;
+    } else {
+      // The first strategy (in operand order) that carries an operand's
+      // sequence into a split result names the result's sequence
+      // dimension: a query's, not a key's, for the attention scores.
+      for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+        int64_t operandSeq = of(operand);
+        if (operandSeq == kReplicated || seq != kReplicated)
+          continue;
+        for (const ShardingStrategy &s : strategies) {
+          bool splits;
+          if (s.partial == PartialReduction::None &&
+              s.operands[i] == operandSeq && s.results[0] != kReplicated &&
+              readsTokens(op, s, splits)) {
+            seq = s.results[0];
+            break;
+          }
         }
       }
     }
+    if (seq != kReplicated)
+      dims[result] = seq;
+    return seq;
   }
-  if (seq != kReplicated)
-    dims[result] = seq;
+
+private:
+  llvm::DenseMap<Value, int64_t> dims;
+};
+} // namespace
+
+/// Context parallelism splits tokens: every value that carries the
+/// sequence may be split only along it, weights are never split for their
+/// own sake, and partial sums are left only by reductions over the tokens
+/// (the loss). So the only strategies kept are the replicated one and
+/// those that split along the sequence; attention then reads the other
+/// blocks' keys and values whole (an all-gather), and a causal softmax of
+/// a query block is told its place by the partitioner.
+static void restrictToTokenSplits(Operation &op,
+                                  SmallVectorImpl<ShardingStrategy> &strategies,
+                                  TokenDims &tokens) {
+  int64_t seq = tokens.record(op, strategies);
+  if (op.getNumResults() == 0)
+    return;
   llvm::erase_if(strategies, [&](const ShardingStrategy &s) {
     if (s.name == "replicated")
       return false;
     bool splits;
-    if (!readsTokens(s, splits))
+    if (!tokens.readsTokens(op, s, splits))
       return true;
     if (s.partial != PartialReduction::None)
       return !splits; // a reduction over tokens (the loss) may leave partials
     return s.results[0] != seq;
   });
+}
+
+/// Sequence parallelism ruled out: Megatron's tensor parallelism without
+/// it, which is what a plan with sp=off was priced as. Partial sums are
+/// completed by all-reduces, never reduce-scattered, and no value that
+/// carries the sequence is split along it, so the activations between the
+/// blocks stay whole on every device. Left free, the search scatters the
+/// blocks' partial sums by itself (along the sequence, or along the hidden
+/// dimension, which saves the same memory; a reduce-scatter and the
+/// all-gather before the next norm cost what the all-reduce does), and
+/// the plan would run the sequence parallelism its knob says it has not.
+static void ruleOutSequenceParallel(Operation &op,
+                                    SmallVectorImpl<ShardingStrategy> &strategies,
+                                    TokenDims &tokens) {
+  int64_t seq = tokens.record(op, strategies);
+  // The residual stream: what a norm reads is made whole.
+  bool feedsNorm = op.getNumResults() &&
+                   llvm::any_of(op.getResult(0).getUsers(), [](Operation *u) {
+                     return isa<graph::LayerNormOp, graph::RmsNormOp>(u);
+                   });
+  auto scatters = [&](const ShardingStrategy &s) {
+    if (s.partial == PartialReduction::ReduceScatter ||
+        (feedsNorm && s.results[0] != kReplicated))
+      return true;
+    for (auto [i, operand] : llvm::enumerate(op.getOperands()))
+      if (int64_t d = tokens.of(operand); d != kReplicated && s.operands[i] == d)
+        return true;
+    return seq != kReplicated && s.results[0] == seq;
+  };
+  if (!llvm::all_of(strategies, scatters))
+    llvm::erase_if(strategies, scatters);
 }
 
 FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
@@ -421,7 +473,7 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
   };
 
   llvm::DenseMap<Value, unsigned> valueGroup;
-  llvm::DenseMap<Value, int64_t> sequenceDims;
+  TokenDims tokenDims;
   // Training: the values the backward pass computes a gradient for, the
   // floating-point values that depend on a trainable parameter.
   llvm::DenseSet<Value> hasGrad;
@@ -466,9 +518,12 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
       auto onSequence = [&](const ShardingStrategy &s) {
         return s.results[0] == seqDim;
       };
-      bool keep = options.sequenceParallel;
+      // Without sequence parallelism a norm runs whole, as in Megatron-LM
+      // (not on batch blocks either: its output then feeds the column-
+      // parallel GEMMs through an all-gather).
       auto kept = [&](const ShardingStrategy &s) {
-        return onSequence(s) == keep;
+        return options.sequenceParallel ? onSequence(s)
+                                        : s.name == "replicated";
       };
       if (seqDim >= 0 && llvm::any_of(strategies, kept))
         llvm::erase_if(strategies,
@@ -476,7 +531,9 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
     }
 
     if (options.contextParallel)
-      restrictToTokenSplits(op, strategies, sequenceDims);
+      restrictToTokenSplits(op, strategies, tokenDims);
+    else if (options.noSequenceParallel)
+      ruleOutSequenceParallel(op, strategies, tokenDims);
     if (axes == 1) { // the 1-D restrictions above may have dropped some
       splitAxes.clear();
       for (const ShardingStrategy &s : strategies)

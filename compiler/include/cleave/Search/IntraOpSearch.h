@@ -47,8 +47,9 @@ struct IntraOpOptions {
   /// reduce-scatter and leave by all-gather.
   bool sequenceParallel = false;
   /// Sequence parallelism ruled out (a plan with sp=off, whose memory was
-  /// predicted without it): normalisations never run sequence-split. With
-  /// neither flag the search is free to choose.
+  /// predicted without it): no value that carries the sequence (followed
+  /// from the inputs' dimension 1) is split along it, normalisations
+  /// included. With neither flag the search is free to choose.
   bool noSequenceParallel = false;
   /// Context parallelism: the devices share the sequence, not the weights.
   /// Parameters stay whole on every device and inputs are either whole or

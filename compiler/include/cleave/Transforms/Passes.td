@@ -97,8 +97,8 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
            "normalisations run split along the sequence (Megatron's "
            "sequence parallelism)">,
     Option<"noSequenceParallel", "no-sequence-parallel", "bool", "false",
-           "normalisations never run split along the sequence (a plan "
-           "with sp=off)">,
+           "no value is split along the sequence (a plan with sp=off: "
+           "Megatron's tensor parallelism without sequence parallelism)">,
     Option<"contextParallel", "context-parallel", "bool", "false",
            "split tokens, not weights: parameters whole, inputs whole or split along the sequence">,
     Option<"training", "training", "bool", "true",
