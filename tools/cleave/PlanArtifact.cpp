@@ -226,6 +226,18 @@ int writePlanArtifact(const ArtifactRequest &r) {
                 1);
   if (absl::Status s = plan::writePlanFile(r.path, plan); !s.ok())
     return fail(std::string(s.message()), 1);
+  // Read it back: what a run will load must be what was lowered (a full
+  // disk or a file system that drops a write is found here, not at the
+  // run). Serialisation is deterministic, so equal plans are equal bytes.
+  absl::StatusOr<plan::Plan> reloaded = plan::readPlanFile(r.path);
+  if (!reloaded.ok())
+    return fail("-o: the written plan does not load back: " +
+                    Twine(std::string(reloaded.status().message())),
+                1);
+  if (plan::serializePlan(*reloaded) != plan::serializePlan(plan))
+    return fail("-o: " + Twine(r.path) +
+                    " does not load back identically to the lowered plan",
+                1);
   return 0;
 }
 

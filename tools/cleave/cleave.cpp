@@ -567,6 +567,31 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
   return cleave::tool::writePlanArtifact(request);
 }
 
+/// Set when the model's file fixes its batch (fixedBatch below).
+std::optional<int64_t> fileBatch;
+
+/// The batch a model's file fixes: imported at another batch, its first
+/// input keeps the leading dimension it had in `module` (zoo models follow
+/// the batch asked for).
+std::optional<int64_t> fixedBatch(ToolContext &tool,
+                                  const cleave::ImportOptions &options,
+                                  mlir::ModuleOp module) {
+  if (StringRef(model).starts_with("zoo:"))
+    return std::nullopt;
+  int64_t imported = cleave::summarizeModel(module).samples;
+  cleave::ImportOptions other = options;
+  other.batch = imported + 1;
+  mlir::OwningOpRef<mlir::ModuleOp> again;
+  {
+    mlir::ScopedDiagnosticHandler quiet(
+        &tool.ctx, [](mlir::Diagnostic &) { return mlir::success(); });
+    again = tool.loadModel(other);
+  }
+  if (!again || cleave::summarizeModel(*again).samples != imported)
+    return std::nullopt;
+  return imported;
+}
+
 /// `compile` for a graph without transformer layers (ResNets, imported CNNs
 /// and MLPs): data-parallel plans over every device, with the microbatch
 /// and ZeRO stage searched (cleave/Search/GraphPlan.h).
@@ -620,9 +645,13 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   std::vector<int64_t> microbatches;
   if (fixed.count("microbatch")) {
     if (perReplica % plan.microbatchSize)
-      return badUsage("--fix microbatch=" + Twine(plan.microbatchSize) +
-                      " does not divide the " + Twine(perReplica) +
-                      " samples of each replica");
+      return badUsage(
+          (fileBatch ? model + " fixes its batch at " + Twine(*fileBatch) +
+                           ", which"
+                     : "--fix microbatch=" + Twine(plan.microbatchSize)) +
+          " does not divide the " + Twine(perReplica) +
+          " samples of each replica (--global-batch " + Twine(globalBatch) +
+          " over " + Twine(devices) + " data-parallel replicas)");
     microbatches = {plan.microbatchSize};
   } else {
     for (int64_t b = perReplica; b >= 1 && microbatches.size() < 6; --b)
@@ -804,6 +833,19 @@ int runCompile() {
   if (!module)
     return kBadInput;
   const cleave::cost::Profile *prof = profile ? &*profile : nullptr;
+  // A file that fixes its batch (a number, or a dimension --dim binds)
+  // imports at that batch whatever microbatch is asked: the microbatch is
+  // that batch, not a knob to search.
+  if (std::optional<int64_t> b = fixedBatch(tool, options, *module)) {
+    fileBatch = b;
+    if (fixed.count("microbatch") && plan.microbatchSize != *b)
+      return badUsage("--fix microbatch=" + Twine(plan.microbatchSize) +
+                      ": " + model + " fixes its batch at " + Twine(*b) +
+                      " (the leading dimension of its first input), so "
+                      "each microbatch holds " + Twine(*b) + " samples");
+    plan.microbatchSize = *b;
+    fixed.insert("microbatch");
+  }
   // Transformers are planned by their layers; other graphs data-parallel.
   std::string notTransformer;
   mlir::FailureOr<cleave::cost::TransformerModel> shape = mlir::failure();
