@@ -115,6 +115,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.schedule = cost::scheduleName(knobs.schedule);
   lo.virtualStages = knobs.chunks;
   lo.chunkLayers = r.prediction.layersPerChunk;
+  lo.residualBlocks = !r.transformer;
   lo.seed = r.seed;
   lo.step = r.step;
   lo.vocab = r.shape.vocab;

@@ -593,7 +593,8 @@ std::optional<int64_t> fixedBatch(ToolContext &tool,
 }
 
 /// `compile` for a graph without transformer layers (ResNets, imported CNNs
-/// and MLPs): data-parallel plans over every device, with the microbatch
+/// and MLPs): data parallelism and pipeline stages of its residual blocks
+/// (dp x pp = every device), with the microbatch, schedule (GPipe, 1F1B)
 /// and ZeRO stage searched (cleave/Search/GraphPlan.h).
 int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                  const cleave::cost::Cluster &cluster,
@@ -603,70 +604,108 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                  std::optional<double> memoryLimit) {
   auto knobValue = [&](const char *knob) -> int64_t {
     StringRef k(knob);
-    return k == "tp" ? plan.tp : k == "pp" ? plan.pp : k == "cp" ? plan.cp
-                                                                 : plan.ep;
+    return k == "tp" ? plan.tp : k == "cp" ? plan.cp : plan.ep;
   };
-  for (const char *knob : {"tp", "pp", "cp", "ep"})
+  for (const char *knob : {"tp", "cp", "ep"})
     if (fixed.count(knob) && knobValue(knob) != 1)
       return badUsage("--fix " + Twine(knob) + "=" + Twine(knobValue(knob)) +
                       ": " + model + " has no transformer layers; such graphs "
-                      "are planned data-parallel over every device (ZeRO and "
-                      "the microbatch are searched)");
+                      "are planned with data parallelism and pipeline stages "
+                      "of their residual blocks (dp, pp, ZeRO, the microbatch "
+                      "and the schedule are searched)");
   if ((fixed.count("sp") && plan.sequenceParallel) ||
       (fixed.count("recompute") &&
        plan.recompute != cleave::cost::Recompute::None))
     return badUsage("--fix: sequence parallelism and recomputation apply to "
                     "transformer layers, which " + model + " has none of");
+  if (fixed.count("schedule") &&
+      plan.schedule != cleave::cost::ScheduleKind::OneFOneB &&
+      plan.schedule != cleave::cost::ScheduleKind::GPipe)
+    return badUsage("--fix schedule=" +
+                    Twine(cleave::cost::scheduleName(plan.schedule)) + ": " +
+                    model + " has no transformer layers; its pipeline "
+                    "stages run GPipe or 1F1B");
   if (!tracePath.empty())
     return badUsage("--trace: the simulated timeline covers transformer "
                     "plans; " + model + " has no transformer layers");
   int64_t devices = cluster.numDevices();
-  if (fixed.count("dp") && plan.dp != devices)
-    return badUsage("--fix dp=" + Twine(plan.dp) + ": " + model +
-                    " has no transformer layers, so dp is every device (" +
-                    Twine(devices) + ")");
-  plan.dp = devices;
-  plan.tp = plan.pp = plan.cp = plan.ep = 1;
+  if (fixed.count("dp") && fixed.count("pp") && plan.dp * plan.pp != devices)
+    return badUsage("--fix dp=" + Twine(plan.dp) + ",pp=" + Twine(plan.pp) +
+                    ": " + model + " has no transformer layers, so dp x pp is "
+                    "every device (" + Twine(devices) + ")");
+  // The pipeline degrees to try: those the devices divide into, or the one
+  // fixed (directly, or by dp).
+  std::vector<int64_t> pps;
+  for (int64_t pp = 1; pp <= devices; ++pp)
+    if (devices % pp == 0)
+      pps.push_back(pp);
+  if (fixed.count("pp"))
+    pps = {plan.pp};
+  else if (fixed.count("dp"))
+    pps = {devices % plan.dp ? 0 : devices / plan.dp};
+  if (pps.size() == 1 && (pps[0] < 1 || devices % pps[0]))
+    return badUsage("--fix " +
+                    Twine(fixed.count("pp") ? "pp=" + std::to_string(plan.pp)
+                                            : "dp=" + std::to_string(plan.dp)) +
+                    ": " + model + " has no transformer layers, so dp x pp is "
+                    "every device (" + Twine(devices) + ")");
+  std::vector<cleave::cost::ScheduleKind> schedules = {plan.schedule};
+  if (!fixed.count("schedule"))
+    schedules = {cleave::cost::ScheduleKind::OneFOneB,
+                 cleave::cost::ScheduleKind::GPipe};
+  plan.tp = plan.cp = plan.ep = 1;
   plan.sequenceParallel = false;
   plan.recompute = cleave::cost::Recompute::None;
-  plan.schedule = cleave::cost::ScheduleKind::OneFOneB;
   plan.chunks = 1;
   if (!fixed.count("precision") && cluster.device.peakFlops(plan.precision) <= 0)
     plan.precision = cleave::cost::DType::Fp32;
-  if (globalBatch % devices)
-    return badUsage("--global-batch " + Twine(globalBatch) + " must be a "
-                    "multiple of the " + Twine(devices) + " data-parallel "
-                    "replicas");
-  int64_t perReplica = globalBatch / devices;
   cleave::cost::Cluster capped = cluster;
   if (memoryLimit)
     capped.device.memoryBytes = *memoryLimit;
 
-  std::vector<int64_t> microbatches;
-  if (fixed.count("microbatch")) {
-    if (perReplica % plan.microbatchSize)
+  // Microbatch sizes: every divisor of a replica's samples for some dp,
+  // the largest six of each (the graph is priced once per size).
+  std::set<int64_t, std::greater<int64_t>> microbatches;
+  for (int64_t pp : pps) {
+    int64_t dp = devices / pp;
+    if (globalBatch % dp)
+      continue;
+    int64_t perReplica = globalBatch / dp;
+    if (fixed.count("microbatch")) {
+      if (perReplica % plan.microbatchSize == 0)
+        microbatches.insert(plan.microbatchSize);
+      continue;
+    }
+    int64_t found = 0;
+    for (int64_t b = perReplica; b >= 1 && found < 6; --b)
+      if (perReplica % b == 0) {
+        microbatches.insert(b);
+        ++found;
+      }
+  }
+  if (microbatches.empty()) {
+    if (fixed.count("microbatch") || fileBatch)
       return badUsage(
           (fileBatch ? model + " fixes its batch at " + Twine(*fileBatch) +
                            ", which"
                      : "--fix microbatch=" + Twine(plan.microbatchSize)) +
-          " does not divide the " + Twine(perReplica) +
-          " samples of each replica (--global-batch " + Twine(globalBatch) +
-          " over " + Twine(devices) + " data-parallel replicas)");
-    microbatches = {plan.microbatchSize};
-  } else {
-    for (int64_t b = perReplica; b >= 1 && microbatches.size() < 6; --b)
-      if (perReplica % b == 0)
-        microbatches.push_back(b);
+          " does not divide the samples of each replica (--global-batch " +
+          Twine(globalBatch) + " over " + Twine(devices / pps.front()) +
+          " data-parallel replicas)");
+    return badUsage("--global-batch " + Twine(globalBatch) + " must be a "
+                    "multiple of the " + Twine(devices / pps.front()) +
+                    " data-parallel replicas");
   }
   std::vector<int> zeros = {plan.zero};
   if (!fixed.count("zero"))
-    zeros = devices > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0};
+    zeros = {0, 1, 2, 3};
 
   std::optional<cleave::cost::PlanPrediction> best;
   std::string closest, importError;
   int64_t candidates = 0, infeasible = 0;
   std::string name;
   double parameters = 0;
+  int64_t blocks = 0;
   for (int64_t b : microbatches) {
     options.batch = b;
     // A model whose batch is fixed in the file imports at that batch only:
@@ -691,43 +730,84 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
           << model << ": " << std::string(work.status().message()) << "\n";
       return kFailed;
     }
+    blocks = work->numBlocks();
     // What the backward reads, from the training step itself (a ReLU keeps
-    // its output, a convolution its input, an addition nothing).
-    if (auto stash = cleave::lowering::stashedActivationBytes(*module,
-                                                              planOptimizer);
-        succeeded(stash))
-      work->activationBytes = *stash;
-    for (int zero : zeros) {
-      cleave::cost::ParallelConfig candidate = plan;
-      candidate.microbatchSize = b;
-      candidate.zero = zero;
-      ++candidates;
-      auto scored = cleave::search::scoreGraphPlan(*work, capped, candidate,
-                                                   planOptimizer, prof);
-      if (!scored.ok()) {
-        ++infeasible;
-        if (closest.empty())
-          closest = cleave::cost::planKnobsString(candidate) + ": " +
-                    std::string(scored.status().message());
+    // its output, a convolution its input, an addition nothing), in all
+    // and by residual block for the pipeline stages.
+    if (auto stash = cleave::lowering::stashedActivationBytesByBlock(
+            *module, planOptimizer);
+        succeeded(stash) && stash->size() == work->pieces.size()) {
+      work->activationBytes = 0;
+      for (auto [piece, bytes] : llvm::zip(work->pieces, *stash)) {
+        piece.activationBytes = bytes;
+        work->activationBytes += bytes;
+      }
+    }
+    for (int64_t pp : pps) {
+      int64_t dp = devices / pp;
+      if (globalBatch % dp || (globalBatch / dp) % b)
+        continue;
+      if (pp > 1 && pp > blocks) {
+        if (fixed.count("pp"))
+          return badUsage("--fix pp=" + Twine(pp) + ": " + model + " has " +
+                          Twine(blocks) + " residual block(s) to cut into "
+                          "pipeline stages");
         continue;
       }
-      if (!best || scored->stepSeconds < best->stepSeconds)
-        best = *scored;
+      for (cleave::cost::ScheduleKind schedule : schedules) {
+        if (pp == 1 && schedule != schedules.front())
+          continue; // one stage has no schedule to choose
+        for (int zero : zeros) {
+          // ZeRO shards over replicas: one replica has ZeRO 0 only, and a
+          // ZeRO stage fixed needs some.
+          if (dp == 1 && (zero != zeros.front() ||
+                          (fixed.count("zero") && zero > 0)))
+            continue;
+          cleave::cost::ParallelConfig candidate = plan;
+          candidate.dp = dp;
+          candidate.pp = pp;
+          candidate.microbatchSize = b;
+          candidate.zero = dp > 1 ? zero : 0;
+          candidate.schedule = schedule;
+          ++candidates;
+          auto scored = cleave::search::scoreGraphPlan(
+              *work, capped, candidate, planOptimizer, prof);
+          if (!scored.ok()) {
+            ++infeasible;
+            if (closest.empty())
+              closest = cleave::cost::planKnobsString(candidate) + ": " +
+                        std::string(scored.status().message());
+            continue;
+          }
+          if (!best || scored->stepSeconds < best->stepSeconds)
+            best = *scored;
+        }
+      }
     }
   }
   if (candidates == 0) {
-    WithColor::error(errs(), "cleave")
-        << model << ": " << (importError.empty() ? "no microbatch size imports"
-                                                 : importError)
-        << "\n";
-    return kBadInput;
+    if (!importError.empty()) {
+      WithColor::error(errs(), "cleave") << model << ": " << importError
+                                         << "\n";
+      return kBadInput;
+    }
+    // Every split of the devices left a replica's samples that the
+    // microbatch does not divide, or more stages than residual blocks.
+    return badUsage(
+        (fileBatch ? model + " fixes its batch at " + Twine(*fileBatch)
+                   : "--fix microbatch=" + Twine(plan.microbatchSize)) +
+        ": no dp x pp of the " + Twine(devices) + " devices leaves replicas "
+        "whose samples (--global-batch " + Twine(globalBatch) + ") it divides "
+        "(pipeline stages cut residual blocks, of which it has " +
+        Twine(blocks) + ")");
   }
   if (!best) {
     WithColor::error(errs(), "cleave")
-        << "no data-parallel plan of " << model << " fits; the first tried, "
-        << closest << "\n";
+        << "no plan of " << model << " fits; the first tried, " << closest
+        << "\n";
     return kFailed;
   }
+  options.batch = best->plan.microbatchSize;
   if (!planOut.empty()) {
     if (int code = writeArtifact(tool, options, cluster, *best, prof,
                                  std::nullopt, name))
@@ -742,19 +822,21 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                      {"predicted", std::move(predictedObject)},
                      {"search", json::Object{{"candidates_evaluated", candidates},
                                              {"infeasible", infeasible},
-                                             {"graph_plan", true}}}};
+                                             {"graph_plan", true},
+                                             {"residual_blocks", blocks}}}};
     outs() << formatv("{0:2}", json::Value(std::move(out))) << "\n";
     return kOk;
   }
   outs() << "model:        " << name << " ("
          << (parameters >= 1e9 ? formatv("{0:F2}B", parameters / 1e9).str()
                                : formatv("{0:F2}M", parameters / 1e6).str())
-         << " parameters; no transformer layers: data-parallel plans)\n";
+         << " parameters; no transformer layers: " << blocks
+         << " residual blocks for pipeline stages)\n";
   outs() << "cluster:      " << cluster.name << ", " << devices
          << " devices\n";
   printPrediction(*best);
-  outs() << formatv("search:       {0} plans considered (microbatch x ZeRO), "
-                    "{1} infeasible; priced op by op\n",
+  outs() << formatv("search:       {0} plans considered (pp x microbatch x "
+                    "schedule x ZeRO), {1} infeasible; priced op by op\n",
                     candidates, infeasible);
   return kOk;
 }

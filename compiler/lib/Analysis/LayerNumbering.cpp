@@ -72,4 +72,83 @@ numberLayers(Block &block, function_ref<bool(Operation *)> include) {
   return layer;
 }
 
+BlockNumbering numberResidualBlocks(Block &block) {
+  auto isSource = [](Operation *op) {
+    return isa<graph::ParamOp, graph::InputOp, graph::ConstantOp>(op);
+  };
+  // Positions of the non-source ops; each value is live from its producer
+  // to its last reader.
+  SmallVector<Operation *> ops;
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (Operation &op : block.without_terminator())
+    if (!isSource(&op)) {
+      position[&op] = ops.size();
+      ops.push_back(&op);
+    }
+  int64_t n = ops.size();
+  // live[i]: values defined at or before op i and read after it.
+  SmallVector<int64_t> delta(n + 1, 0);
+  SmallVector<bool> readLater(n, false);
+  for (int64_t i = 0; i < n; ++i)
+    for (Value v : ops[i]->getResults()) {
+      int64_t last = i;
+      for (Operation *user : v.getUsers()) {
+        // A reader in the terminator (a returned value) reads it at the end.
+        Operation *u = block.findAncestorOpInBlock(*user);
+        last = std::max(last, u && position.count(u) ? position.lookup(u) : n);
+      }
+      if (last > i) {
+        ++delta[i];
+        --delta[last];
+        readLater[i] = true;
+      }
+    }
+  SmallVector<bool> cut(n, false);
+  int64_t live = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    live += delta[i];
+    cut[i] = live == 1 && readLater[i];
+  }
+  // Segments end at cuts (the last one at the end of the block).
+  BlockNumbering out;
+  SmallVector<std::pair<int64_t, int64_t>> segments; // [begin, end)
+  for (int64_t i = 0, begin = 0; i < n; ++i)
+    if (cut[i] || i == n - 1) {
+      segments.push_back({begin, i + 1});
+      begin = i + 1;
+    }
+  int64_t firstBlock = -1, lastBlock = -1, blocks = 0;
+  SmallVector<int64_t> blockOf(segments.size(), -1);
+  for (auto [k, seg] : llvm::enumerate(segments))
+    if (seg.second - seg.first > 1) {
+      blockOf[k] = blocks++;
+      if (firstBlock < 0)
+        firstBlock = k;
+      lastBlock = k;
+    }
+  out.numBlocks = blocks;
+  int64_t current = kBeforeLayers;
+  for (auto [k, seg] : llvm::enumerate(segments)) {
+    int64_t l = blockOf[k] >= 0                      ? blockOf[k]
+                : int64_t(k) > lastBlock && blocks ? kAfterLayers
+                : int64_t(k) < firstBlock || !blocks ? kBeforeLayers
+                                                     : current;
+    if (blockOf[k] >= 0)
+      current = blockOf[k];
+    for (int64_t i = seg.first; i < seg.second; ++i)
+      out.layer[ops[i]] = l;
+  }
+  // A source belongs to the first op that reads it.
+  for (Operation &op : block.without_terminator())
+    if (isSource(&op)) {
+      int64_t l = kAfterLayers;
+      for (Operation *user : op.getUsers())
+        if (Operation *u = block.findAncestorOpInBlock(*user);
+            u && out.layer.count(u))
+          l = std::min(l, out.layer.lookup(u));
+      out.layer[&op] = l == kAfterLayers && op.use_empty() ? kBeforeLayers : l;
+    }
+  return out;
+}
+
 } // namespace cleave

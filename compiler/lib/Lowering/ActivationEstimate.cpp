@@ -2,6 +2,7 @@
 
 #include "cleave/Lowering/ActivationEstimate.h"
 
+#include "cleave/Analysis/LayerNumbering.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Dialect/Graph/IR/ShapeInference.h"
 #include "cleave/Transforms/Passes.h"
@@ -14,8 +15,14 @@ namespace cleave::lowering {
 
 using namespace mlir;
 
-FailureOr<double> stashedActivationBytes(ModuleOp module,
-                                         const std::string &optimizer) {
+static constexpr llvm::StringLiteral kBlockSlot = "cleave.block_slot";
+
+namespace {
+/// Bytes stashed per block slot (see stashedActivationBytesByBlock); one
+/// slot when `byBlock` is off.
+FailureOr<std::vector<double>> stash(ModuleOp module,
+                                     const std::string &optimizer,
+                                     bool byBlock) {
   OwningOpRef<ModuleOp> copy(module.clone());
   auto forward = copy->lookupSymbol<func::FuncOp>("forward");
   if (!forward)
@@ -29,6 +36,19 @@ FailureOr<double> stashedActivationBytes(ModuleOp module,
     if (failed(pm.run(*copy)))
       return failure();
     forward = copy->lookupSymbol<func::FuncOp>("forward");
+  }
+  // Each forward op carries its block slot into the training step, whose
+  // forward ops are its clones.
+  size_t slots = 1;
+  if (byBlock) {
+    BlockNumbering blocks = numberResidualBlocks(forward.front());
+    slots = blocks.numBlocks + 2;
+    Builder b(module.getContext());
+    for (Operation &op : forward.front().without_terminator()) {
+      int64_t l = blocks.layer.lookup(&op);
+      int64_t slot = l < 0 ? 0 : l >= blocks.numBlocks ? slots - 1 : l + 1;
+      op.setAttr(kBlockSlot, b.getI64IntegerAttr(slot));
+    }
   }
   StepOptions step;
   step.optimizer = optimizer == "none" ? "sgd" : optimizer;
@@ -47,7 +67,7 @@ FailureOr<double> stashedActivationBytes(ModuleOp module,
   // do values made from parameters alone (a transposed weight lives as
   // long as its parameter), which are not per-microbatch activations.
   llvm::DenseSet<Operation *> persistent;
-  double bytes = 0;
+  std::vector<double> bytes(slots, 0.0);
   train->walk([&](Operation *op) {
     if (phase(op) != "forward" || isa<func::FuncOp>(op))
       return;
@@ -65,10 +85,28 @@ FailureOr<double> stashedActivationBytes(ModuleOp module,
     for (Value result : op->getResults())
       if (llvm::any_of(result.getUsers(), [&](Operation *user) {
             return phase(user) == "backward";
-          }))
-        bytes += static_cast<double>(graph::tensorBytes(result.getType()));
+          })) {
+        size_t slot = 0;
+        if (auto attr = op->getAttrOfType<IntegerAttr>(kBlockSlot))
+          slot = std::min<size_t>(attr.getInt(), slots - 1);
+        bytes[slot] += static_cast<double>(graph::tensorBytes(result.getType()));
+      }
   });
   return bytes;
+}
+} // namespace
+
+FailureOr<double> stashedActivationBytes(ModuleOp module,
+                                         const std::string &optimizer) {
+  FailureOr<std::vector<double>> bytes = stash(module, optimizer, false);
+  if (failed(bytes))
+    return failure();
+  return bytes->front();
+}
+
+FailureOr<std::vector<double>>
+stashedActivationBytesByBlock(ModuleOp module, const std::string &optimizer) {
+  return stash(module, optimizer, true);
 }
 
 } // namespace cleave::lowering

@@ -335,9 +335,13 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
     // The cost model's layers per chunk, where they describe this graph
     // (an imported model may number its blocks otherwise).
     int64_t modelLayers = 0, given = 0;
-    module.walk([&](gr::ParamOp p) {
-      modelLayers = std::max(modelLayers, layerOfParamName(p.getName()) + 1);
-    });
+    split.residualBlocks = o.residualBlocks;
+    if (o.residualBlocks)
+      modelLayers = numberResidualBlocks(forward.front()).numBlocks;
+    else
+      module.walk([&](gr::ParamOp p) {
+        modelLayers = std::max(modelLayers, layerOfParamName(p.getName()) + 1);
+      });
     for (int64_t count : o.chunkLayers)
       given += count;
     if (int64_t(o.chunkLayers.size()) == split.stages && given == modelLayers)

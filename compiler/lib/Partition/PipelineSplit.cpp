@@ -28,10 +28,21 @@ struct StageAssignment {
   int64_t numLayers = 0;
 };
 
-StageAssignment assignLayers(func::FuncOp forward) {
+StageAssignment assignLayers(func::FuncOp forward, bool blocks) {
   StageAssignment a;
+  cleave::BlockNumbering numbering;
+  if (blocks)
+    numbering = cleave::numberResidualBlocks(forward.front());
   for (Operation &op : forward.front().without_terminator()) {
     int64_t layer = -1;
+    if (blocks) {
+      // The structure says where every op is; only sources are repeated.
+      layer = numbering.layer.lookup(&op);
+      a.layer[&op] = layer;
+      if (isa<InputOp, ConstantOp, ParamOp>(op))
+        a.repeated.insert(&op);
+      continue;
+    }
     if (auto param = dyn_cast<ParamOp>(op))
       layer = cleave::layerOfParamName(param.getName());
     bool fromRepeated = true;
@@ -50,6 +61,8 @@ StageAssignment assignLayers(func::FuncOp forward) {
       a.repeated.insert(&op);
     a.numLayers = std::max(a.numLayers, layer + 1);
   }
+  if (blocks)
+    a.numLayers = numbering.numBlocks;
   return a;
 }
 
@@ -81,12 +94,18 @@ void PipelineSplitPass::runOnOperation() {
                       "without arguments (inputs as graph.input)");
     return signalPassFailure();
   }
-  StageAssignment a = assignLayers(forward);
+  StageAssignment a = assignLayers(forward, residualBlocks);
   int64_t n = stages, layers = std::max<int64_t>(a.numLayers, 1);
   if (n > layers) {
-    forward.emitError("cannot cut ")
-        << a.numLayers << " layer(s) into " << n
-        << " pipeline stages (parameters named like 'h.<layer>.' mark layers)";
+    if (residualBlocks)
+      forward.emitError("cannot cut ")
+          << a.numLayers << " residual block(s) into " << n
+          << " pipeline stages";
+    else
+      forward.emitError("cannot cut ")
+          << a.numLayers << " layer(s) into " << n
+          << " pipeline stages (parameters named like 'h.<layer>.' mark "
+             "layers)";
     return signalPassFailure();
   }
   // Stage s holds layers / n layers, the spare ones going to the last

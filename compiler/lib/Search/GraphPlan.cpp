@@ -2,6 +2,7 @@
 
 #include "cleave/Search/GraphPlan.h"
 
+#include "cleave/Analysis/LayerNumbering.h"
 #include "cleave/Analysis/ModelSummary.h"
 #include "cleave/Dialect/Graph/IR/GraphInterfaces.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
@@ -11,6 +12,8 @@
 #include "cleave/cost_model/Collectives.h"
 #include "cleave/cost_model/Memory.h"
 #include "cleave/cost_model/OperatorCost.h"
+#include "cleave/cost_model/PipelineSimulation.h"
+#include "cleave/cost_model/StageBalance.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -25,9 +28,9 @@ using namespace mlir;
 
 namespace {
 
-/// Forward and backward seconds of one op run whole.
+/// Forward and backward seconds of one op run whole, added to `work`.
 absl::Status priceOp(Operation *op, const cost::Cluster &cluster,
-                     const cost::Profile *profile, GraphWork &work) {
+                     const cost::Profile *profile, GraphPiece &work) {
   SmallVector<ShardingStrategy, 4> strategies;
   if (auto rules = dyn_cast<ShardingStrategyOpInterface>(op))
     rules.getShardingStrategies(1, strategies);
@@ -70,6 +73,218 @@ double seconds(absl::StatusOr<cost::CollectiveCost> c) {
   return c.ok() ? c->seconds : 0;
 }
 
+/// The backward pass's working set beside the stash: an op's output
+/// gradient, its input gradient and a temporary of the largest
+/// intermediate's size, or a parameter's gradient computed in a temporary
+/// before it is accumulated (what dominates a stage of few, wide layers:
+/// a Wide ResNet's last block holds 36 MiB 3x3 convolution weights beside
+/// 0.8 MiB activations).
+double workspaceBytes(double largestIntermediate, double largestParam) {
+  return std::max(3 * largestIntermediate, largestParam + largestIntermediate);
+}
+
+/// scoreGraphPlan with pp > 1 (see GraphPlan.h).
+absl::StatusOr<cost::PlanPrediction>
+scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
+                    const cost::ParallelConfig &plan,
+                    const std::string &optimizer,
+                    const cost::Profile *profile) {
+  int64_t devices = cluster.numDevices(), p = plan.pp, blocks = work.numBlocks();
+  if (plan.dp * p != devices)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dp x pp must be every device (", devices, "), got ", plan.dp, " x ",
+        p));
+  if (blocks < p)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the graph has ", blocks, " residual block(s), too few for ", p,
+        " pipeline stages"));
+  if (plan.schedule != cost::ScheduleKind::OneFOneB &&
+      plan.schedule != cost::ScheduleKind::GPipe)
+    return absl::InvalidArgumentError(
+        "a graph without transformer layers is pipelined with GPipe or 1F1B");
+  if (plan.microbatchSize != work.microbatch)
+    return absl::InvalidArgumentError("the graph was priced at another "
+                                      "microbatch size");
+  int64_t perReplica = plan.globalBatch / plan.dp;
+  if (plan.globalBatch % plan.dp || perReplica % plan.microbatchSize)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the global batch ", plan.globalBatch, " does not split into "
+        "microbatches of ", plan.microbatchSize, " over ", plan.dp,
+        " replicas"));
+  int64_t m = perReplica / plan.microbatchSize;
+  double dp = static_cast<double>(plan.dp);
+  double states = optimizer == "adamw" ? 2 : optimizer == "sgd" ? 1 : 0;
+
+  // Contiguous blocks per stage, balanced by their passes' time.
+  const std::vector<GraphPiece> &pieces = work.pieces;
+  std::vector<double> blockSeconds;
+  for (int64_t k = 0; k < blocks; ++k)
+    blockSeconds.push_back(pieces[k + 1].forwardSeconds +
+                           pieces[k + 1].backwardSeconds);
+  auto passes = [](const GraphPiece &g) {
+    return g.forwardSeconds + g.backwardSeconds;
+  };
+  std::vector<int64_t> split = cost::balanceLayers(
+      blockSeconds, passes(pieces.front()), passes(pieces.back()), p);
+  if (split.empty())
+    split = cost::evenLayerSplit(blocks, p);
+
+  // Ranks are pp-major (the plan's mesh is pp x dp): a stage's replicas
+  // are neighbours, and stage s sends to the ranks dp further on.
+  cost::Group dpGroup = cost::Group::strided(0, plan.dp);
+  cost::Group ppPair = cost::Group::strided(0, 2, plan.dp);
+  auto collective = [&](cost::Collective kind, double bytes,
+                        const cost::Group &group) -> absl::StatusOr<double> {
+    if (bytes <= 0 || group.ranks.size() < 2)
+      return 0.0;
+    absl::StatusOr<cost::CollectiveCost> c =
+        cost::estimateCollective(kind, bytes, group, cluster, profile);
+    if (!c.ok())
+      return c.status();
+    return c->seconds;
+  };
+
+  cost::PipelineSpec spec;
+  spec.schedule = plan.schedule;
+  spec.microbatches = static_cast<int>(m);
+  cost::PlanPrediction out;
+  out.plan = plan;
+  out.numMicrobatches = m;
+  out.layersPerStage = split;
+  out.layersPerChunk = split;
+  double capacity = cluster.device.memoryBytes;
+  double exposedGathers = 0;
+  int64_t first = 0;
+  for (int64_t s = 0; s < p; ++s) {
+    // The stage's pieces: its blocks, the stem on the first, the head on
+    // the last.
+    GraphPiece stage;
+    double largest = 0, largestParams = 0, largestParam = 0;
+    auto add = [&](const GraphPiece &g) {
+      largestParams = std::max(largestParams, g.paramBytes);
+      largestParam = std::max(largestParam, g.largestParamBytes);
+      stage.forwardSeconds += g.forwardSeconds;
+      stage.backwardSeconds += g.backwardSeconds;
+      stage.params += g.params;
+      stage.paramBytes += g.paramBytes;
+      stage.activationBytes += g.activationBytes;
+      largest = std::max(largest, g.largestIntermediateBytes);
+    };
+    if (s == 0)
+      add(pieces.front());
+    for (int64_t k = first; k < first + split[s]; ++k)
+      add(pieces[k + 1]);
+    if (s == p - 1)
+      add(pieces.back());
+    // What crosses the cuts: the output of the block before each.
+    double inBytes = s > 0 ? pieces[first].outputBytes : 0;
+    double outBytes = s < p - 1 ? pieces[first + split[s]].outputBytes : 0;
+    first += split[s];
+
+    cost::ChunkCosts cc;
+    cc.forward = stage.forwardSeconds;
+    cc.backward = stage.backwardSeconds;
+    absl::StatusOr<double> sendOut =
+        collective(cost::Collective::SendRecv, outBytes, ppPair);
+    absl::StatusOr<double> sendIn =
+        collective(cost::Collective::SendRecv, inBytes, ppPair);
+    absl::StatusOr<double> allReduce =
+        collective(cost::Collective::AllReduce, stage.paramBytes, dpGroup);
+    absl::StatusOr<double> scatter =
+        collective(cost::Collective::ReduceScatter, stage.paramBytes, dpGroup);
+    absl::StatusOr<double> gather =
+        collective(cost::Collective::AllGather, stage.paramBytes, dpGroup);
+    for (const auto *c : {&sendOut, &sendIn, &allReduce, &scatter, &gather})
+      if (!c->ok())
+        return c->status();
+    cc.sendForward = *sendOut;
+    cc.sendBackward = *sendIn;
+    // As on one stage (scoreGraphPlan): ZeRO 0 all-reduces the gradients
+    // as the last backward pass makes them; ZeRO 1 and 2 reduce-scatter
+    // them and gather the updated shards; ZeRO 3 gathers the parameters
+    // for every pass of every microbatch.
+    cc.gradReduce = plan.zero == 0 ? *allReduce : *scatter;
+    cc.gradBuckets = plan.zero == 0 ? 4 : 1;
+    if (plan.zero == 3) {
+      cc.forward += *gather;
+      cc.backward += *gather;
+    } else if (plan.zero >= 1) {
+      exposedGathers = std::max(exposedGathers, *gather);
+    }
+    double shard = plan.zero >= 1 ? dp : 1;
+    cost::GenericOp update;
+    update.bytesRead = stage.paramBytes * (2 + states) / shard;
+    update.bytesWritten = stage.paramBytes * (1 + states) / shard;
+    update.flops = 10.0 * stage.params / shard;
+    absl::StatusOr<cost::OpCost> step =
+        cost::estimateGeneric(update, cluster, profile);
+    cost::StageCosts sc;
+    sc.chunks.push_back(cc);
+    sc.optimizer = step.ok() ? step->seconds : 0;
+    spec.stages.push_back(sc);
+
+    // Memory: 1F1B keeps at most p - s microbatches in flight on stage s,
+    // GPipe all of them; each send keeps two slots once more than one is.
+    double inFlight = plan.schedule == cost::ScheduleKind::GPipe
+                          ? double(m)
+                          : double(std::min<int64_t>(p - s, m));
+    double slots = inFlight > 1 ? 2 : 1;
+    cost::MemoryBreakdown mem;
+    mem.params = stage.paramBytes / (plan.zero >= 3 ? dp : 1);
+    mem.grads = stage.paramBytes / (plan.zero >= 2 ? dp : 1);
+    mem.optimizer = states * stage.paramBytes / shard;
+    // The value a cut sends is what the next block reads again in its
+    // backward pass: the training step counted it with its producer, but
+    // the stage that receives it keeps it (per microbatch in flight).
+    double stash = stage.activationBytes + inBytes -
+                   std::min(outBytes, stage.activationBytes);
+    mem.activations = stash * inFlight;
+    // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
+    // shard it keeps; ZeRO-3 gathers a piece's parameters where it runs.
+    mem.commBuffers = slots * (outBytes + inBytes) +
+                      (plan.zero >= 3 ? largestParams : 0);
+    mem.workspace = workspaceBytes(largest, largestParam);
+    double allocated = mem.params + mem.grads + mem.optimizer +
+                       mem.activations + mem.commBuffers + mem.workspace;
+    mem.fragmentation =
+        cost::TransformerMemoryConfig{}.fragmentation * allocated;
+    mem.total = allocated + mem.fragmentation;
+    if (capacity > 0 && mem.total > capacity)
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "stage %d needs %.2f GB of %.2f GB (params %.2f, grads %.2f, "
+          "optimizer %.2f, activations %.2f)",
+          s, mem.total / 1e9, capacity / 1e9, mem.params / 1e9,
+          mem.grads / 1e9, mem.optimizer / 1e9, mem.activations / 1e9));
+    out.stageMemory.push_back(mem);
+    if (mem.total > out.peakMemoryBytes) {
+      out.peakMemoryBytes = mem.total;
+      out.peakMemoryStage = s;
+      out.memory = mem;
+    }
+    out.lowerBoundSeconds = std::max(
+        out.lowerBoundSeconds, double(m) * (cc.forward + cc.backward));
+  }
+  absl::StatusOr<cost::TaskGraph> graph = cost::buildPipelineTasks(spec);
+  if (!graph.ok())
+    return graph.status();
+  absl::StatusOr<cost::Timeline> timeline = cost::simulate(*graph);
+  if (!timeline.ok())
+    return timeline.status();
+  out.stepSeconds = timeline->makespan + exposedGathers;
+  out.bubbleFraction = timeline->bubbleFraction;
+  out.pipelineSendSeconds = spec.stages.front().chunks.front().sendForward;
+  out.modelFlops = work.trainingFlops * double(m) * dp;
+  out.hardwareFlops = out.modelFlops;
+  out.tflopsPerDevice = out.stepSeconds > 0
+                            ? out.modelFlops / double(devices) /
+                                  out.stepSeconds / 1e12
+                            : 0;
+  out.hwTflopsPerDevice = out.tflopsPerDevice;
+  double peak = cluster.device.peakFlops(plan.precision);
+  out.mfu = peak > 0 ? out.tflopsPerDevice * 1e12 / peak : 0;
+  return out;
+}
+
 } // namespace
 
 absl::StatusOr<GraphWork> measureGraphWork(ModuleOp module, int64_t microbatch,
@@ -80,15 +295,43 @@ absl::StatusOr<GraphWork> measureGraphWork(ModuleOp module, int64_t microbatch,
     return absl::InvalidArgumentError("the module has no @forward function");
   GraphWork work;
   work.microbatch = microbatch;
+  BlockNumbering blocks = numberResidualBlocks(forward.getBody().front());
+  work.pieces.assign(blocks.numBlocks + 2, GraphPiece{});
+  auto pieceOf = [&](Operation *op) -> GraphPiece & {
+    int64_t l = blocks.layer.lookup(op);
+    return work.pieces[l < 0                    ? 0
+                       : l >= blocks.numBlocks ? blocks.numBlocks + 1
+                                               : l + 1];
+  };
   for (Operation &op : forward.getBody().front().without_terminator()) {
-    if (absl::Status s = priceOp(&op, cluster, profile, work); !s.ok())
+    GraphPiece &piece = pieceOf(&op);
+    if (absl::Status s = priceOp(&op, cluster, profile, piece); !s.ok())
       return absl::InvalidArgumentError(absl::StrCat(
           "pricing '", op.getName().getStringRef().str(), "': ", s.message()));
-    if (!isa<graph::ParamOp, graph::ConstantOp>(op))
-      for (Value result : op.getResults())
-        work.largestIntermediateBytes =
-            std::max(work.largestIntermediateBytes,
-                     static_cast<double>(graph::tensorBytes(result.getType())));
+    if (auto param = dyn_cast<graph::ParamOp>(op); param && param.isTrainable()) {
+      auto type = cast<RankedTensorType>(param.getType());
+      piece.params += double(type.getNumElements());
+      piece.paramBytes += double(graph::tensorBytes(type));
+      piece.largestParamBytes =
+          std::max(piece.largestParamBytes, double(graph::tensorBytes(type)));
+    }
+    if (isa<graph::ParamOp, graph::ConstantOp, graph::InputOp>(op))
+      continue;
+    for (Value result : op.getResults()) {
+      double bytes = static_cast<double>(graph::tensorBytes(result.getType()));
+      piece.largestIntermediateBytes =
+          std::max(piece.largestIntermediateBytes, bytes);
+      work.largestIntermediateBytes =
+          std::max(work.largestIntermediateBytes, bytes);
+    }
+    // The last op of a piece makes what flows on to the next.
+    if (op.getNumResults())
+      piece.outputBytes =
+          static_cast<double>(graph::tensorBytes(op.getResult(0).getType()));
+  }
+  for (const GraphPiece &piece : work.pieces) {
+    work.forwardSeconds += piece.forwardSeconds;
+    work.backwardSeconds += piece.backwardSeconds;
   }
   ModelSummary summary = summarizeModel(module);
   work.params = summary.trainableParams;
@@ -103,10 +346,12 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
                const cost::ParallelConfig &plan, const std::string &optimizer,
                const cost::Profile *profile) {
   int64_t devices = cluster.numDevices();
-  if (plan.tp != 1 || plan.pp != 1 || plan.cp != 1 || plan.ep != 1)
+  if (plan.tp != 1 || plan.cp != 1 || plan.ep != 1)
     return absl::InvalidArgumentError(
-        "a graph without transformer layers is planned data-parallel only "
-        "(tp, pp, cp and ep 1)");
+        "a graph without transformer layers is planned with data and "
+        "pipeline parallelism only (tp, cp and ep 1)");
+  if (plan.pp > 1)
+    return scorePipelinedGraph(work, cluster, plan, optimizer, profile);
   if (plan.dp != devices)
     return absl::InvalidArgumentError(absl::StrCat(
         "dp must be every device (", devices, ") for a graph without "
@@ -176,11 +421,17 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   m.grads = work.paramBytes / (plan.zero >= 2 ? dp : 1);
   m.optimizer = states * work.paramBytes / shard;
   m.activations = work.activationBytes;
-  // ZeRO 2 and 3 hold a microbatch's whole gradient before reducing it;
-  // ZeRO 3 also the gathered parameters.
-  m.commBuffers = (plan.zero >= 2 ? work.paramBytes : 0) +
-                  (plan.zero >= 3 ? work.paramBytes : 0);
-  m.workspace = 3 * work.largestIntermediateBytes;
+  // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
+  // shard it keeps (the lowering plans no whole gradient); ZeRO-3 gathers
+  // a piece's parameters where it runs, one piece at a time.
+  double largestParams = 0;
+  for (const GraphPiece &piece : work.pieces)
+    largestParams = std::max(largestParams, piece.paramBytes);
+  m.commBuffers = plan.zero >= 3 ? largestParams : 0;
+  double largestParam = 0;
+  for (const GraphPiece &piece : work.pieces)
+    largestParam = std::max(largestParam, piece.largestParamBytes);
+  m.workspace = workspaceBytes(work.largestIntermediateBytes, largestParam);
   double allocated = m.params + m.grads + m.optimizer + m.activations +
                      m.commBuffers + m.workspace;
   m.fragmentation = cost::TransformerMemoryConfig{}.fragmentation * allocated;

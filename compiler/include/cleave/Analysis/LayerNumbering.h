@@ -41,6 +41,22 @@ llvm::DenseMap<mlir::Operation *, int64_t>
 numberLayers(mlir::Block &block,
              llvm::function_ref<bool(mlir::Operation *)> include);
 
+/// Layers read off a graph's structure instead of its names, for graphs
+/// whose repeated blocks are not numbered in their parameters' names (a
+/// ResNet's "layer2.3.conv1" names a block by two numbers; an exported one
+/// has only "onnx::Conv_497"). A cut is an op after which no value defined
+/// so far but its result is read again (sources aside: parameters, inputs
+/// and constants). The ops between two cuts form a segment; a segment of
+/// more than one op is a block (a residual block: its shortcut keeps a
+/// second value alive), numbered 0, 1, ... in order. Ops before the first
+/// block get kBeforeLayers, ops after the last kAfterLayers, and single ops
+/// between two blocks (a chain's downsampling) the block before them.
+struct BlockNumbering {
+  llvm::DenseMap<mlir::Operation *, int64_t> layer;
+  int64_t numBlocks = 0;
+};
+BlockNumbering numberResidualBlocks(mlir::Block &block);
+
 } // namespace cleave
 
 #endif // CLEAVE_ANALYSIS_LAYERNUMBERING_H

@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
+#include <vector>
 
 namespace cleave::lowering {
 
@@ -23,6 +24,14 @@ namespace cleave::lowering {
 /// scalar) gets the cross-entropy loss the lowering appends.
 mlir::FailureOr<double> stashedActivationBytes(mlir::ModuleOp module,
                                                const std::string &optimizer);
+
+/// The same bytes by where their producers sit among the graph's residual
+/// blocks (numberResidualBlocks): [0] before the first block, [1 + k] block
+/// k, the last entry after the last block. Pipeline stages of a graph
+/// without transformer layers keep what their blocks stash.
+mlir::FailureOr<std::vector<double>>
+stashedActivationBytesByBlock(mlir::ModuleOp module,
+                              const std::string &optimizer);
 
 } // namespace cleave::lowering
 

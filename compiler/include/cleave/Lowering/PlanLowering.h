@@ -63,6 +63,10 @@ struct LoweringOptions {
   /// (the cost model's balanced split, PlanPrediction::layersPerChunk);
   /// empty, or not summing to the model's layers: an even split.
   std::vector<int64_t> chunkLayers;
+  /// Pipeline stages cut the graph's residual blocks (numberResidualBlocks),
+  /// not the layers its parameter names number: graphs without transformer
+  /// layers (ResNets, imported CNNs).
+  bool residualBlocks = false;
   StepOptions step;
   uint64_t seed = 1234;
   /// Vocabulary of the token inputs (0 if none).

@@ -27,6 +27,23 @@
 
 namespace cleave::search {
 
+/// A piece of the graph that pipeline stages hold whole: the ops before
+/// the first residual block (a stem), a block (numberResidualBlocks), or
+/// the ops after the last (pooling, classifier, loss). Per microbatch.
+struct GraphPiece {
+  double forwardSeconds = 0, backwardSeconds = 0;
+  double params = 0, paramBytes = 0;
+  /// What its forward keeps for its backward (the caller fills it from the
+  /// training step, lowering::stashedActivationBytesByBlock).
+  double activationBytes = 0;
+  double largestIntermediateBytes = 0;
+  /// Its largest trainable parameter: the backward pass computes that
+  /// parameter's gradient in a temporary before accumulating it.
+  double largestParamBytes = 0;
+  /// The value it hands to the next piece: what a stage cut after it sends.
+  double outputBytes = 0;
+};
+
 /// What one device does for one microbatch when it runs the whole graph.
 struct GraphWork {
   /// The microbatch the module was imported with.
@@ -46,6 +63,13 @@ struct GraphWork {
   double backwardSeconds = 0;
   /// Forward and backward FLOPs (ModelSummary's training estimate).
   double trainingFlops = 0;
+  /// The same work by piece: [0] before the first residual block, [1 + k]
+  /// block k, the last after the last block; two pieces when the graph has
+  /// no residual blocks (so no pipeline stages).
+  std::vector<GraphPiece> pieces;
+  int64_t numBlocks() const {
+    return pieces.size() > 2 ? int64_t(pieces.size()) - 2 : 0;
+  }
 };
 
 /// Prices @forward of `module` (imported at the microbatch size) on one
@@ -55,12 +79,21 @@ absl::StatusOr<GraphWork> measureGraphWork(mlir::ModuleOp module,
                                            const cost::Cluster &cluster,
                                            const cost::Profile *profile);
 
-/// The step of `plan` (dp must be every device, tp = pp = cp = ep = 1):
+/// The step of `plan` (dp x pp must be every device, tp = cp = ep = 1):
 /// microbatches of forward and backward, the optimizer step (over the
 /// device's ZeRO shard), the gradient reduction (an all-reduce overlapping
 /// the last backward pass with ZeRO 0; reduce-scatters and parameter
 /// all-gathers with ZeRO 1-3), and the memory per device. `optimizer` is
 /// "adamw" (two fp32 states per parameter), "sgd" (one) or "none".
+///
+/// With pp > 1 the residual blocks are cut into pp contiguous stages
+/// balanced by their forward and backward time (the stem with the first,
+/// the head with the last; StageBalance.h), and the step is simulated
+/// under the plan's schedule (GPipe or 1F1B): each stage's passes, the
+/// block outputs and their gradients sent between stages, each stage's
+/// gradient reduction over its dp replicas and its optimizer step. A stage
+/// keeps its blocks' stash for each microbatch in flight, two send slots
+/// of what it sends each way, and its own parameters.
 absl::StatusOr<cost::PlanPrediction>
 scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
                const cost::ParallelConfig &plan, const std::string &optimizer,

@@ -182,12 +182,19 @@ def PipelineSplit : Pass<"cleave-pipeline-split", "mlir::ModuleOp"> {
     holds layers [s * L / n, (s + 1) * L / n) of L, or the counts given by
     `layers-per-stage` (the cost model's split balanced against the
     embedding and head), which must be `stages` positive counts summing to
-    L.
+    L. With `residual-blocks` the layers are the graph's residual blocks
+    instead (see `numberResidualBlocks` in LayerNumbering.h): a ResNet's
+    bottleneck blocks, the stem with the first stage, the pooling, the
+    classifier and the loss with the last.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", "1", "pipeline stages">,
     ListOption<"layersPerStage", "layers-per-stage", "int64_t",
                "layers of each stage, in order (default: an even split)">,
+    Option<"residualBlocks", "residual-blocks", "bool", "false",
+           "number the layers by the graph's residual blocks (segments "
+           "between single-value cuts with more than one op), not by "
+           "parameter names: CNNs and graphs without numbered names">,
   ];
 }
 
