@@ -83,6 +83,27 @@ double workspaceBytes(double largestIntermediate, double largestParam) {
   return std::max(3 * largestIntermediate, largestParam + largestIntermediate);
 }
 
+/// Microbatches each replica runs a step, checked against the batch the
+/// graph was priced at.
+absl::StatusOr<int64_t> microbatchesPerReplica(const GraphWork &work,
+                                               const cost::ParallelConfig &plan) {
+  if (plan.microbatchSize != work.microbatch)
+    return absl::InvalidArgumentError("the graph was priced at another "
+                                      "microbatch size");
+  int64_t perReplica = plan.globalBatch / plan.dp;
+  if (plan.globalBatch % plan.dp || perReplica % plan.microbatchSize)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the global batch ", plan.globalBatch, " does not split into "
+        "microbatches of ", plan.microbatchSize, " over ", plan.dp,
+        " replicas"));
+  return perReplica / plan.microbatchSize;
+}
+
+/// fp32 states per parameter: AdamW's two moments, SGD's momentum.
+double optimizerStates(const std::string &optimizer) {
+  return optimizer == "adamw" ? 2 : optimizer == "sgd" ? 1 : 0;
+}
+
 /// scoreGraphPlan with pp > 1 (see GraphPlan.h).
 absl::StatusOr<cost::PlanPrediction>
 scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
@@ -102,18 +123,12 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
       plan.schedule != cost::ScheduleKind::GPipe)
     return absl::InvalidArgumentError(
         "a graph without transformer layers is pipelined with GPipe or 1F1B");
-  if (plan.microbatchSize != work.microbatch)
-    return absl::InvalidArgumentError("the graph was priced at another "
-                                      "microbatch size");
-  int64_t perReplica = plan.globalBatch / plan.dp;
-  if (plan.globalBatch % plan.dp || perReplica % plan.microbatchSize)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the global batch ", plan.globalBatch, " does not split into "
-        "microbatches of ", plan.microbatchSize, " over ", plan.dp,
-        " replicas"));
-  int64_t m = perReplica / plan.microbatchSize;
+  absl::StatusOr<int64_t> microbatches = microbatchesPerReplica(work, plan);
+  if (!microbatches.ok())
+    return microbatches.status();
+  int64_t m = *microbatches;
   double dp = static_cast<double>(plan.dp);
-  double states = optimizer == "adamw" ? 2 : optimizer == "sgd" ? 1 : 0;
+  double states = optimizerStates(optimizer);
 
   // Contiguous blocks per stage, balanced by their passes' time.
   const std::vector<GraphPiece> &pieces = work.pieces;
@@ -356,18 +371,12 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
     return absl::InvalidArgumentError(absl::StrCat(
         "dp must be every device (", devices, ") for a graph without "
         "transformer layers, got ", plan.dp));
-  if (plan.microbatchSize != work.microbatch)
-    return absl::InvalidArgumentError("the graph was priced at another "
-                                      "microbatch size");
-  int64_t perReplica = plan.globalBatch / plan.dp;
-  if (plan.globalBatch % plan.dp || perReplica % plan.microbatchSize)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the global batch ", plan.globalBatch, " does not split into "
-        "microbatches of ", plan.microbatchSize, " over ", plan.dp,
-        " replicas"));
-  int64_t microbatches = perReplica / plan.microbatchSize;
+  absl::StatusOr<int64_t> perReplica = microbatchesPerReplica(work, plan);
+  if (!perReplica.ok())
+    return perReplica.status();
+  int64_t microbatches = *perReplica;
   double dp = static_cast<double>(plan.dp);
-  double states = optimizer == "adamw" ? 2 : optimizer == "sgd" ? 1 : 0;
+  double states = optimizerStates(optimizer);
 
   cost::Group group = cost::Group::strided(0, plan.dp);
   double allReduce = 0, reduceScatter = 0, allGather = 0;
