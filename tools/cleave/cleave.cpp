@@ -581,6 +581,7 @@ std::optional<int64_t> fixedBatch(ToolContext &tool,
   int64_t imported = cleave::summarizeModel(module).samples;
   cleave::ImportOptions other = options;
   other.batch = imported + 1;
+  other.keepWeights = false; // the shapes are all this asks of it
   mlir::OwningOpRef<mlir::ModuleOp> again;
   {
     mlir::ScopedDiagnosticHandler quiet(
