@@ -30,6 +30,66 @@ double slowestChunk(const std::vector<double> &layerSeconds, double firstExtra,
   return worst;
 }
 
+double busiestStage(const std::vector<double> &layerSeconds, double firstExtra,
+                    double lastExtra, const std::vector<int64_t> &split,
+                    int64_t stages) {
+  if (stages < 1)
+    return 0;
+  std::vector<double> load(stages, 0.0);
+  size_t layer = 0;
+  for (size_t c = 0; c < split.size(); ++c) {
+    double t = c == 0 ? firstExtra : 0;
+    if (c + 1 == split.size())
+      t += lastExtra;
+    for (int64_t i = 0; i < split[c] && layer < layerSeconds.size(); ++i)
+      t += layerSeconds[layer++];
+    load[c % stages] += t;
+  }
+  return *std::max_element(load.begin(), load.end());
+}
+
+std::vector<int64_t> refineForStages(const std::vector<double> &layerSeconds,
+                                     double firstExtra, double lastExtra,
+                                     std::vector<int64_t> split,
+                                     int64_t stages) {
+  auto score = [&](const std::vector<int64_t> &s) {
+    return std::make_pair(
+        busiestStage(layerSeconds, firstExtra, lastExtra, s, stages),
+        slowestChunk(layerSeconds, firstExtra, lastExtra, s));
+  };
+  auto better = [](std::pair<double, double> a, std::pair<double, double> b) {
+    const double eps = 1e-12;
+    if (a.first < b.first * (1 - eps))
+      return true;
+    return a.first <= b.first * (1 + eps) && a.second < b.second * (1 - eps);
+  };
+  auto best = score(split);
+  // Each accepted move lowers the score, so the search ends; the bound
+  // only caps pathological inputs.
+  for (size_t round = 0; round < 4 * layerSeconds.size() + 16; ++round) {
+    bool moved = false;
+    for (size_t c = 0; c + 1 < split.size(); ++c)
+      for (int dir : {-1, 1}) {
+        // dir -1: chunk c gives its last layer to c + 1; +1: takes c + 1's
+        // first.
+        std::vector<int64_t> next = split;
+        next[c] += dir;
+        next[c + 1] -= dir;
+        if (next[c] < 1 || next[c + 1] < 1)
+          continue;
+        auto s = score(next);
+        if (better(s, best)) {
+          split = std::move(next);
+          best = s;
+          moved = true;
+        }
+      }
+    if (!moved)
+      break;
+  }
+  return split;
+}
+
 namespace {
 
 /// The work items: the layers, with the embedding folded into the first

@@ -469,20 +469,25 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                   lossElem.seconds * 1.5;
     std::vector<int64_t> balanced =
         balanceLayers(layerSeconds, first, last, chunksTotal);
-    auto busiestStage = [&](const std::vector<int64_t> &split) {
-      std::vector<double> stage(p.pp, 0);
-      int64_t layer = 0;
-      for (int64_t c = 0; c < chunksTotal; ++c) {
-        double t = c == 0 ? first : 0;
-        t += c == chunksTotal - 1 ? last : 0;
-        for (int64_t l = 0; l < split[c]; ++l)
-          t += layerSeconds[layer++];
-        stage[c % p.pp] += t;
-      }
-      return *std::max_element(stage.begin(), stage.end());
+    auto busiest = [&](const std::vector<int64_t> &split) {
+      return busiestStage(layerSeconds, first, last, split, p.pp);
     };
+    if (p.chunks > 1 && !balanced.empty()) {
+      // A stage runs its chunks in turn: improve both starting points for
+      // the busiest stage and keep the better (ties: the slowest chunk).
+      std::vector<int64_t> fromEven =
+          refineForStages(layerSeconds, first, last, chunkLayers, p.pp);
+      balanced = refineForStages(layerSeconds, first, last, balanced, p.pp);
+      auto slowest = [&](const std::vector<int64_t> &split) {
+        return slowestChunk(layerSeconds, first, last, split);
+      };
+      if (busiest(fromEven) < busiest(balanced) ||
+          (busiest(fromEven) == busiest(balanced) &&
+           slowest(fromEven) < slowest(balanced)))
+        balanced = std::move(fromEven);
+    }
     if (!balanced.empty() &&
-        (p.chunks == 1 || busiestStage(balanced) < busiestStage(chunkLayers)))
+        (p.chunks == 1 || busiest(balanced) < busiest(chunkLayers)))
       chunkLayers = std::move(balanced);
   }
   std::vector<int64_t> chunkFirstLayer(chunksTotal, 0);

@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 
 #include <numeric>
+#include <random>
 
 using namespace cleave::cost;
 
@@ -139,7 +140,9 @@ TEST(StageBalance, LargeVocabularyMovesLayersOffTheLastStage) {
 /// Under the interleaved schedule the chunks are balanced too: the
 /// Gemma-like model over 4 stages of 2 chunks gives the head's chunk fewer
 /// layers than the even split's 3, and the busiest stage's work and the
-/// predicted step go down.
+/// predicted step go down. Refined for the busiest stage (refineForStages)
+/// the chunks are 2 1 4 2 3 4 1 1: 2.874 s, against 3.138 s for the
+/// slowest chunk's balance alone (2 1 3 3 3 3 2 1) and 3.623 s even.
 TEST(StageBalance, InterleavedChunksBalanceAgainstTheHead) {
   TransformerModel m = gemmaLike();
   ParallelConfig p;
@@ -157,12 +160,48 @@ TEST(StageBalance, InterleavedChunksBalanceAgainstTheHead) {
                             balanced.layersPerChunk.end(), int64_t{0}),
             18);
   EXPECT_LT(balanced.layersPerChunk.back(), 3);
-  EXPECT_LT(balanced.stepSeconds, even.stepSeconds * 0.95);
+  EXPECT_LT(balanced.stepSeconds, even.stepSeconds * 0.85);
   std::cout << "gemma-like interleaved, balanced chunks";
   for (int64_t n : balanced.layersPerChunk)
     std::cout << " " << n;
   std::cout << ": " << balanced.stepSeconds << " s, even " << even.stepSeconds
             << " s\n";
+}
+
+/// The refinement for stages never ends worse than it starts, on random
+/// layer costs: its busiest stage is at most the start's, and where equal
+/// so is its slowest chunk; every chunk keeps a layer and the layers add
+/// up. A case with a clear answer: 8 equal layers in 4 chunks over 2
+/// stages with a head worth 2 layers on the last chunk (6 against 4 on
+/// the even split) moves a layer from stage 1 to stage 0: 5 and 5.
+TEST(StageBalance, RefineForStagesNeverWorse) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> cost(0.5, 2.0), extra(0.0, 6.0);
+  for (int trial = 0; trial < 200; ++trial) {
+    int64_t stages = 2 + trial % 3, v = 2 + trial % 2;
+    int64_t chunks = stages * v, layers = chunks + trial % 7;
+    std::vector<double> w(layers);
+    for (double &x : w)
+      x = cost(rng);
+    double first = extra(rng), last = extra(rng);
+    std::vector<int64_t> start = evenLayerSplit(layers, chunks);
+    std::vector<int64_t> got = refineForStages(w, first, last, start, stages);
+    ASSERT_EQ(got.size(), start.size());
+    EXPECT_EQ(std::accumulate(got.begin(), got.end(), int64_t{0}), layers);
+    for (int64_t n : got)
+      EXPECT_GE(n, 1);
+    double before = busiestStage(w, first, last, start, stages);
+    double after = busiestStage(w, first, last, got, stages);
+    EXPECT_LE(after, before * (1 + 1e-12));
+    if (after >= before * (1 - 1e-12))
+      EXPECT_LE(slowestChunk(w, first, last, got),
+                slowestChunk(w, first, last, start) * (1 + 1e-12));
+  }
+  std::vector<double> four(8, 1.0);
+  std::vector<int64_t> split =
+      refineForStages(four, 0, 2, evenLayerSplit(8, 4), 2);
+  // Stage 0 (chunks 0, 2) and stage 1 (chunks 1, 3 + head): 5 and 5.
+  EXPECT_EQ(busiestStage(four, 0, 2, split, 2), 5.0);
 }
 
 } // namespace

@@ -35,6 +35,24 @@ std::vector<int64_t> balanceLayers(const std::vector<double> &layerSeconds,
                                    double firstExtra, double lastExtra,
                                    int64_t chunks);
 
+/// The most work of one stage when chunk c of `split` runs on stage
+/// c % stages (the interleaved schedule's round robin): the sum of its
+/// chunks' times, the first extra on chunk 0 and the last on the last.
+double busiestStage(const std::vector<double> &layerSeconds, double firstExtra,
+                    double lastExtra, const std::vector<int64_t> &split,
+                    int64_t stages);
+
+/// `split` improved for the interleaved schedule, where a stage runs all its
+/// chunks in turn: layers move one at a time across chunk boundaries while
+/// that lowers the busiest stage (busiestStage), or keeps it and lowers
+/// the slowest chunk (which bounds the pipeline's fill and drain). A local
+/// search from `split` (balanceLayers' chunks or the even split): exact
+/// for neither objective, never worse than where it starts.
+std::vector<int64_t> refineForStages(const std::vector<double> &layerSeconds,
+                                     double firstExtra, double lastExtra,
+                                     std::vector<int64_t> split,
+                                     int64_t stages);
+
 /// The largest chunk time of a split (see balanceLayers).
 double slowestChunk(const std::vector<double> &layerSeconds, double firstExtra,
                     double lastExtra, const std::vector<int64_t> &split);
