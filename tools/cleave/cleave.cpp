@@ -43,6 +43,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -707,6 +708,11 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   std::string name;
   double parameters = 0;
   int64_t blocks = 0;
+  // Every plan that fits (for --top-k), and per pipeline degree the best
+  // one or why none fits (for --explain).
+  std::vector<cleave::cost::PlanPrediction> fitting;
+  std::map<int64_t, cleave::cost::PlanPrediction> bestOfDegree;
+  std::map<int64_t, std::string> whyNoneOfDegree;
   for (int64_t b : microbatches) {
     options.batch = b;
     // A model whose batch is fixed in the file imports at that batch only:
@@ -775,13 +781,19 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
               *work, capped, candidate, planOptimizer, prof);
           if (!scored.ok()) {
             ++infeasible;
+            std::string why = cleave::cost::planKnobsString(candidate) + ": " +
+                              std::string(scored.status().message());
             if (closest.empty())
-              closest = cleave::cost::planKnobsString(candidate) + ": " +
-                        std::string(scored.status().message());
+              closest = why;
+            whyNoneOfDegree.try_emplace(pp, why);
             continue;
           }
           if (!best || scored->stepSeconds < best->stepSeconds)
             best = *scored;
+          auto [it, first] = bestOfDegree.try_emplace(pp, *scored);
+          if (!first && scored->stepSeconds < it->second.stepSeconds)
+            it->second = *scored;
+          fitting.push_back(*scored);
         }
       }
     }
@@ -808,6 +820,17 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
         << "\n";
     return kFailed;
   }
+  // The K best distinct plans, the best first.
+  std::stable_sort(fitting.begin(), fitting.end(),
+                   [](const auto &a, const auto &b) {
+                     return a.stepSeconds < b.stepSeconds;
+                   });
+  std::vector<cleave::cost::PlanPrediction> plans;
+  std::set<std::string> seen;
+  for (const auto &p : fitting)
+    if (int64_t(plans.size()) < topK &&
+        seen.insert(cleave::cost::planKnobsString(p.plan)).second)
+      plans.push_back(p);
   options.batch = best->plan.microbatchSize;
   if (!planOut.empty()) {
     if (int code = writeArtifact(tool, options, cluster, *best, prof,
@@ -825,6 +848,13 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                                              {"infeasible", infeasible},
                                              {"graph_plan", true},
                                              {"residual_blocks", blocks}}}};
+    json::Array top;
+    for (const auto &p : plans) {
+      auto [po, pr] = planJson(p);
+      top.push_back(
+          json::Object{{"plan", std::move(po)}, {"predicted", std::move(pr)}});
+    }
+    out["top_k"] = std::move(top);
     outs() << formatv("{0:2}", json::Value(std::move(out))) << "\n";
     return kOk;
   }
@@ -839,6 +869,40 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   outs() << formatv("search:       {0} plans considered (pp x microbatch x "
                     "schedule x ZeRO), {1} infeasible; priced op by op\n",
                     candidates, infeasible);
+  for (size_t i = 1; i < plans.size(); ++i)
+    outs() << formatv("alternative {0}: {1:F3} s (+{2:F1}%), {3}\n", i,
+                      plans[i].stepSeconds,
+                      100 * (plans[i].stepSeconds / best->stepSeconds - 1),
+                      cleave::cost::planKnobsString(plans[i].plan));
+  if (explain) {
+    outs() << "why: the best plan of each pipeline degree, and what holds "
+              "it back\n";
+    outs() << formatv("  {0,4} {1,5} {2,10} {3,8} {4,8} {5,9}  {6}\n", "pp",
+                      "dp", "step s", "vs best", "bubble", "memory",
+                      "plan or reason");
+    double memoryCap = capped.device.memoryBytes;
+    for (int64_t pp : pps) {
+      auto it = bestOfDegree.find(pp);
+      if (it == bestOfDegree.end()) {
+        std::string why = whyNoneOfDegree.count(pp) ? whyNoneOfDegree[pp]
+                          : pp > blocks
+                              ? "more stages than the " +
+                                    std::to_string(blocks) + " residual blocks"
+                              : "no microbatch divides a replica's samples";
+        outs() << formatv("  {0,4} {1,5} {2,10}  {3}\n", pp, devices / pp,
+                          "-", why);
+        continue;
+      }
+      const auto &p = it->second;
+      outs() << formatv("  {0,4} {1,5} {2,10:F3} {3,7:F1}% {4,7:F1}% "
+                        "{5,8:F0}%  {6}\n",
+                        pp, devices / pp, p.stepSeconds,
+                        100 * (p.stepSeconds / best->stepSeconds - 1),
+                        100 * p.bubbleFraction,
+                        memoryCap > 0 ? 100 * p.peakMemoryBytes / memoryCap : 0,
+                        cleave::cost::planKnobsString(p.plan));
+    }
+  }
   return kOk;
 }
 
