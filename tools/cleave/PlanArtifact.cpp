@@ -220,6 +220,8 @@ int writePlanArtifact(const ArtifactRequest &r) {
     std::ostringstream trace;
     cost::writeChromeTrace(graph, timeline, trace);
     plan.set_simulated_trace(trace.str());
+  } else if (!r.simulatedTrace.empty()) {
+    plan.set_simulated_trace(r.simulatedTrace);
   }
   if (absl::Status s = plan::validatePlan(plan); !s.ok())
     return fail("-o: the lowered plan is inconsistent: " +

@@ -44,6 +44,9 @@ struct ArtifactRequest {
   std::function<mlir::OwningOpRef<mlir::ModuleOp>(const ImportOptions &)>
       load;
   ImportOptions importOptions;
+  /// The simulated step as a Chrome trace, where the caller has one (a
+  /// pipelined graph plan); transformer plans are simulated here.
+  std::string simulatedTrace;
 };
 
 /// Lowers the predicted plan to programs and writes the artifact. Returns

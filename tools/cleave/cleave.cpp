@@ -545,7 +545,7 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
                   const cleave::cost::PlanPrediction &prediction,
                   const cleave::cost::Profile *prof,
                   std::optional<cleave::cost::TransformerModel> shape,
-                  const std::string &name) {
+                  const std::string &name, std::string simulatedTrace = {}) {
   cleave::tool::ArtifactRequest request;
   request.path = planOut;
   request.modelSource = model;
@@ -562,6 +562,7 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
   request.step.optimizer = planOptimizer;
   request.step.lr = planLr;
   request.importOptions = options;
+  request.simulatedTrace = std::move(simulatedTrace);
   request.load = [&](const cleave::ImportOptions &o) {
     return tool.loadModel(o);
   };
@@ -627,9 +628,6 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                     Twine(cleave::cost::scheduleName(plan.schedule)) + ": " +
                     model + " has no transformer layers; its pipeline "
                     "stages run GPipe or 1F1B");
-  if (!tracePath.empty())
-    return badUsage("--trace: the simulated timeline covers transformer "
-                    "plans; " + model + " has no transformer layers");
   int64_t devices = cluster.numDevices();
   if (fixed.count("dp") && fixed.count("pp") && plan.dp * plan.pp != devices)
     return badUsage("--fix dp=" + Twine(plan.dp) + ",pp=" + Twine(plan.pp) +
@@ -711,6 +709,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   // Every plan that fits (for --top-k), and per pipeline degree the best
   // one or why none fits (for --explain).
   std::vector<cleave::cost::PlanPrediction> fitting;
+  std::optional<cleave::search::GraphWork> bestWork;
   std::map<int64_t, cleave::cost::PlanPrediction> bestOfDegree;
   std::map<int64_t, std::string> whyNoneOfDegree;
   for (int64_t b : microbatches) {
@@ -788,8 +787,10 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
             whyNoneOfDegree.try_emplace(pp, why);
             continue;
           }
-          if (!best || scored->stepSeconds < best->stepSeconds)
+          if (!best || scored->stepSeconds < best->stepSeconds) {
             best = *scored;
+            bestWork = *work;
+          }
           auto [it, first] = bestOfDegree.try_emplace(pp, *scored);
           if (!first && scored->stepSeconds < it->second.stepSeconds)
             it->second = *scored;
@@ -832,9 +833,37 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
         seen.insert(cleave::cost::planKnobsString(p.plan)).second)
       plans.push_back(p);
   options.batch = best->plan.microbatchSize;
+  // The simulated step of a pipelined plan, for --trace and the artifact
+  // (one stage is priced by formula, with no timeline).
+  std::string trace;
+  if (best->plan.pp > 1) {
+    cleave::cost::TaskGraph graph;
+    cleave::cost::Timeline timeline;
+    if (cleave::search::scoreGraphPlan(*bestWork, capped, best->plan,
+                                       planOptimizer, prof, &graph, &timeline)
+            .ok()) {
+      std::ostringstream os;
+      cleave::cost::writeChromeTrace(graph, timeline, os);
+      trace = os.str();
+    }
+  }
+  if (!tracePath.empty()) {
+    if (trace.empty())
+      return badUsage("--trace: " + model + "'s plan is one data-parallel "
+                      "stage, priced by formula; only pipelined plans (and "
+                      "transformer plans) have a simulated timeline");
+    std::error_code ec;
+    raw_fd_ostream file(tracePath, ec);
+    if (ec) {
+      WithColor::error(errs(), "cleave")
+          << "--trace " << tracePath << ": " << ec.message() << "\n";
+      return kFailed;
+    }
+    file << trace;
+  }
   if (!planOut.empty()) {
     if (int code = writeArtifact(tool, options, cluster, *best, prof,
-                                 std::nullopt, name))
+                                 std::nullopt, name, trace))
       return code;
   }
   if (json) {

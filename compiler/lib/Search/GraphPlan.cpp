@@ -108,8 +108,8 @@ double optimizerStates(const std::string &optimizer) {
 absl::StatusOr<cost::PlanPrediction>
 scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
                     const cost::ParallelConfig &plan,
-                    const std::string &optimizer,
-                    const cost::Profile *profile) {
+                    const std::string &optimizer, const cost::Profile *profile,
+                    cost::TaskGraph *graphOut, cost::Timeline *timelineOut) {
   int64_t devices = cluster.numDevices(), p = plan.pp, blocks = work.numBlocks();
   if (plan.dp * p != devices)
     return absl::InvalidArgumentError(absl::StrCat(
@@ -285,6 +285,10 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
   absl::StatusOr<cost::Timeline> timeline = cost::simulate(*graph);
   if (!timeline.ok())
     return timeline.status();
+  if (graphOut)
+    *graphOut = *graph;
+  if (timelineOut)
+    *timelineOut = *timeline;
   out.stepSeconds = timeline->makespan + exposedGathers;
   out.bubbleFraction = timeline->bubbleFraction;
   out.pipelineSendSeconds = spec.stages.front().chunks.front().sendForward;
@@ -359,14 +363,16 @@ absl::StatusOr<GraphWork> measureGraphWork(ModuleOp module, int64_t microbatch,
 absl::StatusOr<cost::PlanPrediction>
 scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
                const cost::ParallelConfig &plan, const std::string &optimizer,
-               const cost::Profile *profile) {
+               const cost::Profile *profile, cost::TaskGraph *graph,
+               cost::Timeline *timeline) {
   int64_t devices = cluster.numDevices();
   if (plan.tp != 1 || plan.cp != 1 || plan.ep != 1)
     return absl::InvalidArgumentError(
         "a graph without transformer layers is planned with data and "
         "pipeline parallelism only (tp, cp and ep 1)");
   if (plan.pp > 1)
-    return scorePipelinedGraph(work, cluster, plan, optimizer, profile);
+    return scorePipelinedGraph(work, cluster, plan, optimizer, profile, graph,
+                               timeline);
   if (plan.dp != devices)
     return absl::InvalidArgumentError(absl::StrCat(
         "dp must be every device (", devices, ") for a graph without "

@@ -17,6 +17,7 @@
 
 #include "cleave/cost_model/Cluster.h"
 #include "cleave/cost_model/Profile.h"
+#include "cleave/cost_model/Simulator.h"
 #include "cleave/cost_model/TransformerPlan.h"
 
 #include "absl/status/statusor.h"
@@ -94,10 +95,15 @@ absl::StatusOr<GraphWork> measureGraphWork(mlir::ModuleOp module,
 /// gradient reduction over its dp replicas and its optimizer step. A stage
 /// keeps its blocks' stash for each microbatch in flight, two send slots
 /// of what it sends each way, and its own parameters.
+///
+/// With `graph` and `timeline`, a pipelined plan's simulated step is
+/// returned for a Chrome trace (a one-stage plan is priced by formula and
+/// leaves them empty).
 absl::StatusOr<cost::PlanPrediction>
 scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
                const cost::ParallelConfig &plan, const std::string &optimizer,
-               const cost::Profile *profile);
+               const cost::Profile *profile, cost::TaskGraph *graph = nullptr,
+               cost::Timeline *timeline = nullptr);
 
 } // namespace cleave::search
 
