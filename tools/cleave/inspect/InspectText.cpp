@@ -177,10 +177,13 @@ void appendParameters(std::string &out, const Plan &plan) {
     rows.push_back(std::move(row));
   };
   for (const ParameterGroup &group : groupParameters(plan)) {
-    // Layered parameters print without stages: the stage table gives each
-    // layer's stage, and folded layers sit on different stages.
+    // Layered parameters print without stages where the stage table's
+    // layer ranges give them and folded layers sit on different stages;
+    // with them where every folded layer sits on the same stages.
+    bool stages = group.prefix.empty() ||
+                  (group.sameStages && plan.stages_size() > 1);
     for (int p : group.params)
-      addParam(p, group.prefix.empty());
+      addParam(p, stages);
     if (!group.sameLayers.empty())
       rows.push_back({absl::StrCat("... same for ", group.prefix, " layers ",
                                    formatRanges(group.sameLayers))});

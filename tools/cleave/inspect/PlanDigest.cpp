@@ -100,6 +100,13 @@ std::vector<ParameterGroup> groupParameters(const Plan &plan) {
         groups.push_back({prefix, layer, params, {}});
       else
         groups[it->second].sameLayers.push_back(layer);
+      ParameterGroup &group = groups[it->second];
+      const auto &stages = plan.parameters(group.params.front()).stages();
+      for (int p : params)
+        if (!std::equal(stages.begin(), stages.end(),
+                        plan.parameters(p).stages().begin(),
+                        plan.parameters(p).stages().end()))
+          group.sameStages = false;
     }
   }
   return groups;

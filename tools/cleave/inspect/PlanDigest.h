@@ -30,6 +30,10 @@ struct ParameterGroup {
   int64_t layer = -1;
   std::vector<int> params; // indices into Plan.parameters
   std::vector<int64_t> sameLayers;
+  /// Every parameter of the group's layers sits on the same pipeline
+  /// stages (a ResNet's blocks, numbered by their structure rather than
+  /// their names, say nothing of their stage by their index).
+  bool sameStages = true;
 };
 std::vector<ParameterGroup> groupParameters(const plan::Plan &plan);
 
