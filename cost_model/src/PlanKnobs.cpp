@@ -27,6 +27,9 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
     if (key.empty() || value.empty())
       return absl::InvalidArgumentError(
           absl::StrCat("expected knob=value, got '", item, "'"));
+    if (std::find(given.begin(), given.end(), key) != given.end())
+      return absl::InvalidArgumentError(
+          absl::StrCat("knob '", key, "' is given twice"));
     auto integer = [&](int64_t &out, int64_t lo) -> absl::Status {
       if (!absl::SimpleAtoi(value, &out) || out < lo)
         return absl::InvalidArgumentError(absl::StrCat(

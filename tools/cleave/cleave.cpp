@@ -43,6 +43,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -581,6 +582,8 @@ std::optional<int64_t> fixedBatch(ToolContext &tool,
   if (StringRef(model).starts_with("zoo:"))
     return std::nullopt;
   int64_t imported = cleave::summarizeModel(module).samples;
+  if (StringRef(model).ends_with(".mlir"))
+    return imported; // MLIR text has static shapes
   cleave::ImportOptions other = options;
   other.batch = imported + 1;
   other.keepWeights = false; // the shapes are all this asks of it
@@ -663,8 +666,10 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   if (memoryLimit)
     capped.device.memoryBytes = *memoryLimit;
 
-  // Microbatch sizes: every divisor of a replica's samples for some dp,
-  // the largest six of each (the graph is priced once per size).
+  // Microbatch sizes: divisors of a replica's samples for some dp, spread
+  // geometrically from the whole replica batch down to one sample (the
+  // largest divisor at or below each halving), so that a large batch still
+  // tries sizes that fit; the graph is priced once per size.
   std::set<int64_t, std::greater<int64_t>> microbatches;
   for (int64_t pp : pps) {
     int64_t dp = devices / pp;
@@ -676,12 +681,12 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
         microbatches.insert(plan.microbatchSize);
       continue;
     }
-    int64_t found = 0;
-    for (int64_t b = perReplica; b >= 1 && found < 6; --b)
-      if (perReplica % b == 0) {
-        microbatches.insert(b);
-        ++found;
-      }
+    for (int64_t bound = perReplica; bound >= 1; bound /= 2)
+      for (int64_t b = bound; b >= 1; --b)
+        if (perReplica % b == 0) {
+          microbatches.insert(b);
+          break;
+        }
   }
   if (microbatches.empty()) {
     if (fixed.count("microbatch") || fileBatch)
@@ -941,6 +946,13 @@ int runCompile() {
         "compile needs --cluster (e.g. --cluster dgx-a100-80g,nodes=4)");
   if (globalBatch.getNumOccurrences() == 0 || globalBatch <= 0)
     return badUsage("compile needs a positive --global-batch");
+  // A step's microbatches are simulated one by one: bound them (the largest
+  // published global batches are tens of thousands of samples).
+  constexpr int64_t kMaxGlobalBatch = int64_t(1) << 20;
+  if (globalBatch > kMaxGlobalBatch)
+    return badUsage("--global-batch " + Twine(int64_t(globalBatch)) +
+                    " is more than " + Twine(kMaxGlobalBatch) +
+                    " samples a step");
   auto cluster = cleave::cost::parseCluster(clusterSpec);
   if (!cluster.ok())
     return badUsage("--cluster: " +
@@ -1004,6 +1016,12 @@ int runCompile() {
   cleave::ImportOptions options;
   if (!parseImportOptions(options))
     return kBadInput;
+  // The search imports the model at each microbatch it tries; this first
+  // import only reads what the model is, so a symbolic batch need not be
+  // given (a dimension --dim binds, or a batch fixed in the file, wins).
+  if (!options.batch && !StringRef(model).starts_with("zoo:") &&
+      !StringRef(model).ends_with(".mlir"))
+    options.batch = 1;
   ToolContext tool;
   mlir::OwningOpRef<mlir::ModuleOp> module = tool.loadModel(options);
   if (!module)
@@ -1242,10 +1260,24 @@ int runInspect() {
 int runRun(const char *argv0) {
   if (runSteps < 1)
     return badUsage("--steps must be at least 1, got " + Twine(runSteps));
+  if (!(runTolerance > 0) || !std::isfinite(double(runTolerance)))
+    return badUsage("--tolerance must be a positive number, got " +
+                    formatv("{0}", double(runTolerance)).str());
   if (runTimeout <= 0)
     return badUsage("--timeout must be positive");
   if (!runData.empty() && !sys::fs::exists(runData))
     return badUsage("--data " + runData + ": no such file");
+  if (!runData.empty()) {
+    // Token ids are uint16 (nanoGPT's .bin files): a directory, an empty
+    // file or an odd byte count is not such a file (the workers check too).
+    uint64_t size = 0;
+    if (!sys::fs::is_regular_file(runData) || sys::fs::file_size(runData, size))
+      return badUsage("--data " + runData + ": not a file of token ids");
+    if (size < 2 || size % 2)
+      return badUsage("--data " + runData + ": " + Twine(size) +
+                      " bytes; token ids are uint16, 2 bytes each, and at "
+                      "least one is needed");
+  }
   if (backend != "cpu" && backend != "cuda")
     return badUsage("--backend must be cpu or cuda, not '" + backend + "'");
   cleave::tool::RunRequest request;

@@ -3,6 +3,7 @@
 #include "cleave/Importers/ModelLoader.h"
 
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Importers/ModelZoo.h"
 #include "cleave/Importers/OnnxImporter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,9 +27,9 @@ Operation *getForwardFunction(ModuleOp module) {
 static OwningOpRef<ModuleOp> loadMlir(MLIRContext &ctx, llvm::StringRef path,
                                       const ImportOptions &options) {
   Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
-  if (options.batch || options.seq || !options.dims.empty()) {
-    emitError(fileLoc) << "--batch, --seq and --dim bind ONNX and zoo "
-                          "models; MLIR text already has static shapes";
+  if (options.seq || !options.dims.empty()) {
+    emitError(fileLoc) << "--seq and --dim bind ONNX and zoo models; MLIR "
+                          "text already has static shapes";
     return nullptr;
   }
   llvm::SourceMgr sourceMgr;
@@ -45,6 +46,25 @@ static OwningOpRef<ModuleOp> loadMlir(MLIRContext &ctx, llvm::StringRef path,
   if (!getForwardFunction(*module)) {
     emitError(fileLoc) << "expected a func.func @forward holding the model";
     return nullptr;
+  }
+  // A batch asked for (--batch, or the microbatch compile plans) must be
+  // the one the text was written with: its shapes are static.
+  if (options.batch) {
+    int64_t batch = -1;
+    std::string input;
+    module->walk([&](graph::InputOp op) {
+      auto type = dyn_cast<RankedTensorType>(op.getType());
+      if (batch >= 0 || !type || type.getRank() == 0)
+        return;
+      batch = type.getDimSize(0);
+      input = op.getName().str();
+    });
+    if (batch >= 0 && batch != *options.batch) {
+      emitError(fileLoc) << "MLIR text has static shapes: its batch is "
+                         << batch << " (the leading dimension of input '"
+                         << input << "'), not " << *options.batch;
+      return nullptr;
+    }
   }
   return module;
 }

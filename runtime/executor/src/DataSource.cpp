@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -210,10 +211,24 @@ DataSource::create(const plan::Plan &plan, const comm::MeshInfo &mesh,
       if (t.kind() == plan::TensorDecl::INPUT && t.input_name() == "tokens")
         source.languageModel_ = true;
   if (!tokenFile.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(tokenFile, ec))
+      return absl::InvalidArgumentError(absl::StrCat(
+          tokenFile, ": not a file of token ids (uint16, as nanoGPT writes "
+                     "them)"));
     std::ifstream in(tokenFile, std::ios::binary | std::ios::ate);
     if (!in)
       return absl::NotFoundError(absl::StrCat(tokenFile, ": cannot open"));
     std::streamsize size = in.tellg();
+    // Silently training on synthetic ids, or dropping a byte, would lose
+    // what the file was meant to hold.
+    if (size < 2)
+      return absl::InvalidArgumentError(absl::StrCat(
+          tokenFile, ": holds no token id (", size, " bytes; ids are uint16)"));
+    if (size % 2)
+      return absl::InvalidArgumentError(absl::StrCat(
+          tokenFile, ": ", size, " bytes, an odd count; token ids are uint16 "
+                     "(2 bytes each)"));
     in.seekg(0);
     source.tokens_.resize(static_cast<size_t>(size) / 2);
     in.read(reinterpret_cast<char *>(source.tokens_.data()),

@@ -18,7 +18,7 @@ constexpr char kMagic[8] = {'C', 'L', 'E', 'A', 'V', 'E', 'P', 'L'};
 constexpr size_t kHeaderBytes = 28;
 
 uint64_t fnv1a(const char *data, size_t size) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 14695981039346656037ull; // FNV-1a 64 offset basis
   for (size_t i = 0; i < size; ++i) {
     h ^= static_cast<unsigned char>(data[i]);
     h *= 1099511628211ull;

@@ -92,6 +92,13 @@ static llvm::Error setKey(const Family &family, Config &config,
       return configError("key '" + key + "' takes a " +
                          (mayBeZero ? "non-negative" : "positive") +
                          " integer, got '" + value + "'");
+    // The graph is built layer by layer and its tensors' sizes multiply:
+    // bound what no model comes near (the deepest published transformers
+    // have a few hundred layers, the widest a hidden size of 25600).
+    int64_t most = key == "layers" || key == "depth" ? 4096 : int64_t(1) << 24;
+    if (v > most)
+      return configError("key '" + key + "' is at most " +
+                         llvm::Twine(most) + ", got " + value);
     break;
   }
   }
