@@ -401,11 +401,17 @@ absl::StatusOr<Cluster> parseCluster(std::string_view spec) {
     if (!cluster.ok())
       return specError(messageOf(cluster.status()));
   }
+  std::vector<std::string_view> seen;
   for (size_t i = 1; i < parts.size(); ++i) {
     std::string_view part = strip(parts[i]);
     size_t equals = part.find('=');
     if (equals == std::string_view::npos)
       return specError(cat("expected key=value after ',', got '", part, "'"));
+    // As a cluster file refuses a key twice (the second would silently win).
+    std::string_view key = strip(part.substr(0, equals));
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return specError(cat("'", key, "' is given twice"));
+    seen.push_back(key);
     if (absl::Status status = setClusterField(*cluster, part.substr(0, equals),
                                               part.substr(equals + 1));
         !status.ok())

@@ -3,6 +3,7 @@
 #include "KeyValueText.h"
 #include "Strings.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -56,6 +57,10 @@ readKeyValueText(std::string_view text, std::string_view fileName) {
 }
 
 absl::StatusOr<std::string> readTextFile(const std::string &path) {
+  // A directory opens as a stream on Linux and reads as nothing.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return absl::InvalidArgumentError(cat("'", path, "' is a directory"));
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return absl::NotFoundError(cat("cannot open '", path, "'"));

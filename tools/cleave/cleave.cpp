@@ -267,6 +267,8 @@ bool parseImportOptions(cleave::ImportOptions &options) {
       return badUsage("--dim expects NAME=VALUE with a positive VALUE, got '" +
                       d + "'"),
              false;
+    if (options.dims.count(name.str()))
+      return badUsage("--dim " + name + " is given twice"), false;
     options.dims[name.str()] = v;
   }
   options.keepWeights = !noWeights;
@@ -1003,8 +1005,8 @@ int runCompile() {
     return badUsage("--lr must be positive");
   if (topK < 1)
     return badUsage("--top-k must be at least 1, got " + Twine(topK));
-  if (timeLimit < 0)
-    return badUsage("--time-limit must not be negative");
+  if (timeLimit < 0 || std::isnan(double(timeLimit)))
+    return badUsage("--time-limit must be a non-negative number of seconds");
   std::optional<double> memoryLimit;
   if (!memoryLimitText.empty()) {
     memoryLimit = parseBytes(memoryLimitText);

@@ -86,6 +86,10 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::StringRef model,
     return std::move(*module);
   }
   Location fileLoc = FileLineColLoc::get(&ctx, model, 0, 0);
+  if (llvm::sys::fs::is_directory(model)) {
+    emitError(fileLoc) << "a directory, not a model file";
+    return nullptr;
+  }
   if (model.ends_with(".onnx")) {
     if (!llvm::sys::fs::exists(model)) {
       emitError(fileLoc) << "no such file";

@@ -7,6 +7,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -148,6 +149,10 @@ absl::Status writePlanFile(const std::string &path, const Plan &plan) {
 }
 
 absl::StatusOr<Plan> readPlanFile(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": a directory, not a plan file"));
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return absl::NotFoundError(absl::StrCat(path, ": cannot open"));

@@ -6,6 +6,9 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -79,7 +82,7 @@ static llvm::Error setKey(const Family &family, Config &config,
     break;
   case KeyType::Real: {
     double v;
-    if (!llvm::to_float(value, v) || v < 0)
+    if (!llvm::to_float(value, v) || !std::isfinite(v) || v < 0)
       return configError("key '" + key +
                          "' takes a non-negative number, got '" + value + "'");
     break;
@@ -110,12 +113,16 @@ static llvm::Error applySettings(const Family &family, Config &config,
                                  llvm::StringRef settings) {
   llvm::SmallVector<llvm::StringRef> items;
   settings.split(items, ',', -1, /*KeepEmpty=*/false);
+  llvm::StringSet<> seen;
   for (llvm::StringRef item : items) {
     auto [key, value] = item.split('=');
     key = key.trim();
     value = value.trim();
     if (!item.contains('=') || key.empty() || value.empty())
       return configError("expected key=value, got '" + item + "'");
+    if (seen.count(key))
+      return configError("key '" + key + "' is given twice");
+    seen.insert(key);
     if (auto err = setKey(family, config, key, value))
       return err;
   }
