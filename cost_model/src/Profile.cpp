@@ -366,6 +366,15 @@ absl::StatusOr<Profile> loadProfileFile(const std::string &path) {
   absl::StatusOr<std::string> text = readTextFile(path);
   if (!text.ok())
     return text.status();
+  absl::StatusOr<std::vector<KeyValueLine>> lines =
+      readKeyValueText(*text, path);
+  if (!lines.ok())
+    return lines.status();
+  // A file with no entry would leave every formula in place while the user
+  // believes the machine's measurements are used.
+  if (lines->empty())
+    return absl::InvalidArgumentError(
+        cat(path, ": holds no measurement (write one with `cleave profile`)"));
   return parseProfileText(*text, path);
 }
 
