@@ -1265,8 +1265,8 @@ int runRun(const char *argv0) {
   if (!(runTolerance > 0) || !std::isfinite(double(runTolerance)))
     return badUsage("--tolerance must be a positive number, got " +
                     formatv("{0}", double(runTolerance)).str());
-  if (runTimeout <= 0)
-    return badUsage("--timeout must be positive");
+  if (!(runTimeout > 0) || !std::isfinite(double(runTimeout)))
+    return badUsage("--timeout must be a positive number of seconds");
   if (!runData.empty() && !sys::fs::exists(runData))
     return badUsage("--data " + runData + ": no such file");
   if (!runData.empty()) {
@@ -1294,9 +1294,16 @@ int runRun(const char *argv0) {
   request.fuse = !runNoFuse;
   request.inputs.assign(runInputs.begin(), runInputs.end());
   request.expectedOutputs.assign(runExpected.begin(), runExpected.end());
-  for (const std::string &input : request.inputs)
-    if (input.find('=') == std::string::npos)
+  for (const std::string &input : request.inputs) {
+    size_t eq = input.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == input.size())
       return badUsage("--input " + input + ": expected NAME=FILE");
+  }
+  for (const std::string &expected : request.expectedOutputs) {
+    size_t eq = expected.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == expected.size())
+      return badUsage("--expect-output " + expected + ": expected I=FILE");
+  }
   request.tolerance = runTolerance;
   request.reference = [](const cleave::plan::Plan &plan) {
     ToolContext tool;
