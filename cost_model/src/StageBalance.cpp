@@ -15,9 +15,13 @@ std::vector<int64_t> evenLayerSplit(int64_t layers, int64_t chunks) {
   return split;
 }
 
-double slowestChunk(const std::vector<double> &layerSeconds, double firstExtra,
-                    double lastExtra, const std::vector<int64_t> &split) {
-  double worst = 0;
+namespace {
+/// Each chunk's time under `split`: its layers, the first extra on the
+/// first chunk and the last on the last.
+std::vector<double> chunkSeconds(const std::vector<double> &layerSeconds,
+                                 double firstExtra, double lastExtra,
+                                 const std::vector<int64_t> &split) {
+  std::vector<double> out;
   size_t layer = 0;
   for (size_t c = 0; c < split.size(); ++c) {
     double t = c == 0 ? firstExtra : 0;
@@ -25,9 +29,17 @@ double slowestChunk(const std::vector<double> &layerSeconds, double firstExtra,
       t += lastExtra;
     for (int64_t i = 0; i < split[c] && layer < layerSeconds.size(); ++i)
       t += layerSeconds[layer++];
-    worst = std::max(worst, t);
+    out.push_back(t);
   }
-  return worst;
+  return out;
+}
+} // namespace
+
+double slowestChunk(const std::vector<double> &layerSeconds, double firstExtra,
+                    double lastExtra, const std::vector<int64_t> &split) {
+  std::vector<double> chunks =
+      chunkSeconds(layerSeconds, firstExtra, lastExtra, split);
+  return chunks.empty() ? 0 : *std::max_element(chunks.begin(), chunks.end());
 }
 
 double busiestStage(const std::vector<double> &layerSeconds, double firstExtra,
@@ -36,15 +48,10 @@ double busiestStage(const std::vector<double> &layerSeconds, double firstExtra,
   if (stages < 1)
     return 0;
   std::vector<double> load(stages, 0.0);
-  size_t layer = 0;
-  for (size_t c = 0; c < split.size(); ++c) {
-    double t = c == 0 ? firstExtra : 0;
-    if (c + 1 == split.size())
-      t += lastExtra;
-    for (int64_t i = 0; i < split[c] && layer < layerSeconds.size(); ++i)
-      t += layerSeconds[layer++];
-    load[c % stages] += t;
-  }
+  std::vector<double> chunks =
+      chunkSeconds(layerSeconds, firstExtra, lastExtra, split);
+  for (size_t c = 0; c < chunks.size(); ++c)
+    load[c % stages] += chunks[c];
   return *std::max_element(load.begin(), load.end());
 }
 

@@ -404,6 +404,21 @@ int runModelCommand() {
     cleave::printSummary(summary, outs());
   return kOk;
 }
+/// Writes `text` to `path` for the flag `flag` ("-o", "--trace"); the exit
+/// code (kFailed, with the reason, when the file cannot be written).
+int writeTextFile(const std::string &path, StringRef flag,
+                  const std::string &text) {
+  std::error_code ec;
+  raw_fd_ostream file(path, ec);
+  if (ec) {
+    WithColor::error(errs(), "cleave")
+        << flag << " " << path << ": " << ec.message() << "\n";
+    return kFailed;
+  }
+  file << text;
+  return kOk;
+}
+
 /// Writes `profile` with its header `comment` to -o.
 int writeProfile(const absl::StatusOr<cleave::cost::Profile> &profile,
                  const std::string &comment) {
@@ -413,15 +428,8 @@ int writeProfile(const absl::StatusOr<cleave::cost::Profile> &profile,
         << "\n";
     return kFailed;
   }
-  std::error_code ec;
-  raw_fd_ostream file(profileOut, ec);
-  if (ec) {
-    WithColor::error(errs(), "cleave")
-        << "-o " << profileOut << ": " << ec.message() << "\n";
-    return kFailed;
-  }
-  file << cleave::cost::formatProfile(*profile, comment);
-  return kOk;
+  return writeTextFile(profileOut, "-o",
+                       cleave::cost::formatProfile(*profile, comment));
 }
 
 int runProfile() {
@@ -859,14 +867,8 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
       return badUsage("--trace: " + model + "'s plan is one data-parallel "
                       "stage, priced by formula; only pipelined plans (and "
                       "transformer plans) have a simulated timeline");
-    std::error_code ec;
-    raw_fd_ostream file(tracePath, ec);
-    if (ec) {
-      WithColor::error(errs(), "cleave")
-          << "--trace " << tracePath << ": " << ec.message() << "\n";
-      return kFailed;
-    }
-    file << trace;
+    if (int code = writeTextFile(tracePath, "--trace", trace))
+      return code;
   }
   if (!planOut.empty()) {
     if (int code = writeArtifact(tool, options, cluster, *best, prof,
@@ -1133,16 +1135,10 @@ int runCompile() {
       capped.device.memoryBytes = *memoryLimit;
     (void)cleave::cost::scoreTransformerPlan(*shape, capped, best.plan, prof,
                                              &graph, &timeline);
-    std::error_code ec;
-    raw_fd_ostream file(tracePath, ec);
-    if (ec) {
-      WithColor::error(errs(), "cleave")
-          << "--trace " << tracePath << ": " << ec.message() << "\n";
-      return kFailed;
-    }
     std::ostringstream trace;
     cleave::cost::writeChromeTrace(graph, timeline, trace);
-    file << trace.str();
+    if (int code = writeTextFile(tracePath, "--trace", trace.str()))
+      return code;
   }
 
   if (json) {
