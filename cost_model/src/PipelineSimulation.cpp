@@ -200,7 +200,18 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
     opt.stage = s;
     opt.seconds = spec.stages[s].optimizer;
     opt.deps = reductions[s];
-    g.add(opt);
+    int optId = g.add(opt);
+    if (spec.stages[s].paramGather > 0) {
+      Task gather;
+      gather.name = "parameter gather";
+      gather.category = "param-gather";
+      gather.rank = s;
+      gather.stream = Stream::DataParallelComm;
+      gather.stage = s;
+      gather.seconds = spec.stages[s].paramGather;
+      gather.deps = {optId};
+      g.add(gather);
+    }
   }
   return g;
 }

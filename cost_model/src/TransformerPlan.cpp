@@ -591,26 +591,33 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                            ? static_cast<int>(std::max<int64_t>(
                                  1, std::min<int64_t>(chunkLayers[chunk], 8)))
                            : 1;
-      if (p.zero >= 2 && p.dp > 1) {
-        // ZeRO-2 and 3 keep only a block of the accumulated gradient, so
-        // every microbatch's gradient is reduce-scattered in its backward
-        // pass (DeepSpeed does the same under gradient accumulation; the
-        // lowering places it there too). ZeRO-2 gathers the updated blocks
-        // once per step; ZeRO-3 gathers each layer's parameters before its
-        // forward and again before its backward, for every microbatch.
+      if (p.zero >= 1 && p.dp > 1) {
+        // ZeRO-1 reduce-scatters the accumulated gradient once, after the
+        // backward pass: the lowering runs it before the update, not in
+        // buckets beside the backward. ZeRO-2 and 3 keep only a block of the
+        // accumulated gradient, so every microbatch's gradient is
+        // reduce-scattered in its backward pass (DeepSpeed does the same
+        // under gradient accumulation; the lowering places it there too).
+        // ZeRO-1 and 2 gather the updated blocks after the optimizer step
+        // (StageCosts::paramGather); ZeRO-3 gathers each layer's parameters
+        // before its forward and again before its backward, for every
+        // microbatch.
         CLEAVE_ASSIGN(scatter, price.collective(Collective::ReduceScatter,
                                                 params * e, dpGroup,
                                                 dpConcurrent));
-        CLEAVE_ASSIGN(gather, price.collective(Collective::AllGather,
-                                               params * e, dpGroup,
-                                               dpConcurrent));
-        cc.backward += scatter;
+        if (p.zero == 1) {
+          cc.gradReduce = scatter;
+          cc.gradBuckets = 1;
+        } else {
+          cc.backward += scatter;
+          cc.gradReduce = 0;
+        }
         if (p.zero == 3) {
+          CLEAVE_ASSIGN(gather, price.collective(Collective::AllGather,
+                                                 params * e, dpGroup,
+                                                 dpConcurrent));
           cc.forward += gather;
           cc.backward += gather;
-          cc.gradReduce = 0;
-        } else {
-          cc.gradReduce = gather;
         }
       }
       stageParams[st] += params;
@@ -624,6 +631,12 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     double shard = p.zero >= 1 ? stageParams[st] / p.dp : stageParams[st];
     CLEAVE_ASSIGN(opt, price.memoryBound(shard, 52.0 / e, 12));
     stage.optimizer = opt.seconds;
+    if ((p.zero == 1 || p.zero == 2) && p.dp > 1) {
+      CLEAVE_ASSIGN(gather, price.collective(Collective::AllGather,
+                                             stageParams[st] * e, dpGroup,
+                                             dpConcurrent));
+      stage.paramGather = gather;
+    }
     spec.stages.push_back(stage);
   }
 
@@ -699,7 +712,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   // passes (and, when transfers block, its sends). The search skips the
   // simulation of plans whose bound cannot beat the best plan found.
   for (const StageCosts &stage : spec.stages) {
-    double busy = stage.optimizer;
+    double busy = stage.optimizer + stage.paramGather;
     for (const ChunkCosts &c : stage.chunks)
       busy += microbatches * (c.forward + c.backward +
                               (p.overlapTransfers

@@ -141,8 +141,10 @@ cl::opt<std::string> fixKnobs(
     "fix",
     cl::desc("Plan knobs: dp, tp, pp, cp, ep, sp=on|off, zero=0-3, "
              "microbatch, schedule=gpipe|1f1b|interleaved|zb-h1, vpp, "
-             "recompute=none|selective|full, precision (dp defaults to the "
-             "devices left over, the rest to 1/off/none)"),
+             "recompute=none|selective|full, precision, "
+             "overlap-grad=on|off, overlap-p2p=on|off, "
+             "stages=balanced|even (dp defaults to the devices left over, "
+             "the rest to 1/off/none)"),
     cl::value_desc("KNOB=VALUE,..."), cl::sub(compileCmd),
     cl::cat(planCategory));
 cl::OptionCategory artifactCategory("Plan artifact options");

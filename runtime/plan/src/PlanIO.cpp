@@ -6,6 +6,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -165,7 +166,50 @@ absl::StatusOr<Plan> readPlanFile(const std::string &path) {
   return plan;
 }
 
+namespace {
+
+/// The training settings a hand-edited plan could make nonsense of: the
+/// runtime would train with them (a NaN learning rate, a negative batch)
+/// instead of refusing the plan.
+absl::Status validateTraining(const TrainingConfig &t) {
+  const std::string &opt = t.optimizer();
+  if (opt != "adamw" && opt != "sgd" && opt != "none")
+    return absl::InvalidArgumentError(
+        absl::StrCat("training: optimizer '", opt,
+                     "' is not one of adamw, sgd, none"));
+  if (t.global_batch() < 1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training: global_batch is ", t.global_batch(), "; at least 1"));
+  if (t.seq_len() < 0 || t.tokens_per_step() < 0)
+    return absl::InvalidArgumentError(
+        "training: seq_len and tokens_per_step cannot be negative");
+  struct Setting {
+    const char *name;
+    double value, low, high; // low <= value < high
+  };
+  const Setting settings[] = {
+      {"lr", t.lr(), 0, HUGE_VAL},
+      {"beta1", t.beta1(), 0, 1},
+      {"beta2", t.beta2(), 0, 1},
+      {"eps", t.eps(), 0, HUGE_VAL},
+      {"weight_decay", t.weight_decay(), 0, HUGE_VAL},
+      {"momentum", t.momentum(), 0, 1},
+      {"flops_per_step", t.flops_per_step(), 0, HUGE_VAL},
+  };
+  for (const Setting &s : settings)
+    if (!(s.value >= s.low && s.value < s.high))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training: ", s.name, " is ", s.value, "; expected a number in [",
+          s.low, ", ", s.high == HUGE_VAL ? "inf" : absl::StrCat(s.high),
+          ")"));
+  return absl::OkStatus();
+}
+
+} // namespace
+
 absl::Status validatePlan(const Plan &plan) {
+  if (absl::Status s = validateTraining(plan.training()); !s.ok())
+    return s;
   int64_t meshRanks = 1;
   for (const MeshAxis &axis : plan.mesh().axes()) {
     if (axis.size() < 1)

@@ -141,6 +141,22 @@ TEST(Simulator, GradientReductionOverlapsTheLastBackward) {
   EXPECT_DOUBLE_EQ(run(spec).makespan, 4.5);
 }
 
+TEST(Simulator, ParameterGatherFollowsTheOptimizer) {
+  // ZeRO-1: F [0,1], B [1,3], the reduce-scatter (1 s, one bucket) [3,4],
+  // the optimizer on the shard (0.5) [4,4.5], then the gather of the
+  // updated shards (0.75) [4.5,5.25]: it needs the update, so nothing
+  // hides it.
+  PipelineSpec spec = uniform(ScheduleKind::OneFOneB, 1, 1, 1, 2);
+  spec.stages[0].chunks[0].gradReduce = 1;
+  spec.stages[0].optimizer = 0.5;
+  spec.stages[0].paramGather = 0.75;
+  TaskGraph g;
+  Timeline tl = run(spec, &g);
+  EXPECT_DOUBLE_EQ(tl.makespan, 5.25);
+  EXPECT_DOUBLE_EQ(endOf(g, tl, 0, "optimizer"), 4.5);
+  EXPECT_DOUBLE_EQ(endOf(g, tl, 0, "parameter gather"), 5.25);
+}
+
 TEST(Simulator, ZeroBubbleShortensTheStep) {
   // Backward 2 = input gradient 1 + weight gradient 1.
   double oneF = run(uniform(ScheduleKind::OneFOneB, 4, 8, 1, 2, 1)).makespan;

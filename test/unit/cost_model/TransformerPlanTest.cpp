@@ -287,3 +287,51 @@ TEST(TransformerPlan, CollectivesWithoutProgressFollowTheBackward) {
               exposed->gradReduceSeconds * 7 / 8,
               0.1 * exposed->gradReduceSeconds);
 }
+
+TEST(TransformerPlan, ZeroGathersTheUpdatedShardsAfterTheOptimizer) {
+  // Where communication overlaps compute, ZeRO-1's and 2's gather of the
+  // updated parameter shards still cannot hide: it needs the optimizer's
+  // update, so it starts when the optimizer ends and ends the step. ZeRO-1
+  // reduce-scatters once after the backward pass (as the lowering does),
+  // not in buckets beside it.
+  TransformerModel m = smallGpt(8, 512, 8);
+  Cluster c = cpu(4, 4);
+  c.commOverlapsCompute = 1;
+  ParallelConfig p;
+  p.dp = 4;
+  p.globalBatch = 4;
+  p.precision = DType::Fp32;
+  for (int zero : {1, 2}) {
+    p.zero = zero;
+    TaskGraph g;
+    Timeline tl;
+    auto plan = scoreTransformerPlan(m, c, p, nullptr, &g, &tl);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    int optimizer = -1, gather = -1, reductions = 0;
+    for (int i = 0; i < g.size(); ++i) {
+      if (g.tasks()[i].category == "optimizer")
+        optimizer = i;
+      if (g.tasks()[i].category == "param-gather")
+        gather = i;
+      if (g.tasks()[i].category == "grad-reduce")
+        ++reductions;
+    }
+    ASSERT_GE(optimizer, 0);
+    ASSERT_GE(gather, 0) << "zero " << zero;
+    EXPECT_GT(g.tasks()[gather].seconds, 0);
+    EXPECT_DOUBLE_EQ(tl.start[gather], tl.end[optimizer]);
+    EXPECT_DOUBLE_EQ(tl.makespan, tl.end[gather]);
+    EXPECT_GE(plan->lowerBoundSeconds,
+              g.tasks()[optimizer].seconds + g.tasks()[gather].seconds);
+    // ZeRO-1: one reduce-scatter after the backward; ZeRO-2 scatters each
+    // microbatch's gradient inside its backward pass.
+    EXPECT_EQ(reductions, zero == 1 ? 1 : 0) << "zero " << zero;
+  }
+  // ZeRO-0 gathers nothing.
+  p.zero = 0;
+  TaskGraph g;
+  Timeline tl;
+  ASSERT_TRUE(scoreTransformerPlan(m, c, p, nullptr, &g, &tl).ok());
+  for (const Task &t : g.tasks())
+    EXPECT_NE(t.category, "param-gather");
+}

@@ -387,5 +387,27 @@ TEST(ValidatePlan, OtherReferences) {
               HasSubstr("tensor entry 4 has id 5"));
 }
 
+TEST(ValidatePlan, NonsenseTrainingSettings) {
+  // A hand-edited plan (with its checksum redone) must not train with them.
+  auto edited = [](auto edit) {
+    Plan plan = testing::makeTwoStagePlan();
+    edit(*plan.mutable_training());
+    return message(validatePlan(plan));
+  };
+  EXPECT_EQ(edited([](TrainingConfig &) {}), "");
+  EXPECT_THAT(edited([](TrainingConfig &t) { t.set_lr(std::nan("")); }),
+              HasSubstr("training: lr is nan"));
+  EXPECT_THAT(edited([](TrainingConfig &t) { t.set_lr(-1); }),
+              HasSubstr("training: lr is -1; expected a number in [0, inf)"));
+  EXPECT_THAT(edited([](TrainingConfig &t) { t.set_beta2(1); }),
+              HasSubstr("training: beta2 is 1; expected a number in [0, 1)"));
+  EXPECT_THAT(edited([](TrainingConfig &t) { t.set_eps(HUGE_VAL); }),
+              HasSubstr("training: eps is inf"));
+  EXPECT_THAT(edited([](TrainingConfig &t) { t.set_global_batch(0); }),
+              HasSubstr("training: global_batch is 0; at least 1"));
+  EXPECT_THAT(edited([](TrainingConfig &t) { t.set_optimizer("lamb"); }),
+              HasSubstr("training: optimizer 'lamb' is not one of"));
+}
+
 } // namespace
 } // namespace cleave::plan

@@ -42,6 +42,10 @@ struct ChunkCosts {
 struct StageCosts {
   std::vector<ChunkCosts> chunks;
   double optimizer = 0;
+  /// ZeRO-1 and 2: gathering the updated parameter shards over the
+  /// data-parallel replicas. It needs the optimizer's update, so it follows
+  /// the optimizer step and nothing of the step hides it.
+  double paramGather = 0;
 };
 
 struct PipelineSpec {
