@@ -838,6 +838,33 @@ TEST(IntraOpSearch, LayoutsPackPerAxis) {
 /// across the nodes, whose gradients are reduced once a step, and runs
 /// Megatron's column-then-row split inside each node, whose activations
 /// are reduced every layer: data x tensor parallelism, found, not told.
+/// Pricing an edge's resharding and its gradient reduction with separate
+/// product families is exact: on a mesh of two axes, where consumers leave
+/// gradients partial over either or both, the optimum is the joint
+/// product's, with fewer columns.
+TEST(IntraOpSearch, SplitEdgeCostsKeepTheOptimum) {
+  Model m = load(
+      "gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=8");
+  ASSERT_TRUE(m.forward);
+  auto cluster = cost::parseCluster("dgx-a100-80g,nodes=2");
+  ASSERT_TRUE(cluster.ok());
+  IntraOpOptions options;
+  options.paramMemoryBytes = 2.5 * totalParamBytes(m.forward) / 16;
+  options.relativeGap = 0;
+  auto p = IntraOpProblem::build(m.forward, *cluster,
+                                 llvm::ArrayRef<int64_t>{2, 8}, options);
+  ASSERT_TRUE(succeeded(p));
+  auto split = solveIntraOp(*p, options);
+  options.splitEdgeCosts = false;
+  auto joint = solveIntraOp(*p, options);
+  ASSERT_TRUE(succeeded(split) && succeeded(joint));
+  EXPECT_TRUE(split->optimal && joint->optimal);
+  EXPECT_NEAR(split->objective, joint->objective, 1e-9 * joint->objective);
+  EXPECT_NEAR(split->solverObjective, split->objective,
+              1e-6 * split->objective);
+  EXPECT_LT(split->numVariables, joint->numVariables);
+}
+
 TEST(IntraOpSearch, TwoDimensionalMeshPutsTensorParallelismInsideNodes) {
   Model m = load(
       "gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=8");

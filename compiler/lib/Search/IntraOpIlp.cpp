@@ -34,8 +34,11 @@
 #include "OsiClpSolverInterface.hpp"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -124,7 +127,12 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     std::vector<size_t> repI, repJ; // a strategy of each class
     std::vector<std::vector<int>> y;
   };
-  auto addProduct = [&](const IntraOpEdge &e, bool priced) {
+  // y over the producer's classes (the layout it makes) and the consumer's
+  // classes by `keyOfJ`, tied to both ends by marginal rows; each column
+  // priced by `price(i, j)` of its classes' representatives.
+  auto addFamily = [&](const IntraOpEdge &e,
+                       llvm::function_ref<int64_t(size_t)> keyOfJ,
+                       llvm::function_ref<double(size_t, size_t)> price) {
     Product p;
     std::vector<std::vector<size_t>> membersI, membersJ;
     std::map<int64_t, size_t> classI;
@@ -137,10 +145,9 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
       }
       membersI[it->second].push_back(i);
     }
-    std::map<std::pair<int64_t, unsigned>, size_t> classJ;
+    std::map<int64_t, size_t> classJ;
     for (size_t j = 0; j < x[e.consumer].size(); ++j) {
-      auto [it, inserted] = classJ.try_emplace(
-          {e.required[j], e.partialAxes[j]}, p.repJ.size());
+      auto [it, inserted] = classJ.try_emplace(keyOfJ(j), p.repJ.size());
       if (inserted) {
         p.repJ.push_back(j);
         membersJ.emplace_back();
@@ -161,13 +168,63 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     p.y.assign(p.repI.size(), std::vector<int>(p.repJ.size()));
     for (size_t c = 0; c < p.repI.size(); ++c) {
       for (size_t d = 0; d < p.repJ.size(); ++d) {
-        p.y[c][d] = prog.addColumn(
-            priced ? e.cost[p.repI[c]][p.repJ[d]] : 0, false);
+        p.y[c][d] = prog.addColumn(price(p.repI[c], p.repJ[d]), false);
         prog.set(rowOfI[c], p.y[c][d], 1);
         prog.set(rowOfJ[d], p.y[c][d], 1);
       }
     }
     return p;
+  };
+  // An edge's cost is the resharding, a function of the layout the
+  // producer makes and the one the consumer reads, plus the reduction of a
+  // gradient the consumer leaves partial, a function of the producer's
+  // layout and the consumer's partial axes. Two families of products, one
+  // per term, then replace one over (layout made) x (layout read, partial
+  // axes): on a mesh of three axes, where a consumer's classes are its
+  // layouts times the sets of axes, that is several times fewer columns.
+  // Each family is exact once x is integral; kept only where the edge's
+  // costs really split so (checked), else the joint product.
+  auto separable = [&](const IntraOpEdge &e) {
+    std::map<std::pair<int64_t, int64_t>, double> reshard;
+    std::map<std::pair<int64_t, unsigned>, double> reduce;
+    auto same = [](double a, double b) {
+      return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)});
+    };
+    for (size_t i = 0; i < e.made.size(); ++i)
+      for (size_t j = 0; j < e.required.size(); ++j) {
+        auto [r, newR] = reshard.try_emplace({e.made[i], e.required[j]},
+                                             e.reshardCost(i, j));
+        auto [g, newG] = reduce.try_emplace({e.made[i], e.partialAxes[j]},
+                                            e.reduceCost(i, j));
+        if ((!newR && !same(r->second, e.reshardCost(i, j))) ||
+            (!newG && !same(g->second, e.reduceCost(i, j))))
+          return false;
+      }
+    return true;
+  };
+  auto hasPartial = [](const IntraOpEdge &e) {
+    for (size_t i = 0; i < e.made.size(); ++i)
+      for (size_t j = 0; j < e.required.size(); ++j)
+        if (e.reduceCost(i, j) > 0)
+          return true;
+    return false;
+  };
+  auto layoutKey = [](const IntraOpEdge &e) {
+    return [&e](size_t j) { return e.required[j]; };
+  };
+  auto partialKey = [](const IntraOpEdge &e) {
+    return [&e](size_t j) { return static_cast<int64_t>(e.partialAxes[j]); };
+  };
+  // The joint product (one family over both terms).
+  auto addProduct = [&](const IntraOpEdge &e, bool priced) {
+    // Consumer classes by (layout read, partial axes), packed in one key.
+    std::map<std::pair<int64_t, unsigned>, int64_t> key;
+    for (size_t j = 0; j < e.required.size(); ++j)
+      key.try_emplace({e.required[j], e.partialAxes[j]}, key.size());
+    return addFamily(
+        e,
+        [&](size_t j) { return key.at({e.required[j], e.partialAxes[j]}); },
+        [&](size_t i, size_t j) { return priced ? e.cost[i][j] : 0.0; });
   };
   // One edge priced on its own.
   auto addEdge = [&](const IntraOpEdge &e) {
@@ -180,6 +237,12 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     } else if (fixedV) {
       for (auto [i, col] : llvm::enumerate(x[e.producer]))
         prog.obj[col] += e.cost[i][0] * kScale;
+    } else if (options.splitEdgeCosts && separable(e)) {
+      addFamily(e, layoutKey(e),
+                [&](size_t i, size_t j) { return e.reshardCost(i, j); });
+      if (hasPartial(e))
+        addFamily(e, partialKey(e),
+                  [&](size_t i, size_t j) { return e.reduceCost(i, j); });
     } else {
       addProduct(e, /*priced=*/true);
     }
@@ -209,16 +272,22 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     for (const IntraOpEdge *e : priced) {
       std::map<std::pair<size_t, int64_t>, std::vector<int>> terms;
       std::map<std::pair<size_t, int64_t>, double> price;
-      auto addTerms = [&](size_t i, size_t j, int col) {
+      auto addReshard = [&](size_t i, size_t j, int col) {
         if (double c = e->reshardCost(i, j); c > 0) {
           terms[{i, e->required[j]}].push_back(col);
           price[{i, e->required[j]}] = c;
         }
+      };
+      auto addReduce = [&](size_t i, size_t j, int col) {
         if (unsigned mask = e->partialAxes[j];
             mask && e->gradReduce[i][mask] > 0) {
           terms[{i, kPartialGradient + mask}].push_back(col);
           price[{i, kPartialGradient + mask}] = e->gradReduce[i][mask];
         }
+      };
+      auto addTerms = [&](size_t i, size_t j, int col) {
+        addReshard(i, j, col);
+        addReduce(i, j, col);
       };
       // The column that is 1 when the producer takes i and the consumer j
       // (-1: both have one strategy, so always).
@@ -238,6 +307,20 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
       } else if (fixedU) {
         for (size_t j = 0; j < x[e->consumer].size(); ++j)
           addTerms(0, j, x[e->consumer][j]);
+      } else if (options.splitEdgeCosts && separable(*e)) {
+        // The same two families, unpriced: the layout family's columns
+        // feed the resharding terms, the partial family's the reductions.
+        auto none = [](size_t, size_t) { return 0.0; };
+        Product layouts = addFamily(*e, layoutKey(*e), none);
+        for (size_t c = 0; c < layouts.repI.size(); ++c)
+          for (size_t d = 0; d < layouts.repJ.size(); ++d)
+            addReshard(layouts.repI[c], layouts.repJ[d], layouts.y[c][d]);
+        if (hasPartial(*e)) {
+          Product partial = addFamily(*e, partialKey(*e), none);
+          for (size_t c = 0; c < partial.repI.size(); ++c)
+            for (size_t d = 0; d < partial.repJ.size(); ++d)
+              addReduce(partial.repI[c], partial.repJ[d], partial.y[c][d]);
+        }
       } else {
         Product product = addProduct(*e, /*priced=*/false);
         for (size_t c = 0; c < product.repI.size(); ++c)

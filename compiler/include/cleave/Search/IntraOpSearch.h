@@ -72,6 +72,11 @@ struct IntraOpOptions {
   /// Merge the ops that must follow their producer (views that carry every
   /// layout it makes) into it (ProblemReduction.cpp); exact.
   bool mergeFollowers = true;
+  /// Price an edge's resharding and its gradient reduction with two
+  /// families of ILP products (one over the layouts the consumer reads, one
+  /// over the axes it leaves partial) instead of one over both: fewer
+  /// columns, the same optimum (IntraOpIlp.cpp). Off only to compare.
+  bool splitEdgeCosts = true;
 };
 
 /// A mesh has one to three logical axes (e.g. data x tensor x sequence).
