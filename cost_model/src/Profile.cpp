@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 namespace cleave::cost {
@@ -248,6 +250,10 @@ absl::StatusOr<Profile> parseProfileText(std::string_view text,
   std::map<DType, std::pair<int, std::vector<GemmSample>>> gemmSamples;
   std::map<CollectiveKey, std::pair<int, std::vector<CollectiveSample>>>
       collectiveSamples;
+  // The line of each sample read, so that a bad or repeated one is reported
+  // where it is, not at its table's header.
+  std::map<std::tuple<DType, int64_t, int64_t, int64_t>, int> gemmLines;
+  std::map<std::pair<CollectiveKey, double>, int> collectiveLines;
 
   for (const KeyValueLine &line : *lines) {
     auto error = [&](int at, std::string_view message) {
@@ -302,6 +308,16 @@ absl::StatusOr<Profile> parseProfileText(std::string_view text,
         return error(line.line,
                      cat("bad time '", line.value, "' for GEMM ", line.key));
       sample.seconds = *seconds;
+      if (sample.m <= 0 || sample.n <= 0 || sample.k <= 0 ||
+          !(sample.seconds > 0))
+        return error(line.line, cat("GEMM sample ", line.key,
+                                    " needs positive dimensions and time"));
+      auto [first, isNew] = gemmLines.try_emplace(
+          {*type, sample.m, sample.n, sample.k}, line.line);
+      if (!isNew)
+        return error(line.line, cat("GEMM sample ", line.key,
+                                    " appears twice (first on line ",
+                                    first->second, ")"));
       auto &entry = gemmSamples[*type];
       entry.first = line.sectionLine;
       entry.second.push_back(sample);
@@ -316,6 +332,17 @@ absl::StatusOr<Profile> parseProfileText(std::string_view text,
         return error(line.line, cat("expected 'SIZE = TIME' such as "
                                     "'1 MiB = 45 us', got '",
                                     line.key, " = ", line.value, "'"));
+      if (!(*bytes > 0) || !(*seconds > 0))
+        return error(line.line, cat("collective sample '", line.key, " = ",
+                                    line.value,
+                                    "' needs positive size and time"));
+      auto [first, isNew] =
+          collectiveLines.try_emplace({*key, *bytes}, line.line);
+      if (!isNew)
+        return error(line.line, cat("collective sample of ", line.key,
+                                    " appears twice in this table (first on "
+                                    "line ",
+                                    first->second, ")"));
       auto &entry = collectiveSamples[*key];
       entry.first = line.sectionLine;
       entry.second.push_back({*bytes, *seconds});

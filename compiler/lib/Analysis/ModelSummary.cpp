@@ -51,7 +51,7 @@ ModelSummary summarizeModel(ModuleOp module) {
     auto cost = dyn_cast<gr::CostOpInterface>(op);
     if (!cost)
       return;
-    int64_t flops = cost.getFlops();
+    double flops = cost.getFlops();
     s.forwardFlops += flops;
     s.trainingFlops +=
         flops * (isa<gr::MatmulOp, gr::Conv2dOp>(op) ? 3 : 2);

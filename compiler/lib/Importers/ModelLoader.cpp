@@ -69,8 +69,54 @@ static OwningOpRef<ModuleOp> loadMlir(MLIRContext &ctx, llvm::StringRef path,
   return module;
 }
 
+/// Tensors beyond 2^48 elements (a petabyte of fp32 each) are no model a
+/// device could train, and their element, byte and FLOP counts would pass
+/// int64's range in the cost model: refused, naming the op.
+static LogicalResult checkTensorSizes(ModuleOp module) {
+  constexpr int64_t kMostElements = int64_t(1) << 48;
+  WalkResult walk = module.walk([&](Operation *op) {
+    for (Type type : op->getResultTypes()) {
+      auto shaped = dyn_cast<ShapedType>(type);
+      if (!shaped || !shaped.hasRank())
+        continue;
+      int64_t elements = 1;
+      bool tooMany = false;
+      for (int64_t d : shaped.getShape()) {
+        if (d <= 0)
+          continue; // dynamic or empty
+        if (elements > kMostElements / d) {
+          tooMany = true;
+          break;
+        }
+        elements *= d;
+      }
+      if (tooMany) {
+        op->emitOpError() << "makes a tensor of type " << type
+                          << ": more than 2^48 elements, which no device "
+                             "could hold";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+static OwningOpRef<ModuleOp> loadUnchecked(MLIRContext &ctx,
+                                           llvm::StringRef model,
+                                           const ImportOptions &options);
+
 OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::StringRef model,
                                 const ImportOptions &options) {
+  OwningOpRef<ModuleOp> module = loadUnchecked(ctx, model, options);
+  if (module && failed(checkTensorSizes(*module)))
+    return nullptr;
+  return module;
+}
+
+static OwningOpRef<ModuleOp> loadUnchecked(MLIRContext &ctx,
+                                           llvm::StringRef model,
+                                           const ImportOptions &options) {
   DialectRegistry registry;
   registerCleaveDialects(registry);
   ctx.appendDialectRegistry(registry);

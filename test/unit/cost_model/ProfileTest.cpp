@@ -296,6 +296,26 @@ TEST(ProfileFile, ErrorsNameFileAndLine) {
                     "1 MB = soon\n")
                 .find("p.txt:2: expected 'SIZE = TIME'"),
             std::string::npos);
+  // A bad or repeated sample is reported on its own line, not its table's
+  // header.
+  EXPECT_NE(errorOf("[gemm fp32]\n8x8x8 = 1 us\n16x8x8 = 0 us\n")
+                .find("p.txt:3: GEMM sample 16x8x8 needs positive dimensions "
+                      "and time"),
+            std::string::npos);
+  EXPECT_NE(errorOf("[gemm fp32]\n8x8x8 = 1 us\n\n8x8x8 = 2 us\n")
+                .find("p.txt:4: GEMM sample 8x8x8 appears twice (first on "
+                      "line 2)"),
+            std::string::npos);
+  EXPECT_NE(errorOf("[collective all-gather ranks=4 ranks_per_node=4]\n"
+                    "1 KiB = 5 us\n1 MiB = 0 us\n")
+                .find("p.txt:3: collective sample '1 MiB = 0 us' needs "
+                      "positive size and time"),
+            std::string::npos);
+  EXPECT_NE(errorOf("[collective all-gather ranks=4 ranks_per_node=4]\n"
+                    "1 KiB = 5 us\n1024 B = 6 us\n")
+                .find("p.txt:3: collective sample of 1024 B appears twice in "
+                      "this table (first on line 2)"),
+            std::string::npos);
   EXPECT_NE(errorOf("[kernels]\nx = 1\n").find("p.txt:1: unknown section"),
             std::string::npos);
   EXPECT_NE(errorOf("memory = 1 TB/s\n").find("p.txt:1: a profile entry"),

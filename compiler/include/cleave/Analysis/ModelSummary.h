@@ -34,13 +34,13 @@ struct ModelSummary {
   int64_t paramBytes = 0;
   /// Parameters whose weights the module holds (imported initializers).
   int64_t paramsWithValues = 0;
-  int64_t forwardFlops = 0;
+  double forwardFlops = 0;
   /// FLOPs of one training step (forward, backward, optimizer), counted
   /// on the module's @train_step when it has one (see
   /// `trainingFlopsCounted`); otherwise estimated: each matmul and
   /// convolution costs twice its forward FLOPs backward (one GEMM per
   /// operand gradient), every other op once.
-  int64_t trainingFlops = 0;
+  double trainingFlops = 0;
   bool trainingFlopsCounted = false;
   int64_t bytesRead = 0;
   int64_t bytesWritten = 0;

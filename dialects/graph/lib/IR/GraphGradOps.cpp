@@ -141,10 +141,10 @@ LogicalResult Conv2dInputGradOp::verify() {
                        forward, getGrad().getType(), "gradient");
 }
 
-int64_t Conv2dInputGradOp::getFlops() {
+double Conv2dInputGradOp::getFlops() {
   auto filter = cast<ShapedType>(getFilter().getType());
-  return 2 * numElements(getGrad().getType()) * filter.getDimSize(1) *
-         filter.getDimSize(2) * filter.getDimSize(3);
+  return 2.0 * static_cast<double>(numElements(getGrad().getType())) *
+         filter.getDimSize(1) * filter.getDimSize(2) * filter.getDimSize(3);
 }
 
 LogicalResult Conv2dFilterGradOp::verify() {
@@ -157,10 +157,10 @@ LogicalResult Conv2dFilterGradOp::verify() {
                        forward, getGrad().getType(), "gradient");
 }
 
-int64_t Conv2dFilterGradOp::getFlops() {
+double Conv2dFilterGradOp::getFlops() {
   auto filter = cast<ShapedType>(getType());
-  return 2 * numElements(getGrad().getType()) * filter.getDimSize(1) *
-         filter.getDimSize(2) * filter.getDimSize(3);
+  return 2.0 * static_cast<double>(numElements(getGrad().getType())) *
+         filter.getDimSize(1) * filter.getDimSize(2) * filter.getDimSize(3);
 }
 
 LogicalResult Pool2dGradOp::verify() {

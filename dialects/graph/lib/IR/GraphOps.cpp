@@ -130,8 +130,10 @@ int64_t MatmulOp::getContractionSize() {
   return lhs.getDimSize(lhs.getRank() - (getTransposeLhs() ? 2 : 1));
 }
 
-int64_t MatmulOp::getFlops() {
-  return 2 * numElements(getType()) * getContractionSize();
+double MatmulOp::getFlops() {
+  // In double: a product of zoo-sized dimensions can pass int64's range.
+  return 2.0 * static_cast<double>(numElements(getType())) *
+         static_cast<double>(getContractionSize());
 }
 
 //===----------------------------------------------------------------------===//
@@ -290,11 +292,12 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                            adaptor.getDilations(), adaptor.getGroups(), types);
 }
 
-int64_t Conv2dOp::getFlops() {
+double Conv2dOp::getFlops() {
   auto filter = cast<ShapedType>(getFilter().getType());
-  int64_t perOutput =
-      2 * filter.getDimSize(1) * filter.getDimSize(2) * filter.getDimSize(3);
-  return numElements(getType()) * (perOutput + (getBias() ? 1 : 0));
+  double perOutput = 2.0 * filter.getDimSize(1) * filter.getDimSize(2) *
+                     filter.getDimSize(3);
+  return static_cast<double>(numElements(getType())) *
+         (perOutput + (getBias() ? 1 : 0));
 }
 
 LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *,

@@ -26,7 +26,7 @@
 class Graph_CollectiveOp<string mnemonic, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits, [Graph_CostOpInterface])> {
   let hasVerifier = 1;
-  let extraClassDeclaration = [{ int64_t getFlops() { return 0; } }];
+  let extraClassDeclaration = [{ double getFlops() { return 0; } }];
 }
 
 def Graph_AllReduceOp : Graph_CollectiveOp<"all_reduce",
@@ -168,7 +168,7 @@ def Graph_SendOp : Graph_Op<"send", [Graph_CostOpInterface]> {
     $input `axis` $axis `offset` $offset `tag` $tag attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{ int64_t getFlops() { return 0; } }];
+  let extraClassDeclaration = [{ double getFlops() { return 0; } }];
 }
 
 def Graph_RecvOp : Graph_Op<"recv", [Graph_CostOpInterface]> {
@@ -184,7 +184,7 @@ def Graph_RecvOp : Graph_Op<"recv", [Graph_CostOpInterface]> {
     `axis` $axis `offset` $offset `tag` $tag attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{ int64_t getFlops() { return 0; } }];
+  let extraClassDeclaration = [{ double getFlops() { return 0; } }];
 }
 
 #endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHCOLLECTIVEOPS_TD

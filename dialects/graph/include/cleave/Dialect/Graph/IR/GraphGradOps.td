@@ -28,7 +28,7 @@ def Graph_ActivationGradOp : Graph_Op<"activation_grad", [Pure,
   let assemblyFormat = "$kind `,` $input `,` $grad attr-dict `:` type($input)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 8 * ::cleave::graph::numElements(getType()); }
+    double getFlops() { return 8 * ::cleave::graph::numElements(getType()); }
   }];
 }
 
@@ -47,7 +47,7 @@ def Graph_SoftmaxGradOp : Graph_Op<"softmax_grad", [Pure,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 4 * ::cleave::graph::numElements(getType()); }
+    double getFlops() { return 4 * ::cleave::graph::numElements(getType()); }
   }];
 }
 
@@ -70,7 +70,7 @@ def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure,
     $axis `epsilon` `=` $epsilon attr-dict `:` type($input)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return 12 * ::cleave::graph::numElements(getInput().getType());
     }
   }];
@@ -90,7 +90,7 @@ def Graph_RmsNormGradOp : Graph_Op<"rms_norm_grad", [Pure,
     $axis `epsilon` `=` $epsilon attr-dict `:` type($input)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return 8 * ::cleave::graph::numElements(getInput().getType());
     }
   }];
@@ -117,7 +117,7 @@ def Graph_BatchNormGradOp : Graph_Op<"batch_norm_grad", [Pure,
     type($scale)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return 12 * ::cleave::graph::numElements(getInput().getType());
     }
   }];
@@ -143,7 +143,7 @@ def Graph_GatherGradOp : Graph_Op<"gather_grad", [Pure,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return ::cleave::graph::numElements(getGrad().getType());
     }
   }];
@@ -160,7 +160,7 @@ def Graph_SliceGradOp : Graph_Op<"slice_grad", [Pure,
     type($result)
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{ int64_t getFlops() { return 0; } }];
+  let extraClassDeclaration = [{ double getFlops() { return 0; } }];
 }
 
 def Graph_ReduceMaxGradOp : Graph_Op<"reduce_max_grad", [Pure,
@@ -175,7 +175,7 @@ def Graph_ReduceMaxGradOp : Graph_Op<"reduce_max_grad", [Pure,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return ::cleave::graph::numElements(getInput().getType());
     }
   }];
@@ -194,7 +194,7 @@ def Graph_Conv2dInputGradOp : Graph_Op<"conv2d_input_grad", [Pure,
     type($filter) `->` type($result)
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{ int64_t getFlops(); }];
+  let extraClassDeclaration = [{ double getFlops(); }];
 }
 
 def Graph_Conv2dFilterGradOp : Graph_Op<"conv2d_filter_grad", [Pure,
@@ -210,7 +210,7 @@ def Graph_Conv2dFilterGradOp : Graph_Op<"conv2d_filter_grad", [Pure,
     type($grad) `->` type($result)
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{ int64_t getFlops(); }];
+  let extraClassDeclaration = [{ double getFlops(); }];
 }
 
 def Graph_Pool2dGradOp : Graph_Op<"pool2d_grad", [Pure,
@@ -230,7 +230,7 @@ def Graph_Pool2dGradOp : Graph_Op<"pool2d_grad", [Pure,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return ::cleave::graph::numElements(getGrad().getType()) *
              getKernel()[0] * getKernel()[1];
     }
@@ -249,7 +249,7 @@ def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [Pure,
     type($labels) `,` type($grad)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return 5 * ::cleave::graph::numElements(getLogits().getType());
     }
   }];
@@ -266,7 +266,7 @@ def Graph_MoeGateGradOp : Graph_Op<"moe_gate_grad", [Pure,
     attr-dict `:` type($logits) `,` type($grad)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return (5 + 2 * getTopK()) *
              ::cleave::graph::numElements(getLogits().getType());
     }
@@ -290,7 +290,7 @@ def Graph_MoeCombineGradOp : Graph_Op<"moe_combine_grad", [Pure,
     type($weights) `,` type($indices) `,` type($grad)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return 4 * ::cleave::graph::numElements(getWeights().getType()) *
              getGrad().getType().getDimSize(1);
     }
@@ -317,7 +317,7 @@ def Graph_OptimizerStateOp : Graph_Op<"optimizer_state", [Pure,
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 0; }
+    double getFlops() { return 0; }
     int64_t getBytesRead() { return 0; }
   }];
 }
@@ -336,7 +336,7 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [Pure,
     `weight_decay` `=` $weight_decay attr-dict `:` type($param)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 5 * ::cleave::graph::numElements(getParam().getType()); }
+    double getFlops() { return 5 * ::cleave::graph::numElements(getParam().getType()); }
   }];
 }
 
@@ -364,7 +364,7 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [Pure,
     $weight_decay attr-dict `:` type($param) `,` type($step)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 12 * ::cleave::graph::numElements(getParam().getType()); }
+    double getFlops() { return 12 * ::cleave::graph::numElements(getParam().getType()); }
   }];
 }
 

@@ -19,7 +19,7 @@ def Graph_CostOpInterface : OpInterface<"CostOpInterface"> {
   }];
   let methods = [
     InterfaceMethod<"Floating-point operations of one forward evaluation.",
-      "int64_t", "getFlops", (ins)>,
+      "double", "getFlops", (ins)>,
     InterfaceMethod<"Bytes the op reads from memory.",
       "int64_t", "getBytesRead", (ins), [{}], [{
         return ::cleave::graph::sumTensorBytes($_op->getOperands());

@@ -36,7 +36,7 @@ def Graph_InputOp : Graph_Op<"input", [Pure, Graph_CostOpInterface]> {
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 0; }
+    double getFlops() { return 0; }
     int64_t getBytesRead() { return 0; }
   }];
 }
@@ -64,7 +64,7 @@ def Graph_ParamOp : Graph_Op<"param", [Pure, Graph_CostOpInterface]> {
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 0; }
+    double getFlops() { return 0; }
     int64_t getBytesRead() { return 0; }
     bool isTrainable() { return !getFrozen(); }
   }];
@@ -84,7 +84,7 @@ def Graph_ConstantOp : Graph_Op<"constant",
   let assemblyFormat = "attr-dict $value";
   let hasFolder = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 0; }
+    double getFlops() { return 0; }
     int64_t getBytesRead() { return 0; }
   }];
 }
@@ -100,7 +100,7 @@ class Graph_UnaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = [
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let description = "FLOPs: " # flopsPerElement # " per element.";
-  code flopsCode = "int64_t getFlops() { return " # flopsPerElement #
+  code flopsCode = "double getFlops() { return " # flopsPerElement #
       " * ::cleave::graph::numElements(getType()); }";
   let extraClassDeclaration = flopsCode;
 }
@@ -151,7 +151,7 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, Graph_CostOpInterface]> {
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
-  let extraClassDeclaration = [{ int64_t getFlops() { return 0; } }];
+  let extraClassDeclaration = [{ double getFlops() { return 0; } }];
 }
 
 class Graph_BinaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = []>
@@ -162,7 +162,7 @@ class Graph_BinaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = 
   let description = "Broadcasts like numpy. FLOPs: " # flopsPerElement #
                     " per result element.";
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
-  code flopsCode = "int64_t getFlops() { return " # flopsPerElement #
+  code flopsCode = "double getFlops() { return " # flopsPerElement #
       " * ::cleave::graph::numElements(getType()); }";
   let extraClassDeclaration = flopsCode;
   let extraClassDefinition = [{
@@ -194,7 +194,7 @@ def Graph_WhereOp : Graph_Op<"where", [Pure, InferTypeOpAdaptor,
     `,` type($rhs)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() { return ::cleave::graph::numElements(getType()); }
+    double getFlops() { return ::cleave::graph::numElements(getType()); }
   }];
 }
 
@@ -217,7 +217,7 @@ def Graph_CompareOp : Graph_Op<"compare", [Pure, InferTypeOpAdaptor,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() { return ::cleave::graph::numElements(getType()); }
+    double getFlops() { return ::cleave::graph::numElements(getType()); }
   }];
 }
 
@@ -235,7 +235,7 @@ def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure,
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
-  let extraClassDeclaration = [{ int64_t getFlops() { return 0; } }];
+  let extraClassDeclaration = [{ double getFlops() { return 0; } }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -263,7 +263,7 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor,
     (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,` type($rhs)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops();
+    double getFlops();
     /// The contracted size K.
     int64_t getContractionSize();
   }];
@@ -313,7 +313,7 @@ def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure, SameOperandsAndResultType,
   ];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 5 * ::cleave::graph::numElements(getType()); }
+    double getFlops() { return 5 * ::cleave::graph::numElements(getType()); }
   }];
 }
 
@@ -340,7 +340,7 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, AttrSizedOperandSegments,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 8 * ::cleave::graph::numElements(getType()); }
+    double getFlops() { return 8 * ::cleave::graph::numElements(getType()); }
   }];
 }
 
@@ -364,7 +364,7 @@ def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 5 * ::cleave::graph::numElements(getType()); }
+    double getFlops() { return 5 * ::cleave::graph::numElements(getType()); }
   }];
 }
 
@@ -389,7 +389,7 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return (getTraining() ? 8 : 4) * ::cleave::graph::numElements(getType());
     }
   }];
@@ -418,7 +418,7 @@ def Graph_RopeOp : Graph_Op<"rope", [Pure, SameOperandsAndResultType,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 3 * ::cleave::graph::numElements(getType()); }
+    double getFlops() { return 3 * ::cleave::graph::numElements(getType()); }
   }];
 }
 
@@ -445,7 +445,7 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor,
     type($indices)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 0; }
+    double getFlops() { return 0; }
     int64_t getBytesRead() {
       return ::cleave::graph::sumTensorBytes(getOperation()->getResults()) +
              ::cleave::graph::tensorBytes(getIndices().getType());
@@ -464,7 +464,7 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, Graph_CostOpInterface]> {
   let hasVerifier = 1;
   let hasFolder = 1;
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 0; }
+    double getFlops() { return 0; }
     int64_t getBytesRead() { return 0; }
     int64_t getBytesWritten() { return 0; }
   }];
@@ -476,7 +476,7 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor,
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$permutation);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input $permutation attr-dict `:` type($input)";
-  let extraClassDeclaration = [{ int64_t getFlops() { return 0; } }];
+  let extraClassDeclaration = [{ double getFlops() { return 0; } }];
 }
 
 def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor,
@@ -490,7 +490,7 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor,
     type($input)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() { return 0; }
+    double getFlops() { return 0; }
     int64_t getBytesRead() {
       return ::cleave::graph::sumTensorBytes(getOperation()->getResults());
     }
@@ -503,7 +503,7 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor,
   let arguments = (ins Variadic<Graph_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$inputs `axis` `=` $axis attr-dict `:` type($inputs)";
-  let extraClassDeclaration = [{ int64_t getFlops() { return 0; } }];
+  let extraClassDeclaration = [{ double getFlops() { return 0; } }];
 }
 
 def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor,
@@ -515,7 +515,7 @@ def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor,
   let assemblyFormat = [{
     $input `axis` `=` $axis `sizes` $sizes attr-dict `:` type($input)
   }];
-  let extraClassDeclaration = [{ int64_t getFlops() { return 0; } }];
+  let extraClassDeclaration = [{ double getFlops() { return 0; } }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -532,7 +532,7 @@ class Graph_ReduceOp<string mnemonic>
     $input $axes (`keepdims` $keepdims^)? attr-dict `:` type($input)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return ::cleave::graph::numElements(getInput().getType());
     }
   }];
@@ -576,7 +576,7 @@ def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure, InferTypeOpAdaptor,
     `strides` $strides `padding` $padding `dilations` $dilations
     `groups` `=` $groups attr-dict `:` type($input) `,` type($filter)
   }];
-  let extraClassDeclaration = [{ int64_t getFlops(); }];
+  let extraClassDeclaration = [{ double getFlops(); }];
 }
 
 class Graph_Pool2dOp<string mnemonic>
@@ -593,7 +593,7 @@ class Graph_Pool2dOp<string mnemonic>
     `:` type($input)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return ::cleave::graph::numElements(getType()) * getKernel()[0] *
              getKernel()[1];
     }
@@ -619,7 +619,7 @@ def Graph_GlobalAvgPoolOp : Graph_Op<"global_avg_pool", [Pure,
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return ::cleave::graph::numElements(getInput().getType());
     }
   }];
@@ -647,7 +647,7 @@ def Graph_CrossEntropyOp : Graph_Op<"cross_entropy", [Pure,
     $logits `,` $labels attr-dict `:` type($logits) `,` type($labels)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return 5 * ::cleave::graph::numElements(getLogits().getType());
     }
   }];
@@ -678,7 +678,7 @@ def Graph_MoeGateOp : Graph_Op<"moe_gate", [Pure, InferTypeOpAdaptor,
     type($logits)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return (5 + getTopK()) * ::cleave::graph::numElements(getLogits().getType());
     }
   }];
@@ -699,7 +699,7 @@ def Graph_MoeDispatchOp : Graph_Op<"moe_dispatch", [Pure, InferTypeOpAdaptor,
     $input `,` $indices `experts` `=` $num_experts `capacity` `=` $capacity
     attr-dict `:` type($input) `,` type($indices)
   }];
-  let extraClassDeclaration = [{ int64_t getFlops() { return 0; } }];
+  let extraClassDeclaration = [{ double getFlops() { return 0; } }];
 }
 
 def Graph_MoeCombineOp : Graph_Op<"moe_combine", [Pure, InferTypeOpAdaptor,
@@ -717,7 +717,7 @@ def Graph_MoeCombineOp : Graph_Op<"moe_combine", [Pure, InferTypeOpAdaptor,
     type($weights) `,` type($indices)
   }];
   let extraClassDeclaration = [{
-    int64_t getFlops() {
+    double getFlops() {
       return 2 * ::cleave::graph::numElements(getWeights().getType()) *
              getType().getDimSize(1);
     }
