@@ -865,6 +865,29 @@ TEST(IntraOpSearch, SplitEdgeCostsKeepTheOptimum) {
   EXPECT_LT(split->numVariables, joint->numVariables);
 }
 
+/// CBC is given a start (each op keeping the fewest parameter bytes), so a
+/// search cut short by its time limit still returns a sharding that fits,
+/// with its gap, instead of none.
+TEST(IntraOpSearch, TimeLimitStillReturnsAFittingSharding) {
+  Model m = load(
+      "gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=8");
+  ASSERT_TRUE(m.forward);
+  auto cluster = cost::parseCluster("dgx-a100-80g,nodes=2");
+  ASSERT_TRUE(cluster.ok());
+  IntraOpOptions options;
+  options.paramMemoryBytes = 2.5 * totalParamBytes(m.forward) / 16;
+  options.timeLimitSeconds = 1e-4;
+  auto p = IntraOpProblem::build(m.forward, *cluster,
+                                 llvm::ArrayRef<int64_t>{2, 8}, options);
+  ASSERT_TRUE(succeeded(p));
+  std::string whyNot;
+  auto plan = solveIntraOp(*p, options, &whyNot);
+  ASSERT_TRUE(succeeded(plan)) << whyNot;
+  EXPECT_LE(p->paramBytes(plan->choice), options.paramMemoryBytes);
+  EXPECT_DOUBLE_EQ(plan->objective, p->cost(plan->choice));
+  EXPECT_GE(plan->gap, 0.0);
+}
+
 TEST(IntraOpSearch, TwoDimensionalMeshPutsTensorParallelismInsideNodes) {
   Model m = load(
       "gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=8");

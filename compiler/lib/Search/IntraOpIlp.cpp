@@ -399,6 +399,30 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     CbcSolverUsefulData data;
     data.noPrinting_ = true;
     CbcMain0(model, data);
+    // A start CBC completes (its continuous columns by an LP): every op
+    // takes the strategy that keeps the fewest parameter bytes, the
+    // cheapest among those. It meets the memory row whenever any choice
+    // does, so the search returns a sharding within its time limit even
+    // where CBC's own heuristics find none (large meshes of three axes).
+    {
+      std::vector<std::pair<std::string, double>> start;
+      for (unsigned v = 0; v < numNodes; ++v) {
+        if (x[v][0] < 0)
+          continue;
+        unsigned best = 0;
+        for (unsigned st = 1; st < x[v].size(); ++st) {
+          double bytes = problem.paramBytes(v, st),
+                 bestBytes = problem.paramBytes(v, best);
+          if (bytes < bestBytes ||
+              (bytes == bestBytes &&
+               problem.nodeCost(v, st) < problem.nodeCost(v, best)))
+            best = st;
+        }
+        for (auto [st, col] : llvm::enumerate(x[v]))
+          start.push_back({solver.getColName(col), st == best ? 1.0 : 0.0});
+      }
+      model.setMIPStart(start);
+    }
     data.useSignalHandler_ = false; // a library must not take over SIGINT
     model.setLogLevel(0);
     model.messageHandler()->setLogLevel(0);
