@@ -191,27 +191,26 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
     }
   }
 
+  // Per stage: the optimizer once its reductions are done, then, under
+  // ZeRO-1 and 2, the gather of the updated shards.
+  auto stageTask = [&](int s, const char *name, const char *category,
+                       Stream stream, double seconds, std::vector<int> deps) {
+    Task t;
+    t.name = name;
+    t.category = category;
+    t.rank = s;
+    t.stream = stream;
+    t.stage = s;
+    t.seconds = seconds;
+    t.deps = std::move(deps);
+    return g.add(t);
+  };
   for (int s = 0; s < p; ++s) {
-    Task opt;
-    opt.name = "optimizer";
-    opt.category = "optimizer";
-    opt.rank = s;
-    opt.stream = Stream::Compute;
-    opt.stage = s;
-    opt.seconds = spec.stages[s].optimizer;
-    opt.deps = reductions[s];
-    int optId = g.add(opt);
-    if (spec.stages[s].paramGather > 0) {
-      Task gather;
-      gather.name = "parameter gather";
-      gather.category = "param-gather";
-      gather.rank = s;
-      gather.stream = Stream::DataParallelComm;
-      gather.stage = s;
-      gather.seconds = spec.stages[s].paramGather;
-      gather.deps = {optId};
-      g.add(gather);
-    }
+    int opt = stageTask(s, "optimizer", "optimizer", Stream::Compute,
+                        spec.stages[s].optimizer, reductions[s]);
+    if (spec.stages[s].paramGather > 0)
+      stageTask(s, "parameter gather", "param-gather",
+                Stream::DataParallelComm, spec.stages[s].paramGather, {opt});
   }
   return g;
 }

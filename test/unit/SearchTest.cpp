@@ -833,26 +833,34 @@ TEST(IntraOpSearch, LayoutsPackPerAxis) {
   EXPECT_NE(packLayout({0, 1}), packLayout({1, 0}));
 }
 
-/// On two DGX nodes seen as a 2 x 8 mesh (the first axis across the
-/// nodes, the second over each node's NVLink), the search splits the batch
-/// across the nodes, whose gradients are reduced once a step, and runs
-/// Megatron's column-then-row split inside each node, whose activations
-/// are reduced every layer: data x tensor parallelism, found, not told.
+/// The 2-layer GPT on two DGX nodes as a 2 x 8 mesh, each device holding
+/// at most 2.5x an even share of the parameters.
+class TwoNodeGpt : public ::testing::Test {
+protected:
+  void SetUp() override {
+    m = load("gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=8");
+    ASSERT_TRUE(m.forward);
+    auto parsed = cost::parseCluster("dgx-a100-80g,nodes=2");
+    ASSERT_TRUE(parsed.ok());
+    cluster = *parsed;
+    options.paramMemoryBytes = 2.5 * totalParamBytes(m.forward) / 16;
+  }
+  FailureOr<IntraOpProblem> build() {
+    return IntraOpProblem::build(m.forward, cluster,
+                                 llvm::ArrayRef<int64_t>{2, 8}, options);
+  }
+  Model m;
+  cost::Cluster cluster;
+  IntraOpOptions options;
+};
+
 /// Pricing an edge's resharding and its gradient reduction with separate
 /// product families is exact: on a mesh of two axes, where consumers leave
 /// gradients partial over either or both, the optimum is the joint
 /// product's, with fewer columns.
-TEST(IntraOpSearch, SplitEdgeCostsKeepTheOptimum) {
-  Model m = load(
-      "gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=8");
-  ASSERT_TRUE(m.forward);
-  auto cluster = cost::parseCluster("dgx-a100-80g,nodes=2");
-  ASSERT_TRUE(cluster.ok());
-  IntraOpOptions options;
-  options.paramMemoryBytes = 2.5 * totalParamBytes(m.forward) / 16;
+TEST_F(TwoNodeGpt, SplitEdgeCostsKeepTheOptimum) {
   options.relativeGap = 0;
-  auto p = IntraOpProblem::build(m.forward, *cluster,
-                                 llvm::ArrayRef<int64_t>{2, 8}, options);
+  auto p = build();
   ASSERT_TRUE(succeeded(p));
   auto split = solveIntraOp(*p, options);
   options.splitEdgeCosts = false;
@@ -868,17 +876,9 @@ TEST(IntraOpSearch, SplitEdgeCostsKeepTheOptimum) {
 /// CBC is given a start (each op keeping the fewest parameter bytes), so a
 /// search cut short by its time limit still returns a sharding that fits,
 /// with its gap, instead of none.
-TEST(IntraOpSearch, TimeLimitStillReturnsAFittingSharding) {
-  Model m = load(
-      "gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=8");
-  ASSERT_TRUE(m.forward);
-  auto cluster = cost::parseCluster("dgx-a100-80g,nodes=2");
-  ASSERT_TRUE(cluster.ok());
-  IntraOpOptions options;
-  options.paramMemoryBytes = 2.5 * totalParamBytes(m.forward) / 16;
+TEST_F(TwoNodeGpt, TimeLimitStillReturnsAFittingSharding) {
   options.timeLimitSeconds = 1e-4;
-  auto p = IntraOpProblem::build(m.forward, *cluster,
-                                 llvm::ArrayRef<int64_t>{2, 8}, options);
+  auto p = build();
   ASSERT_TRUE(succeeded(p));
   std::string whyNot;
   auto plan = solveIntraOp(*p, options, &whyNot);
@@ -888,16 +888,13 @@ TEST(IntraOpSearch, TimeLimitStillReturnsAFittingSharding) {
   EXPECT_GE(plan->gap, 0.0);
 }
 
-TEST(IntraOpSearch, TwoDimensionalMeshPutsTensorParallelismInsideNodes) {
-  Model m = load(
-      "gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=8");
-  ASSERT_TRUE(m.forward);
-  auto cluster = cost::parseCluster("dgx-a100-80g,nodes=2");
-  ASSERT_TRUE(cluster.ok());
-  IntraOpOptions options;
-  options.paramMemoryBytes = 2.5 * totalParamBytes(m.forward) / 16;
-  auto p = IntraOpProblem::build(m.forward, *cluster,
-                                 llvm::ArrayRef<int64_t>{2, 8}, options);
+/// On two DGX nodes seen as a 2 x 8 mesh (the first axis across the
+/// nodes, the second over each node's NVLink), the search splits the batch
+/// across the nodes, whose gradients are reduced once a step, and runs
+/// Megatron's column-then-row split inside each node, whose activations
+/// are reduced every layer: data x tensor parallelism, found, not told.
+TEST_F(TwoNodeGpt, TwoDimensionalMeshPutsTensorParallelismInsideNodes) {
+  auto p = build();
   ASSERT_TRUE(succeeded(p));
   auto plan = solveIntraOp(*p, options);
   ASSERT_TRUE(succeeded(plan));
@@ -936,7 +933,7 @@ TEST(IntraOpSearch, TwoDimensionalMeshPutsTensorParallelismInsideNodes) {
     double bucket = 25 << 20;
     auto share = [&](cost::Group g, double b) {
       auto c = cost::estimateCollective(cost::Collective::AllReduce, bucket,
-                                        g, *cluster);
+                                        g, cluster);
       EXPECT_TRUE(c.ok());
       return c->seconds * b / bucket;
     };
@@ -950,7 +947,7 @@ TEST(IntraOpSearch, TwoDimensionalMeshPutsTensorParallelismInsideNodes) {
   }
   // Flat over 16 GPUs, the same search does worse: its tensor-parallel
   // collectives cross the nodes.
-  auto flat = IntraOpProblem::build(m.forward, *cluster, 16, options);
+  auto flat = IntraOpProblem::build(m.forward, cluster, 16, options);
   ASSERT_TRUE(succeeded(flat));
   auto flatPlan = solveIntraOp(*flat, options);
   ASSERT_TRUE(succeeded(flatPlan));
