@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "cleave/Search/IntraOpSearch.h"
+#include "SearchTestUtil.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Dialect/Graph/IR/ShapeInference.h"
@@ -27,6 +27,7 @@
 using namespace mlir;
 using namespace cleave;
 using namespace cleave::search;
+using namespace cleave::search::testutil;
 
 namespace {
 
@@ -37,56 +38,6 @@ constexpr llvm::StringLiteral kGpt2Layers =
 constexpr llvm::StringLiteral kMoeLayer =
     "moe,layers=1,hidden=256,heads=4,kv_heads=4,ffn=512,vocab=100,seq=256,"
     "batch=8,experts=8,top_k=2";
-
-struct Model {
-  std::unique_ptr<MLIRContext> ctx = std::make_unique<MLIRContext>();
-  OwningOpRef<ModuleOp> module;
-  func::FuncOp forward;
-};
-
-Model load(llvm::StringRef spec) {
-  Model m;
-  DialectRegistry registry;
-  registerCleaveDialects(registry);
-  registerShardingStrategyExternalModels(registry);
-  m.ctx->appendDialectRegistry(registry);
-  auto built = buildZooModel(*m.ctx, spec, {});
-  if (!built) {
-    ADD_FAILURE() << llvm::toString(built.takeError());
-    return m;
-  }
-  m.module = std::move(*built);
-  m.forward = cast<func::FuncOp>(getForwardFunction(*m.module));
-  return m;
-}
-
-/// The first function of a module given as text.
-Model parse(llvm::StringRef text) {
-  Model m;
-  DialectRegistry registry;
-  registerCleaveDialects(registry);
-  registerShardingStrategyExternalModels(registry);
-  m.ctx->appendDialectRegistry(registry);
-  m.module = parseSourceString<ModuleOp>(text, m.ctx.get());
-  if (!m.module) {
-    ADD_FAILURE() << "does not parse";
-    return m;
-  }
-  m.forward = cast<func::FuncOp>(m.module->getBody()->front());
-  return m;
-}
-
-cost::Cluster dgx() {
-  auto c = cost::clusterPreset("dgx-a100-80g");
-  EXPECT_TRUE(c.ok());
-  return *c;
-}
-
-double totalParamBytes(func::FuncOp f) {
-  double bytes = 0;
-  f.walk([&](graph::ParamOp p) { bytes += graph::tensorBytes(p.getType()); });
-  return bytes;
-}
 
 /// Training keeps about 16 bytes of state per 4-byte fp32 parameter
 /// (weights, gradients, Adam's moments); a budget of 1.5x the even share
@@ -833,26 +784,6 @@ TEST(IntraOpSearch, LayoutsPackPerAxis) {
   EXPECT_NE(packLayout({0, 1}), packLayout({1, 0}));
 }
 
-/// The 2-layer GPT on two DGX nodes as a 2 x 8 mesh, each device holding
-/// at most 2.5x an even share of the parameters.
-class TwoNodeGpt : public ::testing::Test {
-protected:
-  void SetUp() override {
-    m = load("gpt,layers=2,hidden=1024,heads=16,seq=512,vocab=1000,batch=8");
-    ASSERT_TRUE(m.forward);
-    auto parsed = cost::parseCluster("dgx-a100-80g,nodes=2");
-    ASSERT_TRUE(parsed.ok());
-    cluster = *parsed;
-    options.paramMemoryBytes = 2.5 * totalParamBytes(m.forward) / 16;
-  }
-  FailureOr<IntraOpProblem> build() {
-    return IntraOpProblem::build(m.forward, cluster,
-                                 llvm::ArrayRef<int64_t>{2, 8}, options);
-  }
-  Model m;
-  cost::Cluster cluster;
-  IntraOpOptions options;
-};
 
 /// Pricing an edge's resharding and its gradient reduction with separate
 /// product families is exact: on a mesh of two axes, where consumers leave
@@ -860,6 +791,7 @@ protected:
 /// product's, with fewer columns.
 TEST_F(TwoNodeGpt, SplitEdgeCostsKeepTheOptimum) {
   options.relativeGap = 0;
+  options.lpRounding = false; // both formulations through branch and bound
   auto p = build();
   ASSERT_TRUE(succeeded(p));
   auto split = solveIntraOp(*p, options);
@@ -997,8 +929,10 @@ TEST(IntraOpSearch, ViewsFollowTheirProducerExactly) {
   EXPECT_NEAR(a->objective, b->objective, 1e-3 * b->objective);
   // Every follower reads exactly what its producer makes.
   for (const IntraOpEdge &e : p->edges())
-    if (f.followed[e.consumer] == int(e.producer))
-      EXPECT_EQ(e.made[a->choice[e.producer]], e.required[a->choice[e.consumer]]);
+    if (f.followed[e.consumer] == int(e.producer)) {
+      EXPECT_EQ(e.made[a->choice[e.producer]],
+                e.required[a->choice[e.consumer]]);
+    }
 }
 
 } // namespace

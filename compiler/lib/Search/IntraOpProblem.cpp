@@ -684,26 +684,32 @@ double IntraOpProblem::cost(llvm::ArrayRef<unsigned> choice) const {
   double total = 0;
   for (unsigned n = 0; n < ops.size(); ++n)
     total += nodeCosts[n][choice[n]];
+  for (unsigned group = 0; group < edgesOfValue.size(); ++group)
+    total += valueCost(group, choice);
+  return total;
+}
+
+double IntraOpProblem::valueCost(unsigned group,
+                                 llvm::ArrayRef<unsigned> choice) const {
   // Each value pays once per distinct layout its consumers read, and once
   // per distinct set of axes over which consumers leave its gradient
   // partial (one set in practice: consumers that split work alike).
-  for (const std::vector<unsigned> &group : edgesOfValue) {
-    llvm::SmallVector<int64_t> paid;
-    llvm::SmallVector<unsigned> reduced;
-    for (unsigned index : group) {
-      const IntraOpEdge &e = dataEdges[index];
-      unsigned from = choice[e.producer], to = choice[e.consumer];
-      unsigned mask = e.partialAxes[to];
-      if (mask && !llvm::is_contained(reduced, mask)) {
-        reduced.push_back(mask);
-        total += e.gradReduce[from][mask];
-      }
-      int64_t layout = e.required[to];
-      if (llvm::is_contained(paid, layout))
-        continue;
-      paid.push_back(layout);
-      total += e.reshardCost(from, to);
+  double total = 0;
+  llvm::SmallVector<int64_t> paid;
+  llvm::SmallVector<unsigned> reduced;
+  for (unsigned index : edgesOfValue[group]) {
+    const IntraOpEdge &e = dataEdges[index];
+    unsigned from = choice[e.producer], to = choice[e.consumer];
+    unsigned mask = e.partialAxes[to];
+    if (mask && !llvm::is_contained(reduced, mask)) {
+      reduced.push_back(mask);
+      total += e.gradReduce[from][mask];
     }
+    int64_t layout = e.required[to];
+    if (llvm::is_contained(paid, layout))
+      continue;
+    paid.push_back(layout);
+    total += e.reshardCost(from, to);
   }
   return total;
 }

@@ -102,6 +102,7 @@ struct IntraOpSearchPass
     options.training = training;
     options.tieRepeatedLayers = tieRepeatedLayers;
     options.mergeFollowers = mergeFollowers;
+    options.lpRounding = lpRounding;
     SmallVector<int64_t, 3> shape = {mesh};
     if (!meshShape.empty()) {
       shape.clear();
@@ -132,7 +133,9 @@ struct IntraOpSearchPass
                         << plan->numVariables << " variables ("
                         << plan->numIntegerVariables << " binary), "
                         << plan->numConstraints << " constraints; "
-                        << (plan->optimal ? "solved" : "time limit")
+                        << (plan->rounded   ? "rounded"
+                            : plan->optimal ? "solved"
+                                            : "time limit")
                         << ", objective " << plan->objective * 1e3
                         << " ms, gap " << plan->gap * 100 << "%, solved in "
                         << plan->solveSeconds << " s";

@@ -27,6 +27,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <optional>
 #include <vector>
 
 namespace cleave::search {
@@ -77,6 +78,11 @@ struct IntraOpOptions {
   /// over the axes it leaves partial) instead of one over both: fewer
   /// columns, the same optimum (IntraOpIlp.cpp). Off only to compare.
   bool splitEdgeCosts = true;
+  /// Solve the LP relaxation first and round it (LocalSearch.cpp): a
+  /// rounded choice within `relativeGap` of the relaxation's bound is
+  /// returned without branch and bound, any other is CBC's start. Off only
+  /// to compare, or to test the branch and bound itself.
+  bool lpRounding = true;
 };
 
 /// A mesh has one to three logical axes (e.g. data x tensor x sequence).
@@ -161,6 +167,10 @@ public:
 
   /// Total seconds of one strategy index per node.
   double cost(llvm::ArrayRef<unsigned> choice) const;
+  /// The seconds that the edges of `valueEdges()[group]` add to a choice:
+  /// one resharding per distinct layout its consumers read, one gradient
+  /// reduction per distinct set of axes they leave partial.
+  double valueCost(unsigned group, llvm::ArrayRef<unsigned> choice) const;
   /// Per-device parameter bytes of a choice.
   double paramBytes(llvm::ArrayRef<unsigned> choice) const;
   /// The choice with strategy 0 (replicated) everywhere.
@@ -233,6 +243,9 @@ struct IntraOpPlan {
   double gap = 0;
   /// Proven within IntraOpOptions::relativeGap of the optimum.
   bool optimal = false;
+  /// Found by rounding the LP relaxation, within the gap of its bound, so
+  /// without branch and bound (IntraOpOptions::lpRounding).
+  bool rounded = false;
   double solveSeconds = 0;
   /// Size of the integer program.
   int64_t numVariables = 0, numIntegerVariables = 0, numConstraints = 0;
@@ -242,6 +255,26 @@ struct IntraOpPlan {
   /// Axes of the mesh: the strategies' layouts are packed over them.
   unsigned meshAxes = 1;
 };
+
+/// A choice rounded from weights per strategy (the ILP's LP relaxation):
+/// every node takes its heaviest strategy; where that breaks the memory
+/// limit, the nodes give up parameter bytes where it costs least per byte.
+/// None when no choice within the limit is reached that way.
+std::optional<std::vector<unsigned>>
+roundRelaxation(const IntraOpProblem &problem,
+                llvm::ArrayRef<std::vector<double>> weight);
+
+/// Local search from a choice within the memory limit, while a move lowers
+/// the cost and keeps within the limit: one node to another strategy; a
+/// producer and its consumer together; one node to a cheaper strategy that
+/// holds more bytes and another to one that holds fewer; and chains that
+/// start from a strategy in the support of `weight` (the relaxation) and
+/// re-optimise the neighbours outward. At most `passes` rounds. Returns
+/// the cost.
+double improveChoice(const IntraOpProblem &problem,
+                     std::vector<unsigned> &choice,
+                     llvm::ArrayRef<std::vector<double>> weight = {},
+                     unsigned passes = 16);
 
 /// Solves `problem` exactly (up to the time limit and relative gap); fails
 /// when no choice fits the memory limit (`whyNot`: "infeasible") or none

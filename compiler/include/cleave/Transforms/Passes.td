@@ -109,6 +109,9 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
            "the same place of every layer of one structure)">,
     Option<"mergeFollowers", "merge-followers", "bool", "true",
            "merge the ops that must follow their producer (views) into it">,
+    Option<"lpRounding", "lp-rounding", "bool", "true",
+           "solve the LP relaxation first and return its rounding when it "
+           "is within relative-gap of the bound (else it starts CBC)">,
   ];
   let statistics = [
     Statistic<"numOps", "ops", "Ops given a sharding">,
