@@ -3,8 +3,12 @@
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh-shape=2x4 cluster=dgx-a100-80g param-memory=8e6" -split-input-file | FileCheck %s --check-prefix=MESH2
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=1" -split-input-file | FileCheck %s --check-prefix=ONE
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 param-memory=8e6 report=true" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 param-memory=8e6 report=true lp-rounding=false" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=BRANCH
 
-// REPORT: remark: intra-op search: 9 ops, {{[0-9]+}} variables ({{[0-9]+}} binary), {{[0-9]+}} constraints; solved, objective {{.*}} ms, gap {{.*}}%, solved in {{.*}} s
+// The rounded relaxation is within the gap of its bound: no branch and
+// bound; CBC alone proves the same.
+// REPORT: remark: intra-op search: 9 ops, {{[0-9]+}} variables ({{[0-9]+}} binary), {{[0-9]+}} constraints; rounded, objective {{.*}} ms, gap {{.*}}%, solved in {{.*}} s
+// BRANCH: remark: intra-op search: 9 ops, {{[0-9]+}} variables ({{[0-9]+}} binary), {{[0-9]+}} constraints; solved, objective {{.*}} ms, gap {{.*}}%, solved in {{.*}} s
 // REPORT: remark: intra-op search: 7 ops
 // REPORT: remark: intra-op search: 12 ops
 
