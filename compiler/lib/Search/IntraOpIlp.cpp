@@ -23,6 +23,10 @@
 // variables (their edges become linear terms of their neighbours), and
 // edges whose resharding is free in every combination get none either.
 //
+// Before any branch and bound the relaxation is solved and rounded
+// (LocalSearch.cpp); a rounding within the relative gap of its bound is the
+// answer, any other is CBC's start.
+//
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Search/IntraOpSearch.h"
@@ -466,11 +470,12 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     CbcSolverUsefulData data;
     data.noPrinting_ = true;
     CbcMain0(model, data);
-    // A start CBC completes (its continuous columns by an LP): every op
-    // takes the strategy that keeps the fewest parameter bytes, the
-    // cheapest among those. It meets the memory row whenever any choice
-    // does, so the search returns a sharding within its time limit even
-    // where CBC's own heuristics find none (large meshes of three axes).
+    // A start CBC completes (its continuous columns by an LP): the rounded
+    // relaxation where there is one, else every op on the strategy that
+    // keeps the fewest parameter bytes, the cheapest among those. Either
+    // meets the memory row (the latter whenever any choice does), so the
+    // search returns a sharding within its time limit even where CBC's own
+    // heuristics find none (large meshes of three axes).
     {
       std::vector<std::pair<std::string, double>> start;
       for (unsigned v = 0; v < numNodes; ++v) {
