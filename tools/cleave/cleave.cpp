@@ -611,26 +611,25 @@ std::optional<int64_t> fixedBatch(ToolContext &tool,
 }
 
 /// `compile` for a graph without transformer layers (ResNets, imported CNNs
-/// and MLPs): data parallelism and pipeline stages of its residual blocks
-/// (dp x pp = every device), with the microbatch, schedule (GPipe, 1F1B)
-/// and ZeRO stage searched (cleave/Search/GraphPlan.h).
+/// and MLPs): data parallelism, pipeline stages of its residual blocks and
+/// tensor parallelism inside a node, its sharding chosen by the
+/// intra-operator search (dp x pp x tp = every device), with the
+/// microbatch, schedule (GPipe, 1F1B) and ZeRO stage searched
+/// (cleave/Search/GraphPlan.h).
 int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                  const cleave::cost::Cluster &cluster,
                  cleave::cost::ParallelConfig plan,
                  const std::set<std::string> &fixed,
                  const cleave::cost::Profile *prof,
                  std::optional<double> memoryLimit) {
-  auto knobValue = [&](const char *knob) -> int64_t {
-    StringRef k(knob);
-    return k == "tp" ? plan.tp : k == "cp" ? plan.cp : plan.ep;
-  };
-  for (const char *knob : {"tp", "cp", "ep"})
-    if (fixed.count(knob) && knobValue(knob) != 1)
-      return badUsage("--fix " + Twine(knob) + "=" + Twine(knobValue(knob)) +
+  for (const char *knob : {"cp", "ep"})
+    if (fixed.count(knob) && (StringRef(knob) == "cp" ? plan.cp : plan.ep) != 1)
+      return badUsage("--fix " + Twine(knob) + "=" +
+                      Twine(StringRef(knob) == "cp" ? plan.cp : plan.ep) +
                       ": " + model + " has no transformer layers; such graphs "
-                      "are planned with data parallelism and pipeline stages "
-                      "of their residual blocks (dp, pp, ZeRO, the microbatch "
-                      "and the schedule are searched)");
+                      "are planned with data, tensor and pipeline parallelism "
+                      "of their residual blocks (dp, tp, pp, ZeRO, the "
+                      "microbatch and the schedule are searched)");
   if ((fixed.count("sp") && plan.sequenceParallel) ||
       (fixed.count("recompute") &&
        plan.recompute != cleave::cost::Recompute::None))
@@ -644,31 +643,38 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                     model + " has no transformer layers; its pipeline "
                     "stages run GPipe or 1F1B");
   int64_t devices = cluster.numDevices();
-  if (fixed.count("dp") && fixed.count("pp") && plan.dp * plan.pp != devices)
-    return badUsage("--fix dp=" + Twine(plan.dp) + ",pp=" + Twine(plan.pp) +
-                    ": " + model + " has no transformer layers, so dp x pp is "
-                    "every device (" + Twine(devices) + ")");
-  // The pipeline degrees to try: those the devices divide into, or the one
-  // fixed (directly, or by dp).
-  std::vector<int64_t> pps;
-  for (int64_t pp = 1; pp <= devices; ++pp)
-    if (devices % pp == 0)
-      pps.push_back(pp);
-  if (fixed.count("pp"))
-    pps = {plan.pp};
-  else if (fixed.count("dp"))
-    pps = {devices % plan.dp ? 0 : devices / plan.dp};
-  if (pps.size() == 1 && (pps[0] < 1 || devices % pps[0]))
-    return badUsage("--fix " +
-                    Twine(fixed.count("pp") ? "pp=" + std::to_string(plan.pp)
-                                            : "dp=" + std::to_string(plan.dp)) +
-                    ": " + model + " has no transformer layers, so dp x pp is "
-                    "every device (" + Twine(devices) + ")");
+  // The (tp, pp) pairs to try, dp the rest of the devices: tensor
+  // parallelism inside a node (its collectives follow every layer),
+  // pipeline stages anywhere; a fixed knob is held.
+  std::vector<std::pair<int64_t, int64_t>> degrees;
+  for (int64_t tp = 1; tp <= devices; ++tp) {
+    if (devices % tp || (fixed.count("tp") ? tp != plan.tp
+                                           : tp > cluster.devicesPerNode))
+      continue;
+    for (int64_t pp = 1; pp <= devices / tp; ++pp) {
+      if ((devices / tp) % pp || (fixed.count("pp") && pp != plan.pp) ||
+          (fixed.count("dp") && devices / tp / pp != plan.dp))
+        continue;
+      degrees.push_back({tp, pp});
+    }
+  }
+  if (degrees.empty()) {
+    std::string knobs;
+    for (const char *k : {"dp", "tp", "pp"})
+      if (fixed.count(k))
+        knobs += (knobs.empty() ? "" : ",") + std::string(k) + "=" +
+                 std::to_string(StringRef(k) == "dp"   ? plan.dp
+                                : StringRef(k) == "tp" ? plan.tp
+                                                       : plan.pp);
+    return badUsage("--fix " + Twine(knobs) + ": " + model +
+                    " has no transformer layers, so dp x tp x pp is every "
+                    "device (" + Twine(devices) + ")");
+  }
   std::vector<cleave::cost::ScheduleKind> schedules = {plan.schedule};
   if (!fixed.count("schedule"))
     schedules = {cleave::cost::ScheduleKind::OneFOneB,
                  cleave::cost::ScheduleKind::GPipe};
-  plan.tp = plan.cp = plan.ep = 1;
+  plan.cp = plan.ep = 1;
   plan.sequenceParallel = false;
   plan.recompute = cleave::cost::Recompute::None;
   plan.chunks = 1;
@@ -683,8 +689,8 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   // largest divisor at or below each halving), so that a large batch still
   // tries sizes that fit; the graph is priced once per size.
   std::set<int64_t, std::greater<int64_t>> microbatches;
-  for (int64_t pp : pps) {
-    int64_t dp = devices / pp;
+  for (auto [tp, pp] : degrees) {
+    int64_t dp = devices / tp / pp;
     if (globalBatch % dp)
       continue;
     int64_t perReplica = globalBatch / dp;
@@ -707,10 +713,13 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                            ", which"
                      : "--fix microbatch=" + Twine(plan.microbatchSize)) +
           " does not divide the samples of each replica (--global-batch " +
-          Twine(globalBatch) + " over " + Twine(devices / pps.front()) +
+          Twine(globalBatch) + " over " +
+          Twine(devices / degrees.front().first / degrees.front().second) +
           " data-parallel replicas)");
     return badUsage("--global-batch " + Twine(globalBatch) + " must be a "
-                    "multiple of the " + Twine(devices / pps.front()) +
+                    "multiple of the " +
+                    Twine(devices / degrees.front().first /
+                          degrees.front().second) +
                     " data-parallel replicas");
   }
   std::vector<int> zeros = {plan.zero};
@@ -727,8 +736,13 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   // one or why none fits (for --explain).
   std::vector<cleave::cost::PlanPrediction> fitting;
   std::optional<cleave::search::GraphWork> bestWork;
-  std::map<int64_t, cleave::cost::PlanPrediction> bestOfDegree;
-  std::map<int64_t, std::string> whyNoneOfDegree;
+  std::map<std::pair<int64_t, int64_t>,
+           std::optional<cleave::search::GraphWork>>
+      works;
+  // Keyed by (tp, pp).
+  std::map<std::pair<int64_t, int64_t>, cleave::cost::PlanPrediction>
+      bestOfDegree;
+  std::map<std::pair<int64_t, int64_t>, std::string> whyNoneOfDegree;
   for (int64_t b : microbatches) {
     options.batch = b;
     // A model whose batch is fixed in the file imports at that batch only:
@@ -747,29 +761,44 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
     cleave::ModelSummary summary = cleave::summarizeModel(*module);
     name = summary.model;
     parameters = double(summary.trainableParams);
-    auto work = cleave::search::measureGraphWork(*module, b, capped, prof);
-    if (!work.ok()) {
-      WithColor::error(errs(), "cleave")
-          << model << ": " << std::string(work.status().message()) << "\n";
-      return kFailed;
-    }
-    blocks = work->numBlocks();
     // What the backward reads, from the training step itself (a ReLU keeps
     // its output, a convolution its input, an addition nothing), in all
     // and by residual block for the pipeline stages.
-    if (auto stash = cleave::lowering::stashedActivationBytesByBlock(
-            *module, planOptimizer);
-        succeeded(stash) && stash->size() == work->pieces.size()) {
-      work->activationBytes = 0;
-      for (auto [piece, bytes] : llvm::zip(work->pieces, *stash)) {
-        piece.activationBytes = bytes;
-        work->activationBytes += bytes;
-      }
-    }
-    for (int64_t pp : pps) {
-      int64_t dp = devices / pp;
+    auto stash =
+        cleave::lowering::stashedActivationBytesByBlock(*module, planOptimizer);
+    for (auto [tp, pp] : degrees) {
+      int64_t dp = devices / tp / pp;
       if (globalBatch % dp || (globalBatch / dp) % b)
         continue;
+      // Priced once per microbatch and tensor-parallel degree; with tp > 1
+      // the intra-operator search chooses the sharding.
+      auto &work = works[{b, tp}];
+      if (!work) {
+        auto measured = cleave::search::measureGraphWork(
+            *module, b, capped, prof, tp, planOptimizer != "none");
+        if (!measured.ok()) {
+          if (tp == 1 || fixed.count("tp")) {
+            WithColor::error(errs(), "cleave")
+                << model << ": " << (tp > 1 ? "tp=" + std::to_string(tp) + ": "
+                                            : std::string())
+                << std::string(measured.status().message()) << "\n";
+            return kFailed;
+          }
+ whyNoneOfDegree.try_emplace(
+              std::pair(tp, pp), "tp=" + std::to_string(tp) + ": " +
+                      std::string(measured.status().message()));
+          continue;
+        }
+        work = std::move(*measured);
+        if (succeeded(stash) && stash->size() == work->pieces.size()) {
+          work->activationBytes = 0;
+          for (auto [piece, bytes] : llvm::zip(work->pieces, *stash)) {
+            piece.activationBytes = bytes * piece.activationShare;
+            work->activationBytes += piece.activationBytes;
+          }
+        }
+      }
+      blocks = work->numBlocks();
       if (pp > 1 && pp > blocks) {
         if (fixed.count("pp"))
           return badUsage("--fix pp=" + Twine(pp) + ": " + model + " has " +
@@ -788,6 +817,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
             continue;
           cleave::cost::ParallelConfig candidate = plan;
           candidate.dp = dp;
+          candidate.tp = tp;
           candidate.pp = pp;
           candidate.microbatchSize = b;
           candidate.zero = dp > 1 ? zero : 0;
@@ -801,14 +831,15 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                               std::string(scored.status().message());
             if (closest.empty())
               closest = why;
-            whyNoneOfDegree.try_emplace(pp, why);
+            whyNoneOfDegree.try_emplace(std::pair(tp, pp), why);
             continue;
           }
           if (!best || scored->stepSeconds < best->stepSeconds) {
             best = *scored;
             bestWork = *work;
           }
-          auto [it, first] = bestOfDegree.try_emplace(pp, *scored);
+          auto [it, first] =
+              bestOfDegree.try_emplace(std::pair(tp, pp), *scored);
           if (!first && scored->stepSeconds < it->second.stepSeconds)
             it->second = *scored;
           fitting.push_back(*scored);
@@ -906,37 +937,56 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   outs() << "cluster:      " << cluster.name << ", " << devices
          << " devices\n";
   printPrediction(*best);
-  outs() << formatv("search:       {0} plans considered (pp x microbatch x "
-                    "schedule x ZeRO), {1} infeasible; priced op by op\n",
+  outs() << formatv("search:       {0} plans considered (tp x pp x "
+                    "microbatch x schedule x ZeRO), {1} infeasible; priced op "
+                    "by op\n",
                     candidates, infeasible);
+  if (bestWork && bestWork->tp > 1) {
+    // The intra-operator search's sharding, which the lowering runs.
+    std::string counts;
+    std::vector<std::pair<int64_t, std::string>> byCount;
+    for (const auto &[strategy, count] : bestWork->tpStrategies)
+      if (strategy != "replicated")
+        byCount.push_back({-count, strategy});
+    llvm::sort(byCount);
+    for (const auto &[count, strategy] : byCount)
+      counts += (counts.empty() ? "" : ", ") + strategy + " " +
+                std::to_string(-count);
+    outs() << formatv("tp sharding:  chosen by the intra-operator search, "
+                      "{0:F3} ms a microbatch against {1:F3} ms whole (its "
+                      "prices): {2}\n",
+                      bestWork->tpSearchSeconds * 1e3,
+                      bestWork->tpWholeSeconds * 1e3, counts);
+  }
   for (size_t i = 1; i < plans.size(); ++i)
     outs() << formatv("alternative {0}: {1:F3} s (+{2:F1}%), {3}\n", i,
                       plans[i].stepSeconds,
                       100 * (plans[i].stepSeconds / best->stepSeconds - 1),
                       cleave::cost::planKnobsString(plans[i].plan));
   if (explain) {
-    outs() << "why: the best plan of each pipeline degree, and what holds "
-              "it back\n";
-    outs() << formatv("  {0,4} {1,5} {2,10} {3,8} {4,8} {5,9}  {6}\n", "pp",
-                      "dp", "step s", "vs best", "bubble", "memory",
-                      "plan or reason");
+    outs() << "why: the best plan of each tensor and pipeline degree, and "
+              "what holds it back\n";
+    outs() << formatv("  {0,4} {1,4} {2,5} {3,10} {4,8} {5,8} {6,9}  {7}\n",
+                      "tp", "pp", "dp", "step s", "vs best", "bubble",
+                      "memory", "plan or reason");
     double memoryCap = capped.device.memoryBytes;
-    for (int64_t pp : pps) {
-      auto it = bestOfDegree.find(pp);
+    for (auto [tp, pp] : degrees) {
+      auto key = std::pair(tp, pp);
+      auto it = bestOfDegree.find(key);
       if (it == bestOfDegree.end()) {
-        std::string why = whyNoneOfDegree.count(pp) ? whyNoneOfDegree[pp]
+        std::string why = whyNoneOfDegree.count(key) ? whyNoneOfDegree[key]
                           : pp > blocks
                               ? "more stages than the " +
                                     std::to_string(blocks) + " residual blocks"
                               : "no microbatch divides a replica's samples";
-        outs() << formatv("  {0,4} {1,5} {2,10}  {3}\n", pp, devices / pp,
-                          "-", why);
+        outs() << formatv("  {0,4} {1,4} {2,5} {3,10}  {4}\n", tp, pp,
+                          devices / tp / pp, "-", why);
         continue;
       }
       const auto &p = it->second;
-      outs() << formatv("  {0,4} {1,5} {2,10:F3} {3,7:F1}% {4,7:F1}% "
-                        "{5,8:F0}%  {6}\n",
-                        pp, devices / pp, p.stepSeconds,
+      outs() << formatv("  {0,4} {1,4} {2,5} {3,10:F3} {4,7:F1}% {5,7:F1}% "
+                        "{6,8:F0}%  {7}\n",
+                        tp, pp, devices / tp / pp, p.stepSeconds,
                         100 * (p.stepSeconds / best->stepSeconds - 1),
                         100 * p.bubbleFraction,
                         memoryCap > 0 ? 100 * p.peakMemoryBytes / memoryCap : 0,

@@ -5,6 +5,7 @@
 #include "cleave/Analysis/LayerNumbering.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Lowering/ProgramEmitter.h"
+#include "cleave/Search/IntraOpSearch.h"
 #include "cleave/Search/ShardingStrategy.h"
 #include "cleave/Transforms/Autodiff.h"
 #include "cleave/Transforms/Passes.h"
@@ -19,15 +20,6 @@ namespace gr = cleave::graph;
 namespace cleave::lowering {
 
 namespace {
-
-double trainableParamBytes(func::FuncOp func) {
-  double bytes = 0;
-  func.walk([&](gr::ParamOp p) {
-    if (p.isTrainable())
-      bytes += gr::tensorBytes(p.getType());
-  });
-  return bytes;
-}
 
 /// The intra-op search on one mesh axis, then the SPMD partitioner that
 /// rewrites each function into one device's program on it.
@@ -65,25 +57,8 @@ LogicalResult partitionContextParallel(ModuleOp module,
   // the whole model before pipeline stages and tensor parallelism divide
   // it: no per-device parameter limit applies here.
   if (auto forward = module.lookupSymbol<func::FuncOp>("forward"))
-    search.paramMemory = 2 * trainableParamBytes(forward) + 4096;
+    search.paramMemory = 2 * search::trainableParamBytes(forward) + 4096;
   return searchAndPartition(module, search, "cp", o.cp, o);
-}
-
-/// A device's share of the trainable parameters when every matrix that
-/// the degree divides along some dimension is split (as Megatron-LM splits
-/// the embedding, attention and MLP weights) and vectors stay whole.
-double splitParamBytes(func::FuncOp func, int64_t tp) {
-  double bytes = 0;
-  func.walk([&](gr::ParamOp p) {
-    if (!p.isTrainable())
-      return;
-    auto type = cast<RankedTensorType>(p.getType());
-    bool splits = type.getRank() >= 2 &&
-                  llvm::any_of(type.getShape(),
-                               [&](int64_t d) { return d % tp == 0; });
-    bytes += gr::tensorBytes(type) / (splits ? double(tp) : 1.0);
-  });
-  return bytes;
 }
 
 LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
@@ -92,16 +67,22 @@ LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
     return success();
   IntraOpSearchOptions search;
   // The knob holds both ways: the search left free finds sequence-split
-  // layouts by itself, and a plan priced without them would run them.
+  // layouts by itself, and a plan priced without them would run them. A
+  // graph without transformer layers has no such knob (its inputs'
+  // dimension 1 is not a sequence: an image's channels), and its plan was
+  // priced with the search left free (GraphPlan.h).
   search.sequenceParallel = o.sequenceParallel;
-  search.noSequenceParallel = !o.sequenceParallel;
+  search.noSequenceParallel = !o.sequenceParallel && !o.residualBlocks;
   // A tensor-parallel degree means the parameters are split: hold each
-  // device to its share and let the search choose how. First to the share
-  // with every divisible matrix split, which is what the plan's memory was
-  // predicted with (a replicated 50k-row embedding would otherwise fit in
-  // the slack and cost its stage gigabytes); where the rules cannot split
-  // some matrix (a convolution), to a tenth more than an even share.
-  search.paramMemory = splitParamBytes(forward, o.tp) * 1.02 + 4096;
+  // device to its share and let the search choose how (tensorParallelLimits:
+  // first with every divisible matrix split, which is what the plan's
+  // memory was predicted with, so that a replicated 50k-row embedding does
+  // not hide in the slack and cost its stage gigabytes).
+  search::TensorParallelLimits limits =
+      search::tensorParallelLimits(forward, o.tp);
+  search.paramMemory = limits.strict;
+  if (o.residualBlocks) // as the graph planner priced it (GraphPlan.h)
+    search.relativeGap = limits.graphPlanGap;
   {
     OwningOpRef<ModuleOp> attempt(module.clone());
     ScopedDiagnosticHandler quiet(module.getContext(),
@@ -111,7 +92,7 @@ LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
       return success();
     }
   }
-  search.paramMemory = trainableParamBytes(forward) / double(o.tp) * 1.1 + 4096;
+  search.paramMemory = limits.loose;
   return searchAndPartition(module, search, "tp", o.tp, o);
 }
 
@@ -326,6 +307,8 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   if (failed(partitionContextParallel(module, o)) ||
       failed(partitionTensorParallel(module, forward, o)))
     return failure();
+  // The partitioners may have replaced the module's body.
+  forward = module.lookupSymbol<func::FuncOp>("forward");
   {
     PassManager pm(ctx);
     // Interleaved: pp x v chunks; chunk c runs on stage c % pp, and the

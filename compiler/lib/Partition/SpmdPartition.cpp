@@ -317,6 +317,16 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       // Positions of a sequence block start at its offset.
       if (auto rope = dyn_cast<RopeOp>(op); rope && layout == 1)
         rope.setPositionBlocksAttr(axes);
+      // A slice taking a split dimension whole takes the local block whole.
+      if (auto slice = dyn_cast<SliceOp>(op); slice && layout != kReplicated) {
+        SmallVector<int64_t> limits(slice.getLimits());
+        limits[layout] = cast<RankedTensorType>(slice.getInput().getType())
+                             .getDimSize(layout);
+        slice.setLimits(limits);
+      }
+      // Whole groups on each device.
+      if (auto conv = dyn_cast<Conv2dOp>(op); conv && strategy == "conv.groups")
+        conv.setGroups(conv.getGroups() / size);
       continue;
     }
     // The op leaves whole-shaped partial values; reduce them.

@@ -7,6 +7,7 @@
 #include "cleave/Dialect/Graph/IR/GraphInterfaces.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Dialect/Graph/IR/ShapeInference.h"
+#include "cleave/Search/IntraOpSearch.h"
 #include "cleave/Search/ShardingStrategy.h"
 
 #include "cleave/cost_model/Collectives.h"
@@ -111,10 +112,10 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
                     const std::string &optimizer, const cost::Profile *profile,
                     cost::TaskGraph *graphOut, cost::Timeline *timelineOut) {
   int64_t devices = cluster.numDevices(), p = plan.pp, blocks = work.numBlocks();
-  if (plan.dp * p != devices)
+  if (plan.dp * p * plan.tp != devices)
     return absl::InvalidArgumentError(absl::StrCat(
-        "dp x pp must be every device (", devices, "), got ", plan.dp, " x ",
-        p));
+        "dp x pp x tp must be every device (", devices, "), got ", plan.dp,
+        " x ", p, " x ", plan.tp));
   if (blocks < p)
     return absl::InvalidArgumentError(absl::StrCat(
         "the graph has ", blocks, " residual block(s), too few for ", p,
@@ -144,10 +145,11 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
   if (split.empty())
     split = cost::evenLayerSplit(blocks, p);
 
-  // Ranks are pp-major (the plan's mesh is pp x dp): a stage's replicas
-  // are neighbours, and stage s sends to the ranks dp further on.
-  cost::Group dpGroup = cost::Group::strided(0, plan.dp);
-  cost::Group ppPair = cost::Group::strided(0, 2, plan.dp);
+  // Ranks are pp-major (the plan's mesh is pp x dp x tp): a replica's
+  // tensor-parallel devices are neighbours, the stage's replicas tp apart,
+  // and stage s sends to the ranks dp x tp further on.
+  cost::Group dpGroup = cost::Group::strided(0, plan.dp, plan.tp);
+  cost::Group ppPair = cost::Group::strided(0, 2, plan.dp * plan.tp);
   auto collective = [&](cost::Collective kind, double bytes,
                         const cost::Group &group) -> absl::StatusOr<double> {
     if (bytes <= 0 || group.ranks.size() < 2)
@@ -304,23 +306,22 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
   return out;
 }
 
-} // namespace
+/// The piece an op of the forward function belongs to.
+size_t pieceIndex(const BlockNumbering &blocks, Operation *op) {
+  int64_t l = blocks.layer.lookup(op);
+  return l < 0 ? 0 : l >= blocks.numBlocks ? blocks.numBlocks + 1 : l + 1;
+}
 
-absl::StatusOr<GraphWork> measureGraphWork(ModuleOp module, int64_t microbatch,
-                                           const cost::Cluster &cluster,
-                                           const cost::Profile *profile) {
-  auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!forward || !forward.getBody().hasOneBlock())
-    return absl::InvalidArgumentError("the module has no @forward function");
+absl::StatusOr<GraphWork> measureWhole(func::FuncOp forward,
+                                       const BlockNumbering &blocks,
+                                       int64_t microbatch,
+                                       const cost::Cluster &cluster,
+                                       const cost::Profile *profile) {
   GraphWork work;
   work.microbatch = microbatch;
-  BlockNumbering blocks = numberResidualBlocks(forward.getBody().front());
   work.pieces.assign(blocks.numBlocks + 2, GraphPiece{});
   auto pieceOf = [&](Operation *op) -> GraphPiece & {
-    int64_t l = blocks.layer.lookup(op);
-    return work.pieces[l < 0                    ? 0
-                       : l >= blocks.numBlocks ? blocks.numBlocks + 1
-                                               : l + 1];
+    return work.pieces[pieceIndex(blocks, op)];
   };
   for (Operation &op : forward.getBody().front().without_terminator()) {
     GraphPiece &piece = pieceOf(&op);
@@ -352,11 +353,181 @@ absl::StatusOr<GraphWork> measureGraphWork(ModuleOp module, int64_t microbatch,
     work.forwardSeconds += piece.forwardSeconds;
     work.backwardSeconds += piece.backwardSeconds;
   }
+  return work;
+}
+
+/// `work` (priced whole) made one device's of `tp` under the sharding the
+/// intra-operator search chooses: each piece's passes scaled by what the
+/// choice costs against its ops run whole, its parameters and
+/// intermediates the device's blocks.
+absl::Status shardWork(GraphWork &work, func::FuncOp forward,
+                       const BlockNumbering &blocks, int64_t tp,
+                       const cost::Cluster &cluster,
+                       const cost::Profile *profile, bool training,
+                       double timeLimit) {
+  // The ops' sharding rules, as the lowering attaches them.
+  {
+    DialectRegistry registry;
+    registerShardingStrategyExternalModels(registry);
+    forward.getContext()->appendDialectRegistry(registry);
+  }
+  IntraOpOptions o;
+  o.training = training;
+  // No sequence knob here: the lowering leaves the search free too.
+  o.timeLimitSeconds = timeLimit;
+  // The choice is made as the lowering makes it (the same limits, no
+  // profile: the lowering has none), then priced with the profile.
+  TensorParallelLimits limits = tensorParallelLimits(forward, tp);
+  o.relativeGap = limits.graphPlanGap;
+  std::optional<IntraOpProblem> problem;
+  std::optional<IntraOpPlan> plan;
+  std::string whyNot;
+  {
+    ScopedDiagnosticHandler quiet(forward.getContext(),
+                                  [&](Diagnostic &d) {
+                                    whyNot = d.str();
+                                    return success();
+                                  });
+    for (double limit : {limits.strict, limits.loose}) {
+      o.paramMemoryBytes = limit;
+      FailureOr<IntraOpProblem> built =
+          IntraOpProblem::build(forward, cluster, {tp}, o);
+      if (failed(built))
+        break;
+      FailureOr<IntraOpPlan> solved = solveIntraOp(*built, o, &whyNot);
+      if (succeeded(solved)) {
+        problem = std::move(*built);
+        plan = std::move(*solved);
+        break;
+      }
+    }
+  }
+  if (!plan)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the intra-operator search found no sharding over ", tp,
+        " devices: ", whyNot.empty() ? "none fits" : whyNot));
+  o.profile = profile;
+  o.paramMemoryBytes = problem->paramMemoryLimit();
+  FailureOr<IntraOpProblem> priced =
+      IntraOpProblem::build(forward, cluster, {tp}, o);
+  if (failed(priced) || priced->nodes().size() != problem->nodes().size())
+    return absl::InternalError("pricing the tensor-parallel sharding again "
+                               "with the profile failed");
+  const std::vector<unsigned> &choice = plan->choice;
+
+  size_t n = work.pieces.size();
+  std::vector<double> sharded(n, 0), whole(n, 0), local(n, 0), full(n, 0),
+      params(n, 0), paramBytes(n, 0), largestParam(n, 0), largest(n, 0),
+      output(n, -1);
+  for (auto [i, op] : llvm::enumerate(priced->nodes())) {
+    size_t k = pieceIndex(blocks, op);
+    const ShardingStrategy &s = priced->strategies(i)[choice[i]];
+    ++work.tpStrategies[s.name];
+    if (auto param = dyn_cast<graph::ParamOp>(op)) {
+      // The update is priced by the plan from the device's bytes.
+      if (!param.isTrainable())
+        continue;
+      auto type = cast<RankedTensorType>(param.getType());
+      double bytes = priced->paramBytes(i, choice[i]);
+      double share = bytes / double(graph::tensorBytes(type));
+      params[k] += double(type.getNumElements()) * share;
+      paramBytes[k] += bytes;
+      largestParam[k] = std::max(largestParam[k], bytes);
+      continue;
+    }
+    if (isa<graph::InputOp, graph::ConstantOp>(op))
+      continue;
+    sharded[k] += priced->nodeCost(i, choice[i]);
+    whole[k] += priced->nodeCost(i, 0);
+    for (auto [j, result] : llvm::enumerate(op->getResults())) {
+      double bytes = double(graph::tensorBytes(result.getType()));
+      double mine = j < s.results.size() && s.results[j] != kReplicated
+                        ? bytes / double(tp)
+                        : bytes;
+      full[k] += bytes;
+      local[k] += mine;
+      largest[k] = std::max(largest[k], mine);
+      if (j == 0)
+        output[k] = mine;
+    }
+  }
+  // Resharding and gradient reductions, with the value's producer.
+  for (auto [g, edges] : llvm::enumerate(priced->valueEdges())) {
+    if (edges.empty())
+      continue;
+    Operation *producer = priced->nodes()[priced->edges()[edges[0]].producer];
+    sharded[pieceIndex(blocks, producer)] += priced->valueCost(g, choice);
+  }
+
+  double allLocal = 0, allFull = 0;
+  for (size_t k = 0; k < n; ++k) {
+    allLocal += local[k];
+    allFull += full[k];
+  }
+  if (allFull > 0)
+    work.activationBytes *= allLocal / allFull;
+  work.tp = tp;
+  work.tpSearchSeconds = work.tpWholeSeconds = 0;
+  work.forwardSeconds = work.backwardSeconds = 0;
+  work.params = 0;
+  work.paramBytes = work.largestIntermediateBytes = 0;
+  for (size_t k = 0; k < n; ++k) {
+    GraphPiece &piece = work.pieces[k];
+    work.tpSearchSeconds += sharded[k];
+    work.tpWholeSeconds += whole[k];
+    double passes = piece.forwardSeconds + piece.backwardSeconds;
+    if (whole[k] > 0 && passes > 0) {
+      double ratio = sharded[k] / whole[k];
+      piece.forwardSeconds *= ratio;
+      piece.backwardSeconds *= ratio;
+    } else {
+      // Only collectives (a gather of a source): half each way.
+      piece.forwardSeconds += sharded[k] / 2;
+      piece.backwardSeconds += sharded[k] / 2;
+    }
+    piece.params = params[k];
+    piece.paramBytes = paramBytes[k];
+    piece.largestParamBytes = largestParam[k];
+    piece.activationShare = full[k] > 0 ? local[k] / full[k] : 1;
+    piece.largestIntermediateBytes = largest[k];
+    if (output[k] >= 0)
+      piece.outputBytes = output[k];
+    work.forwardSeconds += piece.forwardSeconds;
+    work.backwardSeconds += piece.backwardSeconds;
+    work.params += int64_t(piece.params);
+    work.paramBytes += piece.paramBytes;
+    work.largestIntermediateBytes =
+        std::max(work.largestIntermediateBytes, piece.largestIntermediateBytes);
+  }
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::StatusOr<GraphWork> measureGraphWork(ModuleOp module, int64_t microbatch,
+                                           const cost::Cluster &cluster,
+                                           const cost::Profile *profile,
+                                           int64_t tp, bool training,
+                                           double searchTimeLimit) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward || !forward.getBody().hasOneBlock())
+    return absl::InvalidArgumentError("the module has no @forward function");
+  BlockNumbering blocks = numberResidualBlocks(forward.getBody().front());
+  absl::StatusOr<GraphWork> work =
+      measureWhole(forward, blocks, microbatch, cluster, profile);
+  if (!work.ok())
+    return work.status();
   ModelSummary summary = summarizeModel(module);
-  work.params = summary.trainableParams;
-  work.paramBytes = summary.paramBytes;
-  work.activationBytes = summary.activationBytes;
-  work.trainingFlops = summary.trainingFlops;
+  work->params = summary.trainableParams;
+  work->paramBytes = summary.paramBytes;
+  work->activationBytes = summary.activationBytes;
+  work->trainingFlops = summary.trainingFlops;
+  if (tp > 1) {
+    if (absl::Status s = shardWork(*work, forward, blocks, tp, cluster, profile,
+                                   training, searchTimeLimit);
+        !s.ok())
+      return s;
+  }
   return work;
 }
 
@@ -366,17 +537,20 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
                const cost::Profile *profile, cost::TaskGraph *graph,
                cost::Timeline *timeline) {
   int64_t devices = cluster.numDevices();
-  if (plan.tp != 1 || plan.cp != 1 || plan.ep != 1)
+  if (plan.cp != 1 || plan.ep != 1)
     return absl::InvalidArgumentError(
-        "a graph without transformer layers is planned with data and "
-        "pipeline parallelism only (tp, cp and ep 1)");
+        "a graph without transformer layers is planned with data, tensor "
+        "and pipeline parallelism only (cp and ep 1)");
+  if (plan.tp != work.tp)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the graph was priced for tp=", work.tp, ", not tp=", plan.tp));
   if (plan.pp > 1)
     return scorePipelinedGraph(work, cluster, plan, optimizer, profile, graph,
                                timeline);
-  if (plan.dp != devices)
+  if (plan.dp * plan.tp != devices)
     return absl::InvalidArgumentError(absl::StrCat(
-        "dp must be every device (", devices, ") for a graph without "
-        "transformer layers, got ", plan.dp));
+        "dp x tp must be every device (", devices, ") for a graph without "
+        "transformer layers, got ", plan.dp, " x ", plan.tp));
   absl::StatusOr<int64_t> perReplica = microbatchesPerReplica(work, plan);
   if (!perReplica.ok())
     return perReplica.status();
@@ -384,7 +558,7 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   double dp = static_cast<double>(plan.dp);
   double states = optimizerStates(optimizer);
 
-  cost::Group group = cost::Group::strided(0, plan.dp);
+  cost::Group group = cost::Group::strided(0, plan.dp, plan.tp);
   double allReduce = 0, reduceScatter = 0, allGather = 0;
   if (plan.dp > 1) {
     allReduce = seconds(cost::estimateCollective(
@@ -466,9 +640,9 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   p.gradReduceSeconds = plan.zero == 0 ? allReduce : reduceScatter;
   p.modelFlops = work.trainingFlops * microbatches * dp;
   p.hardwareFlops = p.modelFlops;
-  p.tflopsPerDevice = p.stepSeconds > 0
-                          ? p.modelFlops / dp / p.stepSeconds / 1e12
-                          : 0;
+  p.tflopsPerDevice = p.stepSeconds > 0 ? p.modelFlops / double(devices) /
+                                               p.stepSeconds / 1e12
+                                         : 0;
   p.hwTflopsPerDevice = p.tflopsPerDevice;
   double peak = cluster.device.peakFlops(plan.precision);
   p.mfu = peak > 0 ? p.tflopsPerDevice * 1e12 / peak : 0;

@@ -26,8 +26,8 @@ namespace {
 class Pricer {
 public:
   Pricer(const cost::Cluster &cluster, llvm::ArrayRef<int64_t> shape,
-         int64_t firstRank)
-      : cluster(cluster), shape(shape) {
+         int64_t firstRank, const cost::Profile *profile)
+      : cluster(cluster), shape(shape), profile(profile) {
     groups.resize(shape.size());
     int64_t stride = 1;
     for (int a = int(shape.size()) - 1; a >= 0; --a) {
@@ -43,7 +43,8 @@ public:
     auto key = std::make_tuple(axis, int(kind), bytes);
     if (auto it = cache.find(key); it != cache.end())
       return it->second;
-    auto c = cost::estimateCollective(kind, bytes, groups[axis], cluster);
+    auto c = cost::estimateCollective(kind, bytes, groups[axis], cluster,
+                                      profile);
     if (!c.ok()) {
       error = std::string(c.status().message());
       return failure();
@@ -129,7 +130,7 @@ public:
     g.flops = 10 * elements;
     g.bytesRead = 4 * bytes;
     g.bytesWritten = 3 * bytes;
-    auto c = cost::estimateGeneric(g, cluster);
+    auto c = cost::estimateGeneric(g, cluster, profile);
     if (!c.ok()) {
       error = std::string(c.status().message());
       return failure();
@@ -142,7 +143,7 @@ public:
       return 0.0;
     absl::StatusOr<cost::OpCost> c;
     if (s.gemm) {
-      c = cost::estimateGemm(*s.gemm, cluster);
+      c = cost::estimateGemm(*s.gemm, cluster, profile);
     } else {
       auto work = dyn_cast<graph::CostOpInterface>(op);
       if (!work)
@@ -156,7 +157,7 @@ public:
       if (op->getNumResults())
         if (auto t = dyn_cast<ShapedType>(op->getResult(0).getType()))
           g.dtype = costDType(t.getElementType());
-      c = cost::estimateGeneric(g, cluster);
+      c = cost::estimateGeneric(g, cluster, profile);
     }
     if (!c.ok()) {
       error = std::string(c.status().message());
@@ -170,6 +171,7 @@ public:
 private:
   const cost::Cluster &cluster;
   llvm::SmallVector<int64_t, 3> shape;
+  const cost::Profile *profile;
   std::vector<cost::Group> groups;
   std::map<std::tuple<unsigned, int, double>, double> cache;
 };
@@ -467,7 +469,7 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
   p.shape.assign(meshShape.begin(), meshShape.end());
   p.memoryLimit = options.paramMemoryBytes > 0 ? options.paramMemoryBytes
                                                : cluster.device.memoryBytes;
-  Pricer pricer(cluster, meshShape, options.firstRank);
+  Pricer pricer(cluster, meshShape, options.firstRank, options.profile);
   auto pricingError = [&]() {
     return func.emitOpError() << "cost model: " << pricer.error;
   };
@@ -723,6 +725,31 @@ double IntraOpProblem::paramBytes(llvm::ArrayRef<unsigned> choice) const {
 
 std::vector<unsigned> IntraOpProblem::replicatedChoice() const {
   return std::vector<unsigned>(ops.size(), 0);
+}
+
+double trainableParamBytes(func::FuncOp func) {
+  double bytes = 0;
+  func.walk([&](graph::ParamOp p) {
+    if (p.isTrainable())
+      bytes += graph::tensorBytes(p.getType());
+  });
+  return bytes;
+}
+
+TensorParallelLimits tensorParallelLimits(func::FuncOp forward, int64_t tp) {
+  double split = 0;
+  forward.walk([&](graph::ParamOp p) {
+    if (!p.isTrainable())
+      return;
+    auto type = cast<RankedTensorType>(p.getType());
+    bool splits = type.getRank() >= 2 &&
+                  llvm::any_of(type.getShape(),
+                               [&](int64_t d) { return d % tp == 0; });
+    split += graph::tensorBytes(type) / (splits ? double(tp) : 1.0);
+  });
+  // 4 KiB of slack: limits are compared with sums of tensor sizes.
+  return {split * 1.02 + 4096,
+          trainableParamBytes(forward) / double(tp) * 1.1 + 4096};
 }
 
 } // namespace cleave::search

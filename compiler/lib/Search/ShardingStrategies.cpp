@@ -419,6 +419,159 @@ void moeCombineRule(Operation *op, int64_t n,
   out.push_back(std::move(s));
 }
 
+/// NCHW convolution: split the images (the filter whole on every device),
+/// the output channels (column-parallel: the filter's rows and the bias
+/// split, the input whole), or the input channels (row-parallel: input and
+/// filter split along Cin, partial sums reduced as a matmul's K split). A
+/// grouped convolution splits its groups instead (each device convolves
+/// whole groups; the partitioner divides `groups`). No split of the
+/// spatial dimensions: a window reads its neighbours' halo.
+void conv2dRule(Operation *op, int64_t n,
+                SmallVectorImpl<ShardingStrategy> &out) {
+  auto conv = cast<graph::Conv2dOp>(op);
+  Value input = conv.getInput(), filter = conv.getFilter(),
+        res = conv.getResult();
+  bool hasBias = static_cast<bool>(conv.getBias());
+  if (splittable(res, 0, n) && splittable(input, 0, n)) {
+    ShardingStrategy s = blank(op, "conv.batch", 1.0 / n);
+    s.operands[0] = 0;
+    s.results[0] = 0;
+    out.push_back(std::move(s));
+  }
+  int64_t groups = conv.getGroups();
+  if (groups > 1) {
+    if (groups % n != 0 || !splittable(filter, 0, n) ||
+        !splittable(input, 1, n))
+      return;
+    ShardingStrategy s = blank(op, "conv.groups", 1.0 / n);
+    s.operands[0] = 1;
+    s.operands[1] = 0;
+    if (hasBias)
+      s.operands[2] = 0;
+    s.results[0] = 1;
+    out.push_back(std::move(s));
+    return;
+  }
+  if (splittable(filter, 0, n)) {
+    ShardingStrategy s = blank(op, "conv.out", 1.0 / n);
+    s.operands[1] = 0;
+    if (hasBias)
+      s.operands[2] = 0;
+    s.results[0] = 1;
+    out.push_back(std::move(s));
+  }
+  // Every device would add the whole bias to its partial sum.
+  if (hasBias || !splittable(input, 1, n) || !splittable(filter, 1, n))
+    return;
+  double bytes = graph::tensorBytes(tensorType(res));
+  ShardingStrategy s = blank(op, "conv.in+ar", 1.0 / n);
+  s.operands[0] = 1;
+  s.operands[1] = 1;
+  s.partial = PartialReduction::AllReduce;
+  s.collectives.push_back({cost::Collective::AllReduce, bytes});
+  for (int64_t d = 0; d < 2; ++d) {
+    if (!splittable(res, d, n))
+      continue;
+    ShardingStrategy rs = s;
+    rs.name = splitName("conv.in+rs", d);
+    rs.results[0] = d;
+    rs.partial = PartialReduction::ReduceScatter;
+    rs.collectives = {{cost::Collective::ReduceScatter, bytes}};
+    out.push_back(std::move(rs));
+  }
+  out.push_back(std::move(s));
+}
+
+/// Pooling windows and the global mean stay within an image and a channel:
+/// split N or C, never the spatial dimensions.
+void pool2dRule(Operation *op, int64_t n,
+                SmallVectorImpl<ShardingStrategy> &out) {
+  addPointwise(op, n, out, /*excluded=*/{2, 3});
+}
+
+/// Batch norm normalises each channel over N, H and W: split the channels
+/// (with the per-channel scale, bias and statistics). In training the
+/// statistics are the batch's, so splitting N, H or W would change them
+/// (synchronised batch norm is not offered); in inference any dimension
+/// splits.
+void batchNormRule(Operation *op, int64_t n,
+                   SmallVectorImpl<ShardingStrategy> &out) {
+  auto bn = cast<graph::BatchNormOp>(op);
+  Value res = bn.getResult();
+  for (int64_t d = 0; d < rankOf(res); ++d) {
+    if ((bn.getTraining() && d != 1) || !splittable(res, d, n))
+      continue;
+    ShardingStrategy s = blank(op, splitName("split", d), 1.0 / n);
+    s.operands[0] = d;
+    s.results[0] = d;
+    if (d == 1)
+      for (unsigned i = 1; i < 5; ++i)
+        s.operands[i] = 0;
+    out.push_back(std::move(s));
+  }
+}
+
+/// A dimension the slice takes whole (start 0, stride 1, to the end)
+/// splits; the partitioner gives the local slice the local limit.
+void sliceRule(Operation *op, int64_t n,
+               SmallVectorImpl<ShardingStrategy> &out) {
+  auto slice = cast<graph::SliceOp>(op);
+  auto in = tensorType(slice.getInput());
+  if (!in)
+    return;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    if (slice.getStarts()[d] != 0 || slice.getStrides()[d] != 1 ||
+        slice.getLimits()[d] < in.getDimSize(d) ||
+        !splittable(slice.getInput(), d, n))
+      continue;
+    ShardingStrategy s = blank(op, splitName("split", d), 1.0 / n);
+    s.operands[0] = d;
+    s.results[0] = d;
+    out.push_back(std::move(s));
+  }
+}
+
+/// Any dimension but the one joined along.
+void concatRule(Operation *op, int64_t n,
+                SmallVectorImpl<ShardingStrategy> &out) {
+  addPointwise(op, n, out, {cast<graph::ConcatOp>(op).getAxis()});
+}
+
+/// Reductions: a dimension kept splits through; a reduced dimension of a
+/// sum splits into partial sums, all-reduced.
+void reduceRule(Operation *op, int64_t n,
+                SmallVectorImpl<ShardingStrategy> &out) {
+  Value input = op->getOperand(0), res = op->getResult(0);
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+  bool keep = op->hasAttr("keepdims");
+  int64_t rank = rankOf(input);
+  auto reduced = [&](int64_t d) {
+    return llvm::is_contained(axes, d) || llvm::is_contained(axes, d - rank);
+  };
+  int64_t r = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reduced(d)) {
+      r += keep;
+      if (isa<graph::ReduceSumOp>(op) && splittable(input, d, n)) {
+        ShardingStrategy s = blank(op, splitName("reduce.partial", d), 1.0 / n);
+        s.operands[0] = d;
+        s.partial = PartialReduction::AllReduce;
+        s.collectives.push_back({cost::Collective::AllReduce,
+                                 double(graph::tensorBytes(tensorType(res)))});
+        out.push_back(std::move(s));
+      }
+      continue;
+    }
+    if (splittable(input, d, n) && splittable(res, r, n)) {
+      ShardingStrategy s = blank(op, splitName("split", r), 1.0 / n);
+      s.operands[0] = d;
+      s.results[0] = r;
+      out.push_back(std::move(s));
+    }
+    ++r;
+  }
+}
+
 /// Sources (parameters, inputs, constants): the strategy is the layout.
 void sourceRule(Operation *op, int64_t n,
                 SmallVectorImpl<ShardingStrategy> &out) {
@@ -469,6 +622,13 @@ void registerShardingStrategyExternalModels(DialectRegistry &registry) {
     attach<moeGateRule, MoeGateOp>(ctx);
     attach<moeDispatchRule, MoeDispatchOp>(ctx);
     attach<moeCombineRule, MoeCombineOp>(ctx);
+    attach<conv2dRule, Conv2dOp>(ctx);
+    attach<pool2dRule, MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp>(ctx);
+    attach<batchNormRule, BatchNormOp>(ctx);
+    attach<sliceRule, SliceOp>(ctx);
+    attach<concatRule, ConcatOp>(ctx);
+    attach<reduceRule, ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(ctx);
+    attach<elementwiseRule, BroadcastToOp>(ctx);
     attach<sourceRule, ParamOp, InputOp, ConstantOp>(ctx);
     attach<collectiveRule, AllReduceOp, AllGatherOp, ReduceScatterOp,
            AllToAllOp, ShardSliceOp, CopyToGroupOp>(ctx);

@@ -2,13 +2,16 @@
 //
 // Knob-level plan scoring (cost_model TransformerPlan) needs transformer
 // layers to split. Other graphs (ResNets, imported CNNs and MLPs) are
-// planned here: every device runs the whole graph on its share of the
-// batch (dp = every device; tp, pp, cp and ep = 1), with ZeRO 0-3 over the
-// data-parallel group and a microbatch size, which is what the lowering
-// runs for them. The graph is priced op by op with the cost model's
-// operator costs, the way the intra-operator search prices a replicated
-// op: a contraction's GEMM (forward and its two backward GEMMs), every
-// other op by its FLOPs and bytes (once forward, once backward).
+// planned here: pipeline stages of residual blocks, data parallelism with
+// ZeRO 0-3 over the replicas, a microbatch size, and tensor parallelism
+// whose sharding the intra-operator search chooses (cp = ep = 1), which is
+// what the lowering runs for them. The graph is priced op by op with the
+// cost model's operator costs, the way the intra-operator search prices a
+// replicated op: a contraction's GEMM (forward and its two backward
+// GEMMs), every other op by its FLOPs and bytes (once forward, once
+// backward). Under tensor parallelism each piece's time is scaled by what
+// the search's choice costs against running its ops whole (compute, the
+// choice's collectives and resharding, all in the search's own prices).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +27,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <map>
 #include <string>
 
 namespace cleave::search {
@@ -43,12 +47,25 @@ struct GraphPiece {
   double largestParamBytes = 0;
   /// The value it hands to the next piece: what a stage cut after it sends.
   double outputBytes = 0;
+  /// The fraction of its intermediates one device holds under the tensor-
+  /// parallel sharding (1 without): the caller scales the stash it fills
+  /// in by it.
+  double activationShare = 1;
 };
 
 /// What one device does for one microbatch when it runs the whole graph.
 struct GraphWork {
   /// The microbatch the module was imported with.
   int64_t microbatch = 1;
+  /// The tensor-parallel degree it was priced for; with more than one
+  /// device, parameters and times are one device's under the
+  /// intra-operator search's sharding.
+  int64_t tp = 1;
+  /// That search: its objective (seconds of one device's forward and
+  /// backward, in the search's prices) against the same ops run whole,
+  /// and the strategies it chose, counted by name.
+  double tpSearchSeconds = 0, tpWholeSeconds = 0;
+  std::map<std::string, int64_t> tpStrategies;
   int64_t params = 0;
   double paramBytes = 0;
   /// What one microbatch's forward keeps for its backward: every forward
@@ -74,13 +91,22 @@ struct GraphWork {
 };
 
 /// Prices @forward of `module` (imported at the microbatch size) on one
-/// device of `cluster`.
+/// device of `cluster`, or with `tp` > 1 on one of tp neighbouring devices
+/// under the sharding the intra-operator search chooses with the limits
+/// the lowering uses (tensorParallelLimits), so that the plan priced is
+/// the plan run. `training`: price the backward pass and the update in the
+/// search (an optimizer other than "none").
 absl::StatusOr<GraphWork> measureGraphWork(mlir::ModuleOp module,
                                            int64_t microbatch,
                                            const cost::Cluster &cluster,
-                                           const cost::Profile *profile);
+                                           const cost::Profile *profile,
+                                           int64_t tp = 1,
+                                           bool training = true,
+                                           double searchTimeLimit = 60);
 
-/// The step of `plan` (dp x pp must be every device, tp = cp = ep = 1):
+/// The step of `plan` (dp x pp x tp must be every device, tp that of
+/// `work`, cp = ep = 1; ranks are pp-major, tp innermost as in the plan's
+/// mesh, so a tensor-parallel group is neighbouring devices):
 /// microbatches of forward and backward, the optimizer step (over the
 /// device's ZeRO shard), the gradient reduction (an all-reduce overlapping
 /// the last backward pass with ZeRO 0; reduce-scatters and parameter

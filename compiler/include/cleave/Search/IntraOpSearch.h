@@ -23,6 +23,7 @@
 
 #include "cleave/Search/ShardingStrategy.h"
 #include "cleave/cost_model/Cluster.h"
+#include "cleave/cost_model/Profile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -83,7 +84,32 @@ struct IntraOpOptions {
   /// returned without branch and bound, any other is CBC's start. Off only
   /// to compare, or to test the branch and bound itself.
   bool lpRounding = true;
+  /// Prices ops and collectives with this machine's measurements where it
+  /// has them (the knob search prices a graph's tensor parallelism with the
+  /// profile it prices everything else with); null: the cluster's peaks.
+  const cost::Profile *profile = nullptr;
 };
+
+/// The per-device parameter limits a tensor-parallel degree holds the
+/// search to, first `strict`, then `loose` where nothing fits: strict is
+/// the share with every divisible matrix split (as Megatron-LM splits the
+/// embedding, attention and MLP weights; what the plan's memory was
+/// predicted with), loose a tenth over an even share (a matrix the rules
+/// cannot split stays whole). The lowering and the graph planner use the
+/// same limits, so that the plan priced is the plan run.
+struct TensorParallelLimits {
+  double strict = 0, loose = 0;
+  /// The relative gap both use for a graph without transformer layers,
+  /// whose planner searches a sharding for every tensor-parallel degree and
+  /// microbatch size it tries: 1%, far below the cost model's own error,
+  /// where the default 0.1% sends some of them into minutes of branch and
+  /// bound (ResNet-50 on 8 devices: 8 s each).
+  double graphPlanGap = 1e-2;
+};
+TensorParallelLimits tensorParallelLimits(mlir::func::FuncOp forward,
+                                          int64_t tp);
+/// Bytes of the trainable parameters of `func`.
+double trainableParamBytes(mlir::func::FuncOp func);
 
 /// A mesh has one to three logical axes (e.g. data x tensor x sequence).
 inline constexpr unsigned kMaxMeshAxes = 3;
