@@ -508,6 +508,93 @@ TEST(ShardingStrategies, MatmulOffersBatchMNAndK) {
   EXPECT_EQ(strategies[0].gemm->n, 16);
 }
 
+/// The names of the strategies that the last op before the return offers.
+std::vector<std::string> strategyNames(llvm::StringRef func, int64_t mesh) {
+  Model m = parse(func.str());
+  std::vector<std::string> names;
+  if (!m.module)
+    return names;
+  Operation *last = nullptr;
+  m.module->walk([&](ShardingStrategyOpInterface op) { last = op; });
+  if (!last)
+    return names;
+  SmallVector<ShardingStrategy, 8> strategies;
+  cast<ShardingStrategyOpInterface>(last).getShardingStrategies(mesh,
+                                                                strategies);
+  for (const ShardingStrategy &s : strategies)
+    names.push_back(s.name);
+  return names;
+}
+
+using Names = std::vector<std::string>;
+
+TEST(ShardingStrategies, ConvolutionSplitsImagesOrChannels) {
+  auto conv = [](llvm::StringRef filter, int groups, bool bias) {
+    std::string f = filter.str();
+    std::string b = bias ? " bias(%b : tensor<" +
+                               f.substr(0, f.find('x')) + "xf32>)"
+                         : "";
+    return "func.func @f(%x: tensor<4x16x8x8xf32>, %w: tensor<" + f +
+           "xf32>, %b: tensor<" + f.substr(0, f.find('x')) +
+           "xf32>) -> tensor<4x32x8x8xf32> {\n"
+           "  %y = graph.conv2d %x, %w" + b +
+           " strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups = " +
+           std::to_string(groups) + " : tensor<4x16x8x8xf32>, tensor<" + f +
+           "xf32>\n  return %y : tensor<4x32x8x8xf32>\n}";
+  };
+  // Images, output channels, input channels (partial sums reduced).
+  EXPECT_EQ(strategyNames(conv("32x16x3x3", 1, false), 2),
+            (Names{"replicated", "conv.batch", "conv.out", "conv.in+rs0",
+                   "conv.in+rs1", "conv.in+ar"}));
+  // With a bias every device would add it to its partial sum.
+  EXPECT_EQ(strategyNames(conv("32x16x3x3", 1, true), 2),
+            (Names{"replicated", "conv.batch", "conv.out"}));
+  // Grouped: whole groups per device; 16 groups do not divide over 32.
+  EXPECT_EQ(strategyNames(conv("32x1x3x3", 16, false), 4),
+            (Names{"replicated", "conv.batch", "conv.groups"}));
+  EXPECT_EQ(strategyNames(conv("32x1x3x3", 16, false), 32),
+            (Names{"replicated"}));
+}
+
+TEST(ShardingStrategies, BatchNormInTrainingSplitsOnlyChannels) {
+  auto bn = [](bool training) {
+    std::string t = "tensor<8x16x4x4xf32>", c = "tensor<16xf32>";
+    return "func.func @f(%x: " + t + ", %s: " + c + ") -> " + t +
+           " {\n  %y = graph.batch_norm %x, %s, %s, %s, %s epsilon = "
+           "1.000000e-05" +
+           (training ? " training" : "") + " : " + t + ", " + c + ", " + c +
+           ", " + c + ", " + c + "\n  return %y : " + t + "\n}";
+  };
+  EXPECT_EQ(strategyNames(bn(true), 2), (Names{"replicated", "split1"}));
+  EXPECT_EQ(strategyNames(bn(false), 2),
+            (Names{"replicated", "split0", "split1", "split2", "split3"}));
+}
+
+TEST(ShardingStrategies, SliceSplitsWhatItTakesWhole) {
+  // Dimension 1 is cut, 0 and 2 are taken whole.
+  EXPECT_EQ(strategyNames("func.func @f(%x: tensor<4x8x6xf32>) -> "
+                          "tensor<4x2x6xf32> {\n"
+                          "  %y = graph.slice %x starts [0, 2, 0] limits "
+                          "[4, 4, 6] strides [1, 1, 1] : tensor<4x8x6xf32>\n"
+                          "  return %y : tensor<4x2x6xf32>\n}",
+                          2),
+            (Names{"replicated", "split0", "split2"}));
+}
+
+TEST(ShardingStrategies, ReductionsKeepOrSumTheirDimensions) {
+  auto reduce = [](llvm::StringRef op) {
+    return "func.func @f(%x: tensor<4x8x6xf32>) -> tensor<4x6xf32> {\n"
+           "  %y = graph." + op.str() + " %x [1] : tensor<4x8x6xf32>\n"
+           "  return %y : tensor<4x6xf32>\n}";
+  };
+  // A sum over a split dimension leaves partial sums; a mean or a maximum
+  // does not offer it.
+  EXPECT_EQ(strategyNames(reduce("reduce_sum"), 2),
+            (Names{"replicated", "split0", "reduce.partial1", "split1"}));
+  EXPECT_EQ(strategyNames(reduce("reduce_max"), 2),
+            (Names{"replicated", "split0", "split1"}));
+}
+
 TEST(IntraOpSearch, SharedReshardingIsPaidOnce) {
   // Three projections of one activation, as q/k/v are.
   Model m = parse(
