@@ -707,20 +707,23 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
         }
   }
   if (microbatches.empty()) {
+    // The data-parallel degrees the (tp, pp) pairs leave: one, or a range.
+    std::set<int64_t> dps;
+    for (auto [tp, pp] : degrees)
+      dps.insert(devices / tp / pp);
+    std::string replicas = std::to_string(*dps.begin());
+    if (dps.size() > 1)
+      replicas += " to " + std::to_string(*dps.rbegin());
     if (fixed.count("microbatch") || fileBatch)
       return badUsage(
           (fileBatch ? model + " fixes its batch at " + Twine(*fileBatch) +
                            ", which"
                      : "--fix microbatch=" + Twine(plan.microbatchSize)) +
           " does not divide the samples of each replica (--global-batch " +
-          Twine(globalBatch) + " over " +
-          Twine(devices / degrees.front().first / degrees.front().second) +
+          Twine(globalBatch) + " over " + replicas +
           " data-parallel replicas)");
     return badUsage("--global-batch " + Twine(globalBatch) + " must be a "
-                    "multiple of the " +
-                    Twine(devices / degrees.front().first /
-                          degrees.front().second) +
-                    " data-parallel replicas");
+                    "multiple of the " + replicas + " data-parallel replicas");
   }
   std::vector<int> zeros = {plan.zero};
   if (!fixed.count("zero"))
@@ -858,7 +861,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
     return badUsage(
         (fileBatch ? model + " fixes its batch at " + Twine(*fileBatch)
                    : "--fix microbatch=" + Twine(plan.microbatchSize)) +
-        ": no dp x pp of the " + Twine(devices) + " devices leaves replicas "
+        ": no dp x tp x pp of the " + Twine(devices) + " devices leaves replicas "
         "whose samples (--global-batch " + Twine(globalBatch) + ") it divides "
         "(pipeline stages cut residual blocks, of which it has " +
         Twine(blocks) + ")");
