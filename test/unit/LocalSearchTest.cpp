@@ -46,6 +46,28 @@ TEST_F(RoundedGpt, RoundingMatchesTheBranchAndBound) {
 /// From any choice within the memory limit the local search ends within it,
 /// never costs more than it started, and ends where no single node's move
 /// would help (checked by trying every one).
+/// With no branch-and-bound nodes allowed (maxNodes 0, as the graph
+/// planner asks) the rounding is returned even outside the relative gap,
+/// marked not proven, with its gap to the relaxation's bound (on 2 x 4 a
+/// rounding above the bound); and it is the same choice on every run (no
+/// time limit decides it).
+TEST_F(RoundedGpt, NoBranchAndBoundReturnsTheRoundingWithItsGap) {
+  options.relativeGap = 1e-6;
+  options.maxNodes = 0;
+  auto p = build({2, 4});
+  ASSERT_TRUE(succeeded(p));
+  auto first = solveIntraOp(*p, options);
+  auto again = solveIntraOp(*p, options);
+  ASSERT_TRUE(succeeded(first) && succeeded(again));
+  EXPECT_TRUE(first->rounded);
+  EXPECT_FALSE(first->optimal);
+  EXPECT_GT(first->gap, options.relativeGap);
+  EXPECT_LE(first->bound, first->objective);
+  EXPECT_DOUBLE_EQ(first->objective, p->cost(first->choice));
+  EXPECT_EQ(first->choice, again->choice);
+  EXPECT_LE(p->paramBytes(first->choice), options.paramMemoryBytes);
+}
+
 TEST_F(RoundedGpt, LocalSearchKeepsTheLimitAndEndsAtALocalOptimum) {
   options.tieRepeatedLayers = false;
   auto p = build({16});

@@ -81,8 +81,10 @@ LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
   search::TensorParallelLimits limits =
       search::tensorParallelLimits(forward, o.tp);
   search.paramMemory = limits.strict;
-  if (o.residualBlocks) // as the graph planner priced it (GraphPlan.h)
+  if (o.residualBlocks) { // as the graph planner priced it (GraphPlan.h)
     search.relativeGap = limits.graphPlanGap;
+    search.maxNodes = limits.graphPlanNodes;
+  }
   {
     OwningOpRef<ModuleOp> attempt(module.clone());
     ScopedDiagnosticHandler quiet(module.getContext(),

@@ -365,12 +365,6 @@ absl::Status shardWork(GraphWork &work, func::FuncOp forward,
                        const cost::Cluster &cluster,
                        const cost::Profile *profile, bool training,
                        double timeLimit) {
-  // The ops' sharding rules, as the lowering attaches them.
-  {
-    DialectRegistry registry;
-    registerShardingStrategyExternalModels(registry);
-    forward.getContext()->appendDialectRegistry(registry);
-  }
   IntraOpOptions o;
   o.training = training;
   // No sequence knob here: the lowering leaves the search free too.
@@ -379,6 +373,7 @@ absl::Status shardWork(GraphWork &work, func::FuncOp forward,
   // profile: the lowering has none), then priced with the profile.
   TensorParallelLimits limits = tensorParallelLimits(forward, tp);
   o.relativeGap = limits.graphPlanGap;
+  o.maxNodes = limits.graphPlanNodes;
   std::optional<IntraOpProblem> problem;
   std::optional<IntraOpPlan> plan;
   std::string whyNot;
@@ -512,6 +507,14 @@ absl::StatusOr<GraphWork> measureGraphWork(ModuleOp module, int64_t microbatch,
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward || !forward.getBody().hasOneBlock())
     return absl::InvalidArgumentError("the module has no @forward function");
+  // The ops' sharding rules, as the lowering attaches them: a contraction
+  // is priced by its GEMM (priceOp) and tensor parallelism searched with
+  // them.
+  {
+    DialectRegistry registry;
+    registerShardingStrategyExternalModels(registry);
+    module.getContext()->appendDialectRegistry(registry);
+  }
   BlockNumbering blocks = numberResidualBlocks(forward.getBody().front());
   absl::StatusOr<GraphWork> work =
       measureWhole(forward, blocks, microbatch, cluster, profile);

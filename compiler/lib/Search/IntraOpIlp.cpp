@@ -439,7 +439,8 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     }
     if (rounded) {
       double cost = problem.cost(*rounded);
-      if (cost - relaxationBound <= options.relativeGap * cost) {
+      bool close = cost - relaxationBound <= options.relativeGap * cost;
+      if (close || options.maxNodes == 0) {
         // The program's own price of the choice (x fixed, the products
         // follow): a check of the formulation, as CBC's objective is.
         for (unsigned v = 0; v < numNodes; ++v)
@@ -448,7 +449,7 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
               solver.setColBounds(col, s == (*rounded)[v], s == (*rounded)[v]);
         solver.resolve();
         plan.choice = *rounded;
-        plan.optimal = true;
+        plan.optimal = close;
         plan.solverObjective = solver.isProvenOptimal()
                                    ? solver.getObjValue() / kScale + constant
                                    : std::numeric_limits<double>::quiet_NaN();
@@ -522,6 +523,11 @@ static FailureOr<IntraOpPlan> solveProgram(const IntraOpProblem &problem,
     if (rounded) {
       argv.push_back("-heuristicsOnOff");
       argv.push_back("off");
+    }
+    std::string nodes = std::to_string(options.maxNodes);
+    if (options.maxNodes >= 0) {
+      argv.push_back("-maxNodes");
+      argv.push_back(nodes.c_str());
     }
     argv.push_back("-solve");
     argv.push_back("-quit");

@@ -103,6 +103,7 @@ struct IntraOpSearchPass
     options.tieRepeatedLayers = tieRepeatedLayers;
     options.mergeFollowers = mergeFollowers;
     options.lpRounding = lpRounding;
+    options.maxNodes = maxNodes;
     SmallVector<int64_t, 3> shape = {mesh};
     if (!meshShape.empty()) {
       shape.clear();

@@ -112,6 +112,10 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
     Option<"lpRounding", "lp-rounding", "bool", "true",
            "solve the LP relaxation first and return its rounding when it "
            "is within relative-gap of the bound (else it starts CBC)">,
+    Option<"maxNodes", "max-nodes", "int64_t", "-1",
+           "branch-and-bound nodes CBC may explore (-1: no limit; 0: the "
+           "rounded relaxation whatever its gap); unlike the time limit, "
+           "the answer does not depend on the machine">,
   ];
   let statistics = [
     Statistic<"numOps", "ops", "Ops given a sharding">,
