@@ -36,6 +36,8 @@ import sys
 import tempfile
 import time
 
+from search_benchmark import compile_json
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CLEAVE = os.path.join(ROOT, "build", "tools", "cleave", "cleave")
 RESNET50 = os.path.join(ROOT, "test", "models", "resnet50.onnx")
@@ -50,19 +52,6 @@ ROWS = [
     ("wrn-50-2", ["zoo:wrn-50-2"], 2, 64),
     ("wrn-101-2", ["zoo:wrn-101-2"], 4, 64),
 ]
-
-
-def compile_json(cleave, model_args, cluster, batch, fix=None):
-    cmd = [cleave, "compile", *model_args, "--cluster", cluster,
-           "--global-batch", str(batch), "--json"]
-    if fix:
-        cmd += ["--fix", fix]
-    start = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if out.returncode != 0:
-        return None, wall, out.stderr.strip().splitlines()[-1]
-    return json.loads(out.stdout), wall, ""
 
 
 def knobs(d):

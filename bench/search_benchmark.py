@@ -36,17 +36,19 @@ ROWS = [  # name, layers, GPUs, TP, PP, DP, batch
 ]
 
 
-def compile_json(cleave, model, gpus, batch, fix=None):
-    cmd = [cleave, "compile", model, "--cluster",
-           f"dgx-a100-80g,nodes={gpus // 8}", "--global-batch", str(batch),
-           "--json"]
+def compile_json(cleave, model_args, cluster, batch, fix=None):
+    """`cleave compile ... --json`: (the JSON or None, wall seconds, the
+    error's last line)."""
+    cmd = [cleave, "compile", *model_args, "--cluster", cluster,
+           "--global-batch", str(batch), "--json"]
     if fix:
         cmd += ["--fix", fix]
     start = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - start
     if out.returncode != 0:
-        return None, wall, out.stderr.strip()
+        lines = out.stderr.strip().splitlines()
+        return None, wall, lines[-1] if lines else "exit %d" % out.returncode
     return json.loads(out.stdout), wall, ""
 
 
@@ -61,10 +63,12 @@ def main():
     rows.append(("gpt3-175b", 96, 1024, 8, 16, 8, 1536))
     worse = 0
     for model, layers, gpus, tp, pp, dp, batch in rows:
-        found, wall, err = compile_json(cleave, f"zoo:{model}", gpus, batch)
+        found, wall, err = compile_json(cleave, [f"zoo:{model}"],
+                                         f"dgx-a100-80g,nodes={gpus // 8}", batch)
         fix = (f"tp={tp},pp={pp},dp={dp},cp=1,sp=off,zero=0,microbatch=1,"
                "schedule=1f1b,recompute=full")
-        ref, _, ref_err = compile_json(cleave, f"zoo:{model}", gpus, batch, fix)
+        ref, _, ref_err = compile_json(cleave, [f"zoo:{model}"],
+                                      f"dgx-a100-80g,nodes={gpus // 8}", batch, fix)
         if not found:
             print(f"{model:>9}: search failed: {err}")
             continue

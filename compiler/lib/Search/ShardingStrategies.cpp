@@ -111,6 +111,41 @@ void addPointwise(Operation *op, int64_t n,
   }
 }
 
+/// The strategy that splits result dimension `resultDim` from operand 0
+/// split along `operandDim` (a view or a unary op moving dimensions).
+void addSplit(Operation *op, int64_t n, int64_t operandDim, int64_t resultDim,
+              SmallVectorImpl<ShardingStrategy> &out) {
+  ShardingStrategy s = blank(op, splitName("split", resultDim), 1.0 / n);
+  s.operands[0] = operandDim;
+  s.results[0] = resultDim;
+  out.push_back(std::move(s));
+}
+
+/// A contraction `s` whose operands are split along the summed dimension
+/// leaves partial sums: reduce-scattered onto result dimension d < `dims`
+/// ("<prefix>+rs<d>"), or all-reduced to a whole result ("<prefix>+ar",
+/// added last).
+void addPartialSums(Operation *op, int64_t n, ShardingStrategy s,
+                    llvm::StringRef prefix, int64_t dims,
+                    SmallVectorImpl<ShardingStrategy> &out) {
+  Value res = op->getResult(0);
+  double bytes = graph::tensorBytes(tensorType(res));
+  s.name = (prefix + "+ar").str();
+  s.partial = PartialReduction::AllReduce;
+  s.collectives.push_back({cost::Collective::AllReduce, bytes});
+  for (int64_t d = 0; d < dims; ++d) {
+    if (!splittable(res, d, n))
+      continue;
+    ShardingStrategy rs = s;
+    rs.name = splitName((prefix + "+rs").str(), d);
+    rs.results[0] = d;
+    rs.partial = PartialReduction::ReduceScatter;
+    rs.collectives = {{cost::Collective::ReduceScatter, bytes}};
+    out.push_back(std::move(rs));
+  }
+  out.push_back(std::move(s));
+}
+
 void elementwiseRule(Operation *op, int64_t n,
                      SmallVectorImpl<ShardingStrategy> &out) {
   addPointwise(op, n, out);
@@ -228,23 +263,10 @@ void matmulRule(Operation *op, int64_t n,
     out.push_back(std::move(s));
   }
   if (splittable(lhs, lhsK, n) && splittable(rhs, rhsK, n)) {
-    double bytes = graph::tensorBytes(resType);
-    ShardingStrategy s = blank(op, "matmul.k+ar", 1.0 / n);
+    ShardingStrategy s = blank(op, "matmul.k", 1.0 / n);
     s.operands = {lhsK, rhsK};
-    s.partial = PartialReduction::AllReduce;
-    s.collectives.push_back({cost::Collective::AllReduce, bytes});
     s.gemm = split(full, 'k');
-    for (int64_t d = 0; d < ro; ++d) {
-      if (!splittable(res, d, n))
-        continue;
-      ShardingStrategy rs = s;
-      rs.name = splitName("matmul.k+rs", d);
-      rs.results[0] = d;
-      rs.partial = PartialReduction::ReduceScatter;
-      rs.collectives = {{cost::Collective::ReduceScatter, bytes}};
-      out.push_back(std::move(rs));
-    }
-    out.push_back(std::move(s));
+    addPartialSums(op, n, std::move(s), "matmul.k", ro, out);
   }
 }
 
@@ -305,10 +327,7 @@ void reshapeRule(Operation *op, int64_t n,
     }
     if (splittable(op->getOperand(0), i0, n) &&
         splittable(op->getResult(0), j0, n)) {
-      ShardingStrategy s = blank(op, splitName("split", j0), 1.0 / n);
-      s.operands[0] = i0;
-      s.results[0] = j0;
-      out.push_back(std::move(s));
+      addSplit(op, n, i0, j0, out);
     }
   }
 }
@@ -319,10 +338,7 @@ void transposeRule(Operation *op, int64_t n,
   for (auto [d, from] : llvm::enumerate(perm)) {
     if (!splittable(op->getOperand(0), from, n))
       continue;
-    ShardingStrategy s = blank(op, splitName("split", d), 1.0 / n);
-    s.operands[0] = from;
-    s.results[0] = d;
-    out.push_back(std::move(s));
+    addSplit(op, n, from, d, out);
   }
 }
 
@@ -463,23 +479,11 @@ void conv2dRule(Operation *op, int64_t n,
   // Every device would add the whole bias to its partial sum.
   if (hasBias || !splittable(input, 1, n) || !splittable(filter, 1, n))
     return;
-  double bytes = graph::tensorBytes(tensorType(res));
-  ShardingStrategy s = blank(op, "conv.in+ar", 1.0 / n);
+  ShardingStrategy s = blank(op, "conv.in", 1.0 / n);
   s.operands[0] = 1;
   s.operands[1] = 1;
-  s.partial = PartialReduction::AllReduce;
-  s.collectives.push_back({cost::Collective::AllReduce, bytes});
-  for (int64_t d = 0; d < 2; ++d) {
-    if (!splittable(res, d, n))
-      continue;
-    ShardingStrategy rs = s;
-    rs.name = splitName("conv.in+rs", d);
-    rs.results[0] = d;
-    rs.partial = PartialReduction::ReduceScatter;
-    rs.collectives = {{cost::Collective::ReduceScatter, bytes}};
-    out.push_back(std::move(rs));
-  }
-  out.push_back(std::move(s));
+  // Onto images or channels; the spatial dimensions stay whole.
+  addPartialSums(op, n, std::move(s), "conv.in", 2, out);
 }
 
 /// Pooling windows and the global mean stay within an image and a channel:
@@ -524,10 +528,7 @@ void sliceRule(Operation *op, int64_t n,
         slice.getLimits()[d] < in.getDimSize(d) ||
         !splittable(slice.getInput(), d, n))
       continue;
-    ShardingStrategy s = blank(op, splitName("split", d), 1.0 / n);
-    s.operands[0] = d;
-    s.results[0] = d;
-    out.push_back(std::move(s));
+    addSplit(op, n, d, d, out);
   }
 }
 
@@ -562,12 +563,8 @@ void reduceRule(Operation *op, int64_t n,
       }
       continue;
     }
-    if (splittable(input, d, n) && splittable(res, r, n)) {
-      ShardingStrategy s = blank(op, splitName("split", r), 1.0 / n);
-      s.operands[0] = d;
-      s.results[0] = r;
-      out.push_back(std::move(s));
-    }
+    if (splittable(input, d, n) && splittable(res, r, n))
+      addSplit(op, n, d, r, out);
     ++r;
   }
 }
