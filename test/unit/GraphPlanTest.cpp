@@ -1,0 +1,103 @@
+//===- GraphPlanTest.cpp - Graph plans with tensor parallelism ------------===//
+//
+// A graph without transformer layers priced for tp devices takes the
+// intra-operator search's sharding (GraphPlan.h): each device holds its
+// share of the parameters, within the limit the lowering uses, and the
+// plan's degrees must match the pricing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SearchTestUtil.h"
+
+#include "cleave/Search/GraphPlan.h"
+
+using namespace mlir;
+using namespace cleave;
+using namespace cleave::search;
+using namespace cleave::search::testutil;
+
+namespace {
+
+constexpr const char *kResNet =
+    "wideresnet,depth=50,width=1,image=64,classes=10,batch=4";
+
+TEST(GraphPlan, TensorParallelWorkIsOneDevicesShare) {
+  Model m = load(kResNet);
+  ASSERT_TRUE(m.module);
+  // Two CPU ranks, where splitting the work pays for its collectives (on
+  // A100s over NVLink this small network is faster whole: the limit then
+  // forces the split).
+  auto cpu = cost::parseCluster("cpu-local,devices=2");
+  ASSERT_TRUE(cpu.ok());
+  cost::Cluster cluster = *cpu;
+  auto whole = measureGraphWork(*m.module, 4, cluster, nullptr);
+  auto split = measureGraphWork(*m.module, 4, cluster, nullptr, /*tp=*/2);
+  ASSERT_TRUE(whole.ok() && split.ok()) << split.status();
+  EXPECT_EQ(whole->tp, 1);
+  EXPECT_EQ(split->tp, 2);
+  // The same pieces (stem, 16 blocks, head).
+  ASSERT_EQ(split->pieces.size(), whole->pieces.size());
+  EXPECT_EQ(split->numBlocks(), 16);
+  // Parameters: each device's share, within the lowering's strict limit
+  // (every divisible matrix split, vectors whole), summing over pieces.
+  TensorParallelLimits limits = tensorParallelLimits(m.forward, 2);
+  EXPECT_LE(split->paramBytes, limits.strict);
+  EXPECT_LT(split->paramBytes, 0.6 * whole->paramBytes);
+  double pieces = 0;
+  for (const GraphPiece &p : split->pieces)
+    pieces += p.paramBytes;
+  EXPECT_NEAR(pieces, split->paramBytes, 1);
+  // The search's choice beats running every op whole, and the passes
+  // shrink with it; the activations a device keeps too.
+  EXPECT_LT(split->tpSearchSeconds, split->tpWholeSeconds);
+  EXPECT_LT(split->forwardSeconds + split->backwardSeconds,
+            whole->forwardSeconds + whole->backwardSeconds);
+  EXPECT_LT(split->activationBytes, whole->activationBytes);
+  EXPECT_GT(split->tpStrategies["conv.out"], 0);
+  // The whole model's FLOPs are what a replica does, split or not.
+  EXPECT_DOUBLE_EQ(split->trainingFlops, whole->trainingFlops);
+}
+
+TEST(GraphPlan, PlanDegreesMustMatchThePricing) {
+  Model m = load(kResNet);
+  ASSERT_TRUE(m.module);
+  cost::Cluster cluster = dgx(); // 8 devices
+  auto split = measureGraphWork(*m.module, 4, cluster, nullptr, 2);
+  ASSERT_TRUE(split.ok());
+  cost::ParallelConfig plan;
+  plan.dp = 4;
+  plan.tp = 2;
+  plan.microbatchSize = 4;
+  plan.globalBatch = 16;
+  plan.precision = cost::DType::Bf16;
+  auto scored = scoreGraphPlan(*split, cluster, plan, "sgd", nullptr);
+  ASSERT_TRUE(scored.ok()) << scored.status();
+  EXPECT_GT(scored->stepSeconds, 0);
+  // Priced for tp=2, asked for tp=1.
+  plan.tp = 1;
+  plan.dp = 8;
+  auto other = scoreGraphPlan(*split, cluster, plan, "sgd", nullptr);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(std::string(other.status().message()).find("priced for tp=2"),
+            std::string::npos);
+  // dp x tp short of the devices.
+  plan.tp = 2;
+  plan.dp = 2;
+  plan.globalBatch = 8;
+  auto idle = scoreGraphPlan(*split, cluster, plan, "sgd", nullptr);
+  ASSERT_FALSE(idle.ok());
+  EXPECT_NE(std::string(idle.status().message()).find("dp x tp must be every "
+                                                      "device (8)"),
+            std::string::npos);
+  // Pipelined: dp x pp x tp.
+  plan.pp = 2;
+  plan.dp = 1;
+  plan.globalBatch = 8;
+  auto piped = scoreGraphPlan(*split, cluster, plan, "sgd", nullptr);
+  ASSERT_FALSE(piped.ok());
+  EXPECT_NE(std::string(piped.status().message())
+                .find("dp x pp x tp must be every device (8)"),
+            std::string::npos);
+}
+
+} // namespace
