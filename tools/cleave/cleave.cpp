@@ -732,6 +732,19 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   std::optional<cleave::cost::PlanPrediction> best;
   std::string closest, importError;
   int64_t candidates = 0, infeasible = 0;
+  // Progress on the terminal (a search over a second: every tensor-
+  // parallel degree and microbatch size runs the intra-operator search).
+  auto started = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         started)
+        .count();
+  };
+  bool showProgress = !json && sys::Process::StandardErrIsDisplayed();
+  std::set<int64_t> tpDegrees;
+  for (auto [tp, pp] : degrees)
+    tpDegrees.insert(tp);
+  double pricings = double(microbatches.size() * tpDegrees.size()), priced = 0;
   std::string name;
   double parameters = 0;
   int64_t blocks = 0;
@@ -793,6 +806,10 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
           continue;
         }
         work = std::move(*measured);
+        priced += 1;
+        if (showProgress && elapsed() > 1)
+          errs() << formatv("\rsearching: {0,3:F0}%",
+                            100 * priced / std::max(1.0, pricings));
         if (succeeded(stash) && stash->size() == work->pieces.size()) {
           work->activationBytes = 0;
           for (auto [piece, bytes] : llvm::zip(work->pieces, *stash)) {
@@ -850,6 +867,9 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
       }
     }
   }
+  if (showProgress && elapsed() > 1)
+    errs() << "\r               \r";
+  double searchSeconds = elapsed();
   if (candidates == 0) {
     if (!importError.empty()) {
       WithColor::error(errs(), "cleave") << model << ": " << importError
@@ -918,10 +938,21 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                      {"devices", devices},
                      {"plan", std::move(planObject)},
                      {"predicted", std::move(predictedObject)},
-                     {"search", json::Object{{"candidates_evaluated", candidates},
+                     {"search", json::Object{{"time_s", searchSeconds},
+                                             {"candidates_evaluated", candidates},
                                              {"infeasible", infeasible},
                                              {"graph_plan", true},
                                              {"residual_blocks", blocks}}}};
+    if (bestWork && bestWork->tp > 1) {
+      // The intra-operator search's sharding of the plan's tp degree.
+      json::Object strategies;
+      for (const auto &[strategy, count] : bestWork->tpStrategies)
+        strategies[strategy] = count;
+      (*out.getObject("search"))["tp_sharding"] = json::Object{
+          {"seconds_per_microbatch", bestWork->tpSearchSeconds},
+          {"whole_seconds_per_microbatch", bestWork->tpWholeSeconds},
+          {"strategies", std::move(strategies)}};
+    }
     json::Array top;
     for (const auto &p : plans) {
       auto [po, pr] = planJson(p);
@@ -941,9 +972,9 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
          << " devices\n";
   printPrediction(*best);
   outs() << formatv("search:       {0} plans considered (tp x pp x "
-                    "microbatch x schedule x ZeRO), {1} infeasible; priced op "
-                    "by op\n",
-                    candidates, infeasible);
+                    "microbatch x schedule x ZeRO), {1} infeasible, in {2:F2} "
+                    "s; priced op by op\n",
+                    candidates, infeasible, searchSeconds);
   if (bestWork && bestWork->tp > 1) {
     // The intra-operator search's sharding, which the lowering runs.
     std::string counts;
