@@ -119,8 +119,20 @@ BlockNumbering numberResidualBlocks(Block &block) {
     }
   int64_t firstBlock = -1, lastBlock = -1, blocks = 0;
   SmallVector<int64_t> blockOf(segments.size(), -1);
+  // Communication a partitioner inserted (tensor parallelism's gathers
+  // and reductions) does not make a block: the blocks of a partitioned
+  // graph are those of the graph it came from, which the plan's stages
+  // were balanced over.
+  auto isCommunication = [](Operation *op) {
+    return isa<graph::AllReduceOp, graph::AllGatherOp, graph::ReduceScatterOp,
+               graph::AllToAllOp, graph::ShardSliceOp, graph::CopyToGroupOp>(
+        op);
+  };
   for (auto [k, seg] : llvm::enumerate(segments))
-    if (seg.second - seg.first > 1) {
+    if (llvm::count_if(llvm::ArrayRef(ops).slice(seg.first,
+                                                 seg.second - seg.first),
+                       [&](Operation *op) { return !isCommunication(op); }) >
+        1) {
       blockOf[k] = blocks++;
       if (firstBlock < 0)
         firstBlock = k;
