@@ -986,6 +986,9 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
     for (const auto &[count, strategy] : byCount)
       counts += (counts.empty() ? "" : ", ") + strategy + " " +
                 std::to_string(-count);
+    // A degree that divides no dimension the rules could split.
+    if (counts.empty())
+      counts = "none, every op runs whole on every device";
     outs() << formatv("tp sharding:  chosen by the intra-operator search, "
                       "{0:F3} ms a microbatch against {1:F3} ms whole (its "
                       "prices): {2}\n",
