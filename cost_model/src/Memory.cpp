@@ -136,7 +136,11 @@ ModelStateBytes modelStateBytes(double paramCount, int zeroStage, int64_t dp,
   double n = static_cast<double>(dp);
   ModelStateBytes states;
   states.params = paramBytes * paramCount / (zeroStage >= 3 ? n : 1);
-  states.grads = gradBytes * paramCount / (zeroStage >= 2 ? n : 1);
+  // ZeRO-1 also keeps the reduce-scattered block of the gradient that its
+  // update reads: the reduce-scatter runs beside the backward pass, so the
+  // block outlives it (the lowering's `.grad_shard` tensors).
+  states.grads = gradBytes * paramCount / (zeroStage >= 2 ? n : 1) +
+                 (zeroStage == 1 && dp > 1 ? gradBytes * paramCount / n : 0);
   states.optimizer = optimizerBytes * paramCount / (zeroStage >= 1 ? n : 1);
   return states;
 }

@@ -592,12 +592,14 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                                  1, std::min<int64_t>(chunkLayers[chunk], 8)))
                            : 1;
       if (p.zero >= 1 && p.dp > 1) {
-        // ZeRO-1 reduce-scatters the accumulated gradient once, after the
-        // backward pass: the lowering runs it before the update, not in
-        // buckets beside the backward. ZeRO-2 and 3 keep only a block of the
-        // accumulated gradient, so every microbatch's gradient is
-        // reduce-scattered in its backward pass (DeepSpeed does the same
-        // under gradient accumulation; the lowering places it there too).
+        // ZeRO-1 reduce-scatters each accumulated gradient once, as the
+        // last backward pass finishes it: beside the backward pass where
+        // the device overlaps communication, as the ZeRO-0 buckets (the
+        // lowering starts each reduce-scatter there). ZeRO-2 and 3 keep
+        // only a block of the accumulated gradient, so every microbatch's
+        // gradient is reduce-scattered in its backward pass (DeepSpeed
+        // does the same under gradient accumulation; the lowering places
+        // it there too).
         // ZeRO-1 and 2 gather the updated blocks after the optimizer step
         // (StageCosts::paramGather); ZeRO-3 gathers each layer's parameters
         // before its forward and again before its backward, for every
@@ -607,7 +609,6 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                                                 dpConcurrent));
         if (p.zero == 1) {
           cc.gradReduce = scatter;
-          cc.gradBuckets = 1;
         } else {
           cc.backward += scatter;
           cc.gradReduce = 0;

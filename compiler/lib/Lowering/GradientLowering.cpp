@@ -323,6 +323,33 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
   }
   for (auto &[key, bucket] : bucketed)
     emitGradientBuckets(bucket.second, bucket.first);
+  // ZeRO-1: each accumulated gradient is reduce-scattered into the block
+  // this replica updates as soon as the last microbatch's backward pass
+  // has written it, beside the rest of that pass (Megatron's distributed
+  // optimizer and DeepSpeed overlap it so). The block outlives the
+  // backward segment, so it is a GRADIENT tensor of 1/dp of the gradient;
+  // a tied gradient is summed between its stages first, in the optimizer
+  // segment, and is reduce-scattered there.
+  SmallVector<int> gradShards(gradTensors.size(), -1);
+  for (auto [i, entry] : llvm::enumerate(gradTensors)) {
+    auto [update, g] = entry;
+    int64_t dim = zeroDims[i];
+    if (dim < 0 || gradSharded[i])
+      continue;
+    auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
+    Replicas replicas = replicasOf(param, ctx);
+    int shard = addTensor(Value(), param.getName().str() + ".grad_shard",
+                          plan::TensorDecl::GRADIENT, param.getType());
+    plan::TensorDecl &decl = *program.mutable_tensors(shard);
+    setParamDims(decl, program.tensors(g).param_index());
+    shardOverReplicas(decl, dim, replicas);
+    gradShards[i] = shard;
+    plan::Instruction rs =
+        collectiveInstruction("comm.reduce_scatter", g, shard, dim, replicas);
+    (*rs.mutable_attrs())["reduction"].set_s("sum");
+    if (tiedGradients.count(g) || failed(placeInBackward(rs, {g})))
+      segments.back().push_back(std::move(rs));
+  }
   // The overlapped reductions complete before any update reads them.
   segments.back().insert(segments.back().begin(), pendingWaits.begin(),
                          pendingWaits.end());
@@ -350,13 +377,8 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
         shape[dim] /= replicas.count;
         return t.clone(shape);
       };
-      if (!gradSharded[i]) {
-        gradIn = addTensor(Value(), param.getName().str() + ".grad_shard",
-                           plan::TensorDecl::TRANSIENT, shardType());
-        (*collective("comm.reduce_scatter", g, gradIn, dim, replicas)
-              .mutable_attrs())["reduction"]
-            .set_s("sum");
-      }
+      if (!gradSharded[i])
+        gradIn = gradShards[i];
       paramIn = addTensor(Value(), param.getName().str() + ".shard",
                           plan::TensorDecl::TRANSIENT, shardType());
       collective("comm.shard_slice", paramId, paramIn, dim, replicas);

@@ -217,11 +217,14 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     cc.sendForward = *sendOut;
     cc.sendBackward = *sendIn;
     // As on one stage (scoreGraphPlan): ZeRO 0 all-reduces the gradients
-    // as the last backward pass makes them; ZeRO 1 and 2 reduce-scatter
-    // them and gather the updated shards; ZeRO 3 gathers the parameters
-    // for every pass of every microbatch.
+    // and ZeRO 1 reduce-scatters them as the last backward pass makes
+    // them; ZeRO 2 reduce-scatters each microbatch's; ZeRO 1 and 2 gather
+    // the updated shards; ZeRO 3 gathers the parameters for every pass of
+    // every microbatch.
+    // Beside the backward pass only where the device's collectives
+    // progress beside its compute (not CPU ranks over MPI).
     cc.gradReduce = plan.zero == 0 ? *allReduce : *scatter;
-    cc.gradBuckets = plan.zero == 0 ? 4 : 1;
+    cc.gradBuckets = plan.zero <= 1 && cluster.commOverlapsCompute ? 4 : 1;
     if (plan.zero == 3) {
       cc.forward += *gather;
       cc.backward += *gather;
@@ -248,7 +251,8 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     double slots = inFlight > 1 ? 2 : 1;
     cost::MemoryBreakdown mem;
     mem.params = stage.paramBytes / (plan.zero >= 3 ? dp : 1);
-    mem.grads = stage.paramBytes / (plan.zero >= 2 ? dp : 1);
+    mem.grads = cost::modelStateBytes(stage.paramBytes, plan.zero, plan.dp, 1, 1,
+                                      0).grads;
     mem.optimizer = states * stage.paramBytes / shard;
     // The value a cut sends is what the next block reads again in its
     // backward pass: the training step counted it with its producer, but
@@ -575,18 +579,21 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   }
   double compute =
       microbatches * (work.forwardSeconds + work.backwardSeconds);
-  // The reduction the step waits for: ZeRO 0's all-reduce starts with the
-  // last backward pass; ZeRO 1 reduce-scatters after it and all-gathers
-  // the updated shards; ZeRO 2 reduce-scatters every microbatch (hidden
-  // behind the next one's work but the last); ZeRO 3 also all-gathers the
-  // parameters for every forward and backward pass.
+  // The reduction the step waits for: ZeRO 0's all-reduce and ZeRO 1's
+  // reduce-scatter start with the last backward pass, and ZeRO 1 then
+  // all-gathers the updated shards; ZeRO 2 reduce-scatters every
+  // microbatch (hidden behind the next one's work but the last); ZeRO 3
+  // also all-gathers the parameters for every forward and backward pass.
+  // Where collectives cannot progress beside compute (CPU ranks over
+  // MPI), nothing hides behind the backward pass.
+  double hidden = cluster.commOverlapsCompute ? work.backwardSeconds : 0;
   double exposed = 0;
   switch (plan.zero) {
   case 0:
-    exposed = std::max(0.0, allReduce - work.backwardSeconds);
+    exposed = std::max(0.0, allReduce - hidden);
     break;
   case 1:
-    exposed = reduceScatter + allGather;
+    exposed = std::max(0.0, reduceScatter - hidden) + allGather;
     break;
   case 2:
     exposed = reduceScatter + allGather;
@@ -610,7 +617,8 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   p.layersPerStage = {0};
   cost::MemoryBreakdown &m = p.memory;
   m.params = work.paramBytes / (plan.zero >= 3 ? dp : 1);
-  m.grads = work.paramBytes / (plan.zero >= 2 ? dp : 1);
+  m.grads = cost::modelStateBytes(work.paramBytes, plan.zero, plan.dp, 1, 1, 0)
+                .grads;
   m.optimizer = states * work.paramBytes / shard;
   m.activations = work.activationBytes;
   // ZeRO-2 reduce-scatters each microbatch's gradients in place of the

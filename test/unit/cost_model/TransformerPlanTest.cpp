@@ -292,8 +292,9 @@ TEST(TransformerPlan, ZeroGathersTheUpdatedShardsAfterTheOptimizer) {
   // Where communication overlaps compute, ZeRO-1's and 2's gather of the
   // updated parameter shards still cannot hide: it needs the optimizer's
   // update, so it starts when the optimizer ends and ends the step. ZeRO-1
-  // reduce-scatters once after the backward pass (as the lowering does),
-  // not in buckets beside it.
+  // reduce-scatters in buckets beside the backward pass, as ZeRO-0
+  // all-reduces (the lowering starts each gradient's reduce-scatter as the
+  // last backward pass finishes it).
   TransformerModel m = smallGpt(8, 512, 8);
   Cluster c = cpu(4, 4);
   c.commOverlapsCompute = 1;
@@ -308,13 +309,18 @@ TEST(TransformerPlan, ZeroGathersTheUpdatedShardsAfterTheOptimizer) {
     auto plan = scoreTransformerPlan(m, c, p, nullptr, &g, &tl);
     ASSERT_TRUE(plan.ok()) << plan.status();
     int optimizer = -1, gather = -1, reductions = 0;
+    double firstReduction = 1e30, backwardEnd = 0;
     for (int i = 0; i < g.size(); ++i) {
       if (g.tasks()[i].category == "optimizer")
         optimizer = i;
       if (g.tasks()[i].category == "param-gather")
         gather = i;
-      if (g.tasks()[i].category == "grad-reduce")
+      if (g.tasks()[i].category == "grad-reduce") {
         ++reductions;
+        firstReduction = std::min(firstReduction, tl.start[i]);
+      }
+      if (g.tasks()[i].category == "backward")
+        backwardEnd = std::max(backwardEnd, tl.end[i]);
     }
     ASSERT_GE(optimizer, 0);
     ASSERT_GE(gather, 0) << "zero " << zero;
@@ -323,9 +329,12 @@ TEST(TransformerPlan, ZeroGathersTheUpdatedShardsAfterTheOptimizer) {
     EXPECT_DOUBLE_EQ(tl.makespan, tl.end[gather]);
     EXPECT_GE(plan->lowerBoundSeconds,
               g.tasks()[optimizer].seconds + g.tasks()[gather].seconds);
-    // ZeRO-1: one reduce-scatter after the backward; ZeRO-2 scatters each
+    // ZeRO-1: a reduce-scatter per bucket of layers (8), the first
+    // starting before the backward pass ends; ZeRO-2 scatters each
     // microbatch's gradient inside its backward pass.
-    EXPECT_EQ(reductions, zero == 1 ? 1 : 0) << "zero " << zero;
+    EXPECT_EQ(reductions, zero == 1 ? 8 : 0) << "zero " << zero;
+    if (zero == 1)
+      EXPECT_LT(firstReduction, backwardEnd);
   }
   // ZeRO-0 gathers nothing.
   p.zero = 0;

@@ -147,7 +147,9 @@ struct ModelStateBytes {
 };
 
 /// Model states of `paramCount` parameters under ZeRO stage `zeroStage`
-/// over `dp` data-parallel ranks.
+/// over `dp` data-parallel ranks. ZeRO-1's gradients include the block of
+/// the reduce-scattered gradient its update reads (gradBytes / dp per
+/// parameter), which the ZeRO paper's accounting leaves out.
 ModelStateBytes modelStateBytes(double paramCount, int zeroStage, int64_t dp,
                                 double paramBytes = 2, double gradBytes = 2,
                                 double optimizerBytes = 12);
