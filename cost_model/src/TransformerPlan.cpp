@@ -609,7 +609,18 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                                                 dpConcurrent));
         if (p.zero == 1) {
           cc.gradReduce = scatter;
+        } else if (p.zero == 2 && cc.gradBuckets > 1) {
+          // Beside the rest of the backward pass, a bucket at a time
+          // (the lowering's window of reduce-scatters in flight): what
+          // outlasts the pass, and the last layer's, which starts at its
+          // end, extend it.
+          cc.backward += std::max(0.0, scatter - cc.backward) +
+                         scatter / static_cast<double>(
+                                       std::max<int64_t>(1, chunkLayers[chunk]));
+          cc.gradReduce = 0;
         } else {
+          // ZeRO-3's reduce-scatter is the gradient of its parameters'
+          // gather, a step of the backward pass itself.
           cc.backward += scatter;
           cc.gradReduce = 0;
         }

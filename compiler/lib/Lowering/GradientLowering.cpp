@@ -10,12 +10,19 @@
 
 #include "EmitterImpl.h"
 
+#include <deque>
+
 using namespace mlir;
 namespace gr = cleave::graph;
 
 namespace cleave::lowering::detail {
 
 namespace {
+
+/// The bytes of gradients reduced as one collective (PyTorch DDP's default
+/// bucket), and of ZeRO-2's reduce-scatters in flight beside the backward
+/// pass.
+constexpr int64_t kBucketBytes = 25 << 20;
 
 /// The dimension ZeRO splits a tensor of `shape` along over `n` replicas:
 /// the first that divides evenly (-1: none, the tensor stays whole).
@@ -98,7 +105,6 @@ void Emitter::emitGradientBuckets(ArrayRef<int> grads,
   // runs of them up to kBucketBytes are reduced as one tensor that views
   // their bytes (and the alignment padding between them), as PyTorch DDP
   // buckets them: one collective instead of one per parameter.
-  constexpr int64_t kBucketBytes = 25 << 20;
   size_t begin = 0;
   while (begin < grads.size()) {
     size_t end = begin;
@@ -205,7 +211,18 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
   // the accumulated gradient: each microbatch's gradient is reduce-
   // scattered over the replicas first (DeepSpeed does the same under
   // gradient accumulation), trading (microbatches - 1) more reduce-
-  // scatters for gradient memory / dp.
+  // scatters for gradient memory / dp. Those reduce-scatters run beside
+  // the rest of the backward pass (DeepSpeed's overlap_comm): each starts
+  // where its gradient is written and is completed (waited for, then
+  // accumulated) once the gradients in flight after it exceed a bucket,
+  // or at the end of the segment. Its wait names the gradient it reads and
+  // the block it writes, so that neither buffer is reused while the
+  // collective runs; the bucket bounds the memory that keeps alive.
+  struct Completion {
+    plan::Instruction wait, accumulate;
+    int64_t bytes;
+  };
+  std::map<int32_t, Completion> completions;
   std::vector<std::pair<Operation *, int>> gradTensors;
   llvm::DenseMap<int, SmallVector<plan::Instruction>> afterWriterOf;
   SmallVector<bool> gradSharded;
@@ -245,8 +262,19 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
       plan::Instruction rs = collectiveInstruction(
           "comm.reduce_scatter", from, block, dim, replicas);
       (*rs.mutable_attrs())["reduction"].set_s("sum");
+      int32_t handle = numAsyncHandles++;
+      rs.set_async_handle(handle);
+      Completion &done = completions[handle];
+      done.bytes = program.tensors(from).bytes();
+      done.wait.set_op("comm.wait");
+      (*done.wait.mutable_attrs())["handle"].set_i(handle);
+      done.wait.add_inputs(from);
+      done.wait.add_outputs(block);
+      done.accumulate.set_op("runtime.accumulate");
+      done.accumulate.add_inputs(block);
+      done.accumulate.add_outputs(g);
       pending.push_back(std::move(rs));
-      from = block;
+      continue;
     }
     plan::Instruction acc;
     acc.set_op("runtime.accumulate");
@@ -279,12 +307,33 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
   }
   for (auto &[seg, after] : inserted) {
     std::vector<plan::Instruction> &backward = segments[seg], merged;
+    std::deque<int32_t> inFlight;
+    int64_t inFlightBytes = 0;
+    auto complete = [&] {
+      Completion &done = completions.at(inFlight.front());
+      inFlightBytes -= done.bytes;
+      inFlight.pop_front();
+      merged.push_back(std::move(done.wait));
+      merged.push_back(std::move(done.accumulate));
+    };
     for (size_t i = 0; i <= backward.size(); ++i) {
       if (i < backward.size())
         merged.push_back(std::move(backward[i]));
-      for (plan::Instruction &inst : after[i])
+      for (plan::Instruction &inst : after[i]) {
+        bool started = inst.has_async_handle() &&
+                       completions.count(inst.async_handle());
+        int32_t handle = started ? inst.async_handle() : -1;
         merged.push_back(std::move(inst));
+        if (!started)
+          continue;
+        inFlight.push_back(handle);
+        inFlightBytes += completions.at(handle).bytes;
+        while (inFlight.size() > 1 && inFlightBytes > kBucketBytes)
+          complete();
+      }
     }
+    while (!inFlight.empty())
+      complete();
     backward = std::move(merged);
   }
 
