@@ -93,4 +93,33 @@ TEST(GraphPlan, PlanDegreesMustMatchThePricing) {
   EXPECT_TRUE(refused(plan, "dp x pp x tp must be every device (8)"));
 }
 
+TEST(GraphPlan, GradientReductionsHideOnlyWhereCollectivesOverlapCompute) {
+  // ZeRO 0's all-reduce, ZeRO 1's reduce-scatter and ZeRO 2's per-
+  // microbatch reduce-scatters run beside the backward pass where the
+  // device's collectives progress beside its compute; on CPU ranks over
+  // MPI they follow it, in one stage and in a pipeline alike.
+  Model m = load(kResNet);
+  ASSERT_TRUE(m.module);
+  cost::Cluster overlapping = dgx(), blocking = dgx();
+  overlapping.commOverlapsCompute = 1;
+  blocking.commOverlapsCompute = 0;
+  auto work = measureGraphWork(*m.module, 1, overlapping, nullptr);
+  ASSERT_TRUE(work.ok()) << work.status();
+  for (int pp : {1, 2})
+    for (int zero : {0, 1, 2}) {
+      cost::ParallelConfig plan;
+      plan.pp = pp;
+      plan.dp = 8 / pp;
+      plan.zero = zero;
+      plan.microbatchSize = 1;
+      plan.globalBatch = 4 * plan.dp;
+      plan.precision = cost::DType::Bf16;
+      auto hidden = scoreGraphPlan(*work, overlapping, plan, "sgd", nullptr);
+      auto exposed = scoreGraphPlan(*work, blocking, plan, "sgd", nullptr);
+      ASSERT_TRUE(hidden.ok() && exposed.ok()) << "pp " << pp;
+      EXPECT_LT(hidden->stepSeconds, exposed->stepSeconds)
+          << "pp " << pp << " zero " << zero;
+    }
+}
+
 } // namespace

@@ -222,9 +222,21 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     // the updated shards; ZeRO 3 gathers the parameters for every pass of
     // every microbatch.
     // Beside the backward pass only where the device's collectives
-    // progress beside its compute (not CPU ranks over MPI).
+    // progress beside its compute (not CPU ranks over MPI). ZeRO 2's
+    // reduce-scatter of each microbatch's gradients extends its backward
+    // pass by what outlasts the pass and its last block's share there,
+    // by all of it elsewhere (as TransformerPlan prices it).
+    bool overlaps = cluster.commOverlapsCompute;
     cc.gradReduce = plan.zero == 0 ? *allReduce : *scatter;
-    cc.gradBuckets = plan.zero <= 1 && cluster.commOverlapsCompute ? 4 : 1;
+    cc.gradBuckets = plan.zero <= 1 && overlaps ? 4 : 1;
+    if (plan.zero == 2 && plan.dp > 1) {
+      cc.backward +=
+          overlaps ? std::max(0.0, *scatter - cc.backward) +
+                         *scatter / static_cast<double>(std::max<int64_t>(
+                                        1, split[s]))
+                   : *scatter;
+      cc.gradReduce = 0;
+    }
     if (plan.zero == 3) {
       cc.forward += *gather;
       cc.backward += *gather;
@@ -596,7 +608,9 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
     exposed = std::max(0.0, reduceScatter - hidden) + allGather;
     break;
   case 2:
-    exposed = reduceScatter + allGather;
+    exposed = (cluster.commOverlapsCompute ? 1 : microbatches) *
+                  reduceScatter +
+              allGather;
     break;
   default:
     exposed = reduceScatter + 2 * microbatches * allGather;
