@@ -130,6 +130,11 @@ double microbatchesInFlight(const TransformerMemoryConfig &c) {
   return 1;
 }
 
+double zeroWindowBytes(int zeroStage, double stageParamBytes) {
+  double window = std::min(kCollectiveWindowBytes, stageParamBytes);
+  return (zeroStage >= 2 ? window : 0) + (zeroStage >= 3 ? window : 0);
+}
+
 ModelStateBytes modelStateBytes(double paramCount, int zeroStage, int64_t dp,
                                 double paramBytes, double gradBytes,
                                 double optimizerBytes) {

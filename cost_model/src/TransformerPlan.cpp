@@ -599,37 +599,37 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         // only a block of the accumulated gradient, so every microbatch's
         // gradient is reduce-scattered in its backward pass (DeepSpeed
         // does the same under gradient accumulation; the lowering places
-        // it there too).
-        // ZeRO-1 and 2 gather the updated blocks after the optimizer step
-        // (StageCosts::paramGather); ZeRO-3 gathers each layer's parameters
+        // it there too). ZeRO-3 also gathers each layer's parameters
         // before its forward and again before its backward, for every
-        // microbatch.
+        // microbatch. ZeRO-1 and 2 gather the updated blocks after the
+        // optimizer step (StageCosts::paramGather).
         CLEAVE_ASSIGN(scatter, price.collective(Collective::ReduceScatter,
                                                 params * e, dpGroup,
                                                 dpConcurrent));
+        double gather = 0;
+        if (p.zero == 3) {
+          CLEAVE_ASSIGN(g, price.collective(Collective::AllGather, params * e,
+                                            dpGroup, dpConcurrent));
+          gather = g;
+        }
         if (p.zero == 1) {
           cc.gradReduce = scatter;
-        } else if (p.zero == 2 && cc.gradBuckets > 1) {
-          // Beside the rest of the backward pass, a bucket at a time
-          // (the lowering's window of reduce-scatters in flight): what
-          // outlasts the pass, and the last layer's, which starts at its
-          // end, extend it.
-          cc.backward += std::max(0.0, scatter - cc.backward) +
-                         scatter / static_cast<double>(
-                                       std::max<int64_t>(1, chunkLayers[chunk]));
-          cc.gradReduce = 0;
         } else {
-          // ZeRO-3's reduce-scatter is the gradient of its parameters'
-          // gather, a step of the backward pass itself.
-          cc.backward += scatter;
+          // Where the device overlaps communication, the lowering keeps a
+          // window of these collectives in flight beside the pass
+          // (CollectiveOverlap.h): what outlasts the pass, and the share
+          // of one layer that cannot start before it or must end after
+          // it, extend it. Elsewhere they stall it.
+          bool beside = cc.gradBuckets > 1;
+          double layers = static_cast<double>(
+              std::max<int64_t>(1, chunkLayers[chunk]));
+          auto extend = [&](double pass, double comm) {
+            return beside ? std::max(0.0, comm - pass) + comm / layers : comm;
+          };
+          double forwardPass = cc.forward, backwardPass = cc.backward;
+          cc.forward += extend(forwardPass, gather);
+          cc.backward += extend(backwardPass, scatter + gather);
           cc.gradReduce = 0;
-        }
-        if (p.zero == 3) {
-          CLEAVE_ASSIGN(gather, price.collective(Collective::AllGather,
-                                                 params * e, dpGroup,
-                                                 dpConcurrent));
-          cc.forward += gather;
-          cc.backward += gather;
         }
       }
       stageParams[st] += params;

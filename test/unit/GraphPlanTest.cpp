@@ -94,10 +94,10 @@ TEST(GraphPlan, PlanDegreesMustMatchThePricing) {
 }
 
 TEST(GraphPlan, GradientReductionsHideOnlyWhereCollectivesOverlapCompute) {
-  // ZeRO 0's all-reduce, ZeRO 1's reduce-scatter and ZeRO 2's per-
-  // microbatch reduce-scatters run beside the backward pass where the
-  // device's collectives progress beside its compute; on CPU ranks over
-  // MPI they follow it, in one stage and in a pipeline alike.
+  // ZeRO 0's all-reduce, ZeRO 1's reduce-scatter, ZeRO 2's per-microbatch
+  // reduce-scatters and ZeRO 3's gathers too run beside the passes where
+  // the device's collectives progress beside its compute; on CPU ranks
+  // over MPI they stall them, in one stage and in a pipeline alike.
   Model m = load(kResNet);
   ASSERT_TRUE(m.module);
   cost::Cluster overlapping = dgx(), blocking = dgx();
@@ -106,7 +106,7 @@ TEST(GraphPlan, GradientReductionsHideOnlyWhereCollectivesOverlapCompute) {
   auto work = measureGraphWork(*m.module, 1, overlapping, nullptr);
   ASSERT_TRUE(work.ok()) << work.status();
   for (int pp : {1, 2})
-    for (int zero : {0, 1, 2}) {
+    for (int zero : {0, 1, 2, 3}) {
       cost::ParallelConfig plan;
       plan.pp = pp;
       plan.dp = 8 / pp;

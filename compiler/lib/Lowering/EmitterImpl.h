@@ -11,6 +11,7 @@
 #define CLEAVE_LOWERING_EMITTERIMPL_H
 
 #include "cleave/Lowering/BufferPlan.h"
+#include "cleave/Lowering/CollectiveOverlap.h"
 #include "cleave/Lowering/ProgramEmitter.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"

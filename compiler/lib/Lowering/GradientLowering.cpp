@@ -10,8 +10,6 @@
 
 #include "EmitterImpl.h"
 
-#include <deque>
-
 using namespace mlir;
 namespace gr = cleave::graph;
 
@@ -19,10 +17,9 @@ namespace cleave::lowering::detail {
 
 namespace {
 
-/// The bytes of gradients reduced as one collective (PyTorch DDP's default
-/// bucket), and of ZeRO-2's reduce-scatters in flight beside the backward
-/// pass.
-constexpr int64_t kBucketBytes = 25 << 20;
+/// The bytes of gradients reduced as one collective (PyTorch DDP's
+/// default bucket).
+constexpr int64_t kBucketBytes = kOverlapWindowBytes;
 
 /// The dimension ZeRO splits a tensor of `shape` along over `n` replicas:
 /// the first that divides evenly (-1: none, the tensor stays whole).
@@ -212,17 +209,7 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
   // scattered over the replicas first (DeepSpeed does the same under
   // gradient accumulation), trading (microbatches - 1) more reduce-
   // scatters for gradient memory / dp. Those reduce-scatters run beside
-  // the rest of the backward pass (DeepSpeed's overlap_comm): each starts
-  // where its gradient is written and is completed (waited for, then
-  // accumulated) once the gradients in flight after it exceed a bucket,
-  // or at the end of the segment. Its wait names the gradient it reads and
-  // the block it writes, so that neither buffer is reused while the
-  // collective runs; the bucket bounds the memory that keeps alive.
-  struct Completion {
-    plan::Instruction wait, accumulate;
-    int64_t bytes;
-  };
-  std::map<int32_t, Completion> completions;
+  // the rest of the backward pass (overlapCollectives, CollectiveOverlap.h).
   std::vector<std::pair<Operation *, int>> gradTensors;
   llvm::DenseMap<int, SmallVector<plan::Instruction>> afterWriterOf;
   SmallVector<bool> gradSharded;
@@ -262,19 +249,8 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
       plan::Instruction rs = collectiveInstruction(
           "comm.reduce_scatter", from, block, dim, replicas);
       (*rs.mutable_attrs())["reduction"].set_s("sum");
-      int32_t handle = numAsyncHandles++;
-      rs.set_async_handle(handle);
-      Completion &done = completions[handle];
-      done.bytes = program.tensors(from).bytes();
-      done.wait.set_op("comm.wait");
-      (*done.wait.mutable_attrs())["handle"].set_i(handle);
-      done.wait.add_inputs(from);
-      done.wait.add_outputs(block);
-      done.accumulate.set_op("runtime.accumulate");
-      done.accumulate.add_inputs(block);
-      done.accumulate.add_outputs(g);
       pending.push_back(std::move(rs));
-      continue;
+      from = block;
     }
     plan::Instruction acc;
     acc.set_op("runtime.accumulate");
@@ -307,33 +283,12 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
   }
   for (auto &[seg, after] : inserted) {
     std::vector<plan::Instruction> &backward = segments[seg], merged;
-    std::deque<int32_t> inFlight;
-    int64_t inFlightBytes = 0;
-    auto complete = [&] {
-      Completion &done = completions.at(inFlight.front());
-      inFlightBytes -= done.bytes;
-      inFlight.pop_front();
-      merged.push_back(std::move(done.wait));
-      merged.push_back(std::move(done.accumulate));
-    };
     for (size_t i = 0; i <= backward.size(); ++i) {
       if (i < backward.size())
         merged.push_back(std::move(backward[i]));
-      for (plan::Instruction &inst : after[i]) {
-        bool started = inst.has_async_handle() &&
-                       completions.count(inst.async_handle());
-        int32_t handle = started ? inst.async_handle() : -1;
+      for (plan::Instruction &inst : after[i])
         merged.push_back(std::move(inst));
-        if (!started)
-          continue;
-        inFlight.push_back(handle);
-        inFlightBytes += completions.at(handle).bytes;
-        while (inFlight.size() > 1 && inFlightBytes > kBucketBytes)
-          complete();
-      }
     }
-    while (!inFlight.empty())
-      complete();
     backward = std::move(merged);
   }
 

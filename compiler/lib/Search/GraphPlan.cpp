@@ -29,6 +29,19 @@ using namespace mlir;
 
 namespace {
 
+/// What collectives of `comm` seconds add to a pass of `pass` seconds over
+/// `blocks` residual blocks: where the device's collectives progress beside
+/// its compute, the lowering keeps a window of them in flight beside the
+/// pass (CollectiveOverlap.h), so only what outlasts it and one block's
+/// share (the first gather, the last reduce-scatter) extend it; elsewhere
+/// all of it.
+double besidePass(double pass, double comm, int64_t blocks, bool overlaps) {
+  if (!overlaps)
+    return comm;
+  return std::max(0.0, comm - pass) +
+         comm / static_cast<double>(std::max<int64_t>(1, blocks));
+}
+
 /// Forward and backward seconds of one op run whole, added to `work`.
 absl::Status priceOp(Operation *op, const cost::Cluster &cluster,
                      const cost::Profile *profile, GraphPiece &work) {
@@ -218,31 +231,26 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     cc.sendBackward = *sendIn;
     // As on one stage (scoreGraphPlan): ZeRO 0 all-reduces the gradients
     // and ZeRO 1 reduce-scatters them as the last backward pass makes
-    // them; ZeRO 2 reduce-scatters each microbatch's; ZeRO 1 and 2 gather
-    // the updated shards; ZeRO 3 gathers the parameters for every pass of
-    // every microbatch.
-    // Beside the backward pass only where the device's collectives
-    // progress beside its compute (not CPU ranks over MPI). ZeRO 2's
-    // reduce-scatter of each microbatch's gradients extends its backward
-    // pass by what outlasts the pass and its last block's share there,
-    // by all of it elsewhere (as TransformerPlan prices it).
+    // them, beside that pass where the device's collectives progress
+    // beside its compute (not CPU ranks over MPI); ZeRO 1 and 2 gather the
+    // updated shards after the update. ZeRO 2 and 3 reduce-scatter each
+    // microbatch's gradients, and ZeRO 3 gathers the parameters for every
+    // pass of every microbatch: there the lowering keeps a window of them
+    // in flight beside the pass, which what outlasts the pass and one
+    // block's share extend (as TransformerPlan prices it); elsewhere they
+    // stall it.
     bool overlaps = cluster.commOverlapsCompute;
     cc.gradReduce = plan.zero == 0 ? *allReduce : *scatter;
     cc.gradBuckets = plan.zero <= 1 && overlaps ? 4 : 1;
-    if (plan.zero == 2 && plan.dp > 1) {
+    if (plan.zero >= 2 && plan.dp > 1) {
+      double gathered = plan.zero == 3 ? *gather : 0;
+      cc.forward += besidePass(cc.forward, gathered, split[s], overlaps);
       cc.backward +=
-          overlaps ? std::max(0.0, *scatter - cc.backward) +
-                         *scatter / static_cast<double>(std::max<int64_t>(
-                                        1, split[s]))
-                   : *scatter;
+          besidePass(cc.backward, *scatter + gathered, split[s], overlaps);
       cc.gradReduce = 0;
     }
-    if (plan.zero == 3) {
-      cc.forward += *gather;
-      cc.backward += *gather;
-    } else if (plan.zero >= 1) {
+    if (plan.zero == 1 || plan.zero == 2)
       exposedGathers = std::max(exposedGathers, *gather);
-    }
     double shard = plan.zero >= 1 ? dp : 1;
     cost::GenericOp update;
     update.bytesRead = stage.paramBytes * (2 + states) / shard;
@@ -273,9 +281,11 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
                    std::min(outBytes, stage.activationBytes);
     mem.activations = stash * inFlight;
     // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
-    // shard it keeps; ZeRO-3 gathers a piece's parameters where it runs.
+    // shard it keeps; ZeRO-3 gathers a piece's parameters where it runs;
+    // both keep a window of those collectives in flight beside compute.
     mem.commBuffers = slots * (outBytes + inBytes) +
-                      (plan.zero >= 3 ? largestParams : 0);
+                      (plan.zero >= 3 ? largestParams : 0) +
+                      cost::zeroWindowBytes(plan.zero, stage.paramBytes);
     mem.workspace = workspaceBytes(largest, largestParam);
     double allocated = mem.params + mem.grads + mem.optimizer +
                        mem.activations + mem.commBuffers + mem.workspace;
@@ -594,27 +604,37 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   // The reduction the step waits for: ZeRO 0's all-reduce and ZeRO 1's
   // reduce-scatter start with the last backward pass, and ZeRO 1 then
   // all-gathers the updated shards; ZeRO 2 reduce-scatters every
-  // microbatch (hidden behind the next one's work but the last); ZeRO 3
-  // also all-gathers the parameters for every forward and backward pass.
+  // microbatch's gradients beside its backward pass and gathers the
+  // updated shards; ZeRO 3 also all-gathers the parameters for every
+  // forward and backward pass (besidePass).
   // Where collectives cannot progress beside compute (CPU ranks over
   // MPI), nothing hides behind the backward pass.
-  double hidden = cluster.commOverlapsCompute ? work.backwardSeconds : 0;
+  // Each runs beside the pass it follows (besidePass): what outlasts the
+  // pass and one block's share (the reduction of the last block's
+  // gradients, the gather of the first block's parameters) extend it.
+  bool overlaps = cluster.commOverlapsCompute;
+  int64_t blocks = std::max<int64_t>(1, work.numBlocks());
   double exposed = 0;
   switch (plan.zero) {
   case 0:
-    exposed = std::max(0.0, allReduce - hidden);
+    exposed = besidePass(work.backwardSeconds, allReduce, blocks, overlaps);
     break;
   case 1:
-    exposed = std::max(0.0, reduceScatter - hidden) + allGather;
-    break;
-  case 2:
-    exposed = (cluster.commOverlapsCompute ? 1 : microbatches) *
-                  reduceScatter +
+    exposed = besidePass(work.backwardSeconds, reduceScatter, blocks,
+                         overlaps) +
               allGather;
     break;
-  default:
-    exposed = reduceScatter + 2 * microbatches * allGather;
+  case 2:
+  default: {
+    double gathered = plan.zero >= 3 ? allGather : 0;
+    exposed = microbatches *
+              (besidePass(work.forwardSeconds, gathered, blocks, overlaps) +
+               besidePass(work.backwardSeconds, reduceScatter + gathered,
+                          blocks, overlaps));
+    if (plan.zero == 2)
+      exposed += allGather;
     break;
+  }
   }
   double shard = plan.zero >= 1 ? dp : 1;
   cost::GenericOp update;
@@ -637,11 +657,13 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   m.activations = work.activationBytes;
   // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
   // shard it keeps (the lowering plans no whole gradient); ZeRO-3 gathers
-  // a piece's parameters where it runs, one piece at a time.
+  // a piece's parameters where it runs, one piece at a time; both keep a
+  // window of those collectives in flight beside compute.
   double largestParams = 0;
   for (const GraphPiece &piece : work.pieces)
     largestParams = std::max(largestParams, piece.paramBytes);
-  m.commBuffers = plan.zero >= 3 ? largestParams : 0;
+  m.commBuffers = (plan.zero >= 3 ? largestParams : 0) +
+                  cost::zeroWindowBytes(plan.zero, work.paramBytes);
   double largestParam = 0;
   for (const GraphPiece &piece : work.pieces)
     largestParam = std::max(largestParam, piece.largestParamBytes);

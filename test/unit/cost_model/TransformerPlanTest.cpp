@@ -345,28 +345,33 @@ TEST(TransformerPlan, ZeroGathersTheUpdatedShardsAfterTheOptimizer) {
     EXPECT_NE(t.category, "param-gather");
 }
 
-TEST(TransformerPlan, ZeroTwoScattersBesideTheBackwardPass) {
+TEST(TransformerPlan, ZeroTwoAndThreeCollectivesRunBesideThePasses) {
   // ZeRO-2 reduce-scatters every microbatch's gradients as the backward
-  // pass makes them (the lowering keeps a bucket of them in flight): where
-  // communication overlaps compute only what outlasts the pass and the
-  // last layer's share extend it; elsewhere, or with overlap-grad=off,
-  // all of it does.
+  // pass makes them, and ZeRO-3 also gathers the parameters before each
+  // pass (the lowering keeps a window of them in flight): where
+  // communication overlaps compute only what outlasts the pass and one
+  // layer's share extend it; elsewhere, or with overlap-grad=off, all of
+  // it does.
   TransformerModel m = smallGpt(8, 512, 8);
   ParallelConfig p;
   p.dp = 4;
   p.globalBatch = 16;
   p.microbatchSize = 1;
   p.precision = DType::Fp32;
-  p.zero = 2;
   Cluster overlapping = cpu(4, 4), blocking = cpu(4, 4);
   overlapping.commOverlapsCompute = 1;
   blocking.commOverlapsCompute = 0;
-  auto hidden = scoreTransformerPlan(m, overlapping, p);
-  auto exposed = scoreTransformerPlan(m, blocking, p);
-  p.overlapGradReduce = false;
-  auto off = scoreTransformerPlan(m, overlapping, p);
-  ASSERT_TRUE(hidden.ok() && exposed.ok() && off.ok());
-  EXPECT_LT(hidden->stepSeconds, exposed->stepSeconds);
-  EXPECT_LT(hidden->stepSeconds, off->stepSeconds);
-  EXPECT_DOUBLE_EQ(off->stepSeconds, exposed->stepSeconds);
+  for (int zero : {2, 3}) {
+    p.zero = zero;
+    p.overlapGradReduce = true;
+    auto hidden = scoreTransformerPlan(m, overlapping, p);
+    auto exposed = scoreTransformerPlan(m, blocking, p);
+    p.overlapGradReduce = false;
+    auto off = scoreTransformerPlan(m, overlapping, p);
+    ASSERT_TRUE(hidden.ok() && exposed.ok() && off.ok()) << "zero " << zero;
+    EXPECT_LT(hidden->stepSeconds, exposed->stepSeconds) << "zero " << zero;
+    EXPECT_LT(hidden->stepSeconds, off->stepSeconds) << "zero " << zero;
+    EXPECT_DOUBLE_EQ(off->stepSeconds, exposed->stepSeconds)
+        << "zero " << zero;
+  }
 }

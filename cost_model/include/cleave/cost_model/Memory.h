@@ -94,7 +94,9 @@ struct TransformerMemoryConfig {
   double optimizerBytes = 12; ///< fp32 master, momentum, variance
 
   /// Gradient buckets in flight for the data-parallel reduction: two of
-  /// PyTorch DDP's default 25 MiB (bucket_cap_mb).
+  /// PyTorch DDP's default 25 MiB (bucket_cap_mb). Under ZeRO-2 and 3 the
+  /// same bytes hold the lowering's windows of reduce-scatters and
+  /// parameter prefetches in flight (zeroWindowBytes).
   double dpBucketBytes = 2 * 25.0 * 1024 * 1024;
   /// NCCL's own buffers per communicator (tensor, pipeline, data): about
   /// 16 channels x (4 MiB Simple + 4 MiB LL128) receive buffers, NCCL's
@@ -145,6 +147,17 @@ struct ModelStateBytes {
   double optimizer = 0;
   double total() const { return params + grads + optimizer; }
 };
+
+/// The bytes of collectives the lowering keeps in flight beside compute
+/// (PyTorch DDP's default 25 MiB bucket): its gradient buckets, and the
+/// window of ZeRO's reduce-scatters and parameter prefetches.
+inline constexpr double kCollectiveWindowBytes = 25.0 * 1024 * 1024;
+
+/// What that window keeps alive on a stage holding `stageParamBytes` of
+/// parameters under ZeRO stage `zeroStage`: ZeRO-2's reduce-scatters in
+/// flight hold up to a window of whole gradients, and ZeRO-3 also gathers
+/// up to a window of parameters ahead; neither more than the stage has.
+double zeroWindowBytes(int zeroStage, double stageParamBytes);
 
 /// Model states of `paramCount` parameters under ZeRO stage `zeroStage`
 /// over `dp` data-parallel ranks. ZeRO-1's gradients include the block of

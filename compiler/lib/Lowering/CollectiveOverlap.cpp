@@ -1,0 +1,164 @@
+//===- CollectiveOverlap.cpp - ZeRO's collectives beside the compute ------===//
+
+#include "cleave/Lowering/CollectiveOverlap.h"
+
+#include <deque>
+#include <map>
+
+namespace cleave::lowering {
+
+namespace {
+
+plan::Instruction waitFor(int32_t handle) {
+  plan::Instruction wait;
+  wait.set_op("comm.wait");
+  (*wait.mutable_attrs())["handle"].set_i(handle);
+  return wait;
+}
+
+template <typename Pred>
+bool touchesAny(const plan::Instruction &inst, Pred pred) {
+  for (int id : inst.inputs())
+    if (pred(id))
+      return true;
+  for (int id : inst.outputs())
+    if (pred(id))
+      return true;
+  return false;
+}
+
+bool isSynchronous(const plan::Instruction &inst, const char *op) {
+  return inst.op() == op &&
+         (!inst.has_async_handle() || inst.async_handle() < 0) &&
+         inst.inputs_size() == 1 && inst.outputs_size() == 1;
+}
+
+} // namespace
+
+OverlapCounts overlapCollectives(std::vector<plan::Instruction> &segment,
+                                 const plan::Program &program, int &nextHandle,
+                                 int64_t windowBytes) {
+  OverlapCounts counts;
+  auto bytes = [&](int id) { return program.tensors(id).bytes(); };
+  auto kind = [&](int id) { return program.tensors(id).kind(); };
+  std::map<int, int> readers;
+  for (const plan::Instruction &inst : segment)
+    for (int id : inst.inputs())
+      ++readers[id];
+
+  // The parameters' gathers, in program order.
+  std::vector<size_t> gathers;
+  std::map<size_t, size_t> gatherAt; // position -> ordinal
+  for (size_t i = 0; i < segment.size(); ++i)
+    if (isSynchronous(segment[i], "comm.all_gather") &&
+        kind(segment[i].inputs(0)) == plan::TensorDecl::PARAMETER) {
+      gatherAt[i] = gathers.size();
+      gathers.push_back(i);
+    }
+  // Reduce-scatters whose transient result only the next instruction, an
+  // accumulation, reads.
+  auto isAccumulatedScatter = [&](size_t i) {
+    if (!isSynchronous(segment[i], "comm.reduce_scatter") ||
+        i + 1 >= segment.size())
+      return false;
+    const plan::Instruction &next = segment[i + 1];
+    int out = segment[i].outputs(0);
+    return next.op() == "runtime.accumulate" && next.inputs_size() == 1 &&
+           next.inputs(0) == out && readers[out] == 1 &&
+           kind(out) == plan::TensorDecl::TRANSIENT;
+  };
+
+  std::vector<plan::Instruction> out;
+  out.reserve(segment.size() + gathers.size() + 8);
+
+  // Gathers: started one or more ahead, each waited for where it stood.
+  std::vector<int32_t> gatherHandle(gathers.size(), -1);
+  size_t nextGather = 0;
+  int64_t aheadBytes = 0;
+  auto startGather = [&](size_t k) {
+    plan::Instruction g = segment[gathers[k]];
+    gatherHandle[k] = nextHandle++;
+    g.set_async_handle(gatherHandle[k]);
+    out.push_back(std::move(g));
+    ++counts.prefetchedGathers;
+  };
+
+  // Scatters in flight: handle, bytes, and what completes them.
+  struct InFlight {
+    int64_t bytes;
+    plan::Instruction wait, accumulate;
+  };
+  std::deque<InFlight> inFlight;
+  int64_t inFlightBytes = 0;
+  // The tensors the deferred accumulations write, with their count.
+  std::map<int, int> deferredWrites;
+  auto completeOldest = [&] {
+    InFlight &done = inFlight.front();
+    inFlightBytes -= done.bytes;
+    if (--deferredWrites[done.accumulate.outputs(0)] == 0)
+      deferredWrites.erase(done.accumulate.outputs(0));
+    out.push_back(std::move(done.wait));
+    out.push_back(std::move(done.accumulate));
+    inFlight.pop_front();
+  };
+  // An instruction that reads or writes what a deferred accumulation
+  // writes (the gradient a ZeRO-1 reduce-scatter or a bucket then reads)
+  // runs after it: complete the scatters in flight up to the last such.
+  auto completeBefore = [&](const plan::Instruction &inst) {
+    auto touches = [&](int id) { return deferredWrites.count(id) > 0; };
+    while (touchesAny(inst, touches) && !inFlight.empty())
+      completeOldest();
+  };
+
+  for (size_t i = 0; i < segment.size(); ++i) {
+    completeBefore(segment[i]);
+    if (auto g = gatherAt.find(i); g != gatherAt.end()) {
+      size_t k = g->second;
+      if (gatherHandle[k] < 0) {
+        startGather(k);
+        nextGather = k + 1;
+      } else {
+        aheadBytes -= bytes(segment[i].outputs(0));
+      }
+      out.push_back(waitFor(gatherHandle[k]));
+      // Prefetch: the next gather at least, more while their gathered
+      // bytes fit the window.
+      while (nextGather < gathers.size() &&
+             (nextGather == k + 1 ||
+              aheadBytes + bytes(segment[gathers[nextGather]].outputs(0)) <=
+                  windowBytes)) {
+        aheadBytes += bytes(segment[gathers[nextGather]].outputs(0));
+        startGather(nextGather++);
+      }
+      continue;
+    }
+    if (isAccumulatedScatter(i)) {
+      plan::Instruction rs = segment[i];
+      int32_t handle = nextHandle++;
+      rs.set_async_handle(handle);
+      InFlight f;
+      f.bytes = bytes(rs.inputs(0));
+      f.wait = waitFor(handle);
+      // Named only to keep both buffers live until the wait.
+      f.wait.add_inputs(rs.inputs(0));
+      f.wait.add_outputs(rs.outputs(0));
+      f.accumulate = std::move(segment[i + 1]);
+      ++deferredWrites[f.accumulate.outputs(0)];
+      out.push_back(std::move(rs));
+      inFlightBytes += f.bytes;
+      inFlight.push_back(std::move(f));
+      ++counts.overlappedScatters;
+      while (inFlight.size() > 1 && inFlightBytes > windowBytes)
+        completeOldest();
+      ++i; // the accumulation goes with the wait
+      continue;
+    }
+    out.push_back(std::move(segment[i]));
+  }
+  while (!inFlight.empty())
+    completeOldest();
+  segment = std::move(out);
+  return counts;
+}
+
+} // namespace cleave::lowering
