@@ -108,6 +108,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.cp = knobs.cp;
   lo.ep = knobs.ep;
   lo.zero = knobs.zero;
+  lo.overlapGrad = knobs.overlapGradReduce;
   lo.sequenceParallel = knobs.sequenceParallel;
   lo.recompute = std::string(cost::recomputeName(knobs.recompute));
   lo.microbatchSize = b;

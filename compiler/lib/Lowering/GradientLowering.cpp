@@ -143,7 +143,7 @@ void Emitter::emitGradientBuckets(ArrayRef<int> grads,
       members.push_back(g);
     bool tied =
         llvm::any_of(members, [&](int g) { return tiedGradients.count(g); });
-    if (tied || failed(placeInBackward(ar, members)))
+    if (tied || !ctx.overlapGrad || failed(placeInBackward(ar, members)))
       segments.back().push_back(std::move(ar));
     begin = end;
   }
@@ -351,7 +351,8 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     plan::Instruction rs =
         collectiveInstruction("comm.reduce_scatter", g, shard, dim, replicas);
     (*rs.mutable_attrs())["reduction"].set_s("sum");
-    if (tiedGradients.count(g) || failed(placeInBackward(rs, {g})))
+    if (tiedGradients.count(g) || !ctx.overlapGrad ||
+        failed(placeInBackward(rs, {g})))
       segments.back().push_back(std::move(rs));
   }
   // The overlapped reductions complete before any update reads them.

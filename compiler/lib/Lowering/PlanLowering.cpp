@@ -345,6 +345,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   pc.dp = o.dp;
   pc.ep = o.ep;
   pc.zero = o.zero;
+  pc.overlapGrad = o.overlapGrad;
   pc.cp = o.cp;
   pc.inference = inference;
   pc.schedule = o.schedule;

@@ -592,7 +592,7 @@ FailureOr<plan::Program> Emitter::run() {
     return failure();
   // ZeRO's gathers and reduce-scatters inside the passes run beside their
   // compute (CollectiveOverlap.h).
-  for (size_t s = 0; s + 1 < segments.size(); ++s)
+  for (size_t s = 0; ctx.overlapGrad && s + 1 < segments.size(); ++s)
     overlapCollectives(segments[s], program, numAsyncHandles);
   for (size_t s = 0; s < segments.size(); ++s) {
     plan::Segment *seg = program.add_segments();

@@ -49,6 +49,12 @@ struct LoweringOptions {
   int zero = 0;
   /// Megatron's sequence parallelism on the "tp" axis.
   bool sequenceParallel = false;
+  /// The overlap-grad knob: gradient buckets, ZeRO's reduce-scatters and
+  /// ZeRO-3's gathers run beside the passes' compute (asynchronous, within
+  /// a window); off, they run where the graph needs them and the buckets
+  /// and ZeRO-1's reduce-scatters in the optimizer segment, as the cost
+  /// model then prices them.
+  bool overlapGrad = true;
   int64_t microbatches = 1;
   /// Activation recomputation: "none", "selective" (attention cores) or
   /// "full" (whole layers from their inputs), by cleave-recompute.

@@ -35,6 +35,8 @@ struct ProgramContext {
   /// ZeRO stage: 1 and 2 split the optimizer state (and its update) over
   /// the "dp" replicas; parameters of stage 3 arrive already split.
   int zero = 0;
+  /// Collectives beside compute (LoweringOptions::overlapGrad).
+  bool overlapGrad = true;
   /// Context-parallel group size: parameters are whole on every "cp" rank
   /// and their gradients partial sums over it. Without ZeRO those sums join
   /// the data-parallel buckets (one reduction over "dp,cp" a step instead
