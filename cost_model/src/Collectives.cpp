@@ -21,6 +21,13 @@
 #include <set>
 
 namespace cleave::cost {
+
+double collectivesBesidePass(double pass, double comm, double layers,
+                             bool beside) {
+  if (!beside)
+    return comm;
+  return std::max(0.0, comm - pass) + comm / std::max(1.0, layers);
+}
 namespace {
 
 constexpr std::pair<Collective, std::string_view> kCollectiveNames[] = {

@@ -621,14 +621,12 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
           // of one layer that cannot start before it or must end after
           // it, extend it. Elsewhere they stall it.
           bool beside = cc.gradBuckets > 1;
-          double layers = static_cast<double>(
-              std::max<int64_t>(1, chunkLayers[chunk]));
-          auto extend = [&](double pass, double comm) {
-            return beside ? std::max(0.0, comm - pass) + comm / layers : comm;
-          };
+          double layers = static_cast<double>(chunkLayers[chunk]);
           double forwardPass = cc.forward, backwardPass = cc.backward;
-          cc.forward += extend(forwardPass, gather);
-          cc.backward += extend(backwardPass, scatter + gather);
+          cc.forward += collectivesBesidePass(forwardPass, gather, layers,
+                                              beside);
+          cc.backward += collectivesBesidePass(backwardPass, scatter + gather,
+                                               layers, beside);
           cc.gradReduce = 0;
         }
       }

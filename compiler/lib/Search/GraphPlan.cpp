@@ -29,17 +29,11 @@ using namespace mlir;
 
 namespace {
 
-/// What collectives of `comm` seconds add to a pass of `pass` seconds over
-/// `blocks` residual blocks: where the device's collectives progress beside
-/// its compute, the lowering keeps a window of them in flight beside the
-/// pass (CollectiveOverlap.h), so only what outlasts it and one block's
-/// share (the first gather, the last reduce-scatter) extend it; elsewhere
-/// all of it.
+/// ZeRO-2/3's collectives beside a pass (cost::collectivesBesidePass;
+/// the lowering keeps a window of them in flight, CollectiveOverlap.h).
 double besidePass(double pass, double comm, int64_t blocks, bool overlaps) {
-  if (!overlaps)
-    return comm;
-  return std::max(0.0, comm - pass) +
-         comm / static_cast<double>(std::max<int64_t>(1, blocks));
+  return cost::collectivesBesidePass(pass, comm, static_cast<double>(blocks),
+                                     overlaps);
 }
 
 /// Forward and backward seconds of one op run whole, added to `work`.

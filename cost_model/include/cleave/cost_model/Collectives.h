@@ -127,6 +127,15 @@ estimateCollective(Collective kind, double bytes, const Group &group,
 double busBandwidth(Collective kind, double bytes, int64_t groupSize,
                     double seconds);
 
+/// What collectives of `comm` seconds, spread over a pass of `pass`
+/// seconds through `layers` layers (ZeRO-2/3's reduce-scatters and
+/// prefetched gathers), add to it. `beside`: the device's collectives
+/// progress beside its compute, so only what outlasts the pass and one
+/// layer's share (the first gather, the last reduce-scatter) extend it;
+/// otherwise all of it.
+double collectivesBesidePass(double pass, double comm, double layers,
+                             bool beside);
+
 } // namespace cleave::cost
 
 #endif // CLEAVE_COST_MODEL_COLLECTIVES_H
