@@ -147,6 +147,11 @@ ModelStateBytes modelStateBytes(double paramCount, int zeroStage, int64_t dp,
   states.grads = gradBytes * paramCount / (zeroStage >= 2 ? n : 1) +
                  (zeroStage == 1 && dp > 1 ? gradBytes * paramCount / n : 0);
   states.optimizer = optimizerBytes * paramCount / (zeroStage >= 1 ? n : 1);
+  // ZeRO-1 and 2 also keep the updated block of the parameter until the
+  // next step's forward pass has gathered it (the lowering's `.shard`
+  // tensors; carryParameterGathers).
+  if ((zeroStage == 1 || zeroStage == 2) && dp > 1)
+    states.optimizer += paramBytes * paramCount / n;
   return states;
 }
 

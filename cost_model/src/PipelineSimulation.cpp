@@ -78,6 +78,27 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
     send.deps = {producer};
     sends[key(slot.pass, slot.microbatch, vs)] = g.add(send);
   };
+  auto stageTask = [&](int s, const char *name, const char *category,
+                       Stream stream, double seconds, std::vector<int> deps) {
+    Task t;
+    t.name = name;
+    t.category = category;
+    t.rank = s;
+    t.stream = stream;
+    t.stage = s;
+    t.seconds = seconds;
+    t.deps = std::move(deps);
+    return g.add(t);
+  };
+  // A stream runs its tasks in the order they are added: the gather
+  // carried over from the previous step comes first on the data-parallel
+  // stream, beside the step's first forward passes (which
+  // ChunkCosts::firstForwardExtra extends by what it does not hide).
+  for (int s = 0; s < p; ++s)
+    if (spec.stages[s].paramGather > 0 && spec.stages[s].paramGatherCarried)
+      stageTask(s, "parameter gather (previous step's update)",
+                "param-gather", Stream::DataParallelComm,
+                spec.stages[s].paramGather, {});
   for (int s = 0; s < p; ++s) {
     // The pass that completes a chunk's gradients: its last B (or W when
     // split). Its data-parallel reduction overlaps that pass in buckets.
@@ -85,6 +106,12 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
     for (int i = 0; i < static_cast<int>(orders[s].size()); ++i)
       if (orders[s][i].pass == (split ? PassKind::WeightGrad : PassKind::Backward))
         finishing[orders[s][i].chunk] = i;
+    // The first forward pass of each chunk waits for the gather carried
+    // over from the previous step.
+    std::vector<int> starting(v, -1);
+    for (int i = static_cast<int>(orders[s].size()) - 1; i >= 0; --i)
+      if (orders[s][i].pass == PassKind::Forward)
+        starting[orders[s][i].chunk] = i;
     for (int i = 0; i < static_cast<int>(orders[s].size()); ++i) {
       const PipelineSlot &slot = orders[s][i];
       const ChunkCosts &c = spec.stages[s].chunks[slot.chunk];
@@ -100,6 +127,8 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
         t.name = absl::StrCat("F", slot.microbatch);
         t.category = "forward";
         t.seconds = c.forward;
+        if (i == starting[slot.chunk])
+          t.seconds += c.firstForwardExtra;
         t.flops = t.hwFlops = c.forwardFlops;
         break;
       case PassKind::Backward:
@@ -192,23 +221,12 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
   }
 
   // Per stage: the optimizer once its reductions are done, then, under
-  // ZeRO-1 and 2, the gather of the updated shards.
-  auto stageTask = [&](int s, const char *name, const char *category,
-                       Stream stream, double seconds, std::vector<int> deps) {
-    Task t;
-    t.name = name;
-    t.category = category;
-    t.rank = s;
-    t.stream = stream;
-    t.stage = s;
-    t.seconds = seconds;
-    t.deps = std::move(deps);
-    return g.add(t);
-  };
+  // ZeRO-1 and 2, the gather of the updated shards (or, carried, the
+  // previous step's gather at the start of this one).
   for (int s = 0; s < p; ++s) {
     int opt = stageTask(s, "optimizer", "optimizer", Stream::Compute,
                         spec.stages[s].optimizer, reductions[s]);
-    if (spec.stages[s].paramGather > 0)
+    if (spec.stages[s].paramGather > 0 && !spec.stages[s].paramGatherCarried)
       stageTask(s, "parameter gather", "param-gather",
                 Stream::DataParallelComm, spec.stages[s].paramGather, {opt});
   }

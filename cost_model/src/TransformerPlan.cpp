@@ -602,7 +602,8 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         // it there too). ZeRO-3 also gathers each layer's parameters
         // before its forward and again before its backward, for every
         // microbatch. ZeRO-1 and 2 gather the updated blocks after the
-        // optimizer step (StageCosts::paramGather).
+        // optimizer step (StageCosts::paramGather), carried into the next
+        // step's first forward pass where overlap-grad is on.
         CLEAVE_ASSIGN(scatter, price.collective(Collective::ReduceScatter,
                                                 params * e, dpGroup,
                                                 dpConcurrent));
@@ -611,6 +612,17 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
           CLEAVE_ASSIGN(g, price.collective(Collective::AllGather, params * e,
                                             dpGroup, dpConcurrent));
           gather = g;
+        }
+        if (p.zero <= 2 && p.overlapGradReduce) {
+          // The gather of the updated blocks is carried into the next
+          // step, beside the chunk's first forward pass (the lowering's
+          // carryParameterGathers, CollectiveOverlap.h).
+          CLEAVE_ASSIGN(carried, price.collective(Collective::AllGather,
+                                                  params * e, dpGroup,
+                                                  dpConcurrent));
+          cc.firstForwardExtra = collectivesBesidePass(
+              cc.forward, carried,
+              static_cast<double>(chunkLayers[chunk]), cc.gradBuckets > 1);
         }
         if (p.zero == 1) {
           cc.gradReduce = scatter;
@@ -646,6 +658,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                                              stageParams[st] * e, dpGroup,
                                              dpConcurrent));
       stage.paramGather = gather;
+      stage.paramGatherCarried = p.overlapGradReduce;
     }
     spec.stages.push_back(stage);
   }
@@ -722,9 +735,11 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   // passes (and, when transfers block, its sends). The search skips the
   // simulation of plans whose bound cannot beat the best plan found.
   for (const StageCosts &stage : spec.stages) {
-    double busy = stage.optimizer + stage.paramGather;
+    double busy = stage.optimizer +
+                  (stage.paramGatherCarried ? 0.0 : stage.paramGather);
     for (const ChunkCosts &c : stage.chunks)
-      busy += microbatches * (c.forward + c.backward +
+      busy += c.firstForwardExtra +
+              microbatches * (c.forward + c.backward +
                               (p.overlapTransfers
                                    ? 0.0
                                    : c.sendForward + c.sendBackward));

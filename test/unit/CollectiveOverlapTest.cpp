@@ -182,3 +182,63 @@ TEST(CollectiveOverlap, OtherCollectivesStaySynchronous) {
 }
 
 } // namespace
+
+TEST(CollectiveOverlap, UpdatedBlocksAreGatheredBesideTheNextForwardPass) {
+  // Two chunks' segments (forward, backward each) and the optimizer; the
+  // schedule runs chunk 1's forward first. Each updated block's gather
+  // becomes carried, waited for before its parameter's first reader in
+  // schedule order (chunk 1's parameter in forward1, chunk 0's in
+  // forward0); a parameter no pass reads keeps its gather synchronous, as
+  // does a gather of a transient.
+  Builder b;
+  int w0 = b.tensor(plan::TensorDecl::PARAMETER, 4096);
+  int w1 = b.tensor(plan::TensorDecl::PARAMETER, 4096);
+  int unread = b.tensor(plan::TensorDecl::PARAMETER, 4096);
+  int b0 = b.tensor(plan::TensorDecl::OPTIMIZER_STATE, 1024);
+  int b1 = b.tensor(plan::TensorDecl::OPTIMIZER_STATE, 1024);
+  int bu = b.tensor(plan::TensorDecl::OPTIMIZER_STATE, 1024);
+  int t = b.tensor(plan::TensorDecl::TRANSIENT, 1024);
+  int x = b.tensor(plan::TensorDecl::TRANSIENT, 1024);
+  std::vector<std::vector<plan::Instruction>> segments(5);
+  auto add = [&](int s, const std::string &op, std::vector<int> in,
+                 std::vector<int> out) {
+    b.segment.clear();
+    b.inst(op, in, out);
+    segments[s].push_back(b.segment.front());
+  };
+  add(0, "graph.relu", {x}, {x});
+  add(0, "graph.matmul", {x, w0}, {x}); // forward0
+  add(1, "graph.matmul", {x, w0}, {x}); // backward0
+  add(2, "graph.matmul", {x, w1}, {x}); // forward1
+  add(3, "graph.matmul", {x, w1}, {x}); // backward1
+  add(4, "comm.all_gather", {b0}, {w0});
+  add(4, "comm.all_gather", {b1}, {w1});
+  add(4, "comm.all_gather", {bu}, {unread});
+  add(4, "comm.all_gather", {t}, {w0});
+  for (int s : {2, 0, 1, 3, 4}) {
+    plan::ScheduleStep *step = b.program.add_schedule();
+    step->set_segment(s);
+    step->set_microbatch(s == 4 ? -1 : 0);
+  }
+  int handle = 3;
+  EXPECT_EQ(carryParameterGathers(segments, b.program, handle), 2);
+  EXPECT_EQ(handle, 5);
+  EXPECT_EQ(trace(segments[0]), (std::vector<std::string>{
+                                    "relu:" + std::to_string(x), "wait:3",
+                                    "matmul:" + std::to_string(x)}));
+  EXPECT_EQ(trace(segments[2]), (std::vector<std::string>{
+                                    "wait:4", "matmul:" + std::to_string(x)}));
+  EXPECT_EQ(segments[1].size(), 1u);
+  EXPECT_EQ(segments[3].size(), 1u);
+  const plan::Instruction &wait = segments[2].front();
+  EXPECT_TRUE(wait.attrs().at("carried").b());
+  EXPECT_TRUE(wait.attrs().at("first_microbatch").b());
+  EXPECT_EQ(wait.inputs(0), b1);
+  EXPECT_EQ(wait.outputs(0), w1);
+  std::vector<plan::Instruction> &opt = segments[4];
+  EXPECT_EQ(opt[0].async_handle(), 3);
+  EXPECT_EQ(opt[1].async_handle(), 4);
+  EXPECT_TRUE(opt[1].attrs().at("carried").b());
+  EXPECT_FALSE(opt[2].has_async_handle());
+  EXPECT_FALSE(opt[3].has_async_handle());
+}

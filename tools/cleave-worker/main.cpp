@@ -441,6 +441,8 @@ int main(int argc, char **argv) {
       std::fflush(stdout);
     }
   }
+  if (absl::Status s = (*ex)->finishSteps(); !s.ok())
+    fail(std::string(s.message()));
   if (!options.dumpDir.empty())
     dumpParameters(*plan, **ex, options.dumpDir, losses);
   if (!options.outputsDir.empty())

@@ -2,6 +2,7 @@
 
 #include "cleave/Lowering/CollectiveOverlap.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 
@@ -159,6 +160,52 @@ OverlapCounts overlapCollectives(std::vector<plan::Instruction> &segment,
     completeOldest();
   segment = std::move(out);
   return counts;
+}
+
+int carryParameterGathers(std::vector<std::vector<plan::Instruction>> &segments,
+                          const plan::Program &program, int &nextHandle) {
+  if (segments.empty())
+    return 0;
+  size_t optimizer = segments.size() - 1;
+  // The segments in the order of their first run in a step.
+  std::vector<size_t> order;
+  for (const plan::ScheduleStep &step : program.schedule()) {
+    size_t s = static_cast<size_t>(step.segment());
+    if (step.segment() >= 0 && s < optimizer &&
+        std::find(order.begin(), order.end(), s) == order.end())
+      order.push_back(s);
+  }
+  auto kind = [&](int id) { return program.tensors(id).kind(); };
+  int carried = 0;
+  for (plan::Instruction &gather : segments[optimizer]) {
+    if (!isSynchronous(gather, "comm.all_gather") ||
+        kind(gather.inputs(0)) != plan::TensorDecl::OPTIMIZER_STATE ||
+        kind(gather.outputs(0)) != plan::TensorDecl::PARAMETER)
+      continue;
+    int param = gather.outputs(0);
+    auto reads = [&](const plan::Instruction &inst) {
+      return std::find(inst.inputs().begin(), inst.inputs().end(), param) !=
+             inst.inputs().end();
+    };
+    for (size_t s : order) {
+      std::vector<plan::Instruction> &segment = segments[s];
+      auto reader = std::find_if(segment.begin(), segment.end(), reads);
+      if (reader == segment.end())
+        continue;
+      int32_t handle = nextHandle++;
+      gather.set_async_handle(handle);
+      (*gather.mutable_attrs())["carried"].set_b(true);
+      plan::Instruction wait = waitFor(handle);
+      (*wait.mutable_attrs())["carried"].set_b(true);
+      (*wait.mutable_attrs())["first_microbatch"].set_b(true);
+      wait.add_inputs(gather.inputs(0));
+      wait.add_outputs(param);
+      segment.insert(reader, std::move(wait));
+      ++carried;
+      break;
+    }
+  }
+  return carried;
 }
 
 } // namespace cleave::lowering

@@ -376,16 +376,18 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
           ->set_zero_axis(replicas.joined());
       for (int s : states)
         shardOverReplicas(*program.mutable_tensors(s), dim, replicas);
-      auto shardType = [&] {
-        auto t = cast<RankedTensorType>(param.getType());
-        SmallVector<int64_t> shape(t.getShape());
-        shape[dim] /= replicas.count;
-        return t.clone(shape);
-      };
       if (!gradSharded[i])
         gradIn = gradShards[i];
+      // The updated block outlives the step: its gather runs beside the
+      // next step's forward pass (carryParameterGathers,
+      // CollectiveOverlap.h), so the block is kept with the optimizer
+      // state. Sliced from the gathered parameter every step, it needs no
+      // initial value of its own.
       paramIn = addTensor(Value(), param.getName().str() + ".shard",
-                          plan::TensorDecl::TRANSIENT, shardType());
+                          plan::TensorDecl::OPTIMIZER_STATE, param.getType());
+      plan::TensorDecl &block = *program.mutable_tensors(paramIn);
+      setParamDims(block, program.tensors(paramId).param_index());
+      shardOverReplicas(block, dim, replicas);
       collective("comm.shard_slice", paramId, paramIn, dim, replicas);
     }
 

@@ -594,6 +594,10 @@ FailureOr<plan::Program> Emitter::run() {
   // compute (CollectiveOverlap.h).
   for (size_t s = 0; ctx.overlapGrad && s + 1 < segments.size(); ++s)
     overlapCollectives(segments[s], program, numAsyncHandles);
+  // ZeRO-1/2's gathers of the updated blocks run beside the next step's
+  // forward pass.
+  if (ctx.overlapGrad)
+    carryParameterGathers(segments, program, numAsyncHandles);
   for (size_t s = 0; s < segments.size(); ++s) {
     plan::Segment *seg = program.add_segments();
     bool optimizer = s + 1 == segments.size();

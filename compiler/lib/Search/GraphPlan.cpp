@@ -243,7 +243,15 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
           besidePass(cc.backward, *scatter + gathered, split[s], overlaps);
       cc.gradReduce = 0;
     }
-    if (plan.zero == 1 || plan.zero == 2)
+    // ZeRO 1 and 2's gather of the updated blocks: carried into the next
+    // step beside its first forward pass where overlap-grad is on (the
+    // lowering's carryParameterGathers), else after the update.
+    bool carried = plan.overlapGradReduce && plan.dp > 1 &&
+                   (plan.zero == 1 || plan.zero == 2);
+    if (carried)
+      cc.firstForwardExtra =
+          besidePass(cc.forward, *gather, split[s], overlaps);
+    else if (plan.zero == 1 || plan.zero == 2)
       exposedGathers = std::max(exposedGathers, *gather);
     double shard = plan.zero >= 1 ? dp : 1;
     cost::GenericOp update;
@@ -255,6 +263,10 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     cost::StageCosts sc;
     sc.chunks.push_back(cc);
     sc.optimizer = step.ok() ? step->seconds : 0;
+    if (carried) {
+      sc.paramGather = *gather;
+      sc.paramGatherCarried = true;
+    }
     spec.stages.push_back(sc);
 
     // Memory: 1F1B keeps at most p - s microbatches in flight on stage s,
@@ -267,7 +279,9 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     mem.params = stage.paramBytes / (plan.zero >= 3 ? dp : 1);
     mem.grads = cost::modelStateBytes(stage.paramBytes, plan.zero, plan.dp, 1, 1,
                                       0).grads;
-    mem.optimizer = states * stage.paramBytes / shard;
+    mem.optimizer = cost::modelStateBytes(stage.paramBytes, plan.zero,
+                                          plan.dp, 1, 1, states)
+                        .optimizer;
     // The value a cut sends is what the next block reads again in its
     // backward pass: the training step counted it with its producer, but
     // the stage that receives it keeps it (per microbatch in flight).
@@ -597,7 +611,7 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
       microbatches * (work.forwardSeconds + work.backwardSeconds);
   // The reduction the step waits for: ZeRO 0's all-reduce and ZeRO 1's
   // reduce-scatter start with the last backward pass, and ZeRO 1 then
-  // all-gathers the updated shards; ZeRO 2 reduce-scatters every
+  // all-gathers the updated shards (for the next step); ZeRO 2 reduce-scatters every
   // microbatch's gradients beside its backward pass and gathers the
   // updated shards; ZeRO 3 also all-gathers the parameters for every
   // forward and backward pass (besidePass).
@@ -608,6 +622,13 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   // gradients, the gather of the first block's parameters) extend it.
   bool overlaps = cluster.commOverlapsCompute;
   int64_t blocks = std::max<int64_t>(1, work.numBlocks());
+  // ZeRO 1 and 2's gather of the updated blocks: carried into the next
+  // step beside its forward pass where overlap-grad is on (the lowering's
+  // carryParameterGathers), else after the update.
+  double gatherUpdated =
+      plan.overlapGradReduce && plan.dp > 1
+          ? besidePass(work.forwardSeconds, allGather, blocks, overlaps)
+          : allGather;
   double exposed = 0;
   switch (plan.zero) {
   case 0:
@@ -616,7 +637,7 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   case 1:
     exposed = besidePass(work.backwardSeconds, reduceScatter, blocks,
                          overlaps) +
-              allGather;
+              gatherUpdated;
     break;
   case 2:
   default: {
@@ -626,7 +647,7 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
                besidePass(work.backwardSeconds, reduceScatter + gathered,
                           blocks, overlaps));
     if (plan.zero == 2)
-      exposed += allGather;
+      exposed += gatherUpdated;
     break;
   }
   }
@@ -647,7 +668,9 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   m.params = work.paramBytes / (plan.zero >= 3 ? dp : 1);
   m.grads = cost::modelStateBytes(work.paramBytes, plan.zero, plan.dp, 1, 1, 0)
                 .grads;
-  m.optimizer = states * work.paramBytes / shard;
+  m.optimizer =
+      cost::modelStateBytes(work.paramBytes, plan.zero, plan.dp, 1, 1, states)
+          .optimizer;
   m.activations = work.activationBytes;
   // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
   // shard it keeps (the lowering plans no whole gradient); ZeRO-3 gathers

@@ -156,9 +156,19 @@ absl::Status Executor::prepare() {
     writesLoss_.push_back(writes);
   }
   lastRunMicrobatch_.assign(p.segments_size(), -1);
+  firstRunMicrobatch_.assign(p.segments_size(), -1);
   for (const plan::ScheduleStep &step : p.schedule())
-    if (step.segment() >= 0 && step.segment() < p.segments_size())
+    if (step.segment() >= 0 && step.segment() < p.segments_size()) {
       lastRunMicrobatch_[step.segment()] = step.microbatch();
+      if (firstRunMicrobatch_[step.segment()] < 0)
+        firstRunMicrobatch_[step.segment()] = step.microbatch();
+    }
+  for (const plan::Segment &segment : p.segments())
+    for (const plan::Instruction &inst : segment.instructions())
+      if (auto carried = inst.attrs().find("carried");
+          carried != inst.attrs().end() && carried->second.b() &&
+          inst.has_async_handle() && inst.async_handle() >= 0)
+        carriedHandles_.insert(inst.async_handle());
   fusedAt_.assign(kernels_.size(), -1);
   // --no-fuse runs every instruction alone, but for the groups whose
   // intermediate the plan fused away (it has no memory to run op by op).
@@ -567,6 +577,12 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
         last != inst.attrs().end() && last->second.b() &&
         microbatch != lastRunMicrobatch_[segmentIndex])
       continue;
+    // Once per step, in the segment's first run (waiting for what the
+    // previous step left in flight before the first read).
+    if (auto first = inst.attrs().find("first_microbatch");
+        first != inst.attrs().end() && first->second.b() &&
+        microbatch != firstRunMicrobatch_[segmentIndex])
+      continue;
     int32_t fused = fusedAt_[firstKernel_[segmentIndex] + i];
     if (fused < 0) {
       absl::StatusOr<OpContext> context =
@@ -629,6 +645,29 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
   return absl::OkStatus();
 }
 
+absl::Status Executor::finishSteps() {
+  progress_.segment = -1;
+  progress_.instruction = -3;
+  progress_.startedNs = nowNs();
+  try {
+    while (!pending_.empty()) {
+      std::unique_ptr<comm::Request> request =
+          std::move(pending_.begin()->second);
+      pending_.erase(pending_.begin());
+      request->wait();
+    }
+    backend_->synchronize();
+  } catch (const std::exception &e) {
+    progress_.startedNs = 0;
+    pending_.clear();
+    return absl::InternalError(absl::StrCat(
+        "rank ", rank_, ": completing the collectives the last step left in "
+        "flight: ", e.what()));
+  }
+  progress_.startedNs = 0;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
   const plan::Program &p = *program_;
   int64_t start = nowNs();
@@ -656,10 +695,14 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
       ++lossCount;
     }
   }
-  if (!pending_.empty()) {
+  bool uncarried = false;
+  for (auto &[handle, request] : pending_)
+    uncarried |= !carriedHandles_.count(handle);
+  if (uncarried) {
     std::string handles;
     for (auto &[handle, request] : pending_)
-      absl::StrAppend(&handles, handles.empty() ? "" : ", ", handle);
+      if (!carriedHandles_.count(handle))
+        absl::StrAppend(&handles, handles.empty() ? "" : ", ", handle);
     pending_.clear(); // waits for them
     return absl::InternalError(absl::StrCat(
         "rank ", rank_, ", program ", p.id(), ": async handles ", handles,

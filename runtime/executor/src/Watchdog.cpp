@@ -59,8 +59,10 @@ Watchdog::Watchdog(const Executor &executor, double timeoutSeconds,
         std::fprintf(stderr,
                      "rank %d: timed out on program %d %s after %.0f s\n",
                      executor.rank(), program.id(),
-                     i == -2 ? "completing the step's pipeline sends"
-                             : "reducing the step's loss",
+                     i == -2   ? "completing the step's pipeline sends"
+                     : i == -3 ? "completing the last step's parameter "
+                                 "gathers"
+                               : "reducing the step's loss",
                      timeoutSeconds);
       }
       std::fflush(stderr);

@@ -84,8 +84,11 @@ TEST(TransformerPlan, ZeroShardsOptimizerState) {
   p.zero = 1;
   auto z1 = scoreTransformerPlan(m, a100(1), p);
   ASSERT_TRUE(z0.ok() && z1.ok());
-  // ZeRO-1: 12 bytes of optimizer state per parameter split eight ways.
-  EXPECT_NEAR(z1->memory.optimizer, z0->memory.optimizer / 8, 1.0);
+  // ZeRO-1: 12 bytes of optimizer state per parameter split eight ways,
+  // and the updated block of the 2-byte parameters, kept until the next
+  // step gathers it.
+  EXPECT_NEAR(z1->memory.optimizer,
+              (z0->memory.optimizer + z0->memory.params) / 8, 1.0);
 }
 
 TEST(TransformerPlan, PipelineBubbleShrinksWithMicrobatches) {
@@ -290,11 +293,12 @@ TEST(TransformerPlan, CollectivesWithoutProgressFollowTheBackward) {
 
 TEST(TransformerPlan, ZeroGathersTheUpdatedShardsAfterTheOptimizer) {
   // Where communication overlaps compute, ZeRO-1's and 2's gather of the
-  // updated parameter shards still cannot hide: it needs the optimizer's
-  // update, so it starts when the optimizer ends and ends the step. ZeRO-1
-  // reduce-scatters in buckets beside the backward pass, as ZeRO-0
+  // updated parameter shards needs the optimizer's update: with
+  // overlap-grad off it starts when the optimizer ends and ends the step.
+  // ZeRO-1 reduce-scatters in buckets beside the backward pass, as ZeRO-0
   // all-reduces (the lowering starts each gradient's reduce-scatter as the
-  // last backward pass finishes it).
+  // last backward pass finishes it). With overlap-grad on, the next test
+  // carries the gather into the next step.
   TransformerModel m = smallGpt(8, 512, 8);
   Cluster c = cpu(4, 4);
   c.commOverlapsCompute = 1;
@@ -302,6 +306,7 @@ TEST(TransformerPlan, ZeroGathersTheUpdatedShardsAfterTheOptimizer) {
   p.dp = 4;
   p.globalBatch = 4;
   p.precision = DType::Fp32;
+  p.overlapGradReduce = false;
   for (int zero : {1, 2}) {
     p.zero = zero;
     TaskGraph g;
@@ -329,12 +334,11 @@ TEST(TransformerPlan, ZeroGathersTheUpdatedShardsAfterTheOptimizer) {
     EXPECT_DOUBLE_EQ(tl.makespan, tl.end[gather]);
     EXPECT_GE(plan->lowerBoundSeconds,
               g.tasks()[optimizer].seconds + g.tasks()[gather].seconds);
-    // ZeRO-1: a reduce-scatter per bucket of layers (8), the first
-    // starting before the backward pass ends; ZeRO-2 scatters each
-    // microbatch's gradient inside its backward pass.
-    EXPECT_EQ(reductions, zero == 1 ? 8 : 0) << "zero " << zero;
+    // With overlap-grad off the reductions wait for the backward pass:
+    // one after it (ZeRO-1), or inside it (ZeRO-2).
+    EXPECT_EQ(reductions, zero == 1 ? 1 : 0) << "zero " << zero;
     if (zero == 1)
-      EXPECT_LT(firstReduction, backwardEnd);
+      EXPECT_GE(firstReduction, backwardEnd);
   }
   // ZeRO-0 gathers nothing.
   p.zero = 0;
@@ -343,6 +347,78 @@ TEST(TransformerPlan, ZeroGathersTheUpdatedShardsAfterTheOptimizer) {
   ASSERT_TRUE(scoreTransformerPlan(m, c, p, nullptr, &g, &tl).ok());
   for (const Task &t : g.tasks())
     EXPECT_NE(t.category, "param-gather");
+}
+
+TEST(TransformerPlan, ZeroCarriesTheGatherOfUpdatedShardsIntoTheNextStep) {
+  // With overlap-grad on, ZeRO-1's and 2's gather of the updated shards
+  // runs beside the next step's first forward pass (the lowering's
+  // carryParameterGathers): it starts the step on the data-parallel
+  // stream, the step ends with the optimizer, and the first forward pass
+  // grows only by what the gather outlasts it, plus a layer's share. ZeRO-1
+  // reduce-scatters in buckets beside the backward pass.
+  TransformerModel m = smallGpt(8, 512, 8);
+  Cluster c = cpu(4, 4);
+  c.commOverlapsCompute = 1;
+  ParallelConfig p;
+  p.dp = 4;
+  p.globalBatch = 16;
+  p.microbatchSize = 2;
+  p.precision = DType::Fp32;
+  for (int zero : {1, 2}) {
+    p.zero = zero;
+    p.overlapGradReduce = false;
+    auto off = scoreTransformerPlan(m, c, p);
+    p.overlapGradReduce = true;
+    TaskGraph g;
+    Timeline tl;
+    auto on = scoreTransformerPlan(m, c, p, nullptr, &g, &tl);
+    ASSERT_TRUE(on.ok() && off.ok()) << on.status() << off.status();
+    int optimizer = -1, gather = -1, reductions = 0;
+    double firstReduction = 1e30, backwardEnd = 0, firstForward = 0,
+           laterForward = 0;
+    for (int i = 0; i < g.size(); ++i) {
+      const Task &t = g.tasks()[i];
+      if (t.category == "optimizer")
+        optimizer = i;
+      if (t.category == "param-gather")
+        gather = i;
+      if (t.category == "grad-reduce") {
+        ++reductions;
+        firstReduction = std::min(firstReduction, tl.start[i]);
+      }
+      if (t.category == "backward")
+        backwardEnd = std::max(backwardEnd, tl.end[i]);
+      if (t.category == "forward" && t.microbatch == 0)
+        firstForward = t.seconds;
+      if (t.category == "forward" && t.microbatch == 1)
+        laterForward = t.seconds;
+    }
+    ASSERT_GE(optimizer, 0);
+    ASSERT_GE(gather, 0) << "zero " << zero;
+    double gatherSeconds = g.tasks()[gather].seconds;
+    EXPECT_GT(gatherSeconds, 0);
+    EXPECT_DOUBLE_EQ(tl.start[gather], 0);
+    EXPECT_DOUBLE_EQ(tl.makespan, tl.end[optimizer]);
+    // 8 layers: the gather outlasting the pass, or an eighth of it.
+    double extra = std::max(0.0, gatherSeconds - laterForward) +
+                   gatherSeconds / 8;
+    EXPECT_NEAR(firstForward - laterForward, extra, 1e-12) << "zero " << zero;
+    EXPECT_LT(on->stepSeconds, off->stepSeconds) << "zero " << zero;
+    EXPECT_EQ(reductions, zero == 1 ? 8 : 0) << "zero " << zero;
+    if (zero == 1)
+      EXPECT_LT(firstReduction, backwardEnd);
+  }
+  // Where collectives do not progress beside compute (CPU ranks over MPI)
+  // the carried gather stalls the first forward pass for all its time: the
+  // step costs what it did with the gather after the optimizer.
+  c.commOverlapsCompute = 0;
+  p.zero = 1;
+  p.overlapGradReduce = true;
+  auto on = scoreTransformerPlan(m, c, p);
+  p.overlapGradReduce = false;
+  auto off = scoreTransformerPlan(m, c, p);
+  ASSERT_TRUE(on.ok() && off.ok());
+  EXPECT_NEAR(on->stepSeconds, off->stepSeconds, 1e-9 * off->stepSeconds);
 }
 
 TEST(TransformerPlan, ZeroTwoAndThreeCollectivesRunBesideThePasses) {

@@ -17,6 +17,12 @@
 //   (DeepSpeed's overlap_comm). Its wait names its input and output, so
 //   neither buffer is reused while it runs.
 //
+// ZeRO-1 and 2 gather the updated parameter blocks after the optimizer
+// step. Nothing of the step is left to hide that gather, so it is carried
+// into the next step (Megatron-LM's overlap-param-gather): it starts after
+// the update and is waited for just before the next forward pass first
+// reads the parameter (carryParameterGathers).
+//
 // Plain C++ over plan instructions: the window bounds the memory that the
 // buffers kept alive cost.
 //
@@ -50,6 +56,16 @@ OverlapCounts overlapCollectives(std::vector<plan::Instruction> &segment,
                                  const plan::Program &program,
                                  int &nextHandle,
                                  int64_t windowBytes = kOverlapWindowBytes);
+
+/// Makes the optimizer segment's gathers of updated ZeRO-1/2 blocks (a
+/// persistent OPTIMIZER_STATE block into its PARAMETER) asynchronous and
+/// `carried`, each waited for (`carried`, `first_microbatch`) before its
+/// parameter's first reader in the step's schedule order. `segments` are
+/// `program`'s, the optimizer last; its schedule is built. Returns how
+/// many gathers were carried; a parameter no pass reads keeps its gather
+/// synchronous.
+int carryParameterGathers(std::vector<std::vector<plan::Instruction>> &segments,
+                          const plan::Program &program, int &nextHandle);
 
 } // namespace cleave::lowering
 

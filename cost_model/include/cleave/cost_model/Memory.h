@@ -162,7 +162,9 @@ double zeroWindowBytes(int zeroStage, double stageParamBytes);
 /// Model states of `paramCount` parameters under ZeRO stage `zeroStage`
 /// over `dp` data-parallel ranks. ZeRO-1's gradients include the block of
 /// the reduce-scattered gradient its update reads (gradBytes / dp per
-/// parameter), which the ZeRO paper's accounting leaves out.
+/// parameter), and ZeRO-1 and 2's optimizer state the updated block of
+/// the parameter (paramBytes / dp), kept until the next step gathers it;
+/// the ZeRO paper's accounting leaves both out.
 ModelStateBytes modelStateBytes(double paramCount, int zeroStage, int64_t dp,
                                 double paramBytes = 2, double gradBytes = 2,
                                 double optimizerBytes = 12);

@@ -37,6 +37,10 @@ struct ChunkCosts {
   /// buckets that start as the last microbatch's backward produces them.
   double gradReduce = 0;
   int gradBuckets = 1;
+  /// Added to the chunk's first forward pass of the step: what of the
+  /// previous step's gather of its updated parameter blocks (ZeRO-1/2,
+  /// StageCosts::paramGatherCarried) that pass does not hide.
+  double firstForwardExtra = 0;
 };
 
 struct StageCosts {
@@ -44,8 +48,11 @@ struct StageCosts {
   double optimizer = 0;
   /// ZeRO-1 and 2: gathering the updated parameter shards over the
   /// data-parallel replicas. It needs the optimizer's update, so it follows
-  /// the optimizer step and nothing of the step hides it.
+  /// the optimizer step and nothing of the step hides it; or, carried,
+  /// it runs beside the next step's first forward passes (priced in
+  /// ChunkCosts::firstForwardExtra; the task then starts the step).
   double paramGather = 0;
+  bool paramGatherCarried = false;
 };
 
 struct PipelineSpec {

@@ -32,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <set>
 #include <vector>
 
 namespace cleave::executor {
@@ -57,7 +58,7 @@ struct ExecutorOptions {
 
 /// What a rank is doing, for the watchdog (read from another thread).
 /// segment -1 is the end of a step: instruction -2 completing buffered
-/// sends, -1 reducing the loss.
+/// sends, -1 reducing the loss; -3 is finishSteps.
 struct Progress {
   /// steady_clock nanoseconds when the current instruction started, 0 when
   /// none runs.
@@ -101,6 +102,12 @@ public:
   /// results are left in Program.output_tensors (outputBytes). Every rank
   /// must call it: the loss is reduced over all ranks at the end.
   absl::StatusOr<StepResult> runStep(int64_t step);
+
+  /// Completes the collectives the last step started for the next one
+  /// (`carried`: ZeRO-1/2's gathers of the updated parameter blocks, which
+  /// a step waits for before its forward pass reads them). Call it after
+  /// the last step, before reading parameters; every rank must.
+  absl::Status finishSteps();
 
   int rank() const { return rank_; }
   const plan::Program &program() const { return *program_; }
@@ -184,6 +191,12 @@ private:
   /// `last_microbatch` instructions run (under ZB-H1 the first stage's
   /// last W is a deferred early microbatch's: microbatch p - 2's).
   std::vector<int64_t> lastRunMicrobatch_;
+  /// Per segment: the microbatch of its first run in the schedule, the
+  /// only run of its `first_microbatch` instructions.
+  std::vector<int64_t> firstRunMicrobatch_;
+  /// Async handles of `carried` instructions, which stay in flight from
+  /// one step into the next.
+  std::set<int32_t> carriedHandles_;
   /// Per INPUT tensor: the ids its gather tables and cross-entropy logits
   /// accept (0: no bound), when smaller than its vocab (a plan may give
   /// every integer input the model's vocab, BERT's token types too).
