@@ -90,15 +90,6 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
     t.deps = std::move(deps);
     return g.add(t);
   };
-  // A stream runs its tasks in the order they are added: the gather
-  // carried over from the previous step comes first on the data-parallel
-  // stream, beside the step's first forward passes (which
-  // ChunkCosts::firstForwardExtra extends by what it does not hide).
-  for (int s = 0; s < p; ++s)
-    if (spec.stages[s].paramGather > 0 && spec.stages[s].paramGatherCarried)
-      stageTask(s, "parameter gather (previous step's update)",
-                "param-gather", Stream::DataParallelComm,
-                spec.stages[s].paramGather, {});
   for (int s = 0; s < p; ++s) {
     // The pass that completes a chunk's gradients: its last B (or W when
     // split). Its data-parallel reduction overlaps that pass in buckets.
@@ -107,11 +98,30 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
       if (orders[s][i].pass == (split ? PassKind::WeightGrad : PassKind::Backward))
         finishing[orders[s][i].chunk] = i;
     // The first forward pass of each chunk waits for the gather carried
-    // over from the previous step.
-    std::vector<int> starting(v, -1);
+    // over from the previous step (ChunkCosts::carriedGather). A stream
+    // runs its tasks in the order they are added, so these gathers start
+    // the step on theirs.
+    std::vector<int> starting(v, -1), carried(v, -1);
     for (int i = static_cast<int>(orders[s].size()) - 1; i >= 0; --i)
       if (orders[s][i].pass == PassKind::Forward)
         starting[orders[s][i].chunk] = i;
+    for (int c = 0; c < v; ++c) {
+      const ChunkCosts &cc = spec.stages[s].chunks[c];
+      if (cc.carriedGather <= 0)
+        continue;
+      Task gather;
+      gather.name = v > 1 ? absl::StrCat("parameter gather (previous step) .",
+                                         c)
+                          : "parameter gather (previous step)";
+      gather.category = "param-gather";
+      gather.rank = s;
+      gather.stream =
+          cc.carriedBeside ? Stream::DataParallelComm : Stream::Compute;
+      gather.stage = s;
+      gather.chunk = c;
+      gather.seconds = cc.carriedGather;
+      carried[c] = g.add(gather);
+    }
     for (int i = 0; i < static_cast<int>(orders[s].size()); ++i) {
       const PipelineSlot &slot = orders[s][i];
       const ChunkCosts &c = spec.stages[s].chunks[slot.chunk];
@@ -127,8 +137,6 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
         t.name = absl::StrCat("F", slot.microbatch);
         t.category = "forward";
         t.seconds = c.forward;
-        if (i == starting[slot.chunk])
-          t.seconds += c.firstForwardExtra;
         t.flops = t.hwFlops = c.forwardFlops;
         break;
       case PassKind::Backward:
@@ -155,6 +163,31 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
       }
       if (v > 1)
         t.name += absl::StrCat(".", slot.chunk);
+      if (i == starting[slot.chunk] && carried[slot.chunk] >= 0) {
+        // Its layers read the gathered parameters one after another: all
+        // but the last may run before the gather ends (beside compute);
+        // or the pass follows the gather.
+        int first = -1, last;
+        if (c.carriedBeside && c.carriedLayers > 1) {
+          Task head = t;
+          double share = 1.0 / c.carriedLayers;
+          head.seconds = t.seconds * (1 - share);
+          head.flops = t.flops * (1 - share);
+          head.hwFlops = t.hwFlops * (1 - share);
+          first = g.add(head);
+          t.name += " part 2";
+          t.seconds *= share;
+          t.flops *= share;
+          t.hwFlops *= share;
+          t.deps = {first};
+        }
+        t.deps.push_back(carried[slot.chunk]);
+        last = g.add(t);
+        ids[key(slot.pass, slot.microbatch, vs)] = last;
+        pending.push_back({first >= 0 ? first : last, slot, s});
+        addSend(last, slot, vs);
+        continue;
+      }
       if (finishing[slot.chunk] != i || c.gradReduce <= 0) {
         int id = g.add(t);
         ids[key(slot.pass, slot.microbatch, vs)] = id;
@@ -221,12 +254,12 @@ absl::StatusOr<TaskGraph> buildPipelineTasks(const PipelineSpec &spec) {
   }
 
   // Per stage: the optimizer once its reductions are done, then, under
-  // ZeRO-1 and 2, the gather of the updated shards (or, carried, the
-  // previous step's gather at the start of this one).
+  // ZeRO-1 and 2, the gather of the updated shards (unless carried into
+  // the next step, above).
   for (int s = 0; s < p; ++s) {
     int opt = stageTask(s, "optimizer", "optimizer", Stream::Compute,
                         spec.stages[s].optimizer, reductions[s]);
-    if (spec.stages[s].paramGather > 0 && !spec.stages[s].paramGatherCarried)
+    if (spec.stages[s].paramGather > 0)
       stageTask(s, "parameter gather", "param-gather",
                 Stream::DataParallelComm, spec.stages[s].paramGather, {opt});
   }

@@ -620,9 +620,9 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
           CLEAVE_ASSIGN(carried, price.collective(Collective::AllGather,
                                                   params * e, dpGroup,
                                                   dpConcurrent));
-          cc.firstForwardExtra = collectivesBesidePass(
-              cc.forward, carried,
-              static_cast<double>(chunkLayers[chunk]), cc.gradBuckets > 1);
+          cc.carriedGather = carried;
+          cc.carriedLayers = static_cast<int>(chunkLayers[chunk]);
+          cc.carriedBeside = cluster.commOverlapsCompute;
         }
         if (p.zero == 1) {
           cc.gradReduce = scatter;
@@ -653,12 +653,11 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     double shard = p.zero >= 1 ? stageParams[st] / p.dp : stageParams[st];
     CLEAVE_ASSIGN(opt, price.memoryBound(shard, 52.0 / e, 12));
     stage.optimizer = opt.seconds;
-    if ((p.zero == 1 || p.zero == 2) && p.dp > 1) {
+    if ((p.zero == 1 || p.zero == 2) && p.dp > 1 && !p.overlapGradReduce) {
       CLEAVE_ASSIGN(gather, price.collective(Collective::AllGather,
                                              stageParams[st] * e, dpGroup,
                                              dpConcurrent));
       stage.paramGather = gather;
-      stage.paramGatherCarried = p.overlapGradReduce;
     }
     spec.stages.push_back(stage);
   }
@@ -735,10 +734,9 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   // passes (and, when transfers block, its sends). The search skips the
   // simulation of plans whose bound cannot beat the best plan found.
   for (const StageCosts &stage : spec.stages) {
-    double busy = stage.optimizer +
-                  (stage.paramGatherCarried ? 0.0 : stage.paramGather);
+    double busy = stage.optimizer + stage.paramGather;
     for (const ChunkCosts &c : stage.chunks)
-      busy += c.firstForwardExtra +
+      busy += (c.carriedBeside ? 0.0 : c.carriedGather) +
               microbatches * (c.forward + c.backward +
                               (p.overlapTransfers
                                    ? 0.0

@@ -248,10 +248,11 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     // lowering's carryParameterGathers), else after the update.
     bool carried = plan.overlapGradReduce && plan.dp > 1 &&
                    (plan.zero == 1 || plan.zero == 2);
-    if (carried)
-      cc.firstForwardExtra =
-          besidePass(cc.forward, *gather, split[s], overlaps);
-    else if (plan.zero == 1 || plan.zero == 2)
+    if (carried) {
+      cc.carriedGather = *gather;
+      cc.carriedLayers = static_cast<int>(std::max<int64_t>(1, split[s]));
+      cc.carriedBeside = overlaps;
+    } else if (plan.zero == 1 || plan.zero == 2)
       exposedGathers = std::max(exposedGathers, *gather);
     double shard = plan.zero >= 1 ? dp : 1;
     cost::GenericOp update;
@@ -263,10 +264,6 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     cost::StageCosts sc;
     sc.chunks.push_back(cc);
     sc.optimizer = step.ok() ? step->seconds : 0;
-    if (carried) {
-      sc.paramGather = *gather;
-      sc.paramGatherCarried = true;
-    }
     spec.stages.push_back(sc);
 
     // Memory: 1F1B keeps at most p - s microbatches in flight on stage s,

@@ -354,8 +354,8 @@ TEST(TransformerPlan, ZeroCarriesTheGatherOfUpdatedShardsIntoTheNextStep) {
   // runs beside the next step's first forward pass (the lowering's
   // carryParameterGathers): it starts the step on the data-parallel
   // stream, the step ends with the optimizer, and the first forward pass
-  // grows only by what the gather outlasts it, plus a layer's share. ZeRO-1
-  // reduce-scatters in buckets beside the backward pass.
+  // needs it before its last layer (its first 7 of 8 layers run beside
+  // it). ZeRO-1 reduce-scatters in buckets beside the backward pass.
   TransformerModel m = smallGpt(8, 512, 8);
   Cluster c = cpu(4, 4);
   c.commOverlapsCompute = 1;
@@ -373,9 +373,8 @@ TEST(TransformerPlan, ZeroCarriesTheGatherOfUpdatedShardsIntoTheNextStep) {
     Timeline tl;
     auto on = scoreTransformerPlan(m, c, p, nullptr, &g, &tl);
     ASSERT_TRUE(on.ok() && off.ok()) << on.status() << off.status();
-    int optimizer = -1, gather = -1, reductions = 0;
-    double firstReduction = 1e30, backwardEnd = 0, firstForward = 0,
-           laterForward = 0;
+    int optimizer = -1, gather = -1, head = -1, tail = -1, reductions = 0;
+    double firstReduction = 1e30, backwardEnd = 0;
     for (int i = 0; i < g.size(); ++i) {
       const Task &t = g.tasks()[i];
       if (t.category == "optimizer")
@@ -389,36 +388,83 @@ TEST(TransformerPlan, ZeroCarriesTheGatherOfUpdatedShardsIntoTheNextStep) {
       if (t.category == "backward")
         backwardEnd = std::max(backwardEnd, tl.end[i]);
       if (t.category == "forward" && t.microbatch == 0)
-        firstForward = t.seconds;
-      if (t.category == "forward" && t.microbatch == 1)
-        laterForward = t.seconds;
+        (head < 0 ? head : tail) = i;
     }
     ASSERT_GE(optimizer, 0);
     ASSERT_GE(gather, 0) << "zero " << zero;
-    double gatherSeconds = g.tasks()[gather].seconds;
-    EXPECT_GT(gatherSeconds, 0);
+    ASSERT_GE(tail, 0) << "the first forward pass is not split";
+    const Task &gt = g.tasks()[gather];
+    EXPECT_GT(gt.seconds, 0);
+    EXPECT_EQ(gt.stream, Stream::DataParallelComm);
     EXPECT_DOUBLE_EQ(tl.start[gather], 0);
     EXPECT_DOUBLE_EQ(tl.makespan, tl.end[optimizer]);
-    // 8 layers: the gather outlasting the pass, or an eighth of it.
-    double extra = std::max(0.0, gatherSeconds - laterForward) +
-                   gatherSeconds / 8;
-    EXPECT_NEAR(firstForward - laterForward, extra, 1e-12) << "zero " << zero;
+    double forward = g.tasks()[head].seconds + g.tasks()[tail].seconds;
+    EXPECT_NEAR(g.tasks()[tail].seconds, forward / 8, 1e-12);
+    EXPECT_NEAR(tl.end[tail],
+                std::max(forward * 7 / 8, gt.seconds) + forward / 8, 1e-12)
+        << "zero " << zero;
     EXPECT_LT(on->stepSeconds, off->stepSeconds) << "zero " << zero;
     EXPECT_EQ(reductions, zero == 1 ? 8 : 0) << "zero " << zero;
     if (zero == 1)
       EXPECT_LT(firstReduction, backwardEnd);
   }
   // Where collectives do not progress beside compute (CPU ranks over MPI)
-  // the carried gather stalls the first forward pass for all its time: the
-  // step costs what it did with the gather after the optimizer.
+  // the carried gather runs on the compute stream before the first forward
+  // pass: on one stage the step costs what it did with the gather after
+  // the optimizer.
   c.commOverlapsCompute = 0;
   p.zero = 1;
   p.overlapGradReduce = true;
-  auto on = scoreTransformerPlan(m, c, p);
+  TaskGraph g;
+  Timeline tl;
+  auto on = scoreTransformerPlan(m, c, p, nullptr, &g, &tl);
   p.overlapGradReduce = false;
   auto off = scoreTransformerPlan(m, c, p);
   ASSERT_TRUE(on.ok() && off.ok());
   EXPECT_NEAR(on->stepSeconds, off->stepSeconds, 1e-9 * off->stepSeconds);
+  for (int i = 0; i < g.size(); ++i)
+    if (g.tasks()[i].category == "param-gather") {
+      EXPECT_EQ(g.tasks()[i].stream, Stream::Compute);
+      EXPECT_DOUBLE_EQ(tl.start[i], 0);
+    }
+}
+
+TEST(TransformerPlan, ZeroCarriedGathersHideInThePipelineWarmUp) {
+  // In a pipeline the later stages wait for their first activations; the
+  // carried gathers run in that wait, so the step does not grow by one
+  // gather per stage.
+  TransformerModel m = smallGpt(8, 512, 8);
+  Cluster c = cpu(8, 8);
+  c.commOverlapsCompute = 1;
+  ParallelConfig p;
+  p.dp = 2;
+  p.pp = 4;
+  p.globalBatch = 32;
+  p.microbatchSize = 2;
+  p.precision = DType::Fp32;
+  p.zero = 1;
+  TaskGraph g;
+  Timeline tl;
+  auto on = scoreTransformerPlan(m, c, p, nullptr, &g, &tl);
+  p.overlapGradReduce = false;
+  auto off = scoreTransformerPlan(m, c, p);
+  ASSERT_TRUE(on.ok() && off.ok()) << on.status() << off.status();
+  EXPECT_LT(on->stepSeconds, off->stepSeconds);
+  int gathers = 0;
+  for (int i = 0; i < g.size(); ++i)
+    if (g.tasks()[i].category == "param-gather") {
+      ++gathers;
+      EXPECT_DOUBLE_EQ(tl.start[i], 0);
+      // Every stage after the first gets its gather done before its first
+      // activations arrive.
+      if (g.tasks()[i].stage > 0)
+        for (int j = 0; j < g.size(); ++j)
+          if (g.tasks()[j].stage == g.tasks()[i].stage &&
+              g.tasks()[j].category == "forward" &&
+              g.tasks()[j].microbatch == 0)
+            EXPECT_LE(tl.end[i], tl.start[j] + 1e-12);
+    }
+  EXPECT_EQ(gathers, 4);
 }
 
 TEST(TransformerPlan, ZeroTwoAndThreeCollectivesRunBesideThePasses) {

@@ -37,10 +37,16 @@ struct ChunkCosts {
   /// buckets that start as the last microbatch's backward produces them.
   double gradReduce = 0;
   int gradBuckets = 1;
-  /// Added to the chunk's first forward pass of the step: what of the
-  /// previous step's gather of its updated parameter blocks (ZeRO-1/2,
-  /// StageCosts::paramGatherCarried) that pass does not hide.
-  double firstForwardExtra = 0;
+  /// ZeRO-1/2 with the gather of the updated blocks carried into the next
+  /// step: that gather of the chunk's parameters, which starts the step.
+  /// Beside compute (on the data-parallel stream) the chunk's first
+  /// forward pass needs it before its last of `carriedLayers` layers (the
+  /// lowering waits for each parameter before its first reader); else it
+  /// runs on the compute stream before that pass (in a pipeline's
+  /// warm-up, in time the stage would wait anyway).
+  double carriedGather = 0;
+  int carriedLayers = 1;
+  bool carriedBeside = true;
 };
 
 struct StageCosts {
@@ -48,11 +54,9 @@ struct StageCosts {
   double optimizer = 0;
   /// ZeRO-1 and 2: gathering the updated parameter shards over the
   /// data-parallel replicas. It needs the optimizer's update, so it follows
-  /// the optimizer step and nothing of the step hides it; or, carried,
-  /// it runs beside the next step's first forward passes (priced in
-  /// ChunkCosts::firstForwardExtra; the task then starts the step).
+  /// the optimizer step and nothing of the step hides it (unless carried
+  /// into the next step: ChunkCosts::carriedGather instead).
   double paramGather = 0;
-  bool paramGatherCarried = false;
 };
 
 struct PipelineSpec {
