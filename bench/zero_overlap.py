@@ -8,7 +8,9 @@ Two tables:
    step time of the same ZeRO-1/2/3 plan with overlap-grad on and off, and
    what the search picks for each model. On GPUs NCCL runs on its own
    stream, so the lowering's asynchronous collectives (CollectiveOverlap.h,
-   ZeRO-1's reduce-scatter in the backward pass) hide behind compute.
+   ZeRO-1's reduce-scatter in the backward pass, ZeRO-1/2's gather of the
+   updated blocks carried into the next step's forward pass) hide behind
+   compute.
 2. Measured here, on CPU ranks over MPI (`cleave run`, median step time of
    steps 2..N): the same small GPT under ZeRO-1/2/3 with dp=2, overlap-grad
    on and off, alternating runs. OpenMPI has no progress thread, so a
@@ -39,6 +41,10 @@ PREDICTED = [  # model, cluster, global batch, fixed knobs
      "dp=128,tp=2,pp=1,microbatch=2,schedule=1f1b,recompute=none"),
     ("zoo:gpt3-175b", "dgx-a100-80g,nodes=128", 1536,
      "dp=256,tp=4,pp=1,microbatch=1,sp=on,recompute=selective"),
+    # A pipeline: ZeRO-1's gather of the updated blocks, carried into the
+    # next step, runs in the warm-up of the later stages.
+    ("zoo:megatron-1t", "dgx-a100-80g,nodes=384", 3072,
+     "dp=24,tp=8,pp=16,vpp=8,microbatch=1,sp=on,recompute=selective"),
 ]
 
 SMALL_GPT = "zoo:gpt,layers=4,hidden=512,heads=8,seq=128,vocab=8192"
