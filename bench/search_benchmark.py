@@ -78,10 +78,19 @@ def main():
         ratio = tf / ref_tf if ref else float("nan")
         worse += ref is not None and ratio < 1
         p = found["plan"]
+        # Recomputation per stage, folded: "selective x3, none x4".
+        rc, runs = p["recompute"], []
+        for mode in p.get("stage_recompute", []):
+            if runs and runs[-1][0] == mode:
+                runs[-1][1] += 1
+            else:
+                runs.append([mode, 1])
+        if len(runs) > 1:
+            rc = "/".join(f"{m}x{n}" for m, n in runs)
         plan = (f"dp={p['dp']} tp={p['tp']} pp={p['pp']} cp={p['cp']} "
                 f"mb={p['microbatch_size']} {p['schedule']}"
                 f"{'/' + str(p['vpp']) if p['vpp'] > 1 else ''} "
-                f"zero={p['zero']} rc={p['recompute']} "
+                f"zero={p['zero']} rc={rc} "
                 f"sp={'on' if p['sp'] else 'off'}")
         print(f"{model:>9} {layers:>6} {gpus:>5} | {wall:>8.2f} "
               f"{s['candidates_evaluated']:>6} {s['simulated']:>6} | "

@@ -88,16 +88,30 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
         plan.schedule = *kind;
       status = kind.status();
     } else if (key == "recompute") {
-      if (value == "none")
-        plan.recompute = Recompute::None;
-      else if (value == "selective")
-        plan.recompute = Recompute::Selective;
-      else if (value == "full")
-        plan.recompute = Recompute::Full;
-      else
-        status = absl::InvalidArgumentError(absl::StrCat(
-            "knob 'recompute' takes none, selective or full, got '", value,
-            "'"));
+      // One mode for every stage, or one per stage separated by '/'.
+      std::vector<Recompute> modes;
+      for (absl::string_view part : absl::StrSplit(value, '/')) {
+        if (part == "none")
+          modes.push_back(Recompute::None);
+        else if (part == "selective")
+          modes.push_back(Recompute::Selective);
+        else if (part == "full")
+          modes.push_back(Recompute::Full);
+        else {
+          status = absl::InvalidArgumentError(absl::StrCat(
+              "knob 'recompute' takes none, selective or full, or one of "
+              "them per pipeline stage separated by '/' "
+              "(full/selective/none/none), got '",
+              value, "'"));
+          break;
+        }
+      }
+      if (status.ok()) {
+        plan.recompute = *std::max_element(modes.begin(), modes.end());
+        plan.stageRecompute.clear();
+        if (modes.size() > 1)
+          plan.stageRecompute = modes;
+      }
     } else if (key == "precision") {
       auto dtype = parseDType(value);
       if (dtype.ok())
@@ -130,9 +144,13 @@ absl::Status inferDataParallel(int64_t devices, bool dpGiven,
 }
 
 std::string planKnobsString(const ParallelConfig &p) {
-  auto recompute = p.recompute == Recompute::Full        ? "full"
-                   : p.recompute == Recompute::Selective ? "selective"
-                                                         : "none";
+  std::string recompute(recomputeName(p.recompute));
+  if (!p.stageRecompute.empty()) {
+    recompute.clear();
+    for (Recompute r : p.stageRecompute)
+      absl::StrAppend(&recompute, recompute.empty() ? "" : "/",
+                      std::string(recomputeName(r)));
+  }
   return absl::StrCat("dp=", p.dp, ",tp=", p.tp, ",pp=", p.pp, ",cp=", p.cp,
                       ",ep=", p.ep, ",sp=", p.sequenceParallel ? "on" : "off",
                       ",zero=", p.zero, ",microbatch=", p.microbatchSize,

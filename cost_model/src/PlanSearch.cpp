@@ -14,6 +14,7 @@
 #include <tuple>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 namespace cleave::cost {
 
@@ -130,6 +131,42 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
     return true;
   };
 
+  // Recomputation per stage: under 1F1B the early stages keep more
+  // microbatches' activations than the later ones, so the first k stages
+  // may recompute (as the lightest uniform mode that fits, `fit`) while
+  // the others recompute less. Memory falls as k grows: the smallest k that
+  // fits for each lighter mode (every k when exhaustive). Where no uniform
+  // mode fits, none of these does either.
+  auto considerPerStage = [&](ParallelConfig plan,
+                              std::optional<Recompute> fit) {
+    if (!fit || *fit == Recompute::None)
+      return;
+    for (Recompute light : {Recompute::None, Recompute::Selective}) {
+      if (light >= *fit)
+        continue;
+      auto withFirst = [&](int64_t k) {
+        plan.recompute = *fit;
+        plan.stageRecompute.assign(plan.pp, light);
+        std::fill(plan.stageRecompute.begin(),
+                  plan.stageRecompute.begin() + k, *fit);
+        return consider(plan);
+      };
+      if (o.exhaustive) {
+        for (int64_t k = 1; k < plan.pp; ++k)
+          withFirst(k);
+        continue;
+      }
+      int64_t lo = 1, hi = plan.pp; // hi: uniform `fit`, known to fit
+      while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (withFirst(mid))
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+    }
+  };
+
   for (int64_t tp : tps)
     for (int64_t cp : cps) {
       if (devices % (tp * cp))
@@ -197,12 +234,18 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                   for (int z : zeros) {
                     if (z > 0 && dp == 1 && !fixedKnob(o, "zero"))
                       continue;
+                    plan.zero = z;
+                    std::optional<Recompute> fit;
                     for (Recompute r : recomputes) {
                       plan.recompute = r;
-                      plan.zero = z;
-                      if (consider(plan) && !o.exhaustive)
-                        break;
+                      if (consider(plan)) {
+                        fit = fit ? fit : r;
+                        if (!o.exhaustive)
+                          break;
+                      }
                     }
+                    if (pp > 1 && !fixedKnob(o, "recompute"))
+                      considerPerStage(plan, fit);
                   }
                 }
               }

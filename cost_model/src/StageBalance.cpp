@@ -16,53 +16,52 @@ std::vector<int64_t> evenLayerSplit(int64_t layers, int64_t chunks) {
 }
 
 namespace {
-/// Each chunk's time under `split`: its layers, the first extra on the
-/// first chunk and the last on the last.
-std::vector<double> chunkSeconds(const std::vector<double> &layerSeconds,
-                                 double firstExtra, double lastExtra,
-                                 const std::vector<int64_t> &split) {
+/// Each chunk's time under `split`: its layers (layer l of chunk c costs
+/// cost(c, l)), the first extra on the first chunk and the last on the
+/// last.
+template <typename Cost>
+std::vector<double> chunkSecondsOf(Cost cost, size_t layers, double firstExtra,
+                                   double lastExtra,
+                                   const std::vector<int64_t> &split) {
   std::vector<double> out;
   size_t layer = 0;
   for (size_t c = 0; c < split.size(); ++c) {
     double t = c == 0 ? firstExtra : 0;
     if (c + 1 == split.size())
       t += lastExtra;
-    for (int64_t i = 0; i < split[c] && layer < layerSeconds.size(); ++i)
-      t += layerSeconds[layer++];
+    for (int64_t i = 0; i < split[c] && layer < layers; ++i)
+      t += cost(c, layer++);
     out.push_back(t);
   }
   return out;
 }
-} // namespace
 
-double slowestChunk(const std::vector<double> &layerSeconds, double firstExtra,
-                    double lastExtra, const std::vector<int64_t> &split) {
-  std::vector<double> chunks =
-      chunkSeconds(layerSeconds, firstExtra, lastExtra, split);
-  return chunks.empty() ? 0 : *std::max_element(chunks.begin(), chunks.end());
+std::vector<double> chunkSeconds(const std::vector<double> &layerSeconds,
+                                 double firstExtra, double lastExtra,
+                                 const std::vector<int64_t> &split) {
+  return chunkSecondsOf(
+      [&](size_t, size_t l) { return layerSeconds[l]; }, layerSeconds.size(),
+      firstExtra, lastExtra, split);
 }
 
-double busiestStage(const std::vector<double> &layerSeconds, double firstExtra,
-                    double lastExtra, const std::vector<int64_t> &split,
-                    int64_t stages) {
-  if (stages < 1)
-    return 0;
+/// The busiest stage's work and the slowest chunk's time of `chunks` (chunk
+/// c on stage c % stages).
+std::pair<double, double> stageScore(const std::vector<double> &chunks,
+                                     int64_t stages) {
   std::vector<double> load(stages, 0.0);
-  std::vector<double> chunks =
-      chunkSeconds(layerSeconds, firstExtra, lastExtra, split);
   for (size_t c = 0; c < chunks.size(); ++c)
     load[c % stages] += chunks[c];
-  return *std::max_element(load.begin(), load.end());
+  return {*std::max_element(load.begin(), load.end()),
+          chunks.empty() ? 0.0
+                         : *std::max_element(chunks.begin(), chunks.end())};
 }
 
-std::vector<int64_t> refineForStages(const std::vector<double> &layerSeconds,
-                                     double firstExtra, double lastExtra,
-                                     std::vector<int64_t> split,
-                                     int64_t stages) {
+/// The local search of refineForStages over a chunk-time function.
+template <typename Times>
+std::vector<int64_t> refine(Times times, size_t layers,
+                            std::vector<int64_t> split, int64_t stages) {
   auto score = [&](const std::vector<int64_t> &s) {
-    return std::make_pair(
-        busiestStage(layerSeconds, firstExtra, lastExtra, s, stages),
-        slowestChunk(layerSeconds, firstExtra, lastExtra, s));
+    return stageScore(times(s), stages);
   };
   auto better = [](std::pair<double, double> a, std::pair<double, double> b) {
     const double eps = 1e-12;
@@ -73,7 +72,7 @@ std::vector<int64_t> refineForStages(const std::vector<double> &layerSeconds,
   auto best = score(split);
   // Each accepted move lowers the score, so the search ends; the bound
   // only caps pathological inputs.
-  for (size_t round = 0; round < 4 * layerSeconds.size() + 16; ++round) {
+  for (size_t round = 0; round < 4 * layers + 16; ++round) {
     bool moved = false;
     for (size_t c = 0; c + 1 < split.size(); ++c)
       for (int dir : {-1, 1}) {
@@ -95,6 +94,96 @@ std::vector<int64_t> refineForStages(const std::vector<double> &layerSeconds,
       break;
   }
   return split;
+}
+} // namespace
+
+double slowestChunk(const std::vector<double> &layerSeconds, double firstExtra,
+                    double lastExtra, const std::vector<int64_t> &split) {
+  std::vector<double> chunks =
+      chunkSeconds(layerSeconds, firstExtra, lastExtra, split);
+  return chunks.empty() ? 0 : *std::max_element(chunks.begin(), chunks.end());
+}
+
+double busiestStage(const std::vector<double> &layerSeconds, double firstExtra,
+                    double lastExtra, const std::vector<int64_t> &split,
+                    int64_t stages) {
+  if (stages < 1)
+    return 0;
+  return stageScore(chunkSeconds(layerSeconds, firstExtra, lastExtra, split),
+                    stages)
+      .first;
+}
+
+std::vector<int64_t> refineForStages(const std::vector<double> &layerSeconds,
+                                     double firstExtra, double lastExtra,
+                                     std::vector<int64_t> split,
+                                     int64_t stages) {
+  auto times = [&](const std::vector<int64_t> &s) {
+    return chunkSeconds(layerSeconds, firstExtra, lastExtra, s);
+  };
+  return refine(times, layerSeconds.size(), std::move(split), stages);
+}
+
+namespace {
+/// The chunks of at most `bound` each, every chunk as full as it can be
+/// while leaving a layer for each later one (exact for contiguous chunks
+/// of nonnegative, chunk-dependent layer costs: filling an earlier chunk
+/// more never hurts a later one); empty if there are none.
+std::vector<int64_t>
+greedyUnder(const std::vector<std::vector<double>> &byChunk, double firstExtra,
+            double lastExtra, double bound) {
+  size_t chunks = byChunk.size(), layers = byChunk.front().size();
+  std::vector<int64_t> split;
+  size_t layer = 0;
+  for (size_t c = 0; c < chunks; ++c) {
+    double load = (c == 0 ? firstExtra : 0) + (c + 1 == chunks ? lastExtra : 0);
+    size_t last = c + 1 == chunks ? layers : layers - (chunks - c - 1);
+    int64_t taken = 0;
+    while (layer < last &&
+           (load + byChunk[c][layer] <= bound || c + 1 == chunks)) {
+      load += byChunk[c][layer++];
+      ++taken;
+    }
+    if (taken == 0 || load > bound)
+      return {};
+    split.push_back(taken);
+  }
+  return split;
+}
+} // namespace
+
+std::vector<int64_t>
+refineForChunkCosts(const std::vector<std::vector<double>> &layerSecondsByChunk,
+                    double firstExtra, double lastExtra,
+                    std::vector<int64_t> split, int64_t stages) {
+  if (layerSecondsByChunk.size() != split.size() || stages < 1)
+    return split;
+  size_t layers = layerSecondsByChunk.front().size();
+  auto times = [&](const std::vector<int64_t> &s) {
+    return chunkSecondsOf(
+        [&](size_t c, size_t l) { return layerSecondsByChunk[c][l]; }, layers,
+        firstExtra, lastExtra, s);
+  };
+  // The split that minimises the slowest chunk (bisection on it with the
+  // greedy check), as a second start: moving one layer at a time stalls
+  // where two chunks tie for the slowest.
+  double lo = 0, hi = firstExtra + lastExtra;
+  for (const std::vector<double> &row : layerSecondsByChunk)
+    hi += *std::max_element(row.begin(), row.end()) * row.size();
+  if (!greedyUnder(layerSecondsByChunk, firstExtra, lastExtra, hi).empty()) {
+    for (int i = 0; i < 60 && hi - lo > 1e-12 * hi; ++i) {
+      double mid = (lo + hi) / 2;
+      (greedyUnder(layerSecondsByChunk, firstExtra, lastExtra, mid).empty()
+           ? lo
+           : hi) = mid;
+    }
+    std::vector<int64_t> tight =
+        greedyUnder(layerSecondsByChunk, firstExtra, lastExtra, hi);
+    if (!tight.empty() && stageScore(times(tight), stages) <
+                              stageScore(times(split), stages))
+      split = std::move(tight);
+  }
+  return refine(times, layers, std::move(split), stages);
 }
 
 namespace {

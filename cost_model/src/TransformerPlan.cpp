@@ -147,7 +147,13 @@ public:
 
 /// One layer, one microbatch, one tensor-parallel rank.
 struct LayerCost {
-  Work forward, backward, recompute;
+  /// `backward` without recomputation; what each mode runs again.
+  Work forward, backward, recomputeFull, recomputeSelective;
+  Work recompute(Recompute r) const {
+    return r == Recompute::Full        ? recomputeFull
+           : r == Recompute::Selective ? recomputeSelective
+                                       : Work{};
+  }
   double weightGradSeconds = 0;
   double gemm = 0, elementwise = 0, tensorComm = 0;
 };
@@ -183,6 +189,10 @@ absl::Status checkPlan(const TransformerModel &m, const Cluster &c,
                 p.dp * p.microbatchSize);
   if (p.zero < 0 || p.zero > 3)
     return fail("zero must be 0, 1, 2 or 3, got ", p.zero);
+  if (!p.stageRecompute.empty() &&
+      static_cast<int64_t>(p.stageRecompute.size()) != p.pp)
+    return fail("recomputation is given for ", p.stageRecompute.size(),
+                " stages, but pp = ", p.pp);
   if (p.ep > 1 && (m.experts == 0 || m.experts % p.ep || p.dp % p.ep))
     return fail("ep = ", p.ep,
                 " needs a mixture-of-experts model whose expert count it "
@@ -411,13 +421,10 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     L.forward.seconds += commF;
     L.backward = gemmB + elemB;
     L.backward.seconds += tpComm + 2 * cpComm + epComm;
-    // Recomputation runs (part of) the forward again inside the backward.
-    if (p.recompute == Recompute::Full) {
-      L.recompute = L.forward;
-    } else if (p.recompute == Recompute::Selective) {
-      L.recompute = attnCoreF + attnElemF;
-    }
-    L.backward.seconds += L.recompute.seconds;
+    // Recomputation runs (part of) the forward again inside the backward
+    // (added per stage, which may recompute or not).
+    L.recomputeFull = L.forward;
+    L.recomputeSelective = attnCoreF + attnElemF;
     // The weight-gradient GEMMs are half of the backward GEMMs.
     L.weightGradSeconds = gemmB.seconds / 2;
     L.gemm = gemmF.seconds;
@@ -458,12 +465,20 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   // stage (the sum of its chunks).
   int64_t chunksTotal = p.pp * p.chunks;
   std::vector<int64_t> chunkLayers = evenLayerSplit(m.layers, chunksTotal);
-  if (p.balanceStages && p.pp > 1) {
+  auto layerSecondsUnder = [&](Recompute r) {
     std::vector<double> layerSeconds;
     for (int64_t l = 0; l < m.layers; ++l) {
       const LayerCost &L = m.isMoeLayer(l) ? moeLayer : dense;
-      layerSeconds.push_back(L.forward.seconds + L.backward.seconds);
+      layerSeconds.push_back(L.forward.seconds + L.backward.seconds +
+                             L.recompute(r).seconds);
     }
+    return layerSeconds;
+  };
+  bool uniformRecompute = true;
+  for (int64_t st = 1; st < p.pp; ++st)
+    uniformRecompute &= p.recomputeOf(st) == p.recomputeOf(0);
+  if (p.balanceStages && p.pp > 1) {
+    std::vector<double> layerSeconds = layerSecondsUnder(p.recomputeOf(0));
     double first = embedF.seconds * 3 + embedComm;
     double last = head.first.seconds + head.second.seconds +
                   lossElem.seconds * 1.5;
@@ -489,6 +504,15 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     if (!balanced.empty() &&
         (p.chunks == 1 || busiest(balanced) < busiest(chunkLayers)))
       chunkLayers = std::move(balanced);
+    if (!uniformRecompute) {
+      // Stages that recompute run their layers slower: move layers off
+      // them (each chunk priced under its stage's recomputation).
+      std::vector<std::vector<double>> byChunk;
+      for (int64_t c = 0; c < chunksTotal; ++c)
+        byChunk.push_back(layerSecondsUnder(p.recomputeOf(c % p.pp)));
+      chunkLayers =
+          refineForChunkCosts(byChunk, first, last, chunkLayers, p.pp);
+    }
   }
   std::vector<int64_t> chunkFirstLayer(chunksTotal, 0);
   for (int64_t i = 1; i < chunksTotal; ++i)
@@ -524,6 +548,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
 
   for (int64_t st = 0; st < p.pp; ++st) {
     StageCosts stage;
+    Recompute stageRecompute = p.recomputeOf(st);
     for (int64_t c = 0; c < p.chunks; ++c) {
       int64_t chunk = c * p.pp + st;
       ChunkCosts cc;
@@ -533,9 +558,11 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       for (int64_t l = 0; l < chunkLayers[chunk]; ++l) {
         bool moe = m.isMoeLayer(chunkFirstLayer[chunk] + l);
         const LayerCost &L = moe ? moeLayer : dense;
+        Work again = L.recompute(stageRecompute);
         fwd += L.forward;
         bwd += L.backward;
-        rec += L.recompute;
+        bwd.seconds += again.seconds;
+        rec += again;
         wgrad += L.weightGradSeconds;
         // Expert weights are split over the expert-parallel group.
         params += moe ? (layerParamsMoe - (layerParamsMoe - layerParamsDense) *
@@ -686,7 +713,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.schedule = memorySchedule(p.schedule);
     mc.virtualStages = p.chunks;
     mc.microbatches = microbatches;
-    mc.recompute = p.recompute;
+    mc.recompute = p.recomputeOf(st);
     mc.zeroStage = p.zero;
     mc.dp = p.dp;
     mc.activationBytes = e;

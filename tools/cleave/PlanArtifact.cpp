@@ -111,6 +111,8 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.overlapGrad = knobs.overlapGradReduce;
   lo.sequenceParallel = knobs.sequenceParallel;
   lo.recompute = std::string(cost::recomputeName(knobs.recompute));
+  for (cost::Recompute mode : knobs.stageRecompute)
+    lo.stageRecompute.push_back(std::string(cost::recomputeName(mode)));
   lo.microbatchSize = b;
   lo.microbatches = replicaBatch / b;
   lo.schedule = cost::scheduleName(knobs.schedule);

@@ -473,6 +473,10 @@ planJson(const cleave::cost::PlanPrediction &p) {
   for (auto [name, value] : p.memory.items())
     breakdown[std::string(name)] = value;
   const cleave::cost::ParallelConfig &k = p.plan;
+  json::Array stageRecompute;
+  for (int64_t s = 0; s < k.pp; ++s)
+    stageRecompute.push_back(
+        std::string(cleave::cost::recomputeName(k.recomputeOf(s))));
   json::Object plan{
       {"dp", k.dp},
       {"tp", k.tp},
@@ -487,6 +491,7 @@ planJson(const cleave::cost::PlanPrediction &p) {
       {"schedule", cleave::cost::scheduleName(k.schedule)},
       {"vpp", k.chunks},
       {"recompute", std::string(cleave::cost::recomputeName(k.recompute))},
+      {"stage_recompute", std::move(stageRecompute)},
       {"precision", std::string(cleave::cost::precisionName(k.precision))},
       {"stages", std::move(stages)}};
   json::Object predicted{

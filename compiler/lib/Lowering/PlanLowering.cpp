@@ -370,10 +370,13 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
         stage, ("stage" + std::to_string(c) + "_step"), step);
     if (failed(built))
       return failure();
-    if (o.recompute != "none") {
+    const std::string &mode = s < int64_t(o.stageRecompute.size())
+                                  ? o.stageRecompute[s]
+                                  : o.recompute;
+    if (mode != "none") {
       PassManager pm(ctx, func::FuncOp::getOperationName());
       RecomputeOptions recompute;
-      recompute.mode = o.recompute;
+      recompute.mode = mode;
       pm.addPass(createRecompute(recompute));
       if (failed(pm.run(*built)))
         return failure();
@@ -409,6 +412,8 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   k->set_schedule(o.schedule);
   k->set_virtual_stages(o.virtualStages);
   k->set_recompute(o.recompute);
+  for (const std::string &mode : o.stageRecompute)
+    k->add_stage_recompute(mode);
   k->set_precision("fp32");
   plan::TrainingConfig *t = plan.mutable_training();
   t->set_global_batch(o.microbatchSize * o.microbatches * o.dp);

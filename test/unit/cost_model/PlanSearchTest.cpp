@@ -126,6 +126,54 @@ TEST(PlanSearch, MemoryLimitAndInfeasibleModels) {
   EXPECT_LE(limited->best[0].peakMemoryBytes, 20e9);
 }
 
+TEST(PlanSearch, RecomputesOnlyTheStagesThatNeedIt) {
+  // Just below the memory that 1F1B's first stage needs without
+  // recomputation: the search recomputes on the first stages only, which
+  // beats every uniform mode that fits; the exhaustive search agrees.
+  TransformerModel m;
+  m.layers = 16;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.seq = 2048;
+  m.vocab = 51200;
+  Cluster c = cluster("dgx-a100-80g,nodes=4");
+  ParallelConfig p;
+  ASSERT_TRUE(applyPlanKnobs("dp=8,tp=1,pp=4,cp=1,sp=off,zero=0,"
+                             "microbatch=1,schedule=1f1b",
+                             p)
+                  .ok());
+  p.globalBatch = 64;
+  auto none = scoreTransformerPlan(m, c, p);
+  ASSERT_TRUE(none.ok()) << none.status();
+  PlanSearchOptions o;
+  o.fixed = p;
+  o.fixedKnobs = {"dp", "tp", "pp", "cp", "sp", "zero", "microbatch",
+                  "schedule"};
+  o.memoryLimit = none->peakMemoryBytes * 0.97;
+  auto found = searchTransformerPlans(m, c, 64, o);
+  ASSERT_TRUE(found.ok()) << found.status();
+  const PlanPrediction &best = found->best[0];
+  EXPECT_LE(best.peakMemoryBytes, o.memoryLimit);
+  ASSERT_EQ(best.plan.stageRecompute.size(), 4u) << planKnobsString(best.plan);
+  EXPECT_NE(best.plan.recomputeOf(0), Recompute::None);
+  EXPECT_EQ(best.plan.recomputeOf(3), Recompute::None);
+  Cluster capped = c;
+  capped.device.memoryBytes = o.memoryLimit;
+  for (Recompute r : {Recompute::Selective, Recompute::Full}) {
+    ParallelConfig uniform = p;
+    uniform.recompute = r;
+    auto scored = scoreTransformerPlan(m, capped, uniform);
+    if (scored.ok())
+      EXPECT_LT(best.stepSeconds, scored->stepSeconds)
+          << recomputeName(r);
+  }
+  o.exhaustive = true;
+  auto all = searchTransformerPlans(m, c, 64, o);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_NEAR(all->best[0].stepSeconds, best.stepSeconds,
+              1e-9 * best.stepSeconds);
+}
+
 } // namespace
 
 namespace {

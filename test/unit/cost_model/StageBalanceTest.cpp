@@ -205,3 +205,31 @@ TEST(StageBalance, RefineForStagesNeverWorse) {
 }
 
 } // namespace
+
+TEST(StageBalance, ChunksThatCostMoreGetFewerLayers) {
+  // Twenty equal layers on four stages; the first two stages recompute, so
+  // their layers cost 4/3 as much: layers move to the last two stages
+  // (4, 4, 6, 6: the slowest stage 18 against the even split's 20).
+  std::vector<double> plain(20, 3.0), recomputed(20, 4.0);
+  std::vector<std::vector<double>> byChunk = {recomputed, recomputed, plain,
+                                              plain};
+  std::vector<int64_t> even = evenLayerSplit(20, 4);
+  std::vector<int64_t> split = refineForChunkCosts(byChunk, 0, 0, even, 4);
+  ASSERT_EQ(split.size(), 4u);
+  EXPECT_EQ(split, (std::vector<int64_t>{4, 4, 6, 6}));
+  EXPECT_LT(split[0] + split[1], split[2] + split[3]);
+  auto busiest = [&](const std::vector<int64_t> &s) {
+    double worst = 0;
+    size_t layer = 0;
+    for (size_t c = 0; c < s.size(); ++c) {
+      double t = 0;
+      for (int64_t i = 0; i < s[c]; ++i)
+        t += byChunk[c][layer++];
+      worst = std::max(worst, t);
+    }
+    return worst;
+  };
+  EXPECT_LT(busiest(split), busiest(even));
+  // A table without a row per chunk leaves the split as it is.
+  EXPECT_EQ(refineForChunkCosts({plain}, 0, 0, even, 4), even);
+}

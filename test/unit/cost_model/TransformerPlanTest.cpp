@@ -497,3 +497,63 @@ TEST(TransformerPlan, ZeroTwoAndThreeCollectivesRunBesideThePasses) {
         << "zero " << zero;
   }
 }
+
+TEST(TransformerPlan, RecomputationPerStage) {
+  // 1F1B on 4 stages: stage i keeps 4 - i microbatches' activations, so the
+  // first stages may recompute while the last do not. Each stage's memory
+  // is that of the uniform plan with its mode, and the step lies between
+  // the two uniform plans'.
+  TransformerModel m = gpt(16, 4096, 32);
+  ParallelConfig p;
+  p.dp = 8;
+  p.pp = 4;
+  p.globalBatch = 64;
+  p.microbatchSize = 1;
+  p.balanceStages = false;
+  auto none = scoreTransformerPlan(m, a100(4), p);
+  p.recompute = Recompute::Full;
+  auto full = scoreTransformerPlan(m, a100(4), p);
+  p.stageRecompute = {Recompute::Full, Recompute::Full, Recompute::None,
+                      Recompute::None};
+  auto mixed = scoreTransformerPlan(m, a100(4), p);
+  ASSERT_TRUE(none.ok() && full.ok() && mixed.ok()) << mixed.status();
+  for (int st = 0; st < 4; ++st)
+    EXPECT_DOUBLE_EQ(mixed->stageMemory[st].activations,
+                     (st < 2 ? full : none)->stageMemory[st].activations)
+        << "stage " << st;
+  EXPECT_LT(mixed->peakMemoryBytes, none->peakMemoryBytes);
+  EXPECT_LT(mixed->stepSeconds, full->stepSeconds);
+  EXPECT_GT(mixed->stepSeconds, none->stepSeconds);
+  // Recomputation runs again on the first two stages only.
+  EXPECT_LT(mixed->hardwareFlops, full->hardwareFlops);
+  EXPECT_GT(mixed->hardwareFlops, none->hardwareFlops);
+
+  // Balanced, the stages that recompute run fewer layers, and the step is
+  // shorter than with the even split.
+  p.balanceStages = true;
+  auto balanced = scoreTransformerPlan(m, a100(4), p);
+  ASSERT_TRUE(balanced.ok()) << balanced.status();
+  const std::vector<int64_t> &layers = balanced->layersPerStage;
+  EXPECT_LT(layers[0] + layers[1], layers[2] + layers[3]);
+  EXPECT_LT(balanced->stepSeconds, mixed->stepSeconds);
+
+  // The knobs print and parse one mode per stage.
+  EXPECT_NE(planKnobsString(p).find("recompute=full/full/none/none"),
+            std::string::npos);
+  ParallelConfig parsed;
+  ASSERT_TRUE(applyPlanKnobs("pp=4,recompute=full/selective/none/none",
+                             parsed)
+                  .ok());
+  EXPECT_EQ(parsed.recompute, Recompute::Full);
+  EXPECT_EQ(parsed.recomputeOf(1), Recompute::Selective);
+  EXPECT_EQ(parsed.recomputeOf(3), Recompute::None);
+  ASSERT_TRUE(applyPlanKnobs("recompute=selective", parsed).ok());
+  EXPECT_TRUE(parsed.stageRecompute.empty());
+  EXPECT_FALSE(applyPlanKnobs("recompute=full/most", parsed).ok());
+  // A list that does not match the stages is an error naming both.
+  p.stageRecompute = {Recompute::Full, Recompute::None};
+  auto wrong = scoreTransformerPlan(m, a100(4), p);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(std::string(wrong.status().message()).find("2 stages"),
+            std::string::npos);
+}

@@ -59,6 +59,8 @@ struct LoweringOptions {
   /// Activation recomputation: "none", "selective" (attention cores) or
   /// "full" (whole layers from their inputs), by cleave-recompute.
   std::string recompute = "none";
+  /// Per pipeline stage (pp entries), or empty: every stage `recompute`.
+  std::vector<std::string> stageRecompute;
   /// Samples per microbatch and replica (the imported batch).
   int64_t microbatchSize = 1;
   /// "gpipe", "1f1b" or "interleaved" (with virtualStages > 1 model chunks

@@ -14,7 +14,8 @@ namespace cleave::cost {
 /// to `plan`. Knobs: dp, tp, pp, cp, ep (degrees), sp (on/off), zero (0-3),
 /// microbatch (size), schedule (gpipe, 1f1b, interleaved, zb-h1), vpp
 /// (chunks per stage; sets the interleaved schedule when > 1), recompute
-/// (none, selective, full), precision (fp32, tf32, bf16, fp16). Errors name
+/// (none, selective, full; or one per pipeline stage, `full/none/none`),
+/// precision (fp32, tf32, bf16, fp16). Errors name
 /// the knob. Returns the set of knobs given, so callers can fill the rest.
 absl::StatusOr<std::vector<std::string>>
 applyPlanKnobs(std::string_view knobs, ParallelConfig &plan);

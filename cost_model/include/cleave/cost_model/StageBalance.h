@@ -53,6 +53,16 @@ std::vector<int64_t> refineForStages(const std::vector<double> &layerSeconds,
                                      std::vector<int64_t> split,
                                      int64_t stages);
 
+/// refineForStages where chunk c's layers cost layerSecondsByChunk[c]
+/// (one vector of every layer's time per chunk): stages that recompute
+/// activations (ParallelConfig::stageRecompute) run the same layers
+/// slower. Returns `split` unchanged when the table does not have a row
+/// per chunk.
+std::vector<int64_t>
+refineForChunkCosts(const std::vector<std::vector<double>> &layerSecondsByChunk,
+                    double firstExtra, double lastExtra,
+                    std::vector<int64_t> split, int64_t stages);
+
 /// The largest chunk time of a split (see balanceLayers).
 double slowestChunk(const std::vector<double> &layerSeconds, double firstExtra,
                     double lastExtra, const std::vector<int64_t> &split);

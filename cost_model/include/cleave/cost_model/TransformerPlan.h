@@ -78,6 +78,16 @@ struct ParallelConfig {
   /// Model chunks per stage (interleaved schedule).
   int64_t chunks = 1;
   Recompute recompute = Recompute::None;
+  /// Recomputation per pipeline stage (pp entries), or empty: every stage
+  /// `recompute`. Under 1F1B the first stage keeps pp microbatches'
+  /// activations and the last one: the early stages may recompute while
+  /// the later ones do not (`recompute` then names the heaviest).
+  std::vector<Recompute> stageRecompute;
+  Recompute recomputeOf(int64_t stage) const {
+    return stage >= 0 && stage < static_cast<int64_t>(stageRecompute.size())
+               ? stageRecompute[stage]
+               : recompute;
+  }
   DType precision = DType::Bf16;
   /// How the runtime executes the plan. cleave's runtime overlaps
   /// gradient reduction with the backward pass and pipeline transfers with
