@@ -544,7 +544,17 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   double sendBytes = tokens * h * e / (sp ? t : 1);
   CLEAVE_ASSIGN(send, price.collective(Collective::SendRecv, sendBytes, ppPair));
   out.pipelineSendSeconds = send;
-  std::vector<double> stageParams(p.pp, 0);
+  std::vector<double> stageParams(p.pp, 0), stageTensors(p.pp, 0);
+  // One collective per parameter tensor (ZeRO): the bytes of all of them,
+  // plus the latency of every call after the first (the time of a
+  // collective of a few bytes over the group).
+  auto perTensor = [&](Collective kind, double bytes,
+                       double tensors) -> absl::StatusOr<double> {
+    CLEAVE_ASSIGN(all, price.collective(kind, bytes, dpGroup, dpConcurrent));
+    CLEAVE_ASSIGN(call, price.collective(kind, 4.0 * p.dp, dpGroup,
+                                         dpConcurrent));
+    return all + std::max(0.0, tensors - 1) * call;
+  };
 
   for (int64_t st = 0; st < p.pp; ++st) {
     StageCosts stage;
@@ -555,6 +565,16 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       double params = 0;
       Work fwd, bwd, rec;
       double wgrad = 0;
+      // The chunk's parameter tensors: ZeRO's lowering runs a collective
+      // per tensor, so each pays the collective's latency.
+      double tensors = 0;
+      for (int64_t l = 0; l < chunkLayers[chunk]; ++l)
+        tensors += m.parameterTensors(chunkFirstLayer[chunk] + l);
+      if (chunk == 0)
+        tensors += m.learnedPositions ? 2 : 1;
+      if (chunk == chunksTotal - 1)
+        tensors += (m.gatedMlp ? 1 : 2) + (!m.tiedEmbedding || p.pp > 1);
+      stageTensors[st] += tensors;
       for (int64_t l = 0; l < chunkLayers[chunk]; ++l) {
         bool moe = m.isMoeLayer(chunkFirstLayer[chunk] + l);
         const LayerCost &L = moe ? moeLayer : dense;
@@ -631,22 +651,20 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         // microbatch. ZeRO-1 and 2 gather the updated blocks after the
         // optimizer step (StageCosts::paramGather), carried into the next
         // step's first forward pass where overlap-grad is on.
-        CLEAVE_ASSIGN(scatter, price.collective(Collective::ReduceScatter,
-                                                params * e, dpGroup,
-                                                dpConcurrent));
+        CLEAVE_ASSIGN(scatter, perTensor(Collective::ReduceScatter,
+                                         params * e, tensors));
         double gather = 0;
         if (p.zero == 3) {
-          CLEAVE_ASSIGN(g, price.collective(Collective::AllGather, params * e,
-                                            dpGroup, dpConcurrent));
+          CLEAVE_ASSIGN(g,
+                        perTensor(Collective::AllGather, params * e, tensors));
           gather = g;
         }
         if (p.zero <= 2 && p.overlapGradReduce) {
           // The gather of the updated blocks is carried into the next
           // step, beside the chunk's first forward pass (the lowering's
           // carryParameterGathers, CollectiveOverlap.h).
-          CLEAVE_ASSIGN(carried, price.collective(Collective::AllGather,
-                                                  params * e, dpGroup,
-                                                  dpConcurrent));
+          CLEAVE_ASSIGN(carried, perTensor(Collective::AllGather, params * e,
+                                           tensors));
           cc.carriedGather = carried;
           cc.carriedLayers = static_cast<int>(chunkLayers[chunk]);
           cc.carriedBeside = cluster.commOverlapsCompute;
@@ -681,9 +699,8 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     CLEAVE_ASSIGN(opt, price.memoryBound(shard, 52.0 / e, 12));
     stage.optimizer = opt.seconds;
     if ((p.zero == 1 || p.zero == 2) && p.dp > 1 && !p.overlapGradReduce) {
-      CLEAVE_ASSIGN(gather, price.collective(Collective::AllGather,
-                                             stageParams[st] * e, dpGroup,
-                                             dpConcurrent));
+      CLEAVE_ASSIGN(gather, perTensor(Collective::AllGather,
+                                      stageParams[st] * e, stageTensors[st]));
       stage.paramGather = gather;
     }
     spec.stages.push_back(stage);

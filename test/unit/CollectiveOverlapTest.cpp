@@ -31,9 +31,13 @@ struct Builder {
     t->set_bytes(bytes);
     return t->id();
   }
-  void inst(const std::string &op, std::vector<int> in, std::vector<int> out) {
+  /// Collectives run over "dp" (ZeRO's) unless `axis` says otherwise.
+  void inst(const std::string &op, std::vector<int> in, std::vector<int> out,
+            const std::string &axis = "dp") {
     plan::Instruction i;
     i.set_op(op);
+    if (op.compare(0, 5, "comm.") == 0)
+      (*i.mutable_attrs())["axes"].mutable_strings()->add_values(axis);
     for (int id : in)
       i.add_inputs(id);
     for (int id : out)
@@ -241,4 +245,32 @@ TEST(CollectiveOverlap, UpdatedBlocksAreGatheredBesideTheNextForwardPass) {
   EXPECT_TRUE(opt[1].attrs().at("carried").b());
   EXPECT_FALSE(opt[2].has_async_handle());
   EXPECT_FALSE(opt[3].has_async_handle());
+}
+
+TEST(CollectiveOverlap, TensorParallelCollectivesStayWhereTheyAre) {
+  // A vocabulary-parallel embedding's gradient is reduce-scattered over
+  // "tp" and accumulated into a gradient that a data-parallel bucket
+  // holds; the bucket's all-reduce starts right after. Deferring that
+  // accumulation would race with the bucket (dp2 x tp2 with sequence
+  // parallelism trained wrong so): collectives off the replica axes are
+  // left alone, as is a tensor-parallel gather of a parameter.
+  Builder b;
+  int w = b.tensor(plan::TensorDecl::PARAMETER, 4 * kMiB);
+  int gathered = b.tensor(plan::TensorDecl::TRANSIENT, 8 * kMiB);
+  int partial = b.tensor(plan::TensorDecl::TRANSIENT, 8 * kMiB);
+  int block = b.tensor(plan::TensorDecl::TRANSIENT, 4 * kMiB);
+  int grad = b.tensor(plan::TensorDecl::GRADIENT, 4 * kMiB);
+  int x = b.tensor(plan::TensorDecl::TRANSIENT, 1024);
+  b.inst("comm.all_gather", {w}, {gathered}, "tp");
+  b.inst("graph.matmul", {x, gathered}, {x});
+  b.inst("comm.reduce_scatter", {partial}, {block}, "tp");
+  b.inst("runtime.accumulate", {block}, {grad});
+  b.inst("graph.relu", {x}, {x});
+  std::vector<plan::Instruction> before = b.segment;
+  int handle = 0;
+  OverlapCounts counts = overlapCollectives(b.segment, b.program, handle);
+  EXPECT_EQ(counts.prefetchedGathers, 0);
+  EXPECT_EQ(counts.overlappedScatters, 0);
+  EXPECT_EQ(handle, 0);
+  EXPECT_EQ(trace(b.segment), trace(before));
 }

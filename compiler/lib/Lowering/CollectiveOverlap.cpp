@@ -34,6 +34,21 @@ bool isSynchronous(const plan::Instruction &inst, const char *op) {
          inst.inputs_size() == 1 && inst.outputs_size() == 1;
 }
 
+/// ZeRO's collectives run over the data-parallel replicas ("dp", with "ep"
+/// for an MoE's dense parameters). Tensor- and context-parallel ones stay
+/// where the partitioner put them: their results feed the pass at once,
+/// and a tensor-parallel gradient may be accumulated into a data-parallel
+/// bucket, whose all-reduce starts right after that accumulation (a
+/// deferred one would race with it; the bucket aliases the gradient, which
+/// the instructions do not show).
+bool overReplicas(const plan::Instruction &inst) {
+  auto axes = inst.attrs().find("axes");
+  if (axes == inst.attrs().end() || !axes->second.has_strings())
+    return false;
+  const auto &names = axes->second.strings().values();
+  return std::find(names.begin(), names.end(), "dp") != names.end();
+}
+
 } // namespace
 
 OverlapCounts overlapCollectives(std::vector<plan::Instruction> &segment,
@@ -52,6 +67,7 @@ OverlapCounts overlapCollectives(std::vector<plan::Instruction> &segment,
   std::map<size_t, size_t> gatherAt; // position -> ordinal
   for (size_t i = 0; i < segment.size(); ++i)
     if (isSynchronous(segment[i], "comm.all_gather") &&
+        overReplicas(segment[i]) &&
         kind(segment[i].inputs(0)) == plan::TensorDecl::PARAMETER) {
       gatherAt[i] = gathers.size();
       gathers.push_back(i);
@@ -60,7 +76,7 @@ OverlapCounts overlapCollectives(std::vector<plan::Instruction> &segment,
   // accumulation, reads.
   auto isAccumulatedScatter = [&](size_t i) {
     if (!isSynchronous(segment[i], "comm.reduce_scatter") ||
-        i + 1 >= segment.size())
+        !overReplicas(segment[i]) || i + 1 >= segment.size())
       return false;
     const plan::Instruction &next = segment[i + 1];
     int out = segment[i].outputs(0);

@@ -557,3 +557,42 @@ TEST(TransformerPlan, RecomputationPerStage) {
   EXPECT_NE(std::string(wrong.status().message()).find("2 stages"),
             std::string::npos);
 }
+
+TEST(TransformerPlan, ZeroPaysACollectivePerParameterTensor) {
+  // The lowering reduce-scatters (and gathers) every parameter tensor on
+  // its own, so ZeRO-1's reductions cost the bytes of all of them plus the
+  // latency of every further call: 8 GPT layers of 16 tensors, the token
+  // and position embeddings and the final norm's 2 (the head is tied).
+  EXPECT_EQ(gpt(1, 64, 4).parameterTensors(0), 16);
+  TransformerModel llama = gpt(1, 64, 4);
+  llama.gatedMlp = true;
+  EXPECT_EQ(llama.parameterTensors(0), 9);
+  llama.experts = 4;
+  EXPECT_EQ(llama.parameterTensors(0), 10); // and its router
+
+  TransformerModel m = smallGpt(8, 512, 8);
+  Cluster c = a100(4);
+  ParallelConfig p;
+  p.dp = 32;
+  p.globalBatch = 64;
+  p.zero = 1;
+  p.precision = DType::Fp32;
+  TaskGraph g;
+  Timeline tl;
+  auto plan = scoreTransformerPlan(m, c, p, nullptr, &g, &tl);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  double reductions = 0;
+  for (const Task &t : g.tasks())
+    if (t.category == "grad-reduce")
+      reductions += t.seconds;
+  Group dp = Group::strided(0, 32, 1);
+  auto all = estimateCollective(Collective::ReduceScatter, m.parameters() * 4,
+                                dp, c);
+  auto call = estimateCollective(Collective::ReduceScatter, 4.0 * 32, dp, c);
+  ASSERT_TRUE(all.ok() && call.ok());
+  // (The plan's parameter count differs from m.parameters() by a few
+  // bytes.)
+  EXPECT_NEAR(reductions, all->seconds + (8 * 16 + 4 - 1) * call->seconds,
+              1e-4 * reductions);
+  EXPECT_GT(call->seconds, 0);
+}

@@ -64,6 +64,13 @@ struct TransformerModel {
   }
   /// Parameters of the whole model.
   double parameters() const;
+  /// Parameter tensors of one layer, each its own ZeRO collective in the
+  /// lowering: GPT's q/k/v/o projections, two MLP matrices and two layer
+  /// norms, with biases (16); SwiGLU layers have three matrices, RMS norms
+  /// and no biases (9); an MoE layer adds its router.
+  int64_t parameterTensors(int64_t layer) const {
+    return (gatedMlp ? 9 : 16) + (isMoeLayer(layer) ? 1 : 0);
+  }
 };
 
 /// The knobs of a plan.
