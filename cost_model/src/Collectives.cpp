@@ -17,8 +17,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <set>
 
 namespace cleave::cost {
 
@@ -261,24 +259,36 @@ absl::StatusOr<GroupPlacement> placeGroup(const Group &group,
                                           const Cluster &cluster) {
   if (group.ranks.empty())
     return absl::InvalidArgumentError("a group needs at least one rank");
-  std::set<int64_t> seen;
-  std::map<int64_t, int64_t> perNode;
-  for (int64_t rank : group.ranks) {
+  for (int64_t rank : group.ranks)
     if (rank < 0 || rank >= cluster.numDevices())
       return absl::InvalidArgumentError(
           cat("rank ", rank, " is outside cluster '", cluster.name, "' (",
               cluster.numDevices(), " devices)"));
-    if (!seen.insert(rank).second)
-      return absl::InvalidArgumentError(
-          cat("rank ", rank, " appears twice in the group"));
-    ++perNode[cluster.nodeOf(rank)];
-  }
+  // Sorted ranks (the planners' strided groups already are; the search
+  // places groups hundreds of thousands of times, so no tree per call):
+  // duplicates are neighbours, and a node's ranks are a run (nodeOf is
+  // rank / devicesPerNode).
+  std::vector<int64_t> ranks = group.ranks;
+  if (!std::is_sorted(ranks.begin(), ranks.end()))
+    std::sort(ranks.begin(), ranks.end());
   GroupPlacement placement;
-  placement.size = static_cast<int64_t>(group.ranks.size());
-  placement.nodes = static_cast<int64_t>(perNode.size());
-  for (const auto &[node, count] : perNode) {
+  placement.size = static_cast<int64_t>(ranks.size());
+  int64_t firstCount = -1, count = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0 && ranks[i] == ranks[i - 1])
+      return absl::InvalidArgumentError(
+          cat("rank ", ranks[i], " appears twice in the group"));
+    ++count;
+    bool runEnds = i + 1 == ranks.size() ||
+                   cluster.nodeOf(ranks[i + 1]) != cluster.nodeOf(ranks[i]);
+    if (!runEnds)
+      continue;
+    ++placement.nodes;
     placement.maxRanksPerNode = std::max(placement.maxRanksPerNode, count);
-    placement.uniform &= count == perNode.begin()->second;
+    if (firstCount < 0)
+      firstCount = count;
+    placement.uniform &= count == firstCount;
+    count = 0;
   }
   return placement;
 }

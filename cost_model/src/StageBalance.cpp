@@ -56,12 +56,34 @@ std::pair<double, double> stageScore(const std::vector<double> &chunks,
                          : *std::max_element(chunks.begin(), chunks.end())};
 }
 
-/// The local search of refineForStages over a chunk-time function.
-template <typename Times>
-std::vector<int64_t> refine(Times times, size_t layers,
-                            std::vector<int64_t> split, int64_t stages) {
-  auto score = [&](const std::vector<int64_t> &s) {
-    return stageScore(times(s), stages);
+/// The local search of refineForStages: layer l of chunk c costs
+/// cost(c, l). Each move shifts one layer across one boundary and changes
+/// only those two chunks' times, so a move is priced by updating them (and
+/// their stages' loads) in place, not by summing every chunk again.
+template <typename Cost>
+std::vector<int64_t> refine(Cost cost, size_t layers, double firstExtra,
+                            double lastExtra, std::vector<int64_t> split,
+                            int64_t stages) {
+  size_t n = split.size();
+  if (n < 2 || stages < 1)
+    return split;
+  std::vector<size_t> start(n, 0);
+  for (size_t c = 1; c < n; ++c)
+    start[c] = start[c - 1] + split[c - 1];
+  auto chunkTime = [&](size_t c) {
+    double t = (c == 0 ? firstExtra : 0) + (c + 1 == n ? lastExtra : 0);
+    for (size_t l = start[c]; l < start[c] + split[c] && l < layers; ++l)
+      t += cost(c, l);
+    return t;
+  };
+  std::vector<double> times(n), loads(stages, 0.0);
+  for (size_t c = 0; c < n; ++c) {
+    times[c] = chunkTime(c);
+    loads[c % stages] += times[c];
+  }
+  auto score = [&] {
+    return std::make_pair(*std::max_element(loads.begin(), loads.end()),
+                          *std::max_element(times.begin(), times.end()));
   };
   auto better = [](std::pair<double, double> a, std::pair<double, double> b) {
     const double eps = 1e-12;
@@ -69,25 +91,37 @@ std::vector<int64_t> refine(Times times, size_t layers,
       return true;
     return a.first <= b.first * (1 + eps) && a.second < b.second * (1 - eps);
   };
-  auto best = score(split);
+  auto best = score();
   // Each accepted move lowers the score, so the search ends; the bound
   // only caps pathological inputs.
   for (size_t round = 0; round < 4 * layers + 16; ++round) {
     bool moved = false;
-    for (size_t c = 0; c + 1 < split.size(); ++c)
+    for (size_t c = 0; c + 1 < n; ++c)
       for (int dir : {-1, 1}) {
         // dir -1: chunk c gives its last layer to c + 1; +1: takes c + 1's
         // first.
-        std::vector<int64_t> next = split;
-        next[c] += dir;
-        next[c + 1] -= dir;
-        if (next[c] < 1 || next[c + 1] < 1)
+        if (split[c] + dir < 1 || split[c + 1] - dir < 1)
           continue;
-        auto s = score(next);
+        size_t layer = dir < 0 ? start[c + 1] - 1 : start[c + 1];
+        double dc = dir * cost(c, layer), dn = -dir * cost(c + 1, layer);
+        double oldC = times[c], oldN = times[c + 1];
+        double oldLoadC = loads[c % stages], oldLoadN = loads[(c + 1) % stages];
+        times[c] += dc;
+        times[c + 1] += dn;
+        loads[c % stages] += dc;
+        loads[(c + 1) % stages] += dn;
+        auto s = score();
         if (better(s, best)) {
-          split = std::move(next);
+          split[c] += dir;
+          split[c + 1] -= dir;
+          start[c + 1] += dir;
           best = s;
           moved = true;
+        } else {
+          times[c] = oldC;
+          times[c + 1] = oldN;
+          loads[c % stages] = oldLoadC;
+          loads[(c + 1) % stages] = oldLoadN;
         }
       }
     if (!moved)
@@ -118,10 +152,9 @@ std::vector<int64_t> refineForStages(const std::vector<double> &layerSeconds,
                                      double firstExtra, double lastExtra,
                                      std::vector<int64_t> split,
                                      int64_t stages) {
-  auto times = [&](const std::vector<int64_t> &s) {
-    return chunkSeconds(layerSeconds, firstExtra, lastExtra, s);
-  };
-  return refine(times, layerSeconds.size(), std::move(split), stages);
+  return refine([&](size_t, size_t l) { return layerSeconds[l]; },
+                layerSeconds.size(), firstExtra, lastExtra, std::move(split),
+                stages);
 }
 
 namespace {
@@ -183,7 +216,9 @@ refineForChunkCosts(const std::vector<std::vector<double>> &layerSecondsByChunk,
                               stageScore(times(split), stages))
       split = std::move(tight);
   }
-  return refine(times, layers, std::move(split), stages);
+  return refine(
+      [&](size_t c, size_t l) { return layerSecondsByChunk[c][l]; }, layers,
+      firstExtra, lastExtra, std::move(split), stages);
 }
 
 namespace {

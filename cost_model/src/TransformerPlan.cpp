@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 
 namespace cleave::cost {
@@ -548,12 +549,17 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   // One collective per parameter tensor (ZeRO): the bytes of all of them,
   // plus the latency of every call after the first (the time of a
   // collective of a few bytes over the group).
+  std::map<Collective, double> callSeconds; // per kind, priced once
   auto perTensor = [&](Collective kind, double bytes,
                        double tensors) -> absl::StatusOr<double> {
     CLEAVE_ASSIGN(all, price.collective(kind, bytes, dpGroup, dpConcurrent));
-    CLEAVE_ASSIGN(call, price.collective(kind, 4.0 * p.dp, dpGroup,
-                                         dpConcurrent));
-    return all + std::max(0.0, tensors - 1) * call;
+    auto call = callSeconds.find(kind);
+    if (call == callSeconds.end()) {
+      CLEAVE_ASSIGN(one, price.collective(kind, 4.0 * p.dp, dpGroup,
+                                          dpConcurrent));
+      call = callSeconds.emplace(kind, one).first;
+    }
+    return all + std::max(0.0, tensors - 1) * call->second;
   };
 
   for (int64_t st = 0; st < p.pp; ++st) {
