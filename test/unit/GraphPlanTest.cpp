@@ -139,4 +139,46 @@ TEST(GraphPlan, GradientReductionsHideOnlyWhereCollectivesOverlapCompute) {
     }
 }
 
+TEST(GraphPlan, ZeroPaysACollectivePerParameterTensor) {
+  // The lowering reduce-scatters and gathers every parameter tensor on its
+  // own: on one stage where nothing overlaps, ZeRO-2's step costs, beyond
+  // the same plan priced as one collective of all the bytes, the latency
+  // of every further call (a reduce-scatter per microbatch, a gather of the
+  // updated blocks per step).
+  Model m = load(kResNet);
+  ASSERT_TRUE(m.module);
+  cost::Cluster c = dgx();
+  c.commOverlapsCompute = 0;
+  auto work = measureGraphWork(*m.module, 1, c, nullptr);
+  ASSERT_TRUE(work.ok()) << work.status();
+  // Wide ResNet-50: 53 convolutions, 53 batch norms (scale and shift),
+  // the classifier's weight and bias.
+  double tensors = 0;
+  for (const GraphPiece &piece : work->pieces)
+    tensors += piece.paramTensors;
+  EXPECT_EQ(tensors, 53 + 2 * 53 + 2);
+  cost::ParallelConfig plan;
+  plan.dp = 8;
+  plan.zero = 2;
+  plan.microbatchSize = 1;
+  plan.globalBatch = 4 * plan.dp;
+  plan.precision = cost::DType::Bf16;
+  auto perTensor = scoreGraphPlan(*work, c, plan, "sgd", nullptr);
+  GraphWork lumped = *work;
+  for (GraphPiece &piece : lumped.pieces)
+    piece.paramTensors = 0;
+  auto once = scoreGraphPlan(lumped, c, plan, "sgd", nullptr);
+  ASSERT_TRUE(perTensor.ok() && once.ok());
+  cost::Group group = cost::Group::strided(0, 8, 1);
+  auto rs = cost::estimateCollective(cost::Collective::ReduceScatter, 4.0 * 8,
+                                     group, c);
+  auto ag = cost::estimateCollective(cost::Collective::AllGather, 4.0 * 8,
+                                     group, c);
+  ASSERT_TRUE(rs.ok() && ag.ok());
+  double expected = (tensors - 1) * (4 * rs->seconds + ag->seconds);
+  EXPECT_GT(expected, 0);
+  EXPECT_NEAR(perTensor->stepSeconds - once->stepSeconds, expected,
+              1e-6 * perTensor->stepSeconds);
+}
+
 } // namespace

@@ -40,8 +40,6 @@ void restrictToLowerable(cost::ParallelConfig &plan,
 
 std::string whyNotLowerable(const cost::ParallelConfig &plan) {
   std::vector<std::string> reasons;
-  // The expert-parallel all-to-all under a tensor-parallel split gives a
-  // forward pass 1e-4 off the unpartitioned one (a cause not found yet).
   // Programs hold fp32 tensors (the weights are the fp32 masters); the
   // precision only says how a GPU multiplies them (tf32 inside the tensor
   // cores, bf16/fp16 on rounded copies of the operands). fp8 GEMMs need
@@ -81,7 +79,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   if (std::string why = whyNotLowerable(knobs); !why.empty())
     return fail("-o: the plan uses " + why +
                     ", which the lowering to programs does not support yet "
-                    "(it lowers dp, tp with or without sp, cp or ep without tp, pp "
+                    "(it lowers dp, tp with or without sp, cp, ep, pp "
                     "with every schedule, ZeRO 0-3 and recomputation); --fix other values",
                 2);
   int64_t replicaBatch = r.globalBatch / knobs.dp;

@@ -167,6 +167,18 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
       return c.status();
     return c->seconds;
   };
+  // ZeRO's collectives, one per parameter tensor: the bytes of all, plus
+  // the latency of every further call (as TransformerPlan prices them).
+  auto perTensor = [&](cost::Collective kind, double bytes,
+                       const cost::Group &group,
+                       double tensors) -> absl::StatusOr<double> {
+    absl::StatusOr<double> all = collective(kind, bytes, group);
+    absl::StatusOr<double> call =
+        collective(kind, 4.0 * double(group.ranks.size()), group);
+    if (!all.ok() || !call.ok())
+      return all.ok() ? call.status() : all.status();
+    return *all + (bytes > 0 ? std::max(0.0, tensors - 1) * *call : 0.0);
+  };
 
   cost::PipelineSpec spec;
   spec.schedule = plan.schedule;
@@ -191,6 +203,7 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
       stage.backwardSeconds += g.backwardSeconds;
       stage.params += g.params;
       stage.paramBytes += g.paramBytes;
+      stage.paramTensors += g.paramTensors;
       stage.activationBytes += g.activationBytes;
       largest = std::max(largest, g.largestIntermediateBytes);
     };
@@ -215,9 +228,11 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     absl::StatusOr<double> allReduce =
         collective(cost::Collective::AllReduce, stage.paramBytes, dpGroup);
     absl::StatusOr<double> scatter =
-        collective(cost::Collective::ReduceScatter, stage.paramBytes, dpGroup);
-    absl::StatusOr<double> gather =
-        collective(cost::Collective::AllGather, stage.paramBytes, dpGroup);
+        perTensor(cost::Collective::ReduceScatter, stage.paramBytes, dpGroup,
+                  stage.paramTensors);
+    absl::StatusOr<double> gather = perTensor(
+        cost::Collective::AllGather, stage.paramBytes, dpGroup,
+        stage.paramTensors);
     for (const auto *c : {&sendOut, &sendIn, &allReduce, &scatter, &gather})
       if (!c->ok())
         return c->status();
@@ -363,6 +378,7 @@ absl::StatusOr<GraphWork> measureWhole(func::FuncOp forward,
       auto type = cast<RankedTensorType>(param.getType());
       piece.params += double(type.getNumElements());
       piece.paramBytes += double(graph::tensorBytes(type));
+      piece.paramTensors += 1;
       piece.largestParamBytes =
           std::max(piece.largestParamBytes, double(graph::tensorBytes(type)));
     }
@@ -597,12 +613,27 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   if (plan.dp > 1) {
     allReduce = seconds(cost::estimateCollective(
         cost::Collective::AllReduce, work.paramBytes, group, cluster, profile));
-    reduceScatter = seconds(cost::estimateCollective(
-        cost::Collective::ReduceScatter, work.paramBytes, group, cluster,
-        profile));
-    allGather = seconds(cost::estimateCollective(
-        cost::Collective::AllGather, work.paramBytes, group, cluster,
-        profile));
+    // ZeRO's, one per parameter tensor: every call after the first adds
+    // its latency (as TransformerPlan prices them).
+    double tensors = 0;
+    for (const GraphPiece &piece : work.pieces)
+      tensors += piece.paramTensors;
+    double calls = std::max(0.0, tensors - 1);
+    double callBytes = 4.0 * double(plan.dp);
+    reduceScatter =
+        seconds(cost::estimateCollective(cost::Collective::ReduceScatter,
+                                         work.paramBytes, group, cluster,
+                                         profile)) +
+        calls * seconds(cost::estimateCollective(
+                    cost::Collective::ReduceScatter, callBytes, group,
+                    cluster, profile));
+    allGather =
+        seconds(cost::estimateCollective(cost::Collective::AllGather,
+                                         work.paramBytes, group, cluster,
+                                         profile)) +
+        calls * seconds(cost::estimateCollective(cost::Collective::AllGather,
+                                                 callBytes, group, cluster,
+                                                 profile));
   }
   double compute =
       microbatches * (work.forwardSeconds + work.backwardSeconds);

@@ -38,6 +38,9 @@ namespace cleave::search {
 struct GraphPiece {
   double forwardSeconds = 0, backwardSeconds = 0;
   double params = 0, paramBytes = 0;
+  /// Its trainable parameter tensors: ZeRO's lowering runs a collective
+  /// per tensor, each paying the collective's latency.
+  double paramTensors = 0;
   /// What its forward keeps for its backward (the caller fills it from the
   /// training step, lowering::stashedActivationBytesByBlock).
   double activationBytes = 0;
