@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from plan_text import recompute_text
+
 ROWS = [  # name, layers, GPUs, TP, PP, DP, batch
     ("1.7b", 24, 32, 1, 1, 32, 512),
     ("3.6b", 30, 64, 2, 1, 32, 512),
@@ -78,15 +80,7 @@ def main():
         ratio = tf / ref_tf if ref else float("nan")
         worse += ref is not None and ratio < 1
         p = found["plan"]
-        # Recomputation per stage, folded: "selective x3, none x4".
-        rc, runs = p["recompute"], []
-        for mode in p.get("stage_recompute", []):
-            if runs and runs[-1][0] == mode:
-                runs[-1][1] += 1
-            else:
-                runs.append([mode, 1])
-        if len(runs) > 1:
-            rc = "/".join(f"{m}x{n}" for m, n in runs)
+        rc = recompute_text(p)
         plan = (f"dp={p['dp']} tp={p['tp']} pp={p['pp']} cp={p['cp']} "
                 f"mb={p['microbatch_size']} {p['schedule']}"
                 f"{'/' + str(p['vpp']) if p['vpp'] > 1 else ''} "

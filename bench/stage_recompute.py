@@ -16,6 +16,8 @@ import os
 import subprocess
 import time
 
+from plan_text import recompute_text
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CLEAVE = os.path.join(ROOT, "build", "tools", "cleave", "cleave")
 
@@ -42,14 +44,7 @@ def compile_json(cleave, model, cluster, batch, fix=None):
 
 def describe(d):
     p = d["plan"]
-    rc, runs = p["recompute"], []
-    for mode in p.get("stage_recompute", []):
-        if runs and runs[-1][0] == mode:
-            runs[-1][1] += 1
-        else:
-            runs.append([mode, 1])
-    if len(runs) > 1:
-        rc = "/".join(f"{m}x{n}" for m, n in runs)
+    rc = recompute_text(p)
     return (f"dp{p['dp']} tp{p['tp']} pp{p['pp']} mb{p['microbatch_size']} "
             f"{p['schedule']}{'/' + str(p['vpp']) if p['vpp'] > 1 else ''} "
             f"zero{p['zero']} rc={rc}")
