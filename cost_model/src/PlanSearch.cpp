@@ -133,22 +133,27 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
 
   // Recomputation per stage: under 1F1B the early stages keep more
   // microbatches' activations than the later ones, so the first k stages
-  // may recompute (as the lightest uniform mode that fits, `fit`) while
-  // the others recompute less. Memory falls as k grows: the smallest k that
-  // fits for each lighter mode (every k when exhaustive). Where no uniform
-  // mode fits, none of these does either.
+  // may recompute (as the lightest uniform mode that fits, `fit`, or fully)
+  // while the others recompute less than `fit`. Memory falls as k grows:
+  // the smallest k that fits for each pair of modes (every k when
+  // exhaustive). Where no uniform mode fits, none of these does either.
   auto considerPerStage = [&](ParallelConfig plan,
                               std::optional<Recompute> fit) {
     if (!fit || *fit == Recompute::None)
       return;
-    for (Recompute light : {Recompute::None, Recompute::Selective}) {
-      if (light >= *fit)
-        continue;
+    // (first k stages, the rest): the rest lighter than `fit`.
+    std::vector<std::pair<Recompute, Recompute>> pairs;
+    for (Recompute light : {Recompute::None, Recompute::Selective})
+      if (light < *fit)
+        pairs.push_back({*fit, light});
+    if (*fit == Recompute::Selective)
+      pairs.push_back({Recompute::Full, Recompute::None});
+    for (auto [heavy, light] : pairs) {
       auto withFirst = [&](int64_t k) {
-        plan.recompute = *fit;
+        plan.recompute = heavy;
         plan.stageRecompute.assign(plan.pp, light);
         std::fill(plan.stageRecompute.begin(),
-                  plan.stageRecompute.begin() + k, *fit);
+                  plan.stageRecompute.begin() + k, heavy);
         return consider(plan);
       };
       if (o.exhaustive) {
@@ -156,7 +161,8 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
           withFirst(k);
         continue;
       }
-      int64_t lo = 1, hi = plan.pp; // hi: uniform `fit`, known to fit
+      // hi: uniform `heavy`, which fits (it keeps no more than `fit`).
+      int64_t lo = 1, hi = plan.pp;
       while (lo < hi) {
         int64_t mid = (lo + hi) / 2;
         if (withFirst(mid))
