@@ -9,7 +9,9 @@
 
 #include "SearchTestUtil.h"
 
+#include "cleave/Lowering/ActivationEstimate.h"
 #include "cleave/Search/GraphPlan.h"
+#include "cleave/Transforms/Autodiff.h"
 
 using namespace mlir;
 using namespace cleave;
@@ -179,6 +181,118 @@ TEST(GraphPlan, ZeroPaysACollectivePerParameterTensor) {
   EXPECT_GT(expected, 0);
   EXPECT_NEAR(perTensor->stepSeconds - once->stepSeconds, expected,
               1e-6 * perTensor->stepSeconds);
+}
+
+TEST(GraphPlan, RecomputationTradesAForwardPassForTheBlocksStash) {
+  // Full recomputation of a graph without transformer layers checkpoints
+  // its residual blocks: each keeps its input and output, and runs its
+  // forward pass again before its backward pass. The stash per block is
+  // read off the training step cleave-recompute rewrote, as `compile`
+  // fills it.
+  Model m = load(kResNet);
+  ASSERT_TRUE(m.module);
+  cost::Cluster c = dgx();
+  auto measured = measureGraphWork(*m.module, 4, c, nullptr);
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  GraphWork work = *measured;
+  {
+    DialectRegistry registry; // the training step's derivative rules
+    registerAutodiffExternalModels(registry);
+    m.ctx->appendDialectRegistry(registry);
+  }
+  auto none = lowering::stashedActivationBytesByBlock(*m.module, "sgd");
+  auto full = lowering::stashedActivationBytesByBlock(*m.module, "sgd", "full");
+  ASSERT_TRUE(succeeded(none) && succeeded(full));
+  ASSERT_EQ(none->size(), work.pieces.size());
+  ASSERT_EQ(full->size(), work.pieces.size());
+  work.activationBytes = 0;
+  for (size_t k = 0; k < work.pieces.size(); ++k) {
+    work.pieces[k].activationBytes = (*none)[k];
+    work.pieces[k].recomputedActivationBytes = (*full)[k];
+    work.activationBytes += (*none)[k];
+    bool block = k > 0 && k + 1 < work.pieces.size();
+    // Blocks keep less; the stem and head are not recomputed.
+    if (block)
+      EXPECT_LT((*full)[k], 0.5 * (*none)[k]) << "block " << k - 1;
+    else
+      EXPECT_EQ((*full)[k], (*none)[k]) << "piece " << k;
+  }
+
+  cost::ParallelConfig plan;
+  plan.dp = 8;
+  plan.microbatchSize = 4;
+  plan.globalBatch = 64;
+  plan.precision = cost::DType::Bf16;
+  auto score = [&](cost::ParallelConfig p) {
+    return scoreGraphPlan(work, c, p, "sgd", nullptr);
+  };
+  double blocksForward = 0, blocksFlops = 0;
+  for (int64_t k = 0; k < work.numBlocks(); ++k) {
+    blocksForward += work.pieces[k + 1].forwardSeconds;
+    blocksFlops += work.pieces[k + 1].forwardFlops;
+  }
+  ASSERT_GT(blocksForward, 0);
+  ASSERT_GT(blocksFlops, 0);
+  {
+    auto stashing = score(plan);
+    plan.recompute = cost::Recompute::Full;
+    auto recomputing = score(plan);
+    plan.recompute = cost::Recompute::None;
+    ASSERT_TRUE(stashing.ok() && recomputing.ok()) << recomputing.status();
+    // One stage, priced by formula: two microbatches a replica, each
+    // running the blocks' forward pass once more.
+    EXPECT_NEAR(recomputing->stepSeconds - stashing->stepSeconds,
+                2 * blocksForward, 1e-3 * recomputing->stepSeconds);
+    EXPECT_LT(recomputing->memory.activations,
+              0.5 * stashing->memory.activations);
+    EXPECT_DOUBLE_EQ(recomputing->modelFlops, stashing->modelFlops);
+    EXPECT_NEAR(recomputing->hardwareFlops - recomputing->modelFlops,
+                blocksFlops * 2 * 8, 1e-9 * recomputing->hardwareFlops);
+    EXPECT_GT(recomputing->hwTflopsPerDevice, recomputing->tflopsPerDevice);
+  }
+
+  // Two stages of 1F1B: recomputing on the first only (which holds two
+  // microbatches in flight) lowers its memory, costs less than
+  // recomputing on both, and gives that stage fewer blocks.
+  plan.pp = 2;
+  plan.dp = 4;
+  plan.globalBatch = 32;
+  auto stashing = score(plan);
+  plan.recompute = cost::Recompute::Full;
+  auto everywhere = score(plan);
+  plan.stageRecompute = {cost::Recompute::Full, cost::Recompute::None};
+  auto first = score(plan);
+  ASSERT_TRUE(stashing.ok() && everywhere.ok() && first.ok())
+      << first.status();
+  EXPECT_LT(first->stageMemory[0].activations,
+            0.5 * stashing->stageMemory[0].activations);
+  // The second stage, which does not recompute, takes the blocks the
+  // first gives up, and their stash.
+  EXPECT_GT(first->stageMemory[1].activations,
+            stashing->stageMemory[1].activations);
+  EXPECT_GT(first->stepSeconds, stashing->stepSeconds);
+  EXPECT_LT(first->stepSeconds, everywhere->stepSeconds);
+  ASSERT_EQ(first->layersPerStage.size(), 2u);
+  EXPECT_LT(first->layersPerStage[0], stashing->layersPerStage[0]);
+
+  // What a graph plan cannot recompute is refused, with why.
+  auto refused = [&](const cost::ParallelConfig &p, llvm::StringRef why) {
+    auto r = score(p);
+    return !r.ok() && std::string(r.status().message()).find(why.str()) !=
+                          std::string::npos;
+  };
+  cost::ParallelConfig selective = plan;
+  selective.stageRecompute = {cost::Recompute::Selective,
+                              cost::Recompute::None};
+  EXPECT_TRUE(refused(selective, "attention cores"));
+  cost::ParallelConfig short_ = plan;
+  short_.stageRecompute = {cost::Recompute::Full};
+  EXPECT_TRUE(refused(short_, "given for 1 stages, but pp = 2"));
+  GraphWork unknown = work;
+  for (GraphPiece &piece : unknown.pieces)
+    piece.recomputedActivationBytes = -1;
+  auto r = scoreGraphPlan(unknown, c, plan, "sgd", nullptr);
+  EXPECT_FALSE(r.ok());
 }
 
 } // namespace

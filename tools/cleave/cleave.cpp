@@ -626,10 +626,21 @@ bool preferGraphPlan(const cleave::cost::PlanPrediction &a,
                      const cleave::cost::PlanPrediction &b) {
   constexpr double kTie = 0.01;
   double faster = std::min(a.stepSeconds, b.stepSeconds);
-  if (std::abs(a.stepSeconds - b.stepSeconds) > kTie * faster ||
-      a.plan.zero == b.plan.zero)
+  if (std::abs(a.stepSeconds - b.stepSeconds) > kTie * faster)
     return a.stepSeconds < b.stepSeconds;
-  return a.plan.zero < b.plan.zero;
+  // Within the tie, the plan that recomputes on fewer stages, then the
+  // lower ZeRO stage: less work and fewer collectives for the same time.
+  auto recomputing = [](const cleave::cost::ParallelConfig &p) {
+    int64_t n = 0;
+    for (int64_t s = 0; s < p.pp; ++s)
+      n += p.recomputeOf(s) != cleave::cost::Recompute::None;
+    return n;
+  };
+  if (recomputing(a.plan) != recomputing(b.plan))
+    return recomputing(a.plan) < recomputing(b.plan);
+  if (a.plan.zero != b.plan.zero)
+    return a.plan.zero < b.plan.zero;
+  return a.stepSeconds < b.stepSeconds;
 }
 
 /// `compile` for a graph without transformer layers (ResNets, imported CNNs
@@ -652,11 +663,26 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                       "are planned with data, tensor and pipeline parallelism "
                       "of their residual blocks (dp, tp, pp, ZeRO, the "
                       "microbatch and the schedule are searched)");
-  if ((fixed.count("sp") && plan.sequenceParallel) ||
-      (fixed.count("recompute") &&
-       plan.recompute != cleave::cost::Recompute::None))
-    return badUsage("--fix: sequence parallelism and recomputation apply to "
+  if (fixed.count("sp") && plan.sequenceParallel)
+    return badUsage("--fix sp=on: sequence parallelism applies to "
                     "transformer layers, which " + model + " has none of");
+  // Recomputation checkpoints whole residual blocks (cleave-recompute's
+  // residual-blocks numbering), so it is full or none, per stage or for all.
+  if (fixed.count("recompute")) {
+    bool selective = plan.recompute == cleave::cost::Recompute::Selective;
+    for (cleave::cost::Recompute mode : plan.stageRecompute)
+      selective |= mode == cleave::cost::Recompute::Selective;
+    if (selective)
+      return badUsage("--fix recompute=selective: selective recomputation "
+                      "recomputes attention cores, which " + model +
+                      " has none of (no transformer layers); it recomputes "
+                      "whole residual blocks: recompute=full or none");
+    if (planOptimizer == "none" &&
+        (plan.recompute != cleave::cost::Recompute::None ||
+         !plan.stageRecompute.empty()))
+      return badUsage("--fix recompute: an inference plan (--optimizer "
+                      "none) has no backward pass to recompute for");
+  }
   if (fixed.count("schedule") &&
       plan.schedule != cleave::cost::ScheduleKind::OneFOneB &&
       plan.schedule != cleave::cost::ScheduleKind::GPipe)
@@ -698,7 +724,10 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                  cleave::cost::ScheduleKind::GPipe};
   plan.cp = plan.ep = 1;
   plan.sequenceParallel = false;
-  plan.recompute = cleave::cost::Recompute::None;
+  if (!fixed.count("recompute")) {
+    plan.recompute = cleave::cost::Recompute::None;
+    plan.stageRecompute.clear();
+  }
   plan.chunks = 1;
   if (!fixed.count("precision") && cluster.device.peakFlops(plan.precision) <= 0)
     plan.precision = cleave::cost::DType::Fp32;
@@ -750,6 +779,35 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   std::vector<int> zeros = {plan.zero};
   if (!fixed.count("zero"))
     zeros = {0, 1, 2, 3};
+  // Recomputation for pp stages: none; every stage's blocks; or, since
+  // under 1F1B the first stages hold the most microbatches in flight, the
+  // first k stages' only. Held as fixed (one choice) when fixed, none
+  // without a backward pass.
+  auto recomputeChoices = [&](int64_t pp) {
+    using cleave::cost::Recompute;
+    std::vector<std::pair<Recompute, std::vector<Recompute>>> choices = {
+        {plan.recompute, plan.stageRecompute}};
+    if (fixed.count("recompute") || planOptimizer == "none")
+      return choices;
+    choices.push_back({Recompute::Full, {}});
+    for (int64_t k = 1; k < pp; ++k) {
+      std::vector<Recompute> stages(pp, Recompute::None);
+      std::fill(stages.begin(), stages.begin() + k, Recompute::Full);
+      choices.push_back({Recompute::Full, std::move(stages)});
+    }
+    return choices;
+  };
+  // Every (ZeRO stage, recomputation) pair for pp stages.
+  auto zeroAndRecompute = [&](int64_t pp) {
+    std::vector<std::pair<
+        int, std::pair<cleave::cost::Recompute,
+                       std::vector<cleave::cost::Recompute>>>>
+        pairs;
+    for (int zero : zeros)
+      for (auto &choice : recomputeChoices(pp))
+        pairs.push_back({zero, choice});
+    return pairs;
+  };
 
   std::optional<cleave::cost::PlanPrediction> best;
   std::string closest, importError;
@@ -804,6 +862,12 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
     // and by residual block for the pipeline stages.
     auto stash =
         cleave::lowering::stashedActivationBytesByBlock(*module, planOptimizer);
+    // The same with each block recomputed in the backward pass: what the
+    // lowering's cleave-recompute leaves stashed (inputs and outputs).
+    mlir::FailureOr<std::vector<double>> recomputedStash = mlir::failure();
+    if (planOptimizer != "none")
+      recomputedStash = cleave::lowering::stashedActivationBytesByBlock(
+          *module, planOptimizer, "full");
     for (auto [tp, pp] : degrees) {
       int64_t dp = devices / tp / pp;
       if (globalBatch % dp || (globalBatch / dp) % b)
@@ -838,9 +902,19 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
             piece.activationBytes = bytes * piece.activationShare;
             work->activationBytes += piece.activationBytes;
           }
+          if (succeeded(recomputedStash) &&
+              recomputedStash->size() == work->pieces.size())
+            for (auto [piece, bytes] :
+                 llvm::zip(work->pieces, *recomputedStash))
+              piece.recomputedActivationBytes = bytes * piece.activationShare;
         }
       }
       blocks = work->numBlocks();
+      if (blocks == 0 && fixed.count("recompute") &&
+          (plan.recompute != cleave::cost::Recompute::None ||
+           !plan.stageRecompute.empty()))
+        return badUsage("--fix recompute: " + model + " has no residual "
+                        "blocks to recompute");
       if (pp > 1 && pp > blocks) {
         if (fixed.count("pp"))
           return badUsage("--fix pp=" + Twine(pp) + ": " + model + " has " +
@@ -851,7 +925,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
       for (cleave::cost::ScheduleKind schedule : schedules) {
         if (pp == 1 && schedule != schedules.front())
           continue; // one stage has no schedule to choose
-        for (int zero : zeros) {
+        for (auto [zero, recompute] : zeroAndRecompute(pp)) {
           // ZeRO shards over replicas: one replica has ZeRO 0 only, and a
           // ZeRO stage fixed needs some.
           if (dp == 1 && (zero != zeros.front() ||
@@ -864,6 +938,14 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
           candidate.microbatchSize = b;
           candidate.zero = dp > 1 ? zero : 0;
           candidate.schedule = schedule;
+          if (!fixed.count("recompute")) {
+            // Nothing to recompute, or its stash unknown: not a choice.
+            if (recompute.first != cleave::cost::Recompute::None &&
+                (blocks == 0 || work->pieces[1].recomputedActivationBytes < 0))
+              continue;
+            candidate.recompute = recompute.first;
+            candidate.stageRecompute = recompute.second;
+          }
           ++candidates;
           auto scored = cleave::search::scoreGraphPlan(
               *work, capped, candidate, planOptimizer, prof);
@@ -997,7 +1079,8 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
          << " devices\n";
   printPrediction(*best);
   outs() << formatv("search:       {0} plans considered (tp x pp x "
-                    "microbatch x schedule x ZeRO), {1} infeasible, in {2:F2} "
+                    "microbatch x schedule x ZeRO x recomputation), {1} "
+                    "infeasible, in {2:F2} "
                     "s; priced op by op\n",
                     candidates, infeasible, searchSeconds);
   if (bestWork && bestWork->tp > 1) {
@@ -1472,3 +1555,4 @@ int main(int argc, char **argv) {
   cl::PrintHelpMessage();
   return kBadInput;
 }
+

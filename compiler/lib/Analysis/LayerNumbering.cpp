@@ -72,16 +72,21 @@ numberLayers(Block &block, function_ref<bool(Operation *)> include) {
   return layer;
 }
 
-BlockNumbering numberResidualBlocks(Block &block) {
+BlockNumbering numberResidualBlocks(Block &block,
+                                    function_ref<bool(Operation *)> include) {
+  auto included = [&](Operation *op) { return !include || include(op); };
+  // A training step's optimizer states are declared at its top and read
+  // by its update at the end: sources too, not values the blocks pass on.
   auto isSource = [](Operation *op) {
-    return isa<graph::ParamOp, graph::InputOp, graph::ConstantOp>(op);
+    return isa<graph::ParamOp, graph::InputOp, graph::ConstantOp,
+               graph::OptimizerStateOp>(op);
   };
   // Positions of the non-source ops; each value is live from its producer
   // to its last reader.
   SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, int64_t> position;
   for (Operation &op : block.without_terminator())
-    if (!isSource(&op)) {
+    if (included(&op) && !isSource(&op)) {
       position[&op] = ops.size();
       ops.push_back(&op);
     }
@@ -95,6 +100,8 @@ BlockNumbering numberResidualBlocks(Block &block) {
       for (Operation *user : v.getUsers()) {
         // A reader in the terminator (a returned value) reads it at the end.
         Operation *u = block.findAncestorOpInBlock(*user);
+        if (u && !u->hasTrait<OpTrait::IsTerminator>() && !included(u))
+          continue;
         last = std::max(last, u && position.count(u) ? position.lookup(u) : n);
       }
       if (last > i) {
@@ -152,7 +159,7 @@ BlockNumbering numberResidualBlocks(Block &block) {
   }
   // A source belongs to the first op that reads it.
   for (Operation &op : block.without_terminator())
-    if (isSource(&op)) {
+    if (included(&op) && isSource(&op)) {
       int64_t l = kAfterLayers;
       for (Operation *user : op.getUsers())
         if (Operation *u = block.findAncestorOpInBlock(*user);

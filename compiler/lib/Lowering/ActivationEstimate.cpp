@@ -22,7 +22,8 @@ namespace {
 /// slot when `byBlock` is off.
 FailureOr<std::vector<double>> stash(ModuleOp module,
                                      const std::string &optimizer,
-                                     bool byBlock) {
+                                     bool byBlock,
+                                     const std::string &recompute = "none") {
   OwningOpRef<ModuleOp> copy(module.clone());
   auto forward = copy->lookupSymbol<func::FuncOp>("forward");
   if (!forward)
@@ -57,6 +58,15 @@ FailureOr<std::vector<double>> stash(ModuleOp module,
       buildTrainingStep(forward, "activation_estimate", step);
   if (failed(train))
     return failure();
+  if (recompute != "none") {
+    PassManager pm(module.getContext(), func::FuncOp::getOperationName());
+    RecomputeOptions options;
+    options.mode = recompute;
+    options.residualBlocks = byBlock;
+    pm.addPass(createRecompute(options));
+    if (failed(pm.run(*train)))
+      return failure();
+  }
   // Forward ops carry no phase; a value one of them defines and a backward
   // op reads stays alive from its forward to its backward.
   auto phase = [](Operation *op) {
@@ -105,8 +115,9 @@ FailureOr<double> stashedActivationBytes(ModuleOp module,
 }
 
 FailureOr<std::vector<double>>
-stashedActivationBytesByBlock(ModuleOp module, const std::string &optimizer) {
-  return stash(module, optimizer, true);
+stashedActivationBytesByBlock(ModuleOp module, const std::string &optimizer,
+                              const std::string &recompute) {
+  return stash(module, optimizer, true, recompute);
 }
 
 } // namespace cleave::lowering

@@ -377,6 +377,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
       PassManager pm(ctx, func::FuncOp::getOperationName());
       RecomputeOptions recompute;
       recompute.mode = mode;
+      recompute.residualBlocks = o.residualBlocks;
       pm.addPass(createRecompute(recompute));
       if (failed(pm.run(*built)))
         return failure();

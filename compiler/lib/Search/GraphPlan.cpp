@@ -52,6 +52,7 @@ absl::Status priceOp(Operation *op, const cost::Cluster &cluster,
       return c.status();
     work.forwardSeconds += c->forward.seconds;
     work.backwardSeconds += c->seconds - c->forward.seconds;
+    work.forwardFlops += whole.gemm->flops();
     return absl::OkStatus();
   }
   auto counts = dyn_cast<graph::CostOpInterface>(op);
@@ -74,6 +75,42 @@ absl::Status priceOp(Operation *op, const cost::Cluster &cluster,
   double backward = isa<graph::Conv2dOp>(op) ? 2 : 1;
   work.forwardSeconds += c->seconds;
   work.backwardSeconds += backward * c->seconds;
+  work.forwardFlops += g.flops;
+  return absl::OkStatus();
+}
+
+bool recomputes(const cost::ParallelConfig &plan, int64_t stage) {
+  return plan.recomputeOf(stage) == cost::Recompute::Full;
+}
+
+/// Recomputation as a graph without transformer layers has it: whole
+/// residual blocks (full) or nothing, once per stage, where the blocks'
+/// stash under it is known.
+absl::Status checkRecompute(const GraphWork &work,
+                            const cost::ParallelConfig &plan) {
+  if (!plan.stageRecompute.empty() &&
+      int64_t(plan.stageRecompute.size()) != plan.pp)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "recomputation is given for ", plan.stageRecompute.size(),
+        " stages, but pp = ", plan.pp));
+  bool any = false;
+  for (int64_t s = 0; s < plan.pp; ++s) {
+    if (plan.recomputeOf(s) == cost::Recompute::Selective)
+      return absl::InvalidArgumentError(
+          "selective recomputation recomputes attention cores, which a graph "
+          "without transformer layers has none of; it recomputes whole "
+          "residual blocks (full) or nothing (none)");
+    any |= recomputes(plan, s);
+  }
+  if (!any)
+    return absl::OkStatus();
+  if (work.numBlocks() == 0)
+    return absl::InvalidArgumentError(
+        "the graph has no residual blocks to recompute");
+  for (int64_t k = 0; k < work.numBlocks(); ++k)
+    if (work.pieces[k + 1].recomputedActivationBytes < 0)
+      return absl::InvalidArgumentError(
+          "what the residual blocks stash under recomputation is not known");
   return absl::OkStatus();
 }
 
@@ -147,10 +184,30 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
   auto passes = [](const GraphPiece &g) {
     return g.forwardSeconds + g.backwardSeconds;
   };
+  // Recomputing stages run each block's forward pass twice: with every
+  // stage recomputing that is a uniform cost, else the split is refined
+  // against each stage's own costs.
+  bool allRecompute = true, anyRecompute = false;
+  for (int64_t s = 0; s < p; ++s) {
+    allRecompute &= recomputes(plan, s);
+    anyRecompute |= recomputes(plan, s);
+  }
+  if (allRecompute)
+    for (int64_t k = 0; k < blocks; ++k)
+      blockSeconds[k] += pieces[k + 1].forwardSeconds;
   std::vector<int64_t> split = cost::balanceLayers(
       blockSeconds, passes(pieces.front()), passes(pieces.back()), p);
   if (split.empty())
     split = cost::evenLayerSplit(blocks, p);
+  if (anyRecompute && !allRecompute) {
+    std::vector<std::vector<double>> byStage(p, blockSeconds);
+    for (int64_t s = 0; s < p; ++s)
+      if (recomputes(plan, s))
+        for (int64_t k = 0; k < blocks; ++k)
+          byStage[s][k] += pieces[k + 1].forwardSeconds;
+    split = cost::refineForChunkCosts(byStage, passes(pieces.front()),
+                                      passes(pieces.back()), split, p);
+  }
 
   // Ranks are pp-major (the plan's mesh is pp x dp x tp): a replica's
   // tensor-parallel devices are neighbours, the stage's replicas tp apart,
@@ -190,6 +247,8 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
   out.layersPerChunk = split;
   double capacity = cluster.device.memoryBytes;
   double exposedGathers = 0;
+  // Recomputed forward FLOPs per microbatch, over the stages.
+  double extraFlops = 0;
   int64_t first = 0;
   for (int64_t s = 0; s < p; ++s) {
     // The stage's pieces: its blocks, the stem on the first, the head on
@@ -209,10 +268,26 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     };
     if (s == 0)
       add(pieces.front());
-    for (int64_t k = first; k < first + split[s]; ++k)
-      add(pieces[k + 1]);
+    // Recomputing: each block stashes its input and output, runs its
+    // forward pass again before its backward pass, and holds what that
+    // pass makes until its backward pass has read it (one block at a time).
+    bool recompute = recomputes(plan, s);
+    double recomputedWork = 0, recomputedFlops = 0;
+    for (int64_t k = first; k < first + split[s]; ++k) {
+      const GraphPiece &block = pieces[k + 1];
+      add(block);
+      if (!recompute)
+        continue;
+      stage.backwardSeconds += block.forwardSeconds;
+      stage.activationBytes +=
+          block.recomputedActivationBytes - block.activationBytes;
+      recomputedWork = std::max(recomputedWork, block.activationBytes -
+                                                    block.recomputedActivationBytes);
+      recomputedFlops += block.forwardFlops;
+    }
     if (s == p - 1)
       add(pieces.back());
+    extraFlops += recomputedFlops;
     // What crosses the cuts: the output of the block before each.
     double inBytes = s > 0 ? pieces[first].outputBytes : 0;
     double outBytes = s < p - 1 ? pieces[first + split[s]].outputBytes : 0;
@@ -299,7 +374,7 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     // the stage that receives it keeps it (per microbatch in flight).
     double stash = stage.activationBytes + inBytes -
                    std::min(outBytes, stage.activationBytes);
-    mem.activations = stash * inFlight;
+    mem.activations = stash * inFlight + recomputedWork;
     // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
     // shard it keeps; ZeRO-3 gathers a piece's parameters where it runs;
     // both keep a window of those collectives in flight beside compute.
@@ -341,12 +416,15 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
   out.bubbleFraction = timeline->bubbleFraction;
   out.pipelineSendSeconds = spec.stages.front().chunks.front().sendForward;
   out.modelFlops = work.trainingFlops * double(m) * dp;
-  out.hardwareFlops = out.modelFlops;
+  out.hardwareFlops = out.modelFlops + extraFlops * double(m) * dp;
   out.tflopsPerDevice = out.stepSeconds > 0
                             ? out.modelFlops / double(devices) /
                                   out.stepSeconds / 1e12
                             : 0;
-  out.hwTflopsPerDevice = out.tflopsPerDevice;
+  out.hwTflopsPerDevice =
+      out.stepSeconds > 0
+          ? out.hardwareFlops / double(devices) / out.stepSeconds / 1e12
+          : 0;
   double peak = cluster.device.peakFlops(plan.precision);
   out.mfu = peak > 0 ? out.tflopsPerDevice * 1e12 / peak : 0;
   return out;
@@ -594,6 +672,8 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   if (plan.tp != work.tp)
     return absl::InvalidArgumentError(absl::StrCat(
         "the graph was priced for tp=", work.tp, ", not tp=", plan.tp));
+  if (absl::Status s = checkRecompute(work, plan); !s.ok())
+    return s;
   if (plan.pp > 1)
     return scorePipelinedGraph(work, cluster, plan, optimizer, profile, graph,
                                timeline);
@@ -635,8 +715,25 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
                                                  callBytes, group, cluster,
                                                  profile));
   }
-  double compute =
-      microbatches * (work.forwardSeconds + work.backwardSeconds);
+  // Recomputation (checkRecompute: whole blocks) runs each block's
+  // forward pass again before its backward pass, which then stashes its
+  // input and output only, and holds what the recomputed pass makes until
+  // the block's backward pass has read it.
+  bool recompute = recomputes(plan, 0);
+  double backwardSeconds = work.backwardSeconds;
+  double activationBytes = work.activationBytes, recomputedWork = 0,
+         recomputedFlops = 0;
+  if (recompute)
+    for (int64_t k = 0; k < work.numBlocks(); ++k) {
+      const GraphPiece &block = work.pieces[k + 1];
+      backwardSeconds += block.forwardSeconds;
+      activationBytes +=
+          block.recomputedActivationBytes - block.activationBytes;
+      recomputedWork = std::max(recomputedWork, block.activationBytes -
+                                                    block.recomputedActivationBytes);
+      recomputedFlops += block.forwardFlops;
+    }
+  double compute = microbatches * (work.forwardSeconds + backwardSeconds);
   // The reduction the step waits for: ZeRO 0's all-reduce and ZeRO 1's
   // reduce-scatter start with the last backward pass, and ZeRO 1 then
   // all-gathers the updated shards (for the next step); ZeRO 2 reduce-scatters every
@@ -660,10 +757,10 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   double exposed = 0;
   switch (plan.zero) {
   case 0:
-    exposed = besidePass(work.backwardSeconds, allReduce, blocks, overlaps);
+    exposed = besidePass(backwardSeconds, allReduce, blocks, overlaps);
     break;
   case 1:
-    exposed = besidePass(work.backwardSeconds, reduceScatter, blocks,
+    exposed = besidePass(backwardSeconds, reduceScatter, blocks,
                          overlaps) +
               gatherUpdated;
     break;
@@ -672,7 +769,7 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
     double gathered = plan.zero >= 3 ? allGather : 0;
     exposed = microbatches *
               (besidePass(work.forwardSeconds, gathered, blocks, overlaps) +
-               besidePass(work.backwardSeconds, reduceScatter + gathered,
+               besidePass(backwardSeconds, reduceScatter + gathered,
                           blocks, overlaps));
     if (plan.zero == 2)
       exposed += gatherUpdated;
@@ -699,7 +796,7 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   m.optimizer =
       cost::modelStateBytes(work.paramBytes, plan.zero, plan.dp, 1, 1, states)
           .optimizer;
-  m.activations = work.activationBytes;
+  m.activations = activationBytes + recomputedWork;
   // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
   // shard it keeps (the lowering plans no whole gradient); ZeRO-3 gathers
   // a piece's parameters where it runs, one piece at a time; both keep a
@@ -731,14 +828,18 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   p.lowerBoundSeconds = p.stepSeconds;
   p.gradReduceSeconds = plan.zero == 0 ? allReduce : reduceScatter;
   p.modelFlops = work.trainingFlops * microbatches * dp;
-  p.hardwareFlops = p.modelFlops;
+  p.hardwareFlops = p.modelFlops + recomputedFlops * microbatches * dp;
   p.tflopsPerDevice = p.stepSeconds > 0 ? p.modelFlops / double(devices) /
                                                p.stepSeconds / 1e12
                                          : 0;
-  p.hwTflopsPerDevice = p.tflopsPerDevice;
+  p.hwTflopsPerDevice = p.stepSeconds > 0 ? p.hardwareFlops /
+                                                double(devices) /
+                                                p.stepSeconds / 1e12
+                                          : 0;
   double peak = cluster.device.peakFlops(plan.precision);
   p.mfu = peak > 0 ? p.tflopsPerDevice * 1e12 / peak : 0;
   return p;
 }
 
 } // namespace cleave::search
+

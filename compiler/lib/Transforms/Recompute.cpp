@@ -111,7 +111,8 @@ void RecomputePass::runOnOperation() {
     return; // an inference program stashes nothing
 
   llvm::DenseMap<Operation *, int64_t> layer =
-      cleave::numberLayers(body, isForward);
+      residualBlocks ? cleave::numberResidualBlocks(body, isForward).layer
+                     : cleave::numberLayers(body, isForward);
 
   // The candidates: ops of a layer the backward pass might recompute.
   llvm::DenseSet<Operation *> candidates;

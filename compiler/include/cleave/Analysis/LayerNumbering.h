@@ -51,11 +51,18 @@ numberLayers(mlir::Block &block,
 /// second value alive), numbered 0, 1, ... in order. Ops before the first
 /// block get kBeforeLayers, ops after the last kAfterLayers, and single ops
 /// between two blocks (a chain's downsampling) the block before them.
+///
+/// With `include`, only the ops for which it holds are numbered and read
+/// values: a training step's forward ops are numbered as the forward
+/// function's were, its backward ops (which read the forward values again)
+/// left out.
 struct BlockNumbering {
   llvm::DenseMap<mlir::Operation *, int64_t> layer;
   int64_t numBlocks = 0;
 };
-BlockNumbering numberResidualBlocks(mlir::Block &block);
+BlockNumbering numberResidualBlocks(
+    mlir::Block &block,
+    llvm::function_ref<bool(mlir::Operation *)> include = nullptr);
 
 } // namespace cleave
 

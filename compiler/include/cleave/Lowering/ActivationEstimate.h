@@ -28,10 +28,14 @@ mlir::FailureOr<double> stashedActivationBytes(mlir::ModuleOp module,
 /// The same bytes by where their producers sit among the graph's residual
 /// blocks (numberResidualBlocks): [0] before the first block, [1 + k] block
 /// k, the last entry after the last block. Pipeline stages of a graph
-/// without transformer layers keep what their blocks stash.
+/// without transformer layers keep what their blocks stash. With
+/// `recompute` "full", the step is first rewritten as the lowering
+/// rewrites it (cleave-recompute over residual blocks): the blocks then
+/// stash their inputs and outputs only.
 mlir::FailureOr<std::vector<double>>
 stashedActivationBytesByBlock(mlir::ModuleOp module,
-                              const std::string &optimizer);
+                              const std::string &optimizer,
+                              const std::string &recompute = "none");
 
 } // namespace cleave::lowering
 

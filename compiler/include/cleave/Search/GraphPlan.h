@@ -37,6 +37,8 @@ namespace cleave::search {
 /// the ops after the last (pooling, classifier, loss). Per microbatch.
 struct GraphPiece {
   double forwardSeconds = 0, backwardSeconds = 0;
+  /// Its forward FLOPs (what recomputation adds to the hardware's work).
+  double forwardFlops = 0;
   double params = 0, paramBytes = 0;
   /// Its trainable parameter tensors: ZeRO's lowering runs a collective
   /// per tensor, each paying the collective's latency.
@@ -44,6 +46,11 @@ struct GraphPiece {
   /// What its forward keeps for its backward (the caller fills it from the
   /// training step, lowering::stashedActivationBytesByBlock).
   double activationBytes = 0;
+  /// The same under full recomputation (a block keeps its input and output,
+  /// and runs its forward again in the backward pass); negative where not
+  /// known, and then the plan cannot recompute. Filled like
+  /// activationBytes, from the step cleave-recompute rewrote.
+  double recomputedActivationBytes = -1;
   double largestIntermediateBytes = 0;
   /// Its largest trainable parameter: the backward pass computes that
   /// parameter's gradient in a temporary before accumulating it.
@@ -124,6 +131,13 @@ absl::StatusOr<GraphWork> measureGraphWork(mlir::ModuleOp module,
 /// gradient reduction over its dp replicas and its optimizer step. A stage
 /// keeps its blocks' stash for each microbatch in flight, two send slots
 /// of what it sends each way, and its own parameters.
+///
+/// Recomputation (the plan's `recompute`, or per stage `stage_recompute`)
+/// is `full` or `none`: a recomputing stage stashes its blocks'
+/// recomputedActivationBytes per microbatch in flight, holds one block's
+/// whole stash beside them while that block's backward pass runs, and runs
+/// each block's forward pass again before its backward pass. Stages that
+/// recompute are balanced with the extra pass (refineForChunkCosts).
 ///
 /// With `graph` and `timeline`, a pipelined plan's simulated step is
 /// returned for a Chrome trace (a one-stage plan is priced by formula and

@@ -229,6 +229,13 @@ def Recompute : Pass<"cleave-recompute", "mlir::func::FuncOp"> {
     same program, so they stay matched. Random ops repeat their draws (a
     dropout mask is a function of its seed and element index).
 
+    With `residual-blocks` (graphs without transformer layers: ResNets,
+    imported CNNs), the layers are the residual blocks that
+    cleave-pipeline-split cuts such graphs at (numberResidualBlocks over the
+    forward ops): `mode=full` then keeps each block's input and output and
+    recomputes what lies between, the checkpointing of Chen et al. 2016
+    and torch.utils.checkpoint per block.
+
     ```mlir
     // before: %p (softmax) is stashed for the backward pass
     %p = graph.softmax %s axis = 3 causal : tensor<2x4x16x16xf32>
@@ -242,6 +249,9 @@ def Recompute : Pass<"cleave-recompute", "mlir::func::FuncOp"> {
   let options = [
     Option<"mode", "mode", "std::string", "\"full\"",
            "what to recompute: full (whole layers) or selective (attention cores)">,
+    Option<"residualBlocks", "residual-blocks", "bool", "false",
+           "layers are residual blocks read off the graph's structure, not "
+           "numbered parameter names">,
   ];
   let statistics = [
     Statistic<"numRecomputed", "recomputed-ops", "Forward ops cloned into the backward pass">,
