@@ -88,30 +88,39 @@ def planning(cleave):
     print()
 
 
+def run_plan(cleave, model, fix, global_batch, steps, path):
+    """Compiles `model` for 2 CPU ranks with --fix `fix` into `path`, runs
+    it `steps` steps with one BLAS thread a rank: (its `inspect --json`,
+    the predicted step ms, the median measured ms of steps 2 on)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    subprocess.run([cleave, "compile", model, "--cluster",
+                    "cpu-local,devices=2", "--global-batch", str(global_batch),
+                    "--optimizer", "sgd", "--fix", fix, "-o", path],
+                   check=True, capture_output=True, env=env)
+    info = json.loads(subprocess.run(
+        [cleave, "inspect", path, "--json"], check=True,
+        capture_output=True, text=True, env=env).stdout)
+    out = subprocess.run([cleave, "run", path, "--steps", str(steps)],
+                         check=True, capture_output=True, text=True,
+                         env=env).stdout
+    times = [float(m.group(3)) for m in
+             (STEP_RE.match(l.strip()) for l in out.splitlines()) if m]
+    return (info, info["predicted"]["step_time_s"] * 1e3,
+            statistics.median(times[1:]))
+
+
 def measure(cleave, args):
     model = "zoo:wideresnet,depth=50,width=1,image=64,classes=10"
     plans = [("tp=2", "tp=2,microbatch=4"),
              ("dp=2", "dp=2,microbatch=2"),
              ("pp=2 1f1b mb1", "pp=2,microbatch=1,schedule=1f1b")]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     work = tempfile.mkdtemp(prefix="cleave-graph-bench-")
     rows = []
     for name, fix in plans:
         path = os.path.join(work, re.sub(r"\W+", "_", name) + ".cleave")
-        subprocess.run([cleave, "compile", model, "--cluster",
-                        "cpu-local,devices=2", "--global-batch", "4",
-                        "--optimizer", "sgd", "--fix", fix, "-o", path],
-                       check=True, capture_output=True, env=env)
-        info = json.loads(subprocess.run(
-            [cleave, "inspect", path, "--json"], check=True,
-            capture_output=True, text=True, env=env).stdout)
-        predicted = info["predicted"]["step_time_s"] * 1e3
-        out = subprocess.run([cleave, "run", path, "--steps",
-                              str(args.steps)], check=True,
-                             capture_output=True, text=True, env=env).stdout
-        times = [float(m.group(3)) for m in
-                 (STEP_RE.match(l.strip()) for l in out.splitlines()) if m]
-        rows.append((name, predicted, statistics.median(times[1:])))
+        _, predicted, measured = run_plan(cleave, model, fix, 4, args.steps,
+                                          path)
+        rows.append((name, predicted, measured))
     print("2. Measured: %s, 2 CPU ranks, global batch 4, sgd, "
           "OPENBLAS_NUM_THREADS=1, median of steps 2-%d" % (model,
                                                             args.steps))
@@ -125,12 +134,13 @@ def measure(cleave, args):
     print("(predicted from the cluster preset's peaks: no profile)")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def cli(doc, planning, measure, run_help, steps):
+    """The command line of a graph-plan benchmark: the planning table, and
+    with --run the measured one (`measure(cleave, args)`)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--cleave", default=DEFAULT_CLEAVE)
-    ap.add_argument("--run", action="store_true",
-                    help="also measure tp=2, dp=2 and pp=2 on 2 CPU ranks")
-    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--run", action="store_true", help=run_help)
+    ap.add_argument("--steps", type=int, default=steps)
     args = ap.parse_args()
     if not os.access(args.cleave, os.X_OK):
         sys.exit("no cleave at %s (build first)" % args.cleave)
@@ -140,4 +150,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli(__doc__, planning, measure,
+        "also measure tp=2, dp=2 and pp=2 on 2 CPU ranks", 8)
