@@ -36,6 +36,12 @@ separate virtual environment, passed with --python; create it with
 or batch sum) and prints fused/unfused; without --python it times only
 cleave, both ways.
 
+cleave's ranks run OpenBLAS with the kernels `cleave profile` chose for this
+machine (runtime/kernels BlasKernels.h); where none was chosen yet the
+script runs `cleave profile --backend cpu --quick --ranks 0` first, as a
+user does once per machine, and prints the kernels used.
+--no-blas-choice runs OpenBLAS's own pick instead.
+
 The script runs itself under that interpreter in --peer mode for the PyTorch
 and JAX sides. Run on an otherwise idle machine: the script reports the other
 processes' CPU use during each measurement (column "other load").
@@ -325,6 +331,26 @@ def free_port():
         return s.getsockname()[1]
 
 
+def blas_kernels(args, env, work):
+    """The OpenBLAS kernels cleave's ranks will run, choosing them first
+    (`cleave profile`) where this machine has no choice yet."""
+    worker = os.path.join(os.path.dirname(os.path.dirname(args.cleave)),
+                          "cleave-worker", "cleave-worker")
+
+    def info():
+        out = run([worker, "--blas-info"], env=env)
+        return dict(l.split(": ", 1) for l in out.splitlines() if ": " in l)
+
+    if args.no_blas_choice:
+        env["CLEAVE_BLAS_CORETYPE"] = "default"
+        return "%s (OpenBLAS's own pick, --no-blas-choice)" % info()["loaded"]
+    if info()["choice"] == "(none)":
+        run([args.cleave, "profile", "--backend", "cpu", "--quick", "--ranks",
+             "0", "-o", os.path.join(work, "blas.profile")], env=env)
+    now = info()
+    return "%s (chosen by cleave profile: %s)" % (now["loaded"], now["choice"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", help="python of the venv with torch and jax")
@@ -351,6 +377,9 @@ def main():
                     "here and print the top ops of each")
     ap.add_argument("--compare-fusion", action="store_true",
                     help="also time cleave run --no-fuse")
+    ap.add_argument("--no-blas-choice", action="store_true",
+                    help="run OpenBLAS's own kernels, not the ones cleave "
+                         "profile chose for this machine")
     ap.add_argument("--peer", help=argparse.SUPPRESS)
     ap.add_argument("--peer-config", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -365,6 +394,8 @@ def main():
     env = dict(os.environ)
     T = str(args.threads)
     env.update(OPENBLAS_NUM_THREADS=T, OMP_NUM_THREADS=T, MKL_NUM_THREADS=T)
+    blas = blas_kernels(args, env, work)
+    print("cleave's OpenBLAS kernels: %s" % blas, flush=True)
     configs = [
         # name, ranks, cleave --fix, peer
         ("1rank", 1, "dp=1,microbatch=%d" % args.batch, "torch"),

@@ -46,3 +46,7 @@ llvm_config.add_tool_substitutions(["cleave-opt", "cleave", "cleave-worker",
                                     "FileCheck", "not",
                                     "count", "split-file"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# The OpenBLAS kernels the ranks run follow a choice cached per user
+# (runtime/kernels BlasKernels.h): tests see none unless they make their own.
+config.environment["CLEAVE_CACHE_DIR"] = os.path.join(config.test_exec_root,
+                                                      "no-blas-choice")

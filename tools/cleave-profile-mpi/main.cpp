@@ -35,6 +35,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cleave/runtime/kernels/BlasKernels.h"
 #include "cleave/runtime/comm/MpiWait.h"
 #include "cleave/runtime/kernels/Matmul.h"
 
@@ -251,6 +252,8 @@ double waitingGemmSeconds(long long n, double seconds, int cores,
 } // namespace
 
 int main(int argc, char **argv) {
+  // The kernels the workers run (BlasKernels.h), before MPI starts.
+  cleave::kernels::adoptChosenBlasKernels(argv);
   MPI_Init(&argc, &argv);
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

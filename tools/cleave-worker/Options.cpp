@@ -12,7 +12,8 @@ const char *const kUsage =
     "                     [--input NAME=FILE]... [--dump-outputs DIR]\n"
     "                     [--timeout SECONDS] [--backend cpu|cuda] [--no-fuse]\n"
     "                     [--list]\n"
-    "       cleave-worker --kernels [--backend cpu|cuda]\n";
+    "       cleave-worker --kernels [--backend cpu|cuda]\n"
+    "       cleave-worker --blas-info | --blas-probe\n";
 
 namespace {
 bool parseInt(const std::string &text, int64_t &value) {

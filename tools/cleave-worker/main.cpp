@@ -20,6 +20,11 @@
 // that gave up; a watchdog does the same for an instruction that runs past
 // --timeout.
 //
+// Before MPI starts, the worker adopts the OpenBLAS kernels `cleave profile`
+// chose for this machine (re-executing itself with OPENBLAS_CORETYPE set;
+// cleave/runtime/kernels/BlasKernels.h). `--blas-probe` times the kernels
+// loaded for that choice, `--blas-info` prints what the worker runs.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Options.h"
@@ -30,6 +35,7 @@
 #include "cleave/runtime/cuda/NcclCommunicator.h"
 #endif
 #include "cleave/runtime/executor/Executor.h"
+#include "cleave/runtime/kernels/BlasKernels.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include <chrono>
@@ -37,6 +43,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <fstream>
 #include <sstream>
@@ -231,7 +238,33 @@ void writeTrace(comm::Communicator &comm, const executor::Executor &ex,
 
 } // namespace
 
+/// `--blas-probe`: the loaded OpenBLAS kernels' name and GEMM rate, for
+/// the profiler's choice of kernels (BlasKernels.h); `--blas-info`: the
+/// kernels this worker runs on and the choice it found. Neither starts MPI.
+int blasReport(const std::string &mode) {
+  if (mode == "--blas-probe") {
+    double rate = kernels::probeGemmRate();
+    std::printf("%s %.3f\n", kernels::openBlasCoreName().c_str(), rate);
+    return rate > 0 ? 0 : 1;
+  }
+  std::optional<std::string> chosen =
+      kernels::readChoice(kernels::choiceCachePath(), kernels::choiceKey());
+  const char *forced = std::getenv("OPENBLAS_CORETYPE");
+  std::printf("loaded: %s\nOPENBLAS_CORETYPE: %s\nchoice: %s\ncache: %s\n"
+              "key: %s\n",
+              kernels::openBlasCoreName().c_str(), forced ? forced : "(unset)",
+              chosen ? chosen->c_str() : "(none)",
+              kernels::choiceCachePath().c_str(), kernels::choiceKey().c_str());
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && std::string(argv[1]) == "--blas-probe")
+    return blasReport(argv[1]);
+  // Before MPI starts: this may re-execute the worker.
+  kernels::adoptChosenBlasKernels(argv);
+  if (argc == 2 && std::string(argv[1]) == "--blas-info")
+    return blasReport(argv[1]);
   comm::mpiInitialize(&argc, &argv);
   gRank = comm::mpiWorldRank();
   gSize = comm::mpiWorldSize();

@@ -20,6 +20,8 @@
 #include "cleave/cost_model/PlanKnobs.h"
 #include "cleave/cost_model/PlanSearch.h"
 #include "cleave/cost_model/Profile.h"
+#include "cleave/runtime/kernels/BlasKernels.h"
+#include "cleave/runtime/launcher/Launch.h"
 #include "cleave/runtime/profiler/CpuProfiler.h"
 #ifdef CLEAVE_HAVE_CUDA
 #include "cleave/runtime/cuda/CudaProfiler.h"
@@ -434,7 +436,7 @@ int writeProfile(const absl::StatusOr<cleave::cost::Profile> &profile,
                        cleave::cost::formatProfile(*profile, comment));
 }
 
-int runProfile() {
+int runProfile(char **argv) {
   auto progress = [](const std::string &line) {
     errs() << "profile: " << line << "\n";
   };
@@ -454,6 +456,25 @@ int runProfile() {
     return badUsage("--backend must be cpu or cuda, not '" + backend + "'");
   if (profileRanks < 0 || profileRanks == 1)
     return badUsage("--ranks must be 0 (no collectives) or at least 2");
+  // The OpenBLAS kernels first (BlasKernels.h): time each this CPU can run
+  // and keep the fastest, then measure everything with it. Where the choice
+  // is not what this process loaded, it starts again with it (and with
+  // OPENBLAS_CORETYPE then set, chooses nothing again); a value the user
+  // set is theirs, and CLEAVE_BLAS_CORETYPE=default keeps OpenBLAS's own.
+  const char *blasOff = std::getenv("CLEAVE_BLAS_CORETYPE");
+  if (!std::getenv("OPENBLAS_CORETYPE") &&
+      !(blasOff && std::string(blasOff) == "default")) {
+    auto choice = cleave::profiler::chooseBlasKernels(
+        cleave::launcher::defaultWorkerPath(argv[0]));
+    if (choice.ok()) {
+      progress("blas: " + cleave::profiler::describeBlasChoice(*choice));
+      if (choice->stored)
+        cleave::kernels::adoptChosenBlasKernels(argv);
+    } else {
+      progress("blas: kernels not chosen: " +
+               std::string(choice.status().message()));
+    }
+  }
   cleave::profiler::CpuProfileOptions options;
   options.ranks = profileRanks;
   options.quick = profileQuick;
@@ -1545,7 +1566,7 @@ int main(int argc, char **argv) {
   if (compileCmd)
     return runCompile();
   if (profileCmd)
-    return runProfile();
+    return runProfile(argv);
   if (inspectCmd)
     return runInspect();
   if (runCmd)

@@ -22,6 +22,8 @@
 
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace cleave::profiler {
 
@@ -54,6 +56,25 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options);
 /// The `#` header for cost::formatProfile: host name, date, ranks, the
 /// OpenBLAS build and thread count, and what each number means on a CPU.
 std::string cpuProfileComment(const CpuProfileOptions &options);
+
+/// The OpenBLAS kernels for this machine (cleave/runtime/kernels/
+/// BlasKernels.h): `worker --blas-probe` (cleave-worker) times the kernels
+/// OpenBLAS loads by itself and each other core type the CPU can run, one
+/// thread each; the fastest is chosen if it beats the default by more than
+/// 2%, and stored in the choice cache that cleave-worker and the profiler
+/// adopt when they start.
+struct BlasKernelChoice {
+  std::string defaultCore, chosen;
+  /// (core type, GFLOP/s), the default first.
+  std::vector<std::pair<std::string, double>> rates;
+  std::string cachePath;
+  bool stored = false;
+};
+absl::StatusOr<BlasKernelChoice> chooseBlasKernels(const std::string &worker,
+                                                   double timeoutSeconds = 60);
+
+/// One line: each core type's rate and the choice.
+std::string describeBlasChoice(const BlasKernelChoice &choice);
 
 } // namespace cleave::profiler
 
