@@ -73,6 +73,10 @@ LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
   // priced with the search left free (GraphPlan.h).
   search.sequenceParallel = o.sequenceParallel;
   search.noSequenceParallel = !o.sequenceParallel && !o.residualBlocks;
+  // A transformer plan's tp splits the model; its batch is split by dp
+  // (and ZeRO), which the plan prices as such. A graph plan's search is
+  // free, as GraphPlan priced it.
+  search.noBatchSplit = !o.residualBlocks;
   // A tensor-parallel degree means the parameters are split: hold each
   // device to its share and let the search choose how (tensorParallelLimits:
   // first with every divisible matrix split, which is what the plan's

@@ -313,9 +313,11 @@ llvm::SmallVector<int64_t, 3> unpackLayout(int64_t layout, unsigned axes) {
 namespace {
 /// The token (sequence) dimension of each value that carries one: the
 /// inputs' dimension 1, followed through the strategies' own dimension
-/// mappings.
+/// mappings. With `inputDim` 0, the batch dimension instead.
 class TokenDims {
 public:
+  explicit TokenDims(int64_t inputDim = 1) : inputDim(inputDim) {}
+
   int64_t of(Value v) const {
     auto it = dims.find(v);
     return it == dims.end() ? kReplicated : it->second;
@@ -346,8 +348,8 @@ public:
     int64_t seq = kReplicated;
     if (isa<graph::InputOp>(op)) {
       auto type = dyn_cast<RankedTensorType>(result.getType());
-      if (type && type.getRank() >= 2)
-        seq = 1;
+      if (type && type.getRank() >= std::max<int64_t>(2, inputDim + 1))
+        seq = inputDim;
     } else {
       // The first strategy (in operand order) that carries an operand's
       // sequence into a split result names the result's sequence
@@ -373,6 +375,7 @@ public:
   }
 
 private:
+  int64_t inputDim;
   llvm::DenseMap<Value, int64_t> dims;
 };
 } // namespace
@@ -433,6 +436,55 @@ static void ruleOutSequenceParallel(Operation &op,
     llvm::erase_if(strategies, scatters);
 }
 
+/// Tensor parallelism of a transformer's weights (a transformer plan's
+/// tp, `noBatchSplit`): no value that carries the batch (the inputs'
+/// dimension 0, followed as TokenDims follows the sequence; `batchDim` is
+/// what TokenDims recorded for `op`) is split along it, and a contraction
+/// with a weight (an operand made from parameters alone) splits none of
+/// the tokens it reads, along the batch or the sequence, so it runs on its
+/// stored block of the weight (Megatron's column and row splits) instead
+/// of gathering the weight for a block of tokens. Each rule holds where
+/// the op has a strategy that keeps it. Splitting the tokens over the
+/// devices with the weights gathered is data parallelism with ZeRO-3's
+/// gathers: the plan's own dp and zero knobs, priced as such. Left free on
+/// a small model (hidden 512, 1024 tokens a microbatch) the search runs
+/// the attention projections that way, which the plan was not priced as;
+/// sequence parallelism still splits the norms and the values between the
+/// blocks along the sequence.
+static void ruleOutTokenSplitsOfTheModel(
+    Operation &op, SmallVectorImpl<ShardingStrategy> &strategies,
+    int64_t batchDim, const TokenDims &batch, const TokenDims &tokens,
+    const llvm::DenseSet<Value> &weights) {
+  auto splitsBatch = [&](const ShardingStrategy &s) {
+    for (auto [i, operand] : llvm::enumerate(op.getOperands()))
+      if (int64_t d = batch.of(operand);
+          d != kReplicated && i < s.operands.size() && s.operands[i] == d)
+        return true;
+    return batchDim != kReplicated && !s.results.empty() &&
+           s.results[0] == batchDim;
+  };
+  if (!llvm::all_of(strategies, splitsBatch))
+    llvm::erase_if(strategies, splitsBatch);
+  bool readsWeight = llvm::any_of(
+      op.getOperands(), [&](Value v) { return weights.contains(v); });
+  if (!readsWeight)
+    return;
+  auto splitsTokens = [&](const ShardingStrategy &s) {
+    if (!s.gemm)
+      return false;
+    for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+      if (i >= s.operands.size() || s.operands[i] == kReplicated)
+        continue;
+      if (s.operands[i] == tokens.of(operand) ||
+          s.operands[i] == batch.of(operand))
+        return true;
+    }
+    return false;
+  };
+  if (!llvm::all_of(strategies, splitsTokens))
+    llvm::erase_if(strategies, splitsTokens);
+}
+
 FailureOr<IntraOpProblem> IntraOpProblem::build(func::FuncOp func,
                                                 const cost::Cluster &cluster,
                                                 int64_t meshSize,
@@ -475,7 +527,9 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
   };
 
   llvm::DenseMap<Value, unsigned> valueGroup;
-  TokenDims tokenDims;
+  TokenDims tokenDims, batchDims(/*inputDim=*/0);
+  // Values made from trainable parameters alone (a weight, its transpose).
+  llvm::DenseSet<Value> weights;
   // Training: the values the backward pass computes a gradient for, the
   // floating-point values that depend on a trainable parameter.
   llvm::DenseSet<Value> hasGrad;
@@ -513,6 +567,16 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
     auto &strategies = p.nodeStrategies.emplace_back();
     std::vector<unsigned> splitAxes;
     compose(&op, meshShape, perAxis, strategies, splitAxes);
+    // The token dimensions of a transformer plan's tensor parallelism
+    // (ruleOutTokenSplitsOfTheModel), read off the strategies before any
+    // is ruled out (a norm under sequence parallelism keeps only its
+    // sequence splits, which carry no batch).
+    int64_t batchDim = kReplicated;
+    if (options.noBatchSplit) {
+      batchDim = batchDims.record(op, strategies);
+      if (!options.contextParallel && !options.noSequenceParallel)
+        tokenDims.record(op, strategies);
+    }
     if ((options.sequenceParallel || options.noSequenceParallel) &&
         isa<graph::LayerNormOp, graph::RmsNormOp>(op)) {
       auto type = cast<RankedTensorType>(op.getResult(0).getType());
@@ -536,6 +600,17 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
       restrictToTokenSplits(op, strategies, tokenDims);
     else if (options.noSequenceParallel)
       ruleOutSequenceParallel(op, strategies, tokenDims);
+    if (options.noBatchSplit) {
+      ruleOutTokenSplitsOfTheModel(op, strategies, batchDim, batchDims,
+                                   tokenDims, weights);
+      auto param = dyn_cast<graph::ParamOp>(op);
+      if ((param && param.isTrainable()) ||
+          (!param && op.getNumOperands() > 0 &&
+           llvm::all_of(op.getOperands(),
+                        [&](Value v) { return weights.contains(v); })))
+        for (Value r : op.getResults())
+          weights.insert(r);
+    }
     if (axes == 1) { // the 1-D restrictions above may have dropped some
       splitAxes.clear();
       for (const ShardingStrategy &s : strategies)

@@ -98,6 +98,7 @@ struct IntraOpSearchPass
     options.relativeGap = relativeGap;
     options.sequenceParallel = sequenceParallel;
     options.noSequenceParallel = noSequenceParallel;
+    options.noBatchSplit = noBatchSplit;
     options.contextParallel = contextParallel;
     options.training = training;
     options.tieRepeatedLayers = tieRepeatedLayers;

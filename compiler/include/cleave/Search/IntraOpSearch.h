@@ -53,6 +53,11 @@ struct IntraOpOptions {
   /// from the inputs' dimension 1) is split along it, normalisations
   /// included. With neither flag the search is free to choose.
   bool noSequenceParallel = false;
+  /// Tensor parallelism of a model, not data parallelism: no value that
+  /// carries the batch (followed from the inputs' dimension 0) is split
+  /// along it. A transformer plan's lowering sets it: its dp and zero knobs
+  /// are the batch's split, priced as such.
+  bool noBatchSplit = false;
   /// Context parallelism: the devices share the sequence, not the weights.
   /// Parameters stay whole on every device and inputs are either whole or
   /// split along their sequence dimension (dimension 1), so the work splits

@@ -99,6 +99,10 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
     Option<"noSequenceParallel", "no-sequence-parallel", "bool", "false",
            "no value is split along the sequence (a plan with sp=off: "
            "Megatron's tensor parallelism without sequence parallelism)">,
+    Option<"noBatchSplit", "no-batch-split", "bool", "false",
+           "keep the batch whole: no value carrying the inputs' dimension 0 "
+           "is split along it (tensor parallelism of a model, its data "
+           "parallelism left to the plan's dp)">,
     Option<"contextParallel", "context-parallel", "bool", "false",
            "split tokens, not weights: parameters whole, inputs whole or split along the sequence">,
     Option<"training", "training", "bool", "true",
