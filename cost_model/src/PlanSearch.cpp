@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <tuple>
 #include <cmath>
 #include <numeric>
@@ -136,7 +137,8 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
   // may recompute (as the lightest uniform mode that fits, `fit`, or fully)
   // while the others recompute less than `fit`. Memory falls as k grows:
   // the smallest k that fits for each pair of modes (every k when
-  // exhaustive). Where no uniform mode fits, none of these does either.
+  // exhaustive), then three levels (full, selective, none). Where no
+  // uniform mode fits, none of these does either.
   auto considerPerStage = [&](ParallelConfig plan,
                               std::optional<Recompute> fit) {
     if (!fit || *fit == Recompute::None)
@@ -148,13 +150,21 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
         pairs.push_back({*fit, light});
     if (*fit == Recompute::Selective)
       pairs.push_back({Recompute::Full, Recompute::None});
+    // Full on the first k1 stages, selective on the next k2, none on the
+    // rest (k2 = 0: two levels).
+    auto withLevels = [&](Recompute heavy, int64_t k1, Recompute mid,
+                          int64_t k2, Recompute light) {
+      plan.recompute = heavy;
+      plan.stageRecompute.assign(plan.pp, light);
+      std::fill(plan.stageRecompute.begin(), plan.stageRecompute.begin() + k1,
+                heavy);
+      std::fill(plan.stageRecompute.begin() + k1,
+                plan.stageRecompute.begin() + k1 + k2, mid);
+      return consider(plan);
+    };
     for (auto [heavy, light] : pairs) {
       auto withFirst = [&](int64_t k) {
-        plan.recompute = heavy;
-        plan.stageRecompute.assign(plan.pp, light);
-        std::fill(plan.stageRecompute.begin(),
-                  plan.stageRecompute.begin() + k, heavy);
-        return consider(plan);
+        return withLevels(heavy, k, light, 0, light);
       };
       if (o.exhaustive) {
         for (int64_t k = 1; k < plan.pp; ++k)
@@ -170,6 +180,73 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
         else
           lo = mid + 1;
       }
+    }
+    // Three levels (none, selective and full per stage). Exhaustive: full
+    // on the first k1 stages, selective on the next k2, none on the rest,
+    // for every k1 and k2.
+    if (o.exhaustive) {
+      for (int64_t k1 = 1; k1 + 1 < plan.pp; ++k1)
+        for (int64_t k2 = 1; k1 + k2 < plan.pp; ++k2)
+          withLevels(Recompute::Full, k1, Recompute::Selective, k2,
+                     Recompute::None);
+      return;
+    }
+    // Otherwise each stage gets the lightest mode that fits it, read off
+    // the uniform plans' memory per stage (the first stages, with the most
+    // microbatches in flight, need the most), no lighter than a later
+    // stage's; where moving layers off the recomputing stages overfills
+    // another, that stage goes one level heavier, until the plan fits.
+    // A few scorings where trying every (k1, k2) took a hundred.
+    Cluster uncapped = capped;
+    uncapped.device.memoryBytes = HUGE_VAL;
+    auto stageMemory = [&](const ParallelConfig &q) {
+      std::vector<double> bytes;
+      auto scored = scoreTransformerPlan(m, uncapped, q, profile, nullptr,
+                                         nullptr, /*simulateBelow=*/-1);
+      if (scored.ok())
+        for (const MemoryBreakdown &mb : scored->stageMemory)
+          bytes.push_back(mb.total);
+      return bytes;
+    };
+    const Recompute byWeight[] = {Recompute::None, Recompute::Selective,
+                                  Recompute::Full};
+    std::vector<Recompute> modes(plan.pp, Recompute::Full);
+    std::vector<bool> placed(plan.pp, false);
+    for (Recompute r : byWeight) {
+      ParallelConfig q = plan;
+      q.recompute = r;
+      q.stageRecompute.clear();
+      std::vector<double> bytes = stageMemory(q);
+      if (int64_t(bytes.size()) != plan.pp)
+        return;
+      for (int64_t st = 0; st < plan.pp; ++st)
+        if (!placed[st] && bytes[st] <= memoryLimit) {
+          modes[st] = r;
+          placed[st] = true;
+        }
+    }
+    for (int64_t attempt = 0; attempt < plan.pp; ++attempt) {
+      for (int64_t st = plan.pp - 2; st >= 0; --st)
+        modes[st] = std::max(modes[st], modes[st + 1]);
+      std::set<Recompute> distinct(modes.begin(), modes.end());
+      if (distinct.size() < 3)
+        return; // one or two levels: tried above
+      plan.recompute = modes.front();
+      plan.stageRecompute = modes;
+      if (consider(plan))
+        return;
+      std::vector<double> bytes = stageMemory(plan);
+      if (int64_t(bytes.size()) != plan.pp)
+        return;
+      bool heavier = false;
+      for (int64_t st = 0; st < plan.pp; ++st)
+        if (bytes[st] > memoryLimit && modes[st] != Recompute::Full) {
+          modes[st] = modes[st] == Recompute::None ? Recompute::Selective
+                                                   : Recompute::Full;
+          heavier = true;
+        }
+      if (!heavier)
+        return;
     }
   };
 

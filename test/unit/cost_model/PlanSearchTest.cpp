@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 
 #include <random>
+#include <set>
 
 using namespace cleave::cost;
 
@@ -163,10 +164,75 @@ TEST(PlanSearch, RecomputesOnlyTheStagesThatNeedIt) {
     ParallelConfig uniform = p;
     uniform.recompute = r;
     auto scored = scoreTransformerPlan(m, capped, uniform);
-    if (scored.ok())
-      EXPECT_LT(best.stepSeconds, scored->stepSeconds)
-          << recomputeName(r);
+    if (scored.ok()) {
+      EXPECT_LT(best.stepSeconds, scored->stepSeconds) << recomputeName(r);
+    }
   }
+  o.exhaustive = true;
+  auto all = searchTransformerPlans(m, c, 64, o);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_NEAR(all->best[0].stepSeconds, best.stepSeconds,
+              1e-9 * best.stepSeconds);
+}
+
+TEST(PlanSearch, RecomputesInThreeLevelsWhereTwoCostMore) {
+  // Eight 1F1B stages at a 4096-token sequence, with 24 GB a device: the
+  // first stage (eight microbatches in flight) needs full recomputation,
+  // the next ones selective, the last ones none. That beats every plan of
+  // one or two levels that fits, and the exhaustive search agrees.
+  TransformerModel m;
+  m.layers = 16;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.seq = 4096;
+  m.vocab = 51200;
+  Cluster c = cluster("dgx-a100-80g,nodes=4");
+  ParallelConfig p;
+  ASSERT_TRUE(applyPlanKnobs("dp=4,tp=1,pp=8,cp=1,sp=off,zero=0,"
+                             "microbatch=1,schedule=1f1b",
+                             p)
+                  .ok());
+  p.globalBatch = 64;
+  PlanSearchOptions o;
+  o.fixed = p;
+  o.fixedKnobs = {"dp", "tp", "pp", "cp", "sp", "zero", "microbatch",
+                  "schedule"};
+  o.memoryLimit = 24e9;
+  auto found = searchTransformerPlans(m, c, 64, o);
+  ASSERT_TRUE(found.ok()) << found.status();
+  const PlanPrediction &best = found->best[0];
+  EXPECT_LE(best.peakMemoryBytes, o.memoryLimit);
+  std::set<Recompute> levels(best.plan.stageRecompute.begin(),
+                             best.plan.stageRecompute.end());
+  EXPECT_EQ(levels.size(), 3u) << planKnobsString(best.plan);
+  EXPECT_EQ(best.plan.recomputeOf(0), Recompute::Full);
+  EXPECT_EQ(best.plan.recomputeOf(7), Recompute::None);
+
+  Cluster capped = c;
+  capped.device.memoryBytes = o.memoryLimit;
+  double fewerLevels = HUGE_VAL;
+  int fitting = 0;
+  for (Recompute heavy : {Recompute::Selective, Recompute::Full})
+    for (Recompute light : {Recompute::None, Recompute::Selective}) {
+      if (light >= heavy)
+        continue;
+      for (int64_t k = 1; k <= 8; ++k) {
+        ParallelConfig q = p;
+        q.recompute = heavy;
+        if (k < 8) {
+          q.stageRecompute.assign(8, light);
+          std::fill(q.stageRecompute.begin(), q.stageRecompute.begin() + k,
+                    heavy);
+        }
+        auto scored = scoreTransformerPlan(m, capped, q);
+        if (scored.ok()) {
+          ++fitting;
+          fewerLevels = std::min(fewerLevels, scored->stepSeconds);
+        }
+      }
+    }
+  ASSERT_GT(fitting, 0);
+  EXPECT_LT(best.stepSeconds, fewerLevels);
   o.exhaustive = true;
   auto all = searchTransformerPlans(m, c, 64, o);
   ASSERT_TRUE(all.ok()) << all.status();
