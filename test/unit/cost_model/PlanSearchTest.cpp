@@ -127,52 +127,75 @@ TEST(PlanSearch, MemoryLimitAndInfeasibleModels) {
   EXPECT_LE(limited->best[0].peakMemoryBytes, 20e9);
 }
 
+/// A 16-layer GPT (hidden 4096) at sequence `seq` on 4 DGX A100 nodes,
+/// every knob but recomputation held (`knobs`, 1F1B with microbatches of
+/// one, global batch 64), searched under `memoryLimit`: the best plan, and
+/// the same search's best when exhaustive.
+struct RecomputeCase {
+  TransformerModel m;
+  Cluster c = cluster("dgx-a100-80g,nodes=4");
+  ParallelConfig p;
+
+  RecomputeCase(int64_t seq, const std::string &knobs) {
+    m.layers = 16;
+    m.hidden = 4096;
+    m.heads = 32;
+    m.seq = seq;
+    m.vocab = 51200;
+    EXPECT_TRUE(applyPlanKnobs(knobs + ",cp=1,sp=off,zero=0,microbatch=1,"
+                                       "schedule=1f1b",
+                               p)
+                    .ok());
+    p.globalBatch = 64;
+  }
+  absl::StatusOr<PlanPrediction> best(double memoryLimit,
+                                      bool exhaustive = false) const {
+    PlanSearchOptions o;
+    o.fixed = p;
+    o.fixedKnobs = {"dp", "tp", "pp", "cp", "sp", "zero", "microbatch",
+                    "schedule"};
+    o.memoryLimit = memoryLimit;
+    o.exhaustive = exhaustive;
+    auto found = searchTransformerPlans(m, c, 64, o);
+    if (!found.ok())
+      return found.status();
+    return found->best[0];
+  }
+  /// `q` scored with `memoryLimit` a device.
+  absl::StatusOr<PlanPrediction> score(const ParallelConfig &q,
+                                       double memoryLimit) const {
+    Cluster capped = c;
+    capped.device.memoryBytes = memoryLimit;
+    return scoreTransformerPlan(m, capped, q);
+  }
+};
+
 TEST(PlanSearch, RecomputesOnlyTheStagesThatNeedIt) {
   // Just below the memory that 1F1B's first stage needs without
   // recomputation: the search recomputes on the first stages only, which
   // beats every uniform mode that fits; the exhaustive search agrees.
-  TransformerModel m;
-  m.layers = 16;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.seq = 2048;
-  m.vocab = 51200;
-  Cluster c = cluster("dgx-a100-80g,nodes=4");
-  ParallelConfig p;
-  ASSERT_TRUE(applyPlanKnobs("dp=8,tp=1,pp=4,cp=1,sp=off,zero=0,"
-                             "microbatch=1,schedule=1f1b",
-                             p)
-                  .ok());
-  p.globalBatch = 64;
-  auto none = scoreTransformerPlan(m, c, p);
+  RecomputeCase r(2048, "dp=8,tp=1,pp=4");
+  auto none = scoreTransformerPlan(r.m, r.c, r.p);
   ASSERT_TRUE(none.ok()) << none.status();
-  PlanSearchOptions o;
-  o.fixed = p;
-  o.fixedKnobs = {"dp", "tp", "pp", "cp", "sp", "zero", "microbatch",
-                  "schedule"};
-  o.memoryLimit = none->peakMemoryBytes * 0.97;
-  auto found = searchTransformerPlans(m, c, 64, o);
-  ASSERT_TRUE(found.ok()) << found.status();
-  const PlanPrediction &best = found->best[0];
-  EXPECT_LE(best.peakMemoryBytes, o.memoryLimit);
-  ASSERT_EQ(best.plan.stageRecompute.size(), 4u) << planKnobsString(best.plan);
-  EXPECT_NE(best.plan.recomputeOf(0), Recompute::None);
-  EXPECT_EQ(best.plan.recomputeOf(3), Recompute::None);
-  Cluster capped = c;
-  capped.device.memoryBytes = o.memoryLimit;
-  for (Recompute r : {Recompute::Selective, Recompute::Full}) {
-    ParallelConfig uniform = p;
-    uniform.recompute = r;
-    auto scored = scoreTransformerPlan(m, capped, uniform);
+  double limit = none->peakMemoryBytes * 0.97;
+  auto best = r.best(limit);
+  ASSERT_TRUE(best.ok()) << best.status();
+  EXPECT_LE(best->peakMemoryBytes, limit);
+  ASSERT_EQ(best->plan.stageRecompute.size(), 4u)
+      << planKnobsString(best->plan);
+  EXPECT_NE(best->plan.recomputeOf(0), Recompute::None);
+  EXPECT_EQ(best->plan.recomputeOf(3), Recompute::None);
+  for (Recompute mode : {Recompute::Selective, Recompute::Full}) {
+    ParallelConfig uniform = r.p;
+    uniform.recompute = mode;
+    auto scored = r.score(uniform, limit);
     if (scored.ok()) {
-      EXPECT_LT(best.stepSeconds, scored->stepSeconds) << recomputeName(r);
+      EXPECT_LT(best->stepSeconds, scored->stepSeconds) << recomputeName(mode);
     }
   }
-  o.exhaustive = true;
-  auto all = searchTransformerPlans(m, c, 64, o);
+  auto all = r.best(limit, /*exhaustive=*/true);
   ASSERT_TRUE(all.ok()) << all.status();
-  EXPECT_NEAR(all->best[0].stepSeconds, best.stepSeconds,
-              1e-9 * best.stepSeconds);
+  EXPECT_NEAR(all->stepSeconds, best->stepSeconds, 1e-9 * best->stepSeconds);
 }
 
 TEST(PlanSearch, RecomputesInThreeLevelsWhereTwoCostMore) {
@@ -180,36 +203,17 @@ TEST(PlanSearch, RecomputesInThreeLevelsWhereTwoCostMore) {
   // first stage (eight microbatches in flight) needs full recomputation,
   // the next ones selective, the last ones none. That beats every plan of
   // one or two levels that fits, and the exhaustive search agrees.
-  TransformerModel m;
-  m.layers = 16;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.seq = 4096;
-  m.vocab = 51200;
-  Cluster c = cluster("dgx-a100-80g,nodes=4");
-  ParallelConfig p;
-  ASSERT_TRUE(applyPlanKnobs("dp=4,tp=1,pp=8,cp=1,sp=off,zero=0,"
-                             "microbatch=1,schedule=1f1b",
-                             p)
-                  .ok());
-  p.globalBatch = 64;
-  PlanSearchOptions o;
-  o.fixed = p;
-  o.fixedKnobs = {"dp", "tp", "pp", "cp", "sp", "zero", "microbatch",
-                  "schedule"};
-  o.memoryLimit = 24e9;
-  auto found = searchTransformerPlans(m, c, 64, o);
-  ASSERT_TRUE(found.ok()) << found.status();
-  const PlanPrediction &best = found->best[0];
-  EXPECT_LE(best.peakMemoryBytes, o.memoryLimit);
-  std::set<Recompute> levels(best.plan.stageRecompute.begin(),
-                             best.plan.stageRecompute.end());
-  EXPECT_EQ(levels.size(), 3u) << planKnobsString(best.plan);
-  EXPECT_EQ(best.plan.recomputeOf(0), Recompute::Full);
-  EXPECT_EQ(best.plan.recomputeOf(7), Recompute::None);
+  RecomputeCase r(4096, "dp=4,tp=1,pp=8");
+  double limit = 24e9;
+  auto best = r.best(limit);
+  ASSERT_TRUE(best.ok()) << best.status();
+  EXPECT_LE(best->peakMemoryBytes, limit);
+  std::set<Recompute> levels(best->plan.stageRecompute.begin(),
+                             best->plan.stageRecompute.end());
+  EXPECT_EQ(levels.size(), 3u) << planKnobsString(best->plan);
+  EXPECT_EQ(best->plan.recomputeOf(0), Recompute::Full);
+  EXPECT_EQ(best->plan.recomputeOf(7), Recompute::None);
 
-  Cluster capped = c;
-  capped.device.memoryBytes = o.memoryLimit;
   double fewerLevels = HUGE_VAL;
   int fitting = 0;
   for (Recompute heavy : {Recompute::Selective, Recompute::Full})
@@ -217,14 +221,14 @@ TEST(PlanSearch, RecomputesInThreeLevelsWhereTwoCostMore) {
       if (light >= heavy)
         continue;
       for (int64_t k = 1; k <= 8; ++k) {
-        ParallelConfig q = p;
+        ParallelConfig q = r.p;
         q.recompute = heavy;
         if (k < 8) {
           q.stageRecompute.assign(8, light);
           std::fill(q.stageRecompute.begin(), q.stageRecompute.begin() + k,
                     heavy);
         }
-        auto scored = scoreTransformerPlan(m, capped, q);
+        auto scored = r.score(q, limit);
         if (scored.ok()) {
           ++fitting;
           fewerLevels = std::min(fewerLevels, scored->stepSeconds);
@@ -232,12 +236,10 @@ TEST(PlanSearch, RecomputesInThreeLevelsWhereTwoCostMore) {
       }
     }
   ASSERT_GT(fitting, 0);
-  EXPECT_LT(best.stepSeconds, fewerLevels);
-  o.exhaustive = true;
-  auto all = searchTransformerPlans(m, c, 64, o);
+  EXPECT_LT(best->stepSeconds, fewerLevels);
+  auto all = r.best(limit, /*exhaustive=*/true);
   ASSERT_TRUE(all.ok()) << all.status();
-  EXPECT_NEAR(all->best[0].stepSeconds, best.stepSeconds,
-              1e-9 * best.stepSeconds);
+  EXPECT_NEAR(all->stepSeconds, best->stepSeconds, 1e-9 * best->stepSeconds);
 }
 
 } // namespace
