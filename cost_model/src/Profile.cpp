@@ -348,12 +348,24 @@ absl::StatusOr<Profile> parseProfileText(std::string_view text,
       entry.second.push_back({*bytes, *seconds});
     } else if (words[0] == "compute" && words.size() == 1) {
       // shared_core_efficiency may exceed 1 a little (measurement noise);
-      // waiting_rank_load is a share of one core.
+      // waiting_rank_load is a share of one core; a collective between
+      // compute takes at least its time alone.
+      if (line.key == "in_step_collective_slowdown") {
+        absl::StatusOr<double> value =
+            parseQuantity(line.value, Quantity::Number);
+        if (!value.ok() || !(*value >= 1) || !(*value <= 1000))
+          return error(line.line,
+                       cat("bad value '", line.value, "' for key '", line.key,
+                           "': expected a factor from 1 to 1000, like 2.5"));
+        profile.inStepCollectiveSlowdown = *value;
+        continue;
+      }
       bool efficiency = line.key == "shared_core_efficiency";
       if (!efficiency && line.key != "waiting_rank_load")
         return error(line.line, cat("unknown key 'compute.", line.key,
                                     "' (known: shared_core_efficiency, "
-                                    "waiting_rank_load)"));
+                                    "waiting_rank_load, "
+                                    "in_step_collective_slowdown)"));
       absl::StatusOr<double> value =
           parseQuantity(line.value, Quantity::Fraction);
       bool ok = value.ok() && (efficiency ? *value > 0 && *value <= 2
@@ -454,6 +466,11 @@ std::string formatProfile(const Profile &profile, std::string_view comment) {
     computeLines +=
         cat("waiting_rank_load = ",
             formatQuantity(*profile.waitingRankLoad, Quantity::Number), "\n");
+  if (profile.inStepCollectiveSlowdown)
+    computeLines += cat("in_step_collective_slowdown = ",
+                        formatQuantity(*profile.inStepCollectiveSlowdown,
+                                       Quantity::Number),
+                        "\n");
   if (!computeLines.empty())
     out += cat("[compute]\n", computeLines, "\n");
 

@@ -134,6 +134,19 @@ public:
     return cost->seconds;
   }
 
+  /// What a collective inside a layer (tensor, context or expert
+  /// parallelism, between the layer's compute) costs on ranks that share
+  /// cores, against alone: the profile's in_step_collective_slowdown there
+  /// (time-sliced ranks reach it at different times, and its copies wait
+  /// for a core), else 1.
+  double inStepSlowdown() const {
+    bool shared = cluster.coresPerNode > 0 &&
+                  double(cluster.devicesPerNode) > cluster.coresPerNode;
+    return shared && profile && profile->inStepCollectiveSlowdown
+               ? *profile->inStepCollectiveSlowdown
+               : 1.0;
+  }
+
   const Cluster &cluster;
   const Profile *profile;
   DType dtype;
@@ -417,6 +430,10 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       epComm = 2 * a2a;
     }
 
+    double inStep = price.inStepSlowdown();
+    tpComm *= inStep;
+    cpComm *= inStep;
+    epComm *= inStep;
     double commF = tpComm + cpComm + epComm;
     L.forward = gemmF + elemF;
     L.forward.seconds += commF;

@@ -32,6 +32,12 @@
 // the mean of each, per GEMM of one multiplying rank,
 //   waiting-gemm N WAITING_SECONDS IDLE_SECONDS
 // from which the profiler takes how much of a core a waiting rank uses.
+// Then every rank runs steps of a GEMM and an all-gather of 1 MiB of its
+// output, as tensor-parallel layers do, then the GEMMs alone and the
+// gathers alone, and rank 0 prints the seconds per step of each,
+//   in-step-gather BYTES PAIR_SECONDS GEMM_SECONDS GATHER_SECONDS
+// from which the profiler takes how much slower a collective runs between
+// compute on shared cores than alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +65,10 @@ extern "C" const char *__asan_default_options() { return "detect_leaks=0"; }
 #endif
 
 namespace {
+
+/// The all-gather of in-step-gather: about a tensor-parallel layer's
+/// activation at a small hidden size (1024 tokens x 256 fp32).
+constexpr long long kInStepGatherBytes = 1 << 20;
 
 struct Options {
   double seconds = 0.05;
@@ -249,6 +259,68 @@ double waitingGemmSeconds(long long n, double seconds, int cores,
   return total / ranks;
 }
 
+/// Seconds per step of an N^3 GEMM followed by an all-gather of `bytes`
+/// (each rank's share taken from the GEMM's output), as a tensor-parallel
+/// layer runs them: the gather started nonblocking and waited for the
+/// runtime's way (comm::mpiWaitSleeping), every rank at once, for about
+/// `seconds`; then the GEMMs alone and the gathers alone, the same way.
+/// Each is the best of three stretches, per step of the slowest rank.
+struct InStepGather {
+  double pair = 0, gemm = 0, gather = 0;
+};
+InStepGather inStepGatherSeconds(long long n, long long bytes,
+                                 double seconds) {
+  namespace k = cleave::kernels;
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  k::Tensor a({n, n}, 1.0f), b({n, n}, 0.5f), c({n, n});
+  int count = static_cast<int>(
+      std::min<long long>(bytes / static_cast<long long>(sizeof(float)) /
+                              ranks,
+                          n * n));
+  std::vector<float> out(static_cast<size_t>(count) * ranks);
+  auto gemm = [&] { k::matmul(a.ref(), b.ref(), false, false, c.ref()); };
+  auto gather = [&] {
+    MPI_Request request;
+    MPI_Iallgather(c.data(), count, MPI_FLOAT, out.data(), count, MPI_FLOAT,
+                   MPI_COMM_WORLD, &request);
+    cleave::comm::mpiWaitSleeping(1, &request);
+  };
+  auto stretch = [&](const std::function<void()> &step) {
+    step(); // warm-up
+    double best = std::numeric_limits<double>::infinity();
+    for (int window = 0; window < 3; ++window) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double start = MPI_Wtime();
+      long long done = 0;
+      // Every rank runs the same number of steps (the gathers pair them).
+      long long steps = 0;
+      while (true) {
+        step();
+        ++done;
+        int more = MPI_Wtime() - start < seconds / 3 ? 1 : 0, any = 0;
+        MPI_Allreduce(&more, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (!any)
+          break;
+      }
+      steps = done;
+      double local = (MPI_Wtime() - start) / static_cast<double>(steps),
+             slowest = 0;
+      MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      best = std::min(best, slowest);
+    }
+    return best;
+  };
+  InStepGather out_;
+  out_.pair = stretch([&] {
+    gemm();
+    gather();
+  });
+  out_.gemm = stretch(gemm);
+  out_.gather = stretch(gather);
+  return out_;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -360,6 +432,11 @@ int main(int argc, char **argv) {
       if (rank == 0)
         std::printf("waiting-gemm %lld %.6e %.6e\n", options.gemm, waiting,
                     idle);
+      InStepGather step = inStepGatherSeconds(options.gemm, kInStepGatherBytes,
+                                              seconds);
+      if (rank == 0)
+        std::printf("in-step-gather %lld %.6e %.6e %.6e\n", kInStepGatherBytes,
+                    step.pair, step.gemm, step.gather);
     }
   }
   MPI_Finalize();

@@ -68,6 +68,13 @@ double waitingRankLoad(double waitingSeconds, double idleSeconds, int ranks,
   return std::clamp(load, 0.0, 1.0);
 }
 
+double inStepCollectiveSlowdown(double pairSeconds, double gemmSeconds,
+                                double gatherSeconds) {
+  if (!(gatherSeconds > 0))
+    return 1;
+  return std::max(1.0, (pairSeconds - gemmSeconds) / gatherSeconds);
+}
+
 std::vector<int64_t> collectiveSizes(bool quick) {
   // Powers of 4 from 1 KiB: latency-bound at the bottom, at the bus
   // bandwidth at the top.
@@ -217,6 +224,27 @@ profileCollectives(const CpuProfileOptions &options) {
                          formatSeconds(measured.waitingGemmSeconds) +
                          ", beside idle ones: " +
                          formatSeconds(measured.idleGemmSeconds));
+      return;
+    }
+    if (parts.size() == 5 && parts[0] == "in-step-gather") {
+      if (!parseNumber(parts[2], measured.inStepPairSeconds) ||
+          !parseNumber(parts[3], measured.inStepGemmSeconds) ||
+          !parseNumber(parts[4], measured.inStepGatherSeconds) ||
+          !(measured.inStepPairSeconds > 0) ||
+          !(measured.inStepGemmSeconds > 0) ||
+          !(measured.inStepGatherSeconds > 0)) {
+        if (lineError.ok())
+          lineError = absl::InvalidArgumentError(
+              "bad in-step-gather line from the MPI worker: '" + line + "'");
+        return;
+      }
+      if (options.progress)
+        options.progress("a GEMM then a gather: " +
+                         formatSeconds(measured.inStepPairSeconds) +
+                         " a step, the GEMMs alone " +
+                         formatSeconds(measured.inStepGemmSeconds) +
+                         ", the gathers alone " +
+                         formatSeconds(measured.inStepGatherSeconds));
       return;
     }
     absl::StatusOr<std::optional<WorkerResult>> result = parseWorkerLine(line);

@@ -93,6 +93,9 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options) {
     sharedGemmSeconds = measured->sharedGemmSeconds;
     waits.waitingGemmSeconds = measured->waitingGemmSeconds;
     waits.idleGemmSeconds = measured->idleGemmSeconds;
+    waits.inStepPairSeconds = measured->inStepPairSeconds;
+    waits.inStepGemmSeconds = measured->inStepGemmSeconds;
+    waits.inStepGatherSeconds = measured->inStepGatherSeconds;
     cost::CollectiveKey allReduce{cost::Collective::AllReduce, options.ranks,
                                   options.ranks, 1};
     const cost::CollectiveSample &largest =
@@ -135,6 +138,14 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options) {
     progress("waiting ranks: each takes " +
              std::to_string(*profile.waitingRankLoad) +
              " of a core from the ranks that compute");
+  }
+  if (waits.inStepGatherSeconds > 0 && cores > 0 && options.ranks > cores) {
+    profile.inStepCollectiveSlowdown = inStepCollectiveSlowdown(
+        waits.inStepPairSeconds, waits.inStepGemmSeconds,
+        waits.inStepGatherSeconds);
+    progress("collectives between compute: " +
+             std::to_string(*profile.inStepCollectiveSlowdown) +
+             " times their time alone");
   }
 
   MemoryMeasurements memory = profileMemory(options);
@@ -179,7 +190,10 @@ std::string cpuProfileComment(const CpuProfileOptions &options) {
         << "running one alone.\n"
         << "compute.waiting_rank_load (same condition): one rank a core "
            "multiplies while the others wait on it as pipeline stages wait, "
-           "against idle; the share of a core each waiting rank takes.";
+           "against idle; the share of a core each waiting rank takes.\n"
+        << "compute.in_step_collective_slowdown (same condition): steps of "
+           "that GEMM and an all-gather of 1 MiB of its output, every rank "
+           "at once, less the GEMMs alone, against the gathers alone.";
   else
     out << "collectives: not measured.";
   return out.str();

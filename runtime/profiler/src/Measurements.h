@@ -59,7 +59,18 @@ struct RankMeasurements {
   /// as the runtime's pipeline stages wait, and while they idle (sleeping
   /// between tests); 0: not measured.
   double waitingGemmSeconds = 0, idleGemmSeconds = 0;
+  /// Where ranks outnumber the cores: seconds per step of a
+  /// kSharedGemmSize^3 GEMM followed by an all-gather of its output (pair),
+  /// of the GEMMs alone and of the gathers alone, every rank at once; 0:
+  /// not measured.
+  double inStepPairSeconds = 0, inStepGemmSeconds = 0,
+         inStepGatherSeconds = 0;
 };
+
+/// How much slower a collective runs between compute than alone, from the
+/// in-step-gather times: (pair - GEMM) / gather, at least 1.
+double inStepCollectiveSlowdown(double pairSeconds, double gemmSeconds,
+                                double gatherSeconds);
 
 /// The share of a core a waiting rank takes, from the waiting-gemm times:
 /// with `cores` ranks multiplying, one each, and `ranks - cores` waiting,

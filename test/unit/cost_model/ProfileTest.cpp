@@ -268,6 +268,23 @@ TEST(ProfileFile, WaitingRankLoadReadsBack) {
             std::string::npos);
 }
 
+TEST(ProfileFile, InStepCollectiveSlowdownReadsBack) {
+  absl::StatusOr<Profile> p = parseProfileText(
+      "[compute]\nin_step_collective_slowdown = 2.5\n", "p.txt");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->inStepCollectiveSlowdown);
+  EXPECT_DOUBLE_EQ(*p->inStepCollectiveSlowdown, 2.5);
+  absl::StatusOr<Profile> again = parseProfileText(formatProfile(*p), "q.txt");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NEAR(*again->inStepCollectiveSlowdown, 2.5, 1e-12);
+  // A collective between compute takes at least its time alone.
+  EXPECT_NE(errorOf("[compute]\nin_step_collective_slowdown = 0.5\n")
+                .find("p.txt:2: bad value '0.5' for key "
+                      "'in_step_collective_slowdown': expected a factor from "
+                      "1 to 1000"),
+            std::string::npos);
+}
+
 TEST(ProfileFile, ErrorsNameFileAndLine) {
   EXPECT_NE(errorOf("[gemm bf16]\n1024x1024 = 1 us\n")
                 .find("p.txt:2: bad GEMM shape '1024x1024'"),

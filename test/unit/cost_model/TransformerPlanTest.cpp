@@ -270,6 +270,38 @@ TEST(TransformerPlan, WaitingRanksTakeTheirMeasuredLoad) {
               0.05 * own->stepSeconds);
 }
 
+TEST(TransformerPlan, LayerCollectivesOnSharedCoresTakeTheirMeasuredSlowdown) {
+  // The profile's in_step_collective_slowdown multiplies the collectives
+  // inside the layers (tensor parallelism's here) where ranks share cores,
+  // and nothing else: not where each rank has a core, not a plan without
+  // such collectives.
+  TransformerModel m = smallGpt(4, 512, 8);
+  ParallelConfig tp;
+  tp.tp = 4;
+  tp.globalBatch = 8;
+  tp.microbatchSize = 8;
+  tp.precision = DType::Fp32;
+  ParallelConfig dp = tp;
+  dp.tp = 1;
+  dp.dp = 4;
+  dp.microbatchSize = 2;
+  Profile plain, slowed;
+  slowed.inStepCollectiveSlowdown = 3;
+  auto score = [&](const ParallelConfig &p, const Cluster &c,
+                   const Profile &profile) {
+    auto scored = scoreTransformerPlan(m, c, p, &profile);
+    EXPECT_TRUE(scored.ok()) << scored.status();
+    return scored.ok() ? scored->stepSeconds : 0.0;
+  };
+  double sharedPlain = score(tp, cpu(4, 2), plain);
+  double sharedSlowed = score(tp, cpu(4, 2), slowed);
+  EXPECT_GT(sharedSlowed, sharedPlain * 1.01);
+  EXPECT_NEAR(score(tp, cpu(4, 4), slowed), score(tp, cpu(4, 4), plain),
+              1e-12);
+  EXPECT_NEAR(score(dp, cpu(4, 2), slowed), score(dp, cpu(4, 2), plain),
+              1e-12);
+}
+
 TEST(TransformerPlan, CollectivesWithoutProgressFollowTheBackward) {
   // Where collectives move only when the device waits on them (CPU ranks
   // over MPI), the data-parallel reduction follows the backward pass

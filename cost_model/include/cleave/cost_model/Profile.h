@@ -119,6 +119,12 @@ struct Profile {
   /// wait sleeps, 1 when it spins a whole core. (Open MPI's own wait
   /// polls; the runtime's pipeline waits sleep between tests there.)
   std::optional<double> waitingRankLoad;
+  /// Where ranks outnumber the cores: how much longer a collective takes
+  /// between compute (a tensor-parallel layer's) than alone
+  /// ([compute] in_step_collective_slowdown, at least 1): time-sliced
+  /// ranks reach it at different times and its copies wait for a core.
+  /// The cost model multiplies the layers' collectives by it there.
+  std::optional<double> inStepCollectiveSlowdown;
   std::map<CollectiveKey, CollectiveCurve> collectives;
 
   const GemmTable *findGemm(DType type) const;
