@@ -8,6 +8,7 @@
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=4x4" 2>&1 | FileCheck %s --check-prefix=SHAPE16
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=2x4 sequence-parallel=true" 2>&1 | FileCheck %s --check-prefix=SP2D
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh=4 sequence-parallel=true no-sequence-parallel=true" 2>&1 | FileCheck %s --check-prefix=SPBOTH
+// RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=2x4 no-batch-split=true" 2>&1 | FileCheck %s --check-prefix=NB2D
 
 // CLUSTER: bad cluster 'no-such-cluster'
 // MESH: mesh of 16 ranks does not fit cluster 'dgx-a100-80g' of 8 devices
@@ -18,6 +19,7 @@
 // SHAPE16: mesh of 16 ranks does not fit cluster 'dgx-a100-80g' of 8 devices
 // SP2D: sequence and context parallelism are searched on a 1-D mesh
 // SPBOTH: sequence-parallel and no-sequence-parallel both set
+// NB2D: no-batch-split (a transformer plan's tensor parallelism) is searched on a 1-D mesh
 
 // expected-error @+1 {{no sharding fits the parameter memory limit of 1000 bytes per device}}
 func.func @too_big() -> tensor<4x1024xf32> {

@@ -515,6 +515,11 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
   if (axes > 1 && (options.sequenceParallel || options.contextParallel))
     return func.emitOpError()
            << "sequence and context parallelism are searched on a 1-D mesh";
+  // Its rules compare one axis's layouts (ruleOutTokenSplitsOfTheModel).
+  if (axes > 1 && options.noBatchSplit)
+    return func.emitOpError()
+           << "no-batch-split (a transformer plan's tensor parallelism) is "
+              "searched on a 1-D mesh";
 
   IntraOpProblem p;
   p.mesh = meshSize;
