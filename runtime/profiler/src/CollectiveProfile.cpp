@@ -193,58 +193,48 @@ profileCollectives(const CpuProfileOptions &options) {
   absl::Status lineError = absl::OkStatus();
   auto onLine = [&](const std::string &line) {
     std::vector<std::string_view> parts = words(line);
-    if (parts.size() == 3 && parts[0] == "shared-gemm") {
-      if (!parseNumber(parts[2], measured.sharedGemmSeconds) ||
-          !(measured.sharedGemmSeconds > 0)) {
-        if (lineError.ok())
-          lineError = absl::InvalidArgumentError(
-              "bad shared-gemm line from the MPI worker: '" + line + "'");
-        return;
-      }
-      if (options.progress)
-        options.progress("GEMMs on " + std::to_string(options.ranks) +
-                         " ranks at once: " +
-                         formatSeconds(measured.sharedGemmSeconds) +
-                         " per " + std::to_string(kSharedGemmSize) +
-                         "^3 GEMM, all ranks together");
+    // "NAME SIZE SECONDS...": the worker's timings besides the curves,
+    // every one positive. Returns whether the line was NAME's.
+    auto timings = [&](std::string_view name,
+                       std::initializer_list<double *> seconds) {
+      if (parts.size() != 2 + seconds.size() || parts[0] != name)
+        return false;
+      size_t i = 2;
+      for (double *out : seconds)
+        if (!parseNumber(parts[i++], *out) || !(*out > 0)) {
+          if (lineError.ok())
+            lineError = absl::InvalidArgumentError(
+                "bad " + std::string(name) + " line from the MPI worker: '" +
+                line + "'");
+          return true;
+        }
+      return true;
+    };
+    auto say = [&](const std::string &text) {
+      if (options.progress && lineError.ok())
+        options.progress(text);
+    };
+    if (timings("shared-gemm", {&measured.sharedGemmSeconds})) {
+      say("GEMMs on " + std::to_string(options.ranks) + " ranks at once: " +
+          formatSeconds(measured.sharedGemmSeconds) + " per " +
+          std::to_string(kSharedGemmSize) + "^3 GEMM, all ranks together");
       return;
     }
-    if (parts.size() == 4 && parts[0] == "waiting-gemm") {
-      if (!parseNumber(parts[2], measured.waitingGemmSeconds) ||
-          !parseNumber(parts[3], measured.idleGemmSeconds) ||
-          !(measured.waitingGemmSeconds > 0) ||
-          !(measured.idleGemmSeconds > 0)) {
-        if (lineError.ok())
-          lineError = absl::InvalidArgumentError(
-              "bad waiting-gemm line from the MPI worker: '" + line + "'");
-        return;
-      }
-      if (options.progress)
-        options.progress("GEMMs beside waiting ranks: " +
-                         formatSeconds(measured.waitingGemmSeconds) +
-                         ", beside idle ones: " +
-                         formatSeconds(measured.idleGemmSeconds));
+    if (timings("waiting-gemm",
+                {&measured.waitingGemmSeconds, &measured.idleGemmSeconds})) {
+      say("GEMMs beside waiting ranks: " +
+          formatSeconds(measured.waitingGemmSeconds) +
+          ", beside idle ones: " + formatSeconds(measured.idleGemmSeconds));
       return;
     }
-    if (parts.size() == 5 && parts[0] == "in-step-gather") {
-      if (!parseNumber(parts[2], measured.inStepPairSeconds) ||
-          !parseNumber(parts[3], measured.inStepGemmSeconds) ||
-          !parseNumber(parts[4], measured.inStepGatherSeconds) ||
-          !(measured.inStepPairSeconds > 0) ||
-          !(measured.inStepGemmSeconds > 0) ||
-          !(measured.inStepGatherSeconds > 0)) {
-        if (lineError.ok())
-          lineError = absl::InvalidArgumentError(
-              "bad in-step-gather line from the MPI worker: '" + line + "'");
-        return;
-      }
-      if (options.progress)
-        options.progress("a GEMM then a gather: " +
-                         formatSeconds(measured.inStepPairSeconds) +
-                         " a step, the GEMMs alone " +
-                         formatSeconds(measured.inStepGemmSeconds) +
-                         ", the gathers alone " +
-                         formatSeconds(measured.inStepGatherSeconds));
+    if (timings("in-step-gather",
+                {&measured.inStepPairSeconds, &measured.inStepGemmSeconds,
+                 &measured.inStepGatherSeconds})) {
+      say("a GEMM then a gather: " +
+          formatSeconds(measured.inStepPairSeconds) +
+          " a step, the GEMMs alone " +
+          formatSeconds(measured.inStepGemmSeconds) + ", the gathers alone " +
+          formatSeconds(measured.inStepGatherSeconds));
       return;
     }
     absl::StatusOr<std::optional<WorkerResult>> result = parseWorkerLine(line);
