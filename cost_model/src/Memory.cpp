@@ -260,12 +260,10 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     double outputGrads =
         c.activationBytes * s * b *
         (h * (1 + 2 * kv / a) / t + (c.gatedMlp ? 2 : 1) * f / t + 2 * h);
-    // The first stage sends no gradient back, so its whole backward is W:
-    // a deferred microbatch keeps all its activations and no gradients.
-    if (c.stage == 0)
-      activations += static_cast<double>(c.layersPerStage) *
-                     layerActivationBytes(c) * pending;
-    else
+    // The first stage sends no gradient back, so the lowering runs its
+    // whole backward as B (it has no upstream stage to unblock): it holds
+    // nothing for a W, as under 1F1B.
+    if (c.stage > 0)
       // Fully recomputed, the inputs too are made by the B (from the
       // stashed layer input), and live from there to the W like the
       // gradients.

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 namespace cleave::cost {
@@ -180,6 +181,65 @@ int peakPendingWeightGrads(const std::vector<PipelineSlot> &order) {
       --pending;
   }
   return peak;
+}
+
+StashFrames planStashFrames(const std::vector<PipelineSlot> &order,
+                            const std::vector<double> &stashBytes) {
+  int v = static_cast<int>(stashBytes.size());
+  StashFrames best;
+  if (v == 0)
+    return best;
+  std::vector<int> bySize(v);
+  std::iota(bySize.begin(), bySize.end(), 0);
+  std::stable_sort(bySize.begin(), bySize.end(), [&](int a, int b) {
+    return stashBytes[a] < stashBytes[b];
+  });
+  bool found = false;
+  // cut[i]: a new class starts at the i-th chunk in size order.
+  auto evaluate = [&](const std::vector<char> &cut) {
+    StashFrames f;
+    f.classOf.assign(v, 0);
+    f.frameBytes.assign(1, 0);
+    for (int i = 0; i < v; ++i) {
+      if (i > 0 && cut[i])
+        f.frameBytes.push_back(0);
+      f.classOf[bySize[i]] = static_cast<int>(f.frameBytes.size()) - 1;
+      f.frameBytes.back() =
+          std::max(f.frameBytes.back(), stashBytes[bySize[i]]);
+    }
+    size_t classes = f.frameBytes.size();
+    std::vector<int64_t> held(classes, 0);
+    f.frames.assign(classes, 0);
+    for (const PipelineSlot &s : order) {
+      if (s.pass == PassKind::WeightGrad || s.chunk < 0 || s.chunk >= v)
+        continue;
+      int k = f.classOf[s.chunk];
+      held[k] += s.pass == PassKind::Forward ? 1 : -1;
+      f.frames[k] = std::max(f.frames[k], held[k]);
+    }
+    for (size_t k = 0; k < classes; ++k)
+      f.bytes += f.frameBytes[k] * static_cast<double>(f.frames[k]);
+    if (!found || f.bytes < best.bytes) {
+      best = std::move(f);
+      found = true;
+    }
+  };
+  std::vector<char> cut(v, 0);
+  if (v <= 16) {
+    for (uint32_t mask = 0; mask < (1u << (v - 1)); ++mask) {
+      for (int i = 1; i < v; ++i)
+        cut[i] = mask >> (i - 1) & 1;
+      evaluate(cut);
+    }
+  } else {
+    evaluate(cut);
+    for (int i = 1; i < v; ++i) {
+      cut[i] = 1;
+      evaluate(cut);
+      cut[i] = 0;
+    }
+  }
+  return best;
 }
 
 } // namespace cleave::cost

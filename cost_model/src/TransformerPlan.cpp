@@ -628,7 +628,9 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       }
       cc.forward = fwd.seconds;
       cc.backward = bwd.seconds;
-      cc.weightGrad = wgrad;
+      // The first chunk sends no gradient back: the lowering runs its whole
+      // backward as B and defers nothing to a W.
+      cc.weightGrad = chunk == 0 ? 0 : wgrad;
       cc.forwardFlops = fwd.flops * p.tp;
       cc.backwardFlops = bwd.flops * p.tp; // recomputation not included
 

@@ -295,4 +295,79 @@ TEST(GraphPlan, RecomputationTradesAForwardPassForTheBlocksStash) {
   EXPECT_FALSE(r.ok());
 }
 
+TEST(GraphPlan, InterleavedAndZeroBubbleSchedulesShortenTheBubble) {
+  // Four stages of the ResNet's blocks, eight microbatches: v chunks per
+  // stage cut the warm-up and cool-down by v (Narayanan et al.), and
+  // splitting the weight gradients off (ZB-H1) lets a stage send its
+  // input gradient before computing them.
+  Model m = load(kResNet);
+  ASSERT_TRUE(m.module);
+  cost::Cluster c = dgx();
+  auto work = measureGraphWork(*m.module, 4, c, nullptr);
+  ASSERT_TRUE(work.ok()) << work.status();
+  double weightGrad = 0, backward = 0;
+  for (const GraphPiece &piece : work->pieces) {
+    weightGrad += piece.weightGradSeconds;
+    backward += piece.backwardSeconds;
+    EXPECT_LE(piece.weightGradSeconds, piece.backwardSeconds);
+  }
+  // A convolution's weight gradient is half its backward; the
+  // normalisations and activations between them (memory-bound on a GPU)
+  // have none.
+  EXPECT_GT(weightGrad, 0.1 * backward);
+  EXPECT_LT(weightGrad, 0.5 * backward);
+
+  cost::ParallelConfig plan;
+  plan.pp = 4;
+  plan.dp = 2;
+  plan.microbatchSize = 4;
+  plan.globalBatch = 64;
+  plan.precision = cost::DType::Bf16;
+  auto score = [&](cost::ScheduleKind schedule, int64_t chunks) {
+    cost::ParallelConfig p = plan;
+    p.schedule = schedule;
+    p.chunks = chunks;
+    return scoreGraphPlan(*work, c, p, "sgd", nullptr);
+  };
+  auto oneF = score(cost::ScheduleKind::OneFOneB, 1);
+  auto interleaved = score(cost::ScheduleKind::Interleaved, 2);
+  auto zb = score(cost::ScheduleKind::ZeroBubbleH1, 1);
+  ASSERT_TRUE(oneF.ok() && interleaved.ok() && zb.ok())
+      << interleaved.status() << zb.status();
+  EXPECT_LT(interleaved->bubbleFraction, oneF->bubbleFraction);
+  EXPECT_LT(zb->bubbleFraction, oneF->bubbleFraction);
+  EXPECT_LT(zb->stepSeconds, oneF->stepSeconds);
+  // Eight chunks of the 16 blocks, chunk c on stage c % 4.
+  ASSERT_EQ(interleaved->layersPerChunk.size(), 8u);
+  int64_t blocks = 0;
+  for (int64_t n : interleaved->layersPerChunk) {
+    EXPECT_GE(n, 1);
+    blocks += n;
+  }
+  EXPECT_EQ(blocks, work->numBlocks());
+  // The first stage sends no gradient back and holds what 1F1B holds; a
+  // later one keeps its deferred weight gradients' inputs a while longer.
+  EXPECT_DOUBLE_EQ(zb->stageMemory[0].activations,
+                   oneF->stageMemory[0].activations);
+  EXPECT_GT(zb->stageMemory[1].activations,
+            oneF->stageMemory[1].activations);
+
+  // What the schedules need is refused, with why.
+  auto refused = [&](cost::ScheduleKind schedule, int64_t chunks,
+                     int64_t globalBatch, llvm::StringRef why) {
+    cost::ParallelConfig p = plan;
+    p.schedule = schedule;
+    p.chunks = chunks;
+    p.globalBatch = globalBatch;
+    auto r = scoreGraphPlan(*work, c, p, "sgd", nullptr);
+    return !r.ok() && std::string(r.status().message()).find(why.str()) !=
+                          std::string::npos;
+  };
+  EXPECT_TRUE(refused(cost::ScheduleKind::Interleaved, 1, 64, "two or more"));
+  EXPECT_TRUE(refused(cost::ScheduleKind::OneFOneB, 2, 64, "interleaved"));
+  EXPECT_TRUE(refused(cost::ScheduleKind::Interleaved, 5, 64, "too few"));
+  EXPECT_TRUE(
+      refused(cost::ScheduleKind::Interleaved, 2, 24, "multiple of pp"));
+}
+
 } // namespace

@@ -668,7 +668,8 @@ bool preferGraphPlan(const cleave::cost::PlanPrediction &a,
 /// and MLPs): data parallelism, pipeline stages of its residual blocks and
 /// tensor parallelism inside a node, its sharding chosen by the
 /// intra-operator search (dp x pp x tp = every device), with the
-/// microbatch, schedule (GPipe, 1F1B) and ZeRO stage searched
+/// microbatch, schedule (GPipe, 1F1B, interleaved, ZB-H1) and ZeRO stage
+/// searched
 /// (cleave/Search/GraphPlan.h).
 int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                  const cleave::cost::Cluster &cluster,
@@ -704,13 +705,6 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
       return badUsage("--fix recompute: an inference plan (--optimizer "
                       "none) has no backward pass to recompute for");
   }
-  if (fixed.count("schedule") &&
-      plan.schedule != cleave::cost::ScheduleKind::OneFOneB &&
-      plan.schedule != cleave::cost::ScheduleKind::GPipe)
-    return badUsage("--fix schedule=" +
-                    Twine(cleave::cost::scheduleName(plan.schedule)) + ": " +
-                    model + " has no transformer layers; its pipeline "
-                    "stages run GPipe or 1F1B");
   int64_t devices = cluster.numDevices();
   // The (tp, pp) pairs to try, dp the rest of the devices: tensor
   // parallelism inside a node (its collectives follow every layer),
@@ -742,14 +736,32 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   std::vector<cleave::cost::ScheduleKind> schedules = {plan.schedule};
   if (!fixed.count("schedule"))
     schedules = {cleave::cost::ScheduleKind::OneFOneB,
-                 cleave::cost::ScheduleKind::GPipe};
+                 cleave::cost::ScheduleKind::GPipe,
+                 cleave::cost::ScheduleKind::Interleaved,
+                 cleave::cost::ScheduleKind::ZeroBubbleH1};
+  // Chunks per stage under the interleaved schedule: the fixed vpp, else
+  // 2 to 4 where the blocks and microbatches allow (more chunks cut the
+  // bubble by less each and send more).
+  auto chunkChoices = [&](cleave::cost::ScheduleKind schedule, int64_t pp,
+                          int64_t blocks, int64_t microbatches) {
+    std::vector<int64_t> chunks;
+    if (schedule != cleave::cost::ScheduleKind::Interleaved)
+      return std::vector<int64_t>{1};
+    if (fixed.count("vpp"))
+      return std::vector<int64_t>{plan.chunks};
+    for (int64_t v : {2, 3, 4})
+      if (pp * v <= blocks && microbatches % pp == 0)
+        chunks.push_back(v);
+    return chunks;
+  };
   plan.cp = plan.ep = 1;
   plan.sequenceParallel = false;
   if (!fixed.count("recompute")) {
     plan.recompute = cleave::cost::Recompute::None;
     plan.stageRecompute.clear();
   }
-  plan.chunks = 1;
+  if (!fixed.count("vpp"))
+    plan.chunks = 1;
   if (!fixed.count("precision") && cluster.device.peakFlops(plan.precision) <= 0)
     plan.precision = cleave::cost::DType::Fp32;
   cleave::cost::Cluster capped = cluster;
@@ -943,9 +955,27 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                           "pipeline stages");
         continue;
       }
-      for (cleave::cost::ScheduleKind schedule : schedules) {
-        if (pp == 1 && schedule != schedules.front())
-          continue; // one stage has no schedule to choose
+      if (pp > 1 && fixed.count("vpp") && pp * plan.chunks > blocks) {
+        if (fixed.count("pp"))
+          return badUsage("--fix pp=" + Twine(pp) + ",vpp=" +
+                          Twine(plan.chunks) + ": " + model + " has " +
+                          Twine(blocks) + " residual block(s), too few for " +
+                          Twine(pp) + " stages of " + Twine(plan.chunks) +
+                          " chunks");
+        continue;
+      }
+      // The schedules (and chunks per stage) to try: one stage has none
+      // to choose.
+      std::vector<std::pair<cleave::cost::ScheduleKind, int64_t>>
+          scheduleChoices = {{schedules.front(), 1}};
+      if (pp > 1) {
+        scheduleChoices.clear();
+        for (cleave::cost::ScheduleKind schedule : schedules)
+          for (int64_t v :
+               chunkChoices(schedule, pp, blocks, globalBatch / dp / b))
+            scheduleChoices.push_back({schedule, v});
+      }
+      for (auto [schedule, chunks] : scheduleChoices) {
         for (auto [zero, recompute] : zeroAndRecompute(pp)) {
           // ZeRO shards over replicas: one replica has ZeRO 0 only, and a
           // ZeRO stage fixed needs some.
@@ -959,6 +989,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
           candidate.microbatchSize = b;
           candidate.zero = dp > 1 ? zero : 0;
           candidate.schedule = schedule;
+          candidate.chunks = chunks;
           if (!fixed.count("recompute")) {
             // Nothing to recompute, or its stash unknown: not a choice.
             if (recompute.first != cleave::cost::Recompute::None &&

@@ -286,7 +286,16 @@ llvm::DenseSet<Operation *> Emitter::weightGradientOps() {
           def && phaseOf(def) == kBackward)
         work.push_back(def);
   }
+  // A chunk that sends no gradient back (the first) has no upstream stage
+  // waiting on its B: deferring its backward would only idle it while it
+  // waits for the next gradient and hold the microbatch's whole stash
+  // until the deferred W. Its backward is all B, as under 1F1B.
+  bool sendsBack = llvm::any_of(step.front(), [](Operation &op) {
+    return isa<gr::SendOp>(op) && phaseOf(&op) == kBackward;
+  });
   llvm::DenseSet<Operation *> weight;
+  if (!sendsBack)
+    return weight;
   for (Operation &op : step.front())
     if (phaseOf(&op) == kBackward && !needed.contains(&op))
       weight.insert(&op);

@@ -14,6 +14,7 @@
 
 #include "EmitterImpl.h"
 
+#include "cleave/cost_model/PipelineSchedule.h"
 #include "cleave/runtime/executor/Fusion.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -29,68 +30,21 @@ void Emitter::assignStashFrames(ArrayRef<int64_t> stashBytes) {
   stashFrames.assign(1, numFrames);
   if (v == 1 || perChunk != 2 || numFrames == 0)
     return;
-  // The stash steps in order: +chunk at its forward, -chunk-1 at its
-  // backward.
-  std::vector<int> events;
+  // The stash steps in order (the schedule's forwards and backwards), and
+  // the classes of chunks the cost model prices (cost::planStashFrames).
+  std::vector<cost::PipelineSlot> order;
   for (const plan::ScheduleStep &st : program.schedule()) {
     int seg = st.segment();
     if (seg + 1 >= static_cast<int>(segments.size()))
       continue;
-    int c = chunkOfSegment(seg);
-    events.push_back(seg % perChunk == kForward ? c + 1 : -(c + 1));
+    order.push_back({seg % perChunk == kForward ? cost::PassKind::Forward
+                                                : cost::PassKind::Backward,
+                     static_cast<int>(st.microbatch()), chunkOfSegment(seg)});
   }
-  // Chunks by stash size; classes are runs of that order (2^(v-1) ways).
-  std::vector<int> bySize(v);
-  std::iota(bySize.begin(), bySize.end(), 0);
-  llvm::stable_sort(bySize,
-                    [&](int a, int b) { return stashBytes[a] < stashBytes[b]; });
-  auto framesOf = [&](const std::vector<int> &classOf, int classes) {
-    std::vector<int64_t> held(classes, 0), peak(classes, 0);
-    for (int e : events) {
-      int k = classOf[std::abs(e) - 1];
-      held[k] += e > 0 ? 1 : -1;
-      peak[k] = std::max(peak[k], held[k]);
-    }
-    return peak;
-  };
-  int64_t best = -1;
-  // cut[i]: a new class starts at the i-th chunk in size order.
-  auto evaluate = [&](const std::vector<char> &cut) {
-    std::vector<int> classOf(v);
-    std::vector<int64_t> frameBytes(1, 0);
-    for (int i = 0; i < v; ++i) {
-      if (i > 0 && cut[i])
-        frameBytes.push_back(0);
-      classOf[bySize[i]] = static_cast<int>(frameBytes.size()) - 1;
-      frameBytes.back() = std::max(frameBytes.back(), stashBytes[bySize[i]]);
-    }
-    int classes = static_cast<int>(frameBytes.size());
-    std::vector<int64_t> frames = framesOf(classOf, classes);
-    int64_t bytes = 0;
-    for (int k = 0; k < classes; ++k)
-      bytes += frameBytes[k] * frames[k];
-    if (best < 0 || bytes < best) {
-      best = bytes;
-      stashClass = classOf;
-      stashFrames = frames;
-    }
-  };
-  // Every split of up to 16 chunks (2^(v-1)); beyond, one class or two.
-  std::vector<char> cut(v, 0);
-  if (v <= 16) {
-    for (uint32_t mask = 0; mask < (1u << (v - 1)); ++mask) {
-      for (int i = 1; i < v; ++i)
-        cut[i] = mask >> (i - 1) & 1;
-      evaluate(cut);
-    }
-  } else {
-    evaluate(cut);
-    for (int i = 1; i < v; ++i) {
-      cut[i] = 1;
-      evaluate(cut);
-      cut[i] = 0;
-    }
-  }
+  cost::StashFrames planned = cost::planStashFrames(
+      order, std::vector<double>(stashBytes.begin(), stashBytes.end()));
+  stashClass = planned.classOf;
+  stashFrames = planned.frames;
   // Frames again, each class its own: a forward takes the class's lowest
   // free frame, its backward gives it back.
   std::vector<std::set<int>> free(stashFrames.size());

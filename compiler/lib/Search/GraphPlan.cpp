@@ -36,9 +36,37 @@ double besidePass(double pass, double comm, int64_t blocks, bool overlaps) {
                                      overlaps);
 }
 
+/// Whether `v` is a trainable parameter, or made from trainable
+/// parameters alone (a transposed or reshaped weight).
+bool isParameter(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return false;
+  if (auto param = dyn_cast<graph::ParamOp>(def))
+    return param.isTrainable();
+  return def->getNumOperands() > 0 &&
+         llvm::all_of(def->getOperands(), [](Value in) {
+           auto param = in.getDefiningOp<graph::ParamOp>();
+           return param && param.isTrainable();
+         });
+}
+
+/// A contraction or convolution with a trainable weight: its backward's
+/// weight-gradient product is the W pass zero-bubble schedules defer, which
+/// reads the op's activation inputs and its output gradient until it runs.
+void addWeightGradient(Operation *op, double seconds, GraphPiece &work) {
+  work.weightGradSeconds += seconds;
+  for (Value in : op->getOperands())
+    if (!isParameter(in))
+      work.weightGradBytes += double(graph::tensorBytes(in.getType()));
+  for (Value out : op->getResults())
+    work.weightGradBytes += double(graph::tensorBytes(out.getType()));
+}
+
 /// Forward and backward seconds of one op run whole, added to `work`.
 absl::Status priceOp(Operation *op, const cost::Cluster &cluster,
                      const cost::Profile *profile, GraphPiece &work) {
+  bool weighted = llvm::any_of(op->getOperands(), isParameter);
   SmallVector<ShardingStrategy, 4> strategies;
   if (auto rules = dyn_cast<ShardingStrategyOpInterface>(op))
     rules.getShardingStrategies(1, strategies);
@@ -53,6 +81,10 @@ absl::Status priceOp(Operation *op, const cost::Cluster &cluster,
     work.forwardSeconds += c->forward.seconds;
     work.backwardSeconds += c->seconds - c->forward.seconds;
     work.forwardFlops += whole.gemm->flops();
+    // Backward is two GEMMs of the forward's size: the input's gradient
+    // and the weight's.
+    if (weighted)
+      addWeightGradient(op, (c->seconds - c->forward.seconds) / 2, work);
     return absl::OkStatus();
   }
   auto counts = dyn_cast<graph::CostOpInterface>(op);
@@ -72,10 +104,16 @@ absl::Status priceOp(Operation *op, const cost::Cluster &cluster,
     return c.status();
   // A convolution (no GEMM rule) computes two products backward, as a
   // contraction does; other ops about their own work once.
-  double backward = isa<graph::Conv2dOp>(op) ? 2 : 1;
+  // Of other ops' parameters (normalisation scales, biases) the gradients
+  // are reductions of the output gradient, small beside a contraction's,
+  // which W does not count.
+  bool conv = isa<graph::Conv2dOp>(op);
+  double backward = conv ? 2 : 1;
   work.forwardSeconds += c->seconds;
   work.backwardSeconds += backward * c->seconds;
   work.forwardFlops += g.flops;
+  if (conv && weighted)
+    addWeightGradient(op, c->seconds, work);
   return absl::OkStatus();
 }
 
@@ -149,6 +187,55 @@ double optimizerStates(const std::string &optimizer) {
   return optimizer == "adamw" ? 2 : optimizer == "sgd" ? 1 : 0;
 }
 
+/// The blocks of each of `chunks` pipeline chunks, balanced by their
+/// passes' time with the stem on the first chunk and the head on the last;
+/// under the interleaved schedule (chunk c on stage c % pp) for the
+/// busiest stage; stages that recompute run their blocks' forward twice.
+std::vector<int64_t> splitBlocks(const GraphWork &work,
+                                 const cost::ParallelConfig &plan,
+                                 int64_t chunks) {
+  const std::vector<GraphPiece> &pieces = work.pieces;
+  int64_t blocks = work.numBlocks(), p = plan.pp;
+  auto passes = [](const GraphPiece &g) {
+    return g.forwardSeconds + g.backwardSeconds;
+  };
+  double stem = passes(pieces.front()), head = passes(pieces.back());
+  auto blockSeconds = [&](bool recompute) {
+    std::vector<double> seconds;
+    for (int64_t k = 0; k < blocks; ++k)
+      seconds.push_back(passes(pieces[k + 1]) +
+                        (recompute ? pieces[k + 1].forwardSeconds : 0));
+    return seconds;
+  };
+  bool allRecompute = true, anyRecompute = false;
+  for (int64_t s = 0; s < p; ++s) {
+    allRecompute &= recomputes(plan, s);
+    anyRecompute |= recomputes(plan, s);
+  }
+  std::vector<double> uniform = blockSeconds(allRecompute);
+  std::vector<int64_t> split =
+      cost::balanceLayers(uniform, stem, head, chunks);
+  if (split.empty())
+    split = cost::evenLayerSplit(blocks, chunks);
+  if (chunks > p) {
+    // A stage runs all its chunks: improve from the balanced and the even
+    // split for the busiest stage, and keep the better.
+    std::vector<int64_t> fromEven = cost::refineForStages(
+        uniform, stem, head, cost::evenLayerSplit(blocks, chunks), p);
+    split = cost::refineForStages(uniform, stem, head, split, p);
+    if (cost::busiestStage(uniform, stem, head, fromEven, p) <
+        cost::busiestStage(uniform, stem, head, split, p))
+      split = std::move(fromEven);
+  }
+  if (anyRecompute && !allRecompute) {
+    std::vector<std::vector<double>> byChunk;
+    for (int64_t c = 0; c < chunks; ++c)
+      byChunk.push_back(blockSeconds(recomputes(plan, c % p)));
+    split = cost::refineForChunkCosts(byChunk, stem, head, split, p);
+  }
+  return split;
+}
+
 /// scoreGraphPlan with pp > 1 (see GraphPlan.h).
 absl::StatusOr<cost::PlanPrediction>
 scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
@@ -160,54 +247,31 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     return absl::InvalidArgumentError(absl::StrCat(
         "dp x pp x tp must be every device (", devices, "), got ", plan.dp,
         " x ", p, " x ", plan.tp));
-  if (blocks < p)
+  bool interleaved = plan.schedule == cost::ScheduleKind::Interleaved;
+  if (interleaved && plan.chunks < 2)
+    return absl::InvalidArgumentError(
+        "the interleaved schedule runs two or more chunks per stage (vpp)");
+  if (!interleaved && plan.chunks > 1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        plan.chunks, " chunks per stage need the interleaved schedule"));
+  int64_t v = plan.chunks, n = p * v;
+  if (blocks < n)
     return absl::InvalidArgumentError(absl::StrCat(
         "the graph has ", blocks, " residual block(s), too few for ", p,
-        " pipeline stages"));
-  if (plan.schedule != cost::ScheduleKind::OneFOneB &&
-      plan.schedule != cost::ScheduleKind::GPipe)
-    return absl::InvalidArgumentError(
-        "a graph without transformer layers is pipelined with GPipe or 1F1B");
+        " pipeline stages", v > 1 ? absl::StrCat(" of ", v, " chunks") : ""));
   absl::StatusOr<int64_t> microbatches = microbatchesPerReplica(work, plan);
   if (!microbatches.ok())
     return microbatches.status();
   int64_t m = *microbatches;
+  if (interleaved && m % p)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the interleaved schedule runs a multiple of pp (", p,
+        ") microbatches per replica, not ", m));
   double dp = static_cast<double>(plan.dp);
   double states = optimizerStates(optimizer);
-
-  // Contiguous blocks per stage, balanced by their passes' time.
+  bool zeroBubble = plan.schedule == cost::ScheduleKind::ZeroBubbleH1;
   const std::vector<GraphPiece> &pieces = work.pieces;
-  std::vector<double> blockSeconds;
-  for (int64_t k = 0; k < blocks; ++k)
-    blockSeconds.push_back(pieces[k + 1].forwardSeconds +
-                           pieces[k + 1].backwardSeconds);
-  auto passes = [](const GraphPiece &g) {
-    return g.forwardSeconds + g.backwardSeconds;
-  };
-  // Recomputing stages run each block's forward pass twice: with every
-  // stage recomputing that is a uniform cost, else the split is refined
-  // against each stage's own costs.
-  bool allRecompute = true, anyRecompute = false;
-  for (int64_t s = 0; s < p; ++s) {
-    allRecompute &= recomputes(plan, s);
-    anyRecompute |= recomputes(plan, s);
-  }
-  if (allRecompute)
-    for (int64_t k = 0; k < blocks; ++k)
-      blockSeconds[k] += pieces[k + 1].forwardSeconds;
-  std::vector<int64_t> split = cost::balanceLayers(
-      blockSeconds, passes(pieces.front()), passes(pieces.back()), p);
-  if (split.empty())
-    split = cost::evenLayerSplit(blocks, p);
-  if (anyRecompute && !allRecompute) {
-    std::vector<std::vector<double>> byStage(p, blockSeconds);
-    for (int64_t s = 0; s < p; ++s)
-      if (recomputes(plan, s))
-        for (int64_t k = 0; k < blocks; ++k)
-          byStage[s][k] += pieces[k + 1].forwardSeconds;
-    split = cost::refineForChunkCosts(byStage, passes(pieces.front()),
-                                      passes(pieces.back()), split, p);
-  }
+  std::vector<int64_t> split = splitBlocks(work, plan, n);
 
   // Ranks are pp-major (the plan's mesh is pp x dp x tp): a replica's
   // tensor-parallel devices are neighbours, the stage's replicas tp apart,
@@ -237,150 +301,224 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     return *all + (bytes > 0 ? std::max(0.0, tensors - 1) * *call : 0.0);
   };
 
+  // Each chunk's pieces: its blocks, the stem on the first, the head on
+  // the last. Recomputing: each block stashes its input and output, runs
+  // its forward pass again before its backward pass, and holds what that
+  // pass makes until its backward pass has read it (one block at a time).
+  struct Chunk {
+    GraphPiece piece;
+    int64_t blocks = 0;
+    double largestIntermediate = 0, largestParams = 0, largestParam = 0;
+    double recomputedWork = 0, recomputedFlops = 0;
+    double inBytes = 0, outBytes = 0;
+  };
+  std::vector<Chunk> chunks(n);
+  int64_t first = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    Chunk &chunk = chunks[c];
+    GraphPiece &sum = chunk.piece;
+    auto add = [&](const GraphPiece &g) {
+      chunk.largestParams = std::max(chunk.largestParams, g.paramBytes);
+      chunk.largestParam = std::max(chunk.largestParam, g.largestParamBytes);
+      chunk.largestIntermediate =
+          std::max(chunk.largestIntermediate, g.largestIntermediateBytes);
+      sum.forwardSeconds += g.forwardSeconds;
+      sum.backwardSeconds += g.backwardSeconds;
+      sum.weightGradSeconds += g.weightGradSeconds;
+      sum.weightGradBytes += g.weightGradBytes;
+      sum.params += g.params;
+      sum.paramBytes += g.paramBytes;
+      sum.paramTensors += g.paramTensors;
+      sum.activationBytes += g.activationBytes;
+    };
+    if (c == 0)
+      add(pieces.front());
+    bool recompute = recomputes(plan, c % p);
+    for (int64_t k = first; k < first + split[c]; ++k) {
+      const GraphPiece &block = pieces[k + 1];
+      add(block);
+      if (!recompute)
+        continue;
+      sum.backwardSeconds += block.forwardSeconds;
+      sum.activationBytes +=
+          block.recomputedActivationBytes - block.activationBytes;
+      chunk.recomputedWork =
+          std::max(chunk.recomputedWork,
+                   block.activationBytes - block.recomputedActivationBytes);
+      chunk.recomputedFlops += block.forwardFlops;
+    }
+    if (c == n - 1)
+      add(pieces.back());
+    chunk.blocks = split[c];
+    // What crosses the cuts: the output of the block before each.
+    chunk.inBytes = c > 0 ? pieces[first].outputBytes : 0;
+    chunk.outBytes = c < n - 1 ? pieces[first + split[c]].outputBytes : 0;
+    first += split[c];
+  }
+
   cost::PipelineSpec spec;
   spec.schedule = plan.schedule;
   spec.microbatches = static_cast<int>(m);
   cost::PlanPrediction out;
   out.plan = plan;
   out.numMicrobatches = m;
-  out.layersPerStage = split;
   out.layersPerChunk = split;
+  out.layersPerStage.assign(p, 0);
+  for (int64_t c = 0; c < n; ++c)
+    out.layersPerStage[c % p] += split[c];
   double capacity = cluster.device.memoryBytes;
   double exposedGathers = 0;
   // Recomputed forward FLOPs per microbatch, over the stages.
   double extraFlops = 0;
-  int64_t first = 0;
+  bool overlaps = cluster.commOverlapsCompute;
   for (int64_t s = 0; s < p; ++s) {
-    // The stage's pieces: its blocks, the stem on the first, the head on
-    // the last.
-    GraphPiece stage;
-    double largest = 0, largestParams = 0, largestParam = 0;
-    auto add = [&](const GraphPiece &g) {
-      largestParams = std::max(largestParams, g.paramBytes);
-      largestParam = std::max(largestParam, g.largestParamBytes);
-      stage.forwardSeconds += g.forwardSeconds;
-      stage.backwardSeconds += g.backwardSeconds;
-      stage.params += g.params;
-      stage.paramBytes += g.paramBytes;
-      stage.paramTensors += g.paramTensors;
-      stage.activationBytes += g.activationBytes;
-      largest = std::max(largest, g.largestIntermediateBytes);
-    };
-    if (s == 0)
-      add(pieces.front());
-    // Recomputing: each block stashes its input and output, runs its
-    // forward pass again before its backward pass, and holds what that
-    // pass makes until its backward pass has read it (one block at a time).
-    bool recompute = recomputes(plan, s);
-    double recomputedWork = 0, recomputedFlops = 0;
-    for (int64_t k = first; k < first + split[s]; ++k) {
-      const GraphPiece &block = pieces[k + 1];
-      add(block);
-      if (!recompute)
-        continue;
-      stage.backwardSeconds += block.forwardSeconds;
-      stage.activationBytes +=
-          block.recomputedActivationBytes - block.activationBytes;
-      recomputedWork = std::max(recomputedWork, block.activationBytes -
-                                                    block.recomputedActivationBytes);
-      recomputedFlops += block.forwardFlops;
-    }
-    if (s == p - 1)
-      add(pieces.back());
-    extraFlops += recomputedFlops;
-    // What crosses the cuts: the output of the block before each.
-    double inBytes = s > 0 ? pieces[first].outputBytes : 0;
-    double outBytes = s < p - 1 ? pieces[first + split[s]].outputBytes : 0;
-    first += split[s];
+    cost::StageCosts sc;
+    double stageParams = 0, stageParamBytes = 0, stageTensors = 0;
+    double largestParams = 0, largestParam = 0, largest = 0;
+    double recomputedWork = 0, sendBuffers = 0, stageSeconds = 0;
+    // Per chunk of the stage: what a microbatch keeps from its forward to
+    // its backward, and from its B to its W under zero-bubble.
+    std::vector<double> stash(v), pendingW(v);
+    for (int64_t local = 0; local < v; ++local) {
+      const Chunk &chunk = chunks[local * p + s];
+      const GraphPiece &g = chunk.piece;
+      stageParams += g.params;
+      stageParamBytes += g.paramBytes;
+      stageTensors += g.paramTensors;
+      largestParams = std::max(largestParams, chunk.largestParams);
+      largestParam = std::max(largestParam, chunk.largestParam);
+      largest = std::max(largest, chunk.largestIntermediate);
+      recomputedWork = std::max(recomputedWork, chunk.recomputedWork);
+      extraFlops += chunk.recomputedFlops;
 
-    cost::ChunkCosts cc;
-    cc.forward = stage.forwardSeconds;
-    cc.backward = stage.backwardSeconds;
-    absl::StatusOr<double> sendOut =
-        collective(cost::Collective::SendRecv, outBytes, ppPair);
-    absl::StatusOr<double> sendIn =
-        collective(cost::Collective::SendRecv, inBytes, ppPair);
-    absl::StatusOr<double> allReduce =
-        collective(cost::Collective::AllReduce, stage.paramBytes, dpGroup);
-    absl::StatusOr<double> scatter =
-        perTensor(cost::Collective::ReduceScatter, stage.paramBytes, dpGroup,
-                  stage.paramTensors);
-    absl::StatusOr<double> gather = perTensor(
-        cost::Collective::AllGather, stage.paramBytes, dpGroup,
-        stage.paramTensors);
-    for (const auto *c : {&sendOut, &sendIn, &allReduce, &scatter, &gather})
-      if (!c->ok())
-        return c->status();
-    cc.sendForward = *sendOut;
-    cc.sendBackward = *sendIn;
-    // As on one stage (scoreGraphPlan): ZeRO 0 all-reduces the gradients
-    // and ZeRO 1 reduce-scatters them as the last backward pass makes
-    // them, beside that pass where the device's collectives progress
-    // beside its compute (not CPU ranks over MPI); ZeRO 1 and 2 gather the
-    // updated shards after the update. ZeRO 2 and 3 reduce-scatter each
-    // microbatch's gradients, and ZeRO 3 gathers the parameters for every
-    // pass of every microbatch: there the lowering keeps a window of them
-    // in flight beside the pass, which what outlasts the pass and one
-    // block's share extend (as TransformerPlan prices it); elsewhere they
-    // stall it.
-    bool overlaps = cluster.commOverlapsCompute;
-    cc.gradReduce = plan.zero == 0 ? *allReduce : *scatter;
-    cc.gradBuckets = plan.zero <= 1 && overlaps ? 4 : 1;
-    if (plan.zero >= 2 && plan.dp > 1) {
-      double gathered = plan.zero == 3 ? *gather : 0;
-      cc.forward += besidePass(cc.forward, gathered, split[s], overlaps);
-      cc.backward +=
-          besidePass(cc.backward, *scatter + gathered, split[s], overlaps);
-      cc.gradReduce = 0;
+      cost::ChunkCosts cc;
+      cc.forward = g.forwardSeconds;
+      cc.backward = g.backwardSeconds;
+      // The first chunk sends no gradient back: the lowering runs its
+      // whole backward as B, defers nothing and holds nothing for a W.
+      bool sendsBack = local * p + s > 0;
+      if (zeroBubble && sendsBack)
+        cc.weightGrad = g.weightGradSeconds;
+      absl::StatusOr<double> sendOut =
+          collective(cost::Collective::SendRecv, chunk.outBytes, ppPair);
+      absl::StatusOr<double> sendIn =
+          collective(cost::Collective::SendRecv, chunk.inBytes, ppPair);
+      absl::StatusOr<double> allReduce =
+          collective(cost::Collective::AllReduce, g.paramBytes, dpGroup);
+      absl::StatusOr<double> scatter =
+          perTensor(cost::Collective::ReduceScatter, g.paramBytes, dpGroup,
+                    g.paramTensors);
+      absl::StatusOr<double> gather = perTensor(
+          cost::Collective::AllGather, g.paramBytes, dpGroup, g.paramTensors);
+      for (const auto *c : {&sendOut, &sendIn, &allReduce, &scatter, &gather})
+        if (!c->ok())
+          return c->status();
+      cc.sendForward = *sendOut;
+      cc.sendBackward = *sendIn;
+      // As on one stage (scoreGraphPlan): ZeRO 0 all-reduces the gradients
+      // and ZeRO 1 reduce-scatters them as the last backward pass makes
+      // them, beside that pass where the device's collectives progress
+      // beside its compute (not CPU ranks over MPI); ZeRO 1 and 2 gather
+      // the updated shards after the update. ZeRO 2 and 3 reduce-scatter
+      // each microbatch's gradients, and ZeRO 3 gathers the parameters for
+      // every pass of every microbatch: there the lowering keeps a window
+      // of them in flight beside the pass, which what outlasts the pass
+      // and one block's share extend (as TransformerPlan prices it);
+      // elsewhere they stall it.
+      cc.gradReduce = plan.zero == 0 ? *allReduce : *scatter;
+      cc.gradBuckets = plan.zero <= 1 && overlaps ? 4 : 1;
+      if (plan.zero >= 2 && plan.dp > 1) {
+        double gathered = plan.zero == 3 ? *gather : 0;
+        cc.forward += besidePass(cc.forward, gathered, chunk.blocks, overlaps);
+        cc.backward += besidePass(cc.backward, *scatter + gathered,
+                                  chunk.blocks, overlaps);
+        cc.gradReduce = 0;
+      }
+      // ZeRO 1 and 2's gather of the updated blocks: carried into the next
+      // step beside its first forward pass where overlap-grad is on (the
+      // lowering's carryParameterGathers), else after the update.
+      if (plan.overlapGradReduce && plan.dp > 1 &&
+          (plan.zero == 1 || plan.zero == 2)) {
+        cc.carriedGather = *gather;
+        cc.carriedLayers =
+            static_cast<int>(std::max<int64_t>(1, chunk.blocks));
+        cc.carriedBeside = overlaps;
+      }
+      stageSeconds += cc.forward + cc.backward;
+      sc.chunks.push_back(cc);
+
+      // The value a cut sends is what the next block reads again in its
+      // backward pass: the training step counted it with its producer, but
+      // the chunk that receives it keeps it (per microbatch in flight).
+      stash[local] = g.activationBytes + chunk.inBytes -
+                     std::min(chunk.outBytes, g.activationBytes);
+      pendingW[local] = sendsBack ? g.weightGradBytes : 0;
+      sendBuffers += chunk.outBytes + chunk.inBytes;
     }
-    // ZeRO 1 and 2's gather of the updated blocks: carried into the next
-    // step beside its first forward pass where overlap-grad is on (the
-    // lowering's carryParameterGathers), else after the update.
-    bool carried = plan.overlapGradReduce && plan.dp > 1 &&
-                   (plan.zero == 1 || plan.zero == 2);
-    if (carried) {
-      cc.carriedGather = *gather;
-      cc.carriedLayers = static_cast<int>(std::max<int64_t>(1, split[s]));
-      cc.carriedBeside = overlaps;
-    } else if (plan.zero == 1 || plan.zero == 2)
+    if ((plan.zero == 1 || plan.zero == 2) &&
+        !(plan.overlapGradReduce && plan.dp > 1)) {
+      absl::StatusOr<double> gather = perTensor(
+          cost::Collective::AllGather, stageParamBytes, dpGroup, stageTensors);
+      if (!gather.ok())
+        return gather.status();
       exposedGathers = std::max(exposedGathers, *gather);
+    }
     double shard = plan.zero >= 1 ? dp : 1;
     cost::GenericOp update;
-    update.bytesRead = stage.paramBytes * (2 + states) / shard;
-    update.bytesWritten = stage.paramBytes * (1 + states) / shard;
-    update.flops = 10.0 * stage.params / shard;
+    update.bytesRead = stageParamBytes * (2 + states) / shard;
+    update.bytesWritten = stageParamBytes * (1 + states) / shard;
+    update.flops = 10.0 * stageParams / shard;
     absl::StatusOr<cost::OpCost> step =
         cost::estimateGeneric(update, cluster, profile);
-    cost::StageCosts sc;
-    sc.chunks.push_back(cc);
     sc.optimizer = step.ok() ? step->seconds : 0;
     spec.stages.push_back(sc);
 
-    // Memory: 1F1B keeps at most p - s microbatches in flight on stage s,
-    // GPipe all of them; each send keeps two slots once more than one is.
-    double inFlight = plan.schedule == cost::ScheduleKind::GPipe
-                          ? double(m)
-                          : double(std::min<int64_t>(p - s, m));
-    double slots = inFlight > 1 ? 2 : 1;
+    // Memory: the stashes the stage's schedule holds at once (a forward
+    // adds its chunk's; the backward frees it, or under zero-bubble trades
+    // it for what the W reads, which the W frees); each send keeps two
+    // slots once more than one microbatch is in flight.
+    absl::StatusOr<std::vector<cost::PipelineSlot>> order =
+        cost::pipelineOrder(plan.schedule, static_cast<int>(p),
+                            static_cast<int>(s), static_cast<int>(m),
+                            static_cast<int>(v));
+    if (!order.ok())
+      return order.status();
+    double live = 0, peak = 0;
+    for (const cost::PipelineSlot &slot : *order) {
+      double kept = stash[slot.chunk], w = pendingW[slot.chunk];
+      switch (slot.pass) {
+      case cost::PassKind::Forward:
+        live += kept;
+        break;
+      case cost::PassKind::Backward:
+        live += zeroBubble ? w - kept : -kept;
+        break;
+      case cost::PassKind::WeightGrad:
+        live -= w;
+        break;
+      }
+      peak = std::max(peak, live);
+    }
+    // Interleaved chunks of uneven stashes: the lowering keeps them in
+    // frames by classes of chunks, which the same plan prices.
+    if (v > 1 && !zeroBubble)
+      peak = cost::planStashFrames(*order, stash).bytes;
+    double slots = cost::peakInFlight(*order) > 1 ? 2 : 1;
     cost::MemoryBreakdown mem;
-    mem.params = stage.paramBytes / (plan.zero >= 3 ? dp : 1);
-    mem.grads = cost::modelStateBytes(stage.paramBytes, plan.zero, plan.dp, 1, 1,
-                                      0).grads;
-    mem.optimizer = cost::modelStateBytes(stage.paramBytes, plan.zero,
-                                          plan.dp, 1, 1, states)
+    mem.params = stageParamBytes / (plan.zero >= 3 ? dp : 1);
+    mem.grads =
+        cost::modelStateBytes(stageParamBytes, plan.zero, plan.dp, 1, 1, 0)
+            .grads;
+    mem.optimizer = cost::modelStateBytes(stageParamBytes, plan.zero, plan.dp,
+                                          1, 1, states)
                         .optimizer;
-    // The value a cut sends is what the next block reads again in its
-    // backward pass: the training step counted it with its producer, but
-    // the stage that receives it keeps it (per microbatch in flight).
-    double stash = stage.activationBytes + inBytes -
-                   std::min(outBytes, stage.activationBytes);
-    mem.activations = stash * inFlight + recomputedWork;
+    mem.activations = peak + recomputedWork;
     // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
     // shard it keeps; ZeRO-3 gathers a piece's parameters where it runs;
     // both keep a window of those collectives in flight beside compute.
-    mem.commBuffers = slots * (outBytes + inBytes) +
+    mem.commBuffers = slots * sendBuffers +
                       (plan.zero >= 3 ? largestParams : 0) +
-                      cost::zeroWindowBytes(plan.zero, stage.paramBytes);
+                      cost::zeroWindowBytes(plan.zero, stageParamBytes);
     mem.workspace = workspaceBytes(largest, largestParam);
     double allocated = mem.params + mem.grads + mem.optimizer +
                        mem.activations + mem.commBuffers + mem.workspace;
@@ -399,8 +537,8 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
       out.peakMemoryStage = s;
       out.memory = mem;
     }
-    out.lowerBoundSeconds = std::max(
-        out.lowerBoundSeconds, double(m) * (cc.forward + cc.backward));
+    out.lowerBoundSeconds =
+        std::max(out.lowerBoundSeconds, double(m) * stageSeconds);
   }
   absl::StatusOr<cost::TaskGraph> graph = cost::buildPipelineTasks(spec);
   if (!graph.ok())
@@ -600,6 +738,7 @@ absl::Status shardWork(GraphWork &work, func::FuncOp forward,
       double ratio = sharded[k] / whole[k];
       piece.forwardSeconds *= ratio;
       piece.backwardSeconds *= ratio;
+      piece.weightGradSeconds *= ratio;
     } else {
       // Only collectives (a gather of a source): half each way.
       piece.forwardSeconds += sharded[k] / 2;
@@ -609,6 +748,7 @@ absl::Status shardWork(GraphWork &work, func::FuncOp forward,
     piece.paramBytes = paramBytes[k];
     piece.largestParamBytes = largestParam[k];
     piece.activationShare = full[k] > 0 ? local[k] / full[k] : 1;
+    piece.weightGradBytes *= piece.activationShare;
     piece.largestIntermediateBytes = largest[k];
     if (output[k] >= 0)
       piece.outputBytes = output[k];

@@ -129,6 +129,28 @@ TEST(ModelStates, MatchZeroPaper) {
   EXPECT_DOUBLE_EQ(zero2.optimizer, 12 * psi / n + 2 * psi / n);
 }
 
+TEST(PipelineMemory, ZeroBubbleHoldsWeightGradientInputsAfterTheFirstStage) {
+  // ZB-H1 keeps, until each deferred W, its weight GEMMs' inputs and output
+  // gradients; the first stage sends no gradient back and runs its whole
+  // backward as B (the lowering's split), so it holds what 1F1B holds.
+  TransformerMemoryConfig c = gpt3(8, true, Recompute::Selective);
+  c.pp = 8;
+  c.microbatches = 64;
+  c.layersPerStage = 12;
+  for (int64_t stage : {0, 3}) {
+    c.stage = stage;
+    c.schedule = PipelineSchedule::OneFOneB;
+    auto oneF = estimateTransformerMemory(c);
+    c.schedule = PipelineSchedule::ZeroBubbleH1;
+    auto zb = estimateTransformerMemory(c);
+    ASSERT_TRUE(oneF.ok() && zb.ok());
+    if (stage == 0)
+      EXPECT_DOUBLE_EQ(zb->activations, oneF->activations);
+    else
+      EXPECT_GT(zb->activations, oneF->activations);
+  }
+}
+
 TEST(PipelineMemory, MicrobatchesInFlightPerSchedule) {
   TransformerMemoryConfig c = gpt3(8, true, Recompute::Selective);
   c.pp = 8;

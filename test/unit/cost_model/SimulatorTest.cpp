@@ -62,6 +62,28 @@ TEST(PipelineOrder, InFlightActivations) {
             1);
 }
 
+TEST(PipelineOrder, StashFramesByClassesOfChunks) {
+  // Interleaved, 2 stages, 4 microbatches, 2 chunks ("F0 F1 F0.1 F1.1 F2
+  // B0.1 F3 B1.1 ..."): stage 0 holds five chunk-microbatches at once, at
+  // most four of chunk 0 and two of chunk 1. Equal stashes share one class
+  // (five frames); a chunk with a far larger stash (a head) gets a class of its
+  // own, so that it does not size every frame.
+  auto order = *pipelineOrder(ScheduleKind::Interleaved, 2, 0, 4, 2);
+  StashFrames same = planStashFrames(order, {10, 10});
+  ASSERT_EQ(same.frames.size(), 1u);
+  EXPECT_EQ(same.frames[0], 5);
+  EXPECT_DOUBLE_EQ(same.bytes, 50);
+  StashFrames uneven = planStashFrames(order, {10, 100});
+  ASSERT_EQ(uneven.frames.size(), 2u);
+  EXPECT_NE(uneven.classOf[0], uneven.classOf[1]);
+  EXPECT_EQ(uneven.frames[uneven.classOf[0]], 4);
+  EXPECT_EQ(uneven.frames[uneven.classOf[1]], 2);
+  EXPECT_DOUBLE_EQ(uneven.bytes, 4 * 10 + 2 * 100);
+  // One chunk: the stage's peak in flight, whatever the schedule.
+  auto oneF = *pipelineOrder(ScheduleKind::OneFOneB, 4, 1, 8);
+  EXPECT_DOUBLE_EQ(planStashFrames(oneF, {7}).bytes, 7 * peakInFlight(oneF));
+}
+
 PipelineSpec uniform(ScheduleKind kind, int stages, int m, double f, double b,
                      double w = 0) {
   PipelineSpec spec;

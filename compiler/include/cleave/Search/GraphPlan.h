@@ -39,6 +39,12 @@ struct GraphPiece {
   double forwardSeconds = 0, backwardSeconds = 0;
   /// Its forward FLOPs (what recomputation adds to the hardware's work).
   double forwardFlops = 0;
+  /// The share of backwardSeconds that computes weight gradients (the
+  /// weight GEMMs of its contractions and convolutions): the W pass a
+  /// zero-bubble schedule defers. Until it runs a microbatch keeps those
+  /// ops' activation inputs and output gradients, weightGradBytes (one
+  /// device's under tensor parallelism).
+  double weightGradSeconds = 0, weightGradBytes = 0;
   double params = 0, paramBytes = 0;
   /// Its trainable parameter tensors: ZeRO's lowering runs a collective
   /// per tensor, each paying the collective's latency.
@@ -123,14 +129,20 @@ absl::StatusOr<GraphWork> measureGraphWork(mlir::ModuleOp module,
 /// all-gathers with ZeRO 1-3), and the memory per device. `optimizer` is
 /// "adamw" (two fp32 states per parameter), "sgd" (one) or "none".
 ///
-/// With pp > 1 the residual blocks are cut into pp contiguous stages
-/// balanced by their forward and backward time (the stem with the first,
-/// the head with the last; StageBalance.h), and the step is simulated
-/// under the plan's schedule (GPipe or 1F1B): each stage's passes, the
-/// block outputs and their gradients sent between stages, each stage's
-/// gradient reduction over its dp replicas and its optimizer step. A stage
-/// keeps its blocks' stash for each microbatch in flight, two send slots
-/// of what it sends each way, and its own parameters.
+/// With pp > 1 the residual blocks are cut into pp contiguous stages, or
+/// pp x vpp chunks under the interleaved schedule (chunk c on stage
+/// c % pp), balanced by their forward and backward time (the stem with the
+/// first, the head with the last; StageBalance.h), and the step is
+/// simulated under the plan's schedule (GPipe, 1F1B, interleaved 1F1B,
+/// ZB-H1): each chunk's passes, the block outputs and their gradients sent
+/// between stages, each chunk's gradient reduction over its dp replicas
+/// and each stage's optimizer step. A stage keeps the stashes its schedule
+/// holds at once (interleaved: in frames by classes of chunks, as the
+/// lowering lays them out, cost::planStashFrames), two send slots of what
+/// it sends each way, and its own parameters. Under ZB-H1 a chunk's W is
+/// its pieces' weightGradSeconds, and from its B to its W a microbatch
+/// keeps their weightGradBytes; the first chunk, which sends no gradient
+/// back, runs its whole backward as B (as the lowering does).
 ///
 /// Recomputation (the plan's `recompute`, or per stage `stage_recompute`)
 /// is `full` or `none`: a recomputing stage stashes its blocks'

@@ -63,6 +63,28 @@ int peakInFlight(const std::vector<PipelineSlot> &order);
 /// model adds on top of peakInFlight.
 int peakPendingWeightGrads(const std::vector<PipelineSlot> &order);
 
+/// How a stage keeps its chunks' stashes when they differ in size (the
+/// interleaved schedule over uneven chunks): chunks, in order of stash size,
+/// form classes (runs of that order); each class has as many frames as its
+/// chunks hold microbatches at once under `order`, each the size of its
+/// largest stash. The lowering lays stashes out this way (a frame is reused
+/// by any chunk of its class), the cost model prices the same bytes.
+struct StashFrames {
+  /// Per chunk, its class; per class, its frames and their size.
+  std::vector<int> classOf;
+  std::vector<int64_t> frames;
+  std::vector<double> frameBytes;
+  /// Over the classes, frames x their size.
+  double bytes = 0;
+};
+
+/// The split into classes with the fewest bytes: every split for up to 16
+/// chunks (2^(chunks-1)), else one class or two. `stashBytes` has one
+/// entry per chunk; W passes in `order` are ignored (what a W reads is
+/// held apart).
+StashFrames planStashFrames(const std::vector<PipelineSlot> &order,
+                            const std::vector<double> &stashBytes);
+
 } // namespace cleave::cost
 
 #endif // CLEAVE_COST_MODEL_PIPELINESCHEDULE_H
