@@ -664,6 +664,74 @@ bool preferGraphPlan(const cleave::cost::PlanPrediction &a,
   return a.stepSeconds < b.stepSeconds;
 }
 
+/// Why no graph plan fits, from the plan that comes closest (`closest`,
+/// priced without the memory limit): its memory breakdown, and what would
+/// make it fit. The search has already tried every microbatch size down to
+/// one, recomputation and ZeRO 0-3 unless they were fixed, so beyond
+/// freeing those the remedies are more devices (more stages, tensor
+/// parallelism, replicas for ZeRO to shard over) or more memory.
+std::string whyNoGraphPlanFits(const cleave::cost::PlanPrediction &closest,
+                               const cleave::cost::Cluster &cluster,
+                               const std::set<std::string> &fixed) {
+  const cleave::cost::MemoryBreakdown &m = closest.memory;
+  const cleave::cost::ParallelConfig &p = closest.plan;
+  std::string out = formatv(
+      "the closest plan, {0}, needs {1:F2} GB on stage {2} of the {3:F2} GB a "
+      "device has (",
+      cleave::cost::planKnobsString(p), m.total / 1e9,
+      closest.peakMemoryStage, cluster.device.memoryBytes / 1e9);
+  bool firstItem = true;
+  for (auto [name, bytes] : m.items()) {
+    if (name == "total" || bytes <= 0)
+      continue;
+    out += formatv("{0}{1} {2:F2}", firstItem ? "" : ", ", name, bytes / 1e9);
+    firstItem = false;
+  }
+  out += ")";
+  double states = m.params + m.grads + m.optimizer;
+  std::vector<std::string> remedies;
+  bool activations = m.activations >= states;
+  if (activations) {
+    if (fixed.count("microbatch") && p.microbatchSize > 1)
+      remedies.push_back("a smaller microbatch than the fixed " +
+                         std::to_string(p.microbatchSize));
+    if (fixed.count("recompute") &&
+        p.recomputeOf(closest.peakMemoryStage) ==
+            cleave::cost::Recompute::None)
+      remedies.push_back("recomputation (recompute=full is fixed off)");
+    remedies.push_back("more devices for more pipeline stages or tensor "
+                       "parallelism to split its activations");
+    remedies.push_back("smaller inputs (the model's image size)");
+  } else {
+    if (fixed.count("zero") && p.zero < 3)
+      remedies.push_back("ZeRO-3 (zero=" + std::to_string(p.zero) +
+                         " is fixed)");
+    remedies.push_back("more devices, for pipeline stages or tensor "
+                       "parallelism to split its parameters or more "
+                       "replicas for ZeRO to shard them over");
+  }
+  for (const char *knob : {"tp", "pp", "dp"})
+    if (fixed.count(knob)) {
+      remedies.push_back(std::string("unfixing ") + knob);
+      break;
+    }
+  remedies.push_back("devices with more memory (or a larger --memory-limit)");
+  out += activations ? "; its activations dominate" : "; its model states "
+                                                      "dominate";
+  out += fixed.count("microbatch") || fixed.count("recompute") ||
+                 fixed.count("zero")
+             ? ""
+             : " (every microbatch size down to 1, recomputation and ZeRO "
+               "0-3 were tried)";
+  out += formatv("; to fit, it needs {0:F2} GB less a device: try ",
+                 (m.total - cluster.device.memoryBytes) / 1e9)
+             .str();
+  for (size_t i = 0; i < remedies.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == remedies.size() ? ", or " : ", ") +
+           remedies[i];
+  return out;
+}
+
 /// `compile` for a graph without transformer layers (ResNets, imported CNNs
 /// and MLPs): data parallelism, pipeline stages of its residual blocks and
 /// tensor parallelism inside a node, its sharding chosen by the
@@ -844,6 +912,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
 
   std::optional<cleave::cost::PlanPrediction> best;
   std::string closest, importError;
+  std::optional<cleave::cost::PlanPrediction> closestFit;
   int64_t candidates = 0, infeasible = 0;
   // Progress on the terminal (a search over a second: every tensor-
   // parallel degree and microbatch size runs the intra-operator search).
@@ -1007,6 +1076,17 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                               std::string(scored.status().message());
             if (closest.empty())
               closest = why;
+            // Out of memory: priced without the limit, the plan that comes
+            // closest to fitting is what the error describes.
+            if (absl::IsResourceExhausted(scored.status())) {
+              cleave::cost::Cluster unlimited = capped;
+              unlimited.device.memoryBytes = 0;
+              auto whole = cleave::search::scoreGraphPlan(
+                  *work, unlimited, candidate, planOptimizer, prof);
+              if (whole.ok() && (!closestFit || whole->peakMemoryBytes <
+                                                    closestFit->peakMemoryBytes))
+                closestFit = *whole;
+            }
             whyNoneOfDegree.try_emplace(std::pair(tp, pp), why);
             continue;
           }
@@ -1041,6 +1121,12 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
         "whose samples (--global-batch " + Twine(globalBatch) + ") it divides "
         "(pipeline stages cut residual blocks, of which it has " +
         Twine(blocks) + ")");
+  }
+  if (!best && closestFit) {
+    WithColor::error(errs(), "cleave")
+        << "no plan of " << model << " fits: "
+        << whyNoGraphPlanFits(*closestFit, capped, fixed) << "\n";
+    return kFailed;
   }
   if (!best) {
     WithColor::error(errs(), "cleave")
