@@ -1,6 +1,7 @@
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 cluster=dgx-a100-80g param-memory=8e6" -split-input-file | FileCheck %s
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 cluster=dgx-a100-80g param-memory=8e6 training=false" -split-input-file | FileCheck %s --check-prefix=FWD
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh-shape=2x4 cluster=dgx-a100-80g param-memory=8e6" -split-input-file | FileCheck %s --check-prefix=MESH2
+// RUN: cleave-opt %s --cleave-intra-op-search="mesh-shape=2x2x2 cluster=dgx-a100-80g param-memory=8e6" -split-input-file | FileCheck %s --check-prefix=MESH3
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=1" -split-input-file | FileCheck %s --check-prefix=ONE
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 param-memory=8e6 report=true" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: cleave-opt %s --cleave-intra-op-search="mesh=8 param-memory=8e6 report=true lp-rounding=false" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=BRANCH
@@ -37,6 +38,13 @@
 // MESH2-LABEL: func.func @mlp
 // MESH2: graph.matmul {{.*}}cleave.sharding = {{\[}}[array<i64>, array<i64>, array<i64: 0, 1>]], cleave.strategy = "matmul.n|matmul.n"
 // MESH2: graph.matmul {{.*}}cleave.operand_sharding = {{\[}}[array<i64>, array<i64>, array<i64: 0, 1>], [array<i64: 0, 1>, array<i64>]], {{.*}}cleave.strategy = "matmul.k+ar|matmul.k+rs{{[0-2]}}"
+
+// On three axes (2 x 2 x 2, the most a mesh has) the same split over all
+// 8 devices: fc by columns over every axis, proj by rows, each axis's
+// partial sums all-reduced or reduce-scattered.
+// MESH3-LABEL: func.func @mlp
+// MESH3: graph.matmul {{.*}}cleave.sharding = {{\[}}[array<i64>, array<i64>, array<i64: 0, 1, 2>]], cleave.strategy = "matmul.n|matmul.n|matmul.n"
+// MESH3: graph.matmul {{.*}}cleave.operand_sharding = {{\[}}[array<i64>, array<i64>, array<i64: 0, 1, 2>], [array<i64: 0, 1, 2>, array<i64>]], {{.*}}cleave.strategy = "matmul.k+{{ar|rs[0-2]}}|matmul.k+{{ar|rs[0-2]}}|matmul.k+{{ar|rs[0-2]}}"
 
 // ONE-LABEL: func.func @mlp
 // ONE-NOT: cleave.strategy = "{{[^r]}}
