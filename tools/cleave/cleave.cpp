@@ -643,9 +643,10 @@ std::optional<int64_t> fixedBatch(ToolContext &tool,
 /// this small from sharding (ResNet-50 on a DGX: ZeRO-3 0.7% ahead of
 /// ZeRO-0, from its sharded optimizer step) are within what it does not
 /// price.
+constexpr double kGraphPlanTie = 0.01;
 bool preferGraphPlan(const cleave::cost::PlanPrediction &a,
                      const cleave::cost::PlanPrediction &b) {
-  constexpr double kTie = 0.01;
+  constexpr double kTie = kGraphPlanTie;
   double faster = std::min(a.stepSeconds, b.stepSeconds);
   if (std::abs(a.stepSeconds - b.stepSeconds) > kTie * faster)
     return a.stepSeconds < b.stepSeconds;
@@ -913,6 +914,10 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   std::optional<cleave::cost::PlanPrediction> best;
   std::string closest, importError;
   std::optional<cleave::cost::PlanPrediction> closestFit;
+  // The step times of the K best plans so far (K = --top-k), and the
+  // candidates ruled out by the bound below.
+  std::multiset<double> kBest;
+  int64_t bounded = 0;
   int64_t candidates = 0, infeasible = 0;
   // Progress on the terminal (a search over a second: every tensor-
   // parallel degree and microbatch size runs the intra-operator search).
@@ -1068,6 +1073,24 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
             candidate.stageRecompute = recompute.second;
           }
           ++candidates;
+          // A pipelined plan is simulated microbatch by microbatch (slow
+          // for thousands of them); its stages share the graph's passes,
+          // so the busiest runs at least m x (F + B) / pp. One that cannot
+          // come within the tie of the K-th best so far (nor, for
+          // --explain, beat its degree's best) is ruled out unsimulated.
+          if (pp > 1 && !exhaustive) {
+            double bound = double(globalBatch / dp / b) *
+                           (work->forwardSeconds + work->backwardSeconds) /
+                           double(pp);
+            auto degree = bestOfDegree.find({tp, pp});
+            bool pastDegree = !explain || (degree != bestOfDegree.end() &&
+                                           bound > degree->second.stepSeconds);
+            if (int64_t(kBest.size()) == int64_t(topK) &&
+                bound > *kBest.rbegin() * (1 + kGraphPlanTie) && pastDegree) {
+              ++bounded;
+              continue;
+            }
+          }
           auto scored = cleave::search::scoreGraphPlan(
               *work, capped, candidate, planOptimizer, prof);
           if (!scored.ok()) {
@@ -1099,6 +1122,9 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
           if (!first && scored->stepSeconds < it->second.stepSeconds)
             it->second = *scored;
           fitting.push_back(*scored);
+          kBest.insert(scored->stepSeconds);
+          if (int64_t(kBest.size()) > int64_t(topK))
+            kBest.erase(std::prev(kBest.end()));
         }
       }
     }
@@ -1186,6 +1212,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                      {"search", json::Object{{"time_s", searchSeconds},
                                              {"candidates_evaluated", candidates},
                                              {"infeasible", infeasible},
+                                             {"bounded", bounded},
                                              {"graph_plan", true},
                                              {"residual_blocks", blocks}}}};
     if (bestWork && bestWork->tp > 1) {
@@ -1218,9 +1245,9 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   printPrediction(*best);
   outs() << formatv("search:       {0} plans considered (tp x pp x "
                     "microbatch x schedule x ZeRO x recomputation), {1} "
-                    "infeasible, in {2:F2} "
+                    "infeasible, {2} ruled out by a bound, in {3:F2} "
                     "s; priced op by op\n",
-                    candidates, infeasible, searchSeconds);
+                    candidates, infeasible, bounded, searchSeconds);
   if (bestWork && bestWork->tp > 1) {
     // The intra-operator search's sharding, which the lowering runs.
     std::string counts;
