@@ -330,6 +330,7 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
       sum.paramBytes += g.paramBytes;
       sum.paramTensors += g.paramTensors;
       sum.activationBytes += g.activationBytes;
+      sum.inputBytes += g.inputBytes;
     };
     if (c == 0)
       add(pieces.front());
@@ -449,10 +450,16 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
 
       // The value a cut sends is what the next block reads again in its
       // backward pass: the training step counted it with its producer, but
-      // the chunk that receives it keeps it (per microbatch in flight).
-      stash[local] = g.activationBytes + chunk.inBytes -
-                     std::min(chunk.outBytes, g.activationBytes);
+      // the chunk that receives it keeps it (per microbatch in flight). A
+      // recomputing chunk's last block keeps its output as well (a block
+      // keeps its input and output). The first chunk keeps the graph's
+      // inputs (the images) until its backward pass.
+      bool recomputing = recomputes(plan, s);
+      stash[local] = g.activationBytes + chunk.inBytes + g.inputBytes -
+                     (recomputing ? 0
+                                  : std::min(chunk.outBytes, g.activationBytes));
       pendingW[local] = sendsBack ? g.weightGradBytes : 0;
+
       sendBuffers += chunk.outBytes + chunk.inBytes;
     }
     if ((plan.zero == 1 || plan.zero == 2) &&
@@ -598,6 +605,9 @@ absl::StatusOr<GraphWork> measureWhole(func::FuncOp forward,
       piece.largestParamBytes =
           std::max(piece.largestParamBytes, double(graph::tensorBytes(type)));
     }
+    if (isa<graph::InputOp>(op))
+      piece.inputBytes +=
+          static_cast<double>(graph::tensorBytes(op.getResult(0).getType()));
     if (isa<graph::ParamOp, graph::ConstantOp, graph::InputOp>(op))
       continue;
     for (Value result : op.getResults()) {
@@ -936,7 +946,8 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   m.optimizer =
       cost::modelStateBytes(work.paramBytes, plan.zero, plan.dp, 1, 1, states)
           .optimizer;
-  m.activations = activationBytes + recomputedWork;
+  m.activations =
+      activationBytes + recomputedWork + work.pieces.front().inputBytes;
   // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
   // shard it keeps (the lowering plans no whole gradient); ZeRO-3 gathers
   // a piece's parameters where it runs, one piece at a time; both keep a

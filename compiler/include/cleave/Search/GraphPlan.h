@@ -45,6 +45,9 @@ struct GraphPiece {
   /// ops' activation inputs and output gradients, weightGradBytes (one
   /// device's under tensor parallelism).
   double weightGradSeconds = 0, weightGradBytes = 0;
+  /// The graph inputs it reads (the images): a pipeline stage keeps each
+  /// microbatch's from its forward to its backward pass.
+  double inputBytes = 0;
   double params = 0, paramBytes = 0;
   /// Its trainable parameter tensors: ZeRO's lowering runs a collective
   /// per tensor, each paying the collective's latency.
