@@ -10,7 +10,9 @@ pipeline parallelism, both pipeline schedules, several microbatch sizes):
   cleave run plan --steps K           -> median measured step time (after warm-up)
 
 and prints predicted against measured time per plan, the median and largest
-|error|, and the Kendall rank correlation (tau-b) between the two.
+|error|, and the Kendall rank correlation (tau-b) between the two. The
+launches go round-robin over the plans (every plan once, then again), so
+that the machine's drift during the run falls on all plans alike.
 
 Python 3 standard library only.
 
@@ -170,7 +172,7 @@ def main():
         plans = [p for p in plans if p[0] in keep]
 
     cluster = "cpu-local,devices=%d" % args.ranks
-    rows = []
+    compiled = []
     for name, fix in plans:
         path = os.path.join(work, re.sub(r"\W+", "_", name) + ".cleave")
         run([args.cleave, "compile", args.model, "--cluster", cluster,
@@ -178,33 +180,49 @@ def main():
              "--optimizer", args.optimizer, "--profile", prof, "-o", path],
             env=env)
         info = json.loads(run([args.cleave, "inspect", path, "--json"], env=env))
+        compiled.append((name, path, info))
+
+    def launch_once(path):
+        # Other processes' load spoils a measurement on 2 cores: rerun it
+        # (up to --retries times) while others used more than --max-load
+        # cores, and keep the least disturbed run.
+        best = None
+        for attempt in range(args.retries + 1):
+            wait_idle(args.wait_idle)
+            with LoadMeter() as load:
+                out = run([args.cleave, "run", path, "--steps",
+                           str(args.steps)], env=env, timeout=1800)
+            times = [float(m.group(3)) for m in
+                     (STEP_RE.match(l.strip()) for l in out.splitlines())
+                     if m]
+            if len(times) != args.steps:
+                raise RuntimeError("expected %d step lines from cleave "
+                                   "run:\n%s" % (args.steps, out))
+            if best is None or load.other_cores < best[1].other_cores:
+                best = (times, load)
+            if load.other_cores <= args.max_load:
+                break
+        return best
+
+    # Launches round-robin over the plans: the machine's drift over the
+    # run (minutes) then falls on every plan alike instead of on the plans
+    # measured while it lasted.
+    launches = {name: [] for name, _, _ in compiled}
+    for launch in range(args.launches):
+        for name, path, _ in compiled:
+            launches[name].append(launch_once(path))
+        print("launch %d of %d measured" % (launch + 1, args.launches),
+              flush=True)
+
+    rows = []
+    for name, path, info in compiled:
         predicted = info["predicted"]["step_time_s"] * 1e3
-        launches = []
-        for launch in range(args.launches):
-            # Other processes' load spoils a measurement on 2 cores: rerun
-            # it (up to --retries times) while others used more than
-            # --max-load cores, and keep the least disturbed run.
-            best = None
-            for attempt in range(args.retries + 1):
-                wait_idle(args.wait_idle)
-                with LoadMeter() as load:
-                    out = run([args.cleave, "run", path, "--steps",
-                               str(args.steps)], env=env, timeout=1800)
-                times = [float(m.group(3)) for m in
-                         (STEP_RE.match(l.strip()) for l in out.splitlines())
-                         if m]
-                if len(times) != args.steps:
-                    raise RuntimeError("expected %d step lines from cleave "
-                                       "run:\n%s" % (args.steps, out))
-                if best is None or load.other_cores < best[1].other_cores:
-                    best = (times, load)
-                if load.other_cores <= args.max_load:
-                    break
-            launches.append(best)
-        medians = [statistics.median(t[args.warmup:]) for t, _ in launches]
+        medians = [statistics.median(t[args.warmup:])
+                   for t, _ in launches[name]]
         measured = statistics.median(medians)
-        times = [t for t, _ in launches]
-        load = max((l for _, l in launches), key=lambda l: l.other_cores)
+        times = [t for t, _ in launches[name]]
+        load = max((l for _, l in launches[name]),
+                   key=lambda l: l.other_cores)
         spread = (max(medians) - min(medians)) / measured * 100
         err = (predicted - measured) / measured * 100
         rows.append(dict(plan=name, knobs=info["knobs"]["text"],
@@ -221,7 +239,8 @@ def main():
 
     print()
     print("model %s, %d ranks (cpu-local), global batch %d, %s, "
-          "OPENBLAS_NUM_THREADS=%d, median over %d launches of the median "
+          "OPENBLAS_NUM_THREADS=%d, median over %d launches (round-robin "
+          "over the plans) of the median "
           "of steps %d-%d" % (
               args.model, args.ranks, args.global_batch, args.optimizer,
               args.blas_threads, args.launches, args.warmup + 1, args.steps))

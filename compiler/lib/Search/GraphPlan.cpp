@@ -735,6 +735,7 @@ absl::Status shardWork(GraphWork &work, func::FuncOp forward,
   if (allFull > 0)
     work.activationBytes *= allLocal / allFull;
   work.tp = tp;
+  work.tpGap = std::max(0.0, plan->gap);
   work.tpSearchSeconds = work.tpWholeSeconds = 0;
   work.forwardSeconds = work.backwardSeconds = 0;
   work.params = 0;

@@ -84,6 +84,9 @@ struct GraphWork {
   /// backward, in the search's prices) against the same ops run whole,
   /// and the strategies it chose, counted by name.
   double tpSearchSeconds = 0, tpWholeSeconds = 0;
+  /// The relative gap CBC proved for that sharding (0 with tp = 1): how far
+  /// above the best sharding's objective it may be.
+  double tpGap = 0;
   std::map<std::string, int64_t> tpStrategies;
   int64_t params = 0;
   double paramBytes = 0;
