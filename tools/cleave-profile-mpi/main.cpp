@@ -262,7 +262,8 @@ double waitingGemmSeconds(long long n, double seconds, int cores,
 /// Seconds per step of an N^3 GEMM followed by an all-gather of `bytes`
 /// (each rank's share taken from the GEMM's output), as a tensor-parallel
 /// layer runs them: the gather started nonblocking and waited for the
-/// runtime's way (comm::mpiWaitSleeping), every rank at once, for about
+/// runtime's way for collectives (MPI_Wait, polling: MpiCommunicator
+/// sleeps only in point-to-point waits), every rank at once, for about
 /// `seconds`; then the GEMMs alone and the gathers alone, the same way.
 /// Each is the best of three stretches, per step of the slowest rank.
 struct InStepGather {
@@ -284,7 +285,7 @@ InStepGather inStepGatherSeconds(long long n, long long bytes,
     MPI_Request request;
     MPI_Iallgather(c.data(), count, MPI_FLOAT, out.data(), count, MPI_FLOAT,
                    MPI_COMM_WORLD, &request);
-    cleave::comm::mpiWaitSleeping(1, &request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
   };
   auto stretch = [&](const std::function<void()> &step) {
     step(); // warm-up
