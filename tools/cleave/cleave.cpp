@@ -774,6 +774,19 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
       return badUsage("--fix recompute: an inference plan (--optimizer "
                       "none) has no backward pass to recompute for");
   }
+  // Chunks per stage interleave stages: two or more of them, over two or
+  // more stages.
+  bool interleave = fixed.count("vpp") && plan.chunks > 1;
+  if (fixed.count("schedule") &&
+      plan.schedule == cleave::cost::ScheduleKind::Interleaved &&
+      fixed.count("vpp") && plan.chunks < 2)
+    return badUsage("--fix schedule=interleaved,vpp=" + Twine(plan.chunks) +
+                    ": the interleaved schedule runs two or more chunks per "
+                    "stage");
+  if (interleave && fixed.count("pp") && plan.pp < 2)
+    return badUsage("--fix pp=" + Twine(plan.pp) + ",vpp=" +
+                    Twine(plan.chunks) + ": chunks per stage interleave two "
+                    "or more pipeline stages");
   int64_t devices = cluster.numDevices();
   // The (tp, pp) pairs to try, dp the rest of the devices: tensor
   // parallelism inside a node (its collectives follow every layer),
@@ -785,7 +798,8 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
       continue;
     for (int64_t pp = 1; pp <= devices / tp; ++pp) {
       if ((devices / tp) % pp || (fixed.count("pp") && pp != plan.pp) ||
-          (fixed.count("dp") && devices / tp / pp != plan.dp))
+          (fixed.count("dp") && devices / tp / pp != plan.dp) ||
+          (interleave && pp < 2))
         continue;
       degrees.push_back({tp, pp});
     }
@@ -798,9 +812,15 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                  std::to_string(StringRef(k) == "dp"   ? plan.dp
                                 : StringRef(k) == "tp" ? plan.tp
                                                        : plan.pp);
+    if (interleave)
+      knobs += std::string(knobs.empty() ? "" : ",") + "vpp=" +
+               std::to_string(plan.chunks);
     return badUsage("--fix " + Twine(knobs) + ": " + model +
                     " has no transformer layers, so dp x tp x pp is every "
-                    "device (" + Twine(devices) + ")");
+                    "device (" + Twine(devices) + ")" +
+                    (interleave ? ", with two or more pipeline stages for "
+                                  "the chunks"
+                                : ""));
   }
   std::vector<cleave::cost::ScheduleKind> schedules = {plan.schedule};
   if (!fixed.count("schedule"))
@@ -1022,6 +1042,11 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
         }
       }
       blocks = work->numBlocks();
+      if (interleave && 2 * plan.chunks > blocks)
+        return badUsage("--fix vpp=" + Twine(plan.chunks) + ": " + model +
+                        " has " + Twine(blocks) + " residual block(s), too "
+                        "few for two or more stages of " +
+                        Twine(plan.chunks) + " chunks");
       if (blocks == 0 && fixed.count("recompute") &&
           (plan.recompute != cleave::cost::Recompute::None ||
            !plan.stageRecompute.empty()))
