@@ -134,13 +134,16 @@ def measure(cleave, args):
     print("(predicted from the cluster preset's peaks: no profile)")
 
 
-def cli(doc, planning, measure, run_help, steps):
+def cli(doc, planning, measure, run_help, steps, more_args=None):
     """The command line of a graph-plan benchmark: the planning table, and
-    with --run the measured one (`measure(cleave, args)`)."""
+    with --run the measured one (`measure(cleave, args)`); `more_args(ap)`
+    adds a benchmark's own options."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--cleave", default=DEFAULT_CLEAVE)
     ap.add_argument("--run", action="store_true", help=run_help)
     ap.add_argument("--steps", type=int, default=steps)
+    if more_args:
+        more_args(ap)
     args = ap.parse_args()
     if not os.access(args.cleave, os.X_OK):
         sys.exit("no cleave at %s (build first)" % args.cleave)

@@ -27,7 +27,6 @@ Python 3 standard library only.
     python3 bench/graph_schedules.py --run      # and table 2
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -35,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 
-from graph_plan_search import DEFAULT_CLEAVE, STEP_RE
+from graph_plan_search import STEP_RE, cli
 from search_benchmark import compile_json
 
 SCHEDULES = ["1f1b", "gpipe", "interleaved", "zb-h1"]
@@ -154,20 +153,7 @@ def measure(cleave, args):
           "ratios are what to compare)")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cleave", default=DEFAULT_CLEAVE)
-    ap.add_argument("--run", action="store_true",
-                    help="also measure each schedule on 2 CPU ranks")
-    ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--launches", type=int, default=3)
-    args = ap.parse_args()
-    if not os.access(args.cleave, os.X_OK):
-        sys.exit("no cleave at %s (build first)" % args.cleave)
-    planning(args.cleave)
-    if args.run:
-        measure(args.cleave, args)
-
-
 if __name__ == "__main__":
-    main()
+    cli(__doc__, planning, measure,
+        "also measure each schedule on 2 CPU ranks", 8,
+        lambda ap: ap.add_argument("--launches", type=int, default=3))

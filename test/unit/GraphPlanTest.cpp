@@ -23,6 +23,13 @@ namespace {
 constexpr const char *kResNet =
     "wideresnet,depth=50,width=1,image=64,classes=10,batch=4";
 
+/// Whether `scored` failed with a message that names `why`.
+bool refusedWith(const absl::StatusOr<cost::PlanPrediction> &scored,
+                 llvm::StringRef why) {
+  return !scored.ok() && std::string(scored.status().message())
+                                 .find(why.str()) != std::string::npos;
+}
+
 TEST(GraphPlan, TensorParallelWorkIsOneDevicesShare) {
   Model m = load(kResNet);
   ASSERT_TRUE(m.module);
@@ -76,9 +83,8 @@ TEST(GraphPlan, PlanDegreesMustMatchThePricing) {
   ASSERT_TRUE(scored.ok()) << scored.status();
   EXPECT_GT(scored->stepSeconds, 0);
   auto refused = [&](const cost::ParallelConfig &p, llvm::StringRef why) {
-    auto r = scoreGraphPlan(*split, cluster, p, "sgd", nullptr);
-    return !r.ok() && std::string(r.status().message()).find(why.str()) !=
-                          std::string::npos;
+    return refusedWith(scoreGraphPlan(*split, cluster, p, "sgd", nullptr),
+                       why);
   };
   // Priced for tp=2, asked for tp=1.
   plan.tp = 1;
@@ -277,9 +283,7 @@ TEST(GraphPlan, RecomputationTradesAForwardPassForTheBlocksStash) {
 
   // What a graph plan cannot recompute is refused, with why.
   auto refused = [&](const cost::ParallelConfig &p, llvm::StringRef why) {
-    auto r = score(p);
-    return !r.ok() && std::string(r.status().message()).find(why.str()) !=
-                          std::string::npos;
+    return refusedWith(score(p), why);
   };
   cost::ParallelConfig selective = plan;
   selective.stageRecompute = {cost::Recompute::Selective,
@@ -359,9 +363,7 @@ TEST(GraphPlan, InterleavedAndZeroBubbleSchedulesShortenTheBubble) {
     p.schedule = schedule;
     p.chunks = chunks;
     p.globalBatch = globalBatch;
-    auto r = scoreGraphPlan(*work, c, p, "sgd", nullptr);
-    return !r.ok() && std::string(r.status().message()).find(why.str()) !=
-                          std::string::npos;
+    return refusedWith(scoreGraphPlan(*work, c, p, "sgd", nullptr), why);
   };
   EXPECT_TRUE(refused(cost::ScheduleKind::Interleaved, 1, 64, "two or more"));
   EXPECT_TRUE(refused(cost::ScheduleKind::OneFOneB, 2, 64, "interleaved"));
