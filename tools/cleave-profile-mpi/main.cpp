@@ -265,7 +265,8 @@ double waitingGemmSeconds(long long n, double seconds, int cores,
 /// runtime's way for collectives (MPI_Wait, polling: MpiCommunicator
 /// sleeps only in point-to-point waits), every rank at once, for about
 /// `seconds`; then the GEMMs alone and the gathers alone, the same way.
-/// Each is the best of three stretches, per step of the slowest rank.
+/// Each is the median of five windows of the same number of steps, per
+/// step of the slowest rank.
 struct InStepGather {
   double pair = 0, gemm = 0, gather = 0;
 };
@@ -289,28 +290,34 @@ InStepGather inStepGatherSeconds(long long n, long long bytes,
   };
   auto stretch = [&](const std::function<void()> &step) {
     step(); // warm-up
-    double best = std::numeric_limits<double>::infinity();
-    for (int window = 0; window < 3; ++window) {
+    // How many steps fill a window: counted once, with every rank agreeing
+    // on each step whether to go on. The timed windows then run that many
+    // steps with nothing else between them: a per-step agreement would be
+    // a collective in the GEMM-only loop too, and its wait for the slowest
+    // rank would cancel out of pair - GEMM the very skew a gather between
+    // compute pays.
+    long long steps = 0;
+    double start = MPI_Wtime();
+    while (true) {
+      step();
+      ++steps;
+      int more = MPI_Wtime() - start < seconds / 3 ? 1 : 0, any = 0;
+      MPI_Allreduce(&more, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      if (!any)
+        break;
+    }
+    std::vector<double> windows;
+    for (int window = 0; window < 5; ++window) {
       MPI_Barrier(MPI_COMM_WORLD);
-      double start = MPI_Wtime();
-      long long done = 0;
-      // Every rank runs the same number of steps (the gathers pair them).
-      long long steps = 0;
-      while (true) {
+      double begin = MPI_Wtime();
+      for (long long i = 0; i < steps; ++i)
         step();
-        ++done;
-        int more = MPI_Wtime() - start < seconds / 3 ? 1 : 0, any = 0;
-        MPI_Allreduce(&more, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (!any)
-          break;
-      }
-      steps = done;
-      double local = (MPI_Wtime() - start) / static_cast<double>(steps),
+      double local = (MPI_Wtime() - begin) / static_cast<double>(steps),
              slowest = 0;
       MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      best = std::min(best, slowest);
+      windows.push_back(slowest);
     }
-    return best;
+    return median(windows);
   };
   InStepGather out_;
   out_.pair = stretch([&] {
