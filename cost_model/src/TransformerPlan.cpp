@@ -135,16 +135,9 @@ public:
   }
 
   /// What a collective inside a layer (tensor, context or expert
-  /// parallelism, between the layer's compute) costs on ranks that share
-  /// cores, against alone: the profile's in_step_collective_slowdown there
-  /// (time-sliced ranks reach it at different times, and its copies wait
-  /// for a core), else 1.
+  /// parallelism, between the layer's compute) costs against alone.
   double inStepSlowdown() const {
-    bool shared = cluster.coresPerNode > 0 &&
-                  double(cluster.devicesPerNode) > cluster.coresPerNode;
-    return shared && profile && profile->inStepCollectiveSlowdown
-               ? *profile->inStepCollectiveSlowdown
-               : 1.0;
+    return inStepCollectiveFactor(cluster, profile);
   }
 
   const Cluster &cluster;
@@ -399,12 +392,18 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     // direction per layer, on the critical path.
     double act = tokens * h * e;
     double tpComm = 0;
+    // Backward only: with sequence parallelism a layer keeps its norm
+    // outputs as sequence shards, so the weight gradients of the two
+    // column-parallel GEMMs all-gather them again (Megatron-LM does the
+    // same; the lowering waits on these gathers, as on the others).
+    double tpRegather = 0;
     if (p.tp > 1) {
       if (sp) {
         CLEAVE_ASSIGN(ag, price.collective(Collective::AllGather, act, tpGroup));
         CLEAVE_ASSIGN(rs, price.collective(Collective::ReduceScatter, act, tpGroup));
         // Two all-gathers and two reduce-scatters per layer and direction.
         tpComm = 2 * (ag + rs);
+        tpRegather = 2 * ag;
       } else {
         CLEAVE_ASSIGN(ar, price.collective(Collective::AllReduce, act, tpGroup));
         tpComm = 2 * ar;
@@ -432,16 +431,20 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
 
     double inStep = price.inStepSlowdown();
     tpComm *= inStep;
+    tpRegather *= inStep;
     cpComm *= inStep;
     epComm *= inStep;
     double commF = tpComm + cpComm + epComm;
     L.forward = gemmF + elemF;
     L.forward.seconds += commF;
     L.backward = gemmB + elemB;
-    L.backward.seconds += tpComm + 2 * cpComm + epComm;
+    L.backward.seconds += tpComm + tpRegather + 2 * cpComm + epComm;
     // Recomputation runs (part of) the forward again inside the backward
     // (added per stage, which may recompute or not).
     L.recomputeFull = L.forward;
+    // A recomputed forward gathers the norm outputs again itself, and the
+    // weight gradients read those: the backward's re-gathers fall away.
+    L.recomputeFull.seconds -= tpRegather;
     L.recomputeSelective = attnCoreF + attnElemF;
     // The weight-gradient GEMMs are half of the backward GEMMs.
     L.weightGradSeconds = gemmB.seconds / 2;

@@ -9,8 +9,13 @@
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=2x4 sequence-parallel=true" 2>&1 | FileCheck %s --check-prefix=SP2D
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh=4 sequence-parallel=true no-sequence-parallel=true" 2>&1 | FileCheck %s --check-prefix=SPBOTH
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh-shape=2x4 no-batch-split=true" 2>&1 | FileCheck %s --check-prefix=NB2D
+// RUN: not cleave-opt %s --cleave-intra-op-search="mesh=4 profile=%t.no-such.profile" 2>&1 | FileCheck %s --check-prefix=NOPROFILE
+// RUN: printf '[gemm fp32]\n64x64 = 1 ms\n' > %t.bad.profile
+// RUN: not cleave-opt %s --cleave-intra-op-search="mesh=4 profile=%t.bad.profile" 2>&1 | FileCheck %s --check-prefix=BADPROFILE
 
 // CLUSTER: bad cluster 'no-such-cluster'
+// NOPROFILE: error: 'func.func' op bad profile: {{.*}}no-such.profile
+// BADPROFILE: error: 'func.func' op bad profile: {{.*}}bad.profile:2
 // MESH: mesh of 16 ranks does not fit cluster 'dgx-a100-80g' of 8 devices
 // MESH0: mesh size must be positive, got 0
 // SHAPE: bad mesh-shape '2x': expected sizes joined by 'x', e.g. 2x4

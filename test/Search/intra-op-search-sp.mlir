@@ -53,3 +53,4 @@ func.func @block() -> tensor<1x512x1024xf32> {
   %out = graph.layer_norm %r scale(%lw2 : tensor<1024xf32>) axis = 2 epsilon = 1.0e-5 : tensor<1x512x1024xf32>
   return %out : tensor<1x512x1024xf32>
 }
+

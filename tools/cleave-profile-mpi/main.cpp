@@ -263,10 +263,11 @@ double waitingGemmSeconds(long long n, double seconds, int cores,
 /// (each rank's share taken from the GEMM's output), as a tensor-parallel
 /// layer runs them: the gather started nonblocking and waited for the
 /// runtime's way for collectives (MPI_Wait, polling: MpiCommunicator
-/// sleeps only in point-to-point waits), every rank at once, for about
-/// `seconds`; then the GEMMs alone and the gathers alone, the same way.
-/// Each is the median of five windows of the same number of steps, per
-/// step of the slowest rank.
+/// sleeps only in point-to-point waits), every rank at once; beside it the
+/// GEMMs alone and the gathers alone, the same way. Windows of the three
+/// take turns, seven rounds of about `seconds` in all, so that the
+/// machine's drift falls on all three alike; each is the median of its
+/// windows, per step of the slowest rank.
 struct InStepGather {
   double pair = 0, gemm = 0, gather = 0;
 };
@@ -288,45 +289,55 @@ InStepGather inStepGatherSeconds(long long n, long long bytes,
                    MPI_COMM_WORLD, &request);
     MPI_Wait(&request, MPI_STATUS_IGNORE);
   };
-  auto stretch = [&](const std::function<void()> &step) {
+  auto pair = [&] {
+    gemm();
+    gather();
+  };
+  constexpr int kRounds = 7;
+  double windowSeconds = seconds / (3 * kRounds);
+  // How many steps fill a window: counted once, with every rank agreeing
+  // after each step whether to go on. The timed windows then run that many
+  // steps with nothing else between them: a per-step agreement would be a
+  // collective in the GEMM-only loop too, and its wait for the slowest rank
+  // would cancel out of pair - GEMM the very skew a gather between compute
+  // pays.
+  auto stepsFor = [&](const std::function<void()> &step) {
     step(); // warm-up
-    // How many steps fill a window: counted once, with every rank agreeing
-    // on each step whether to go on. The timed windows then run that many
-    // steps with nothing else between them: a per-step agreement would be
-    // a collective in the GEMM-only loop too, and its wait for the slowest
-    // rank would cancel out of pair - GEMM the very skew a gather between
-    // compute pays.
     long long steps = 0;
     double start = MPI_Wtime();
     while (true) {
       step();
       ++steps;
-      int more = MPI_Wtime() - start < seconds / 3 ? 1 : 0, any = 0;
+      int more = MPI_Wtime() - start < windowSeconds ? 1 : 0, any = 0;
       MPI_Allreduce(&more, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
       if (!any)
         break;
     }
-    std::vector<double> windows;
-    for (int window = 0; window < 5; ++window) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      double begin = MPI_Wtime();
-      for (long long i = 0; i < steps; ++i)
-        step();
-      double local = (MPI_Wtime() - begin) / static_cast<double>(steps),
-             slowest = 0;
-      MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      windows.push_back(slowest);
-    }
-    return median(windows);
+    return steps;
   };
-  InStepGather out_;
-  out_.pair = stretch([&] {
-    gemm();
-    gather();
-  });
-  out_.gemm = stretch(gemm);
-  out_.gather = stretch(gather);
-  return out_;
+  auto window = [&](const std::function<void()> &step, long long steps) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double begin = MPI_Wtime();
+    for (long long i = 0; i < steps; ++i)
+      step();
+    double local = (MPI_Wtime() - begin) / static_cast<double>(steps),
+           slowest = 0;
+    MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+  };
+  long long pairSteps = stepsFor(pair), gemmSteps = stepsFor(gemm),
+            gatherSteps = stepsFor(gather);
+  std::vector<double> pairs, gemms, gathers;
+  for (int round = 0; round < kRounds; ++round) {
+    pairs.push_back(window(pair, pairSteps));
+    gemms.push_back(window(gemm, gemmSteps));
+    gathers.push_back(window(gather, gatherSteps));
+  }
+  InStepGather result;
+  result.pair = median(pairs);
+  result.gemm = median(gemms);
+  result.gather = median(gathers);
+  return result;
 }
 
 } // namespace
@@ -440,8 +451,9 @@ int main(int argc, char **argv) {
       if (rank == 0)
         std::printf("waiting-gemm %lld %.6e %.6e\n", options.gemm, waiting,
                     idle);
+      // A difference of two noisy times: four times the others' time.
       InStepGather step = inStepGatherSeconds(options.gemm, kInStepGatherBytes,
-                                              seconds);
+                                              4 * seconds);
       if (rank == 0)
         std::printf("in-step-gather %lld %.6e %.6e %.6e\n", kInStepGatherBytes,
                     step.pair, step.gemm, step.gather);

@@ -100,6 +100,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lowering::LoweringOptions lo;
   lo.cluster = r.cluster;
   lo.clusterSpec = r.clusterSpec;
+  lo.profilePath = r.profile ? r.profilePath : std::string();
   lo.dp = knobs.dp;
   lo.tp = knobs.tp;
   lo.pp = knobs.pp;

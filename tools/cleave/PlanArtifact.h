@@ -37,6 +37,9 @@ struct ArtifactRequest {
   cost::PlanPrediction prediction;
   /// The measured profile the prediction used (null: the formulas).
   const cost::Profile *profile = nullptr;
+  /// Where `profile` was read from: the lowering's intra-op searches read
+  /// it too.
+  std::string profilePath;
   int64_t globalBatch = 0;
   uint64_t seed = 1234;
   StepOptions step;

@@ -596,6 +596,8 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
   request.shape.name = name;
   request.prediction = prediction;
   request.profile = prof;
+  if (prof)
+    request.profilePath = profilePath;
   request.globalBatch = globalBatch;
   request.seed = planSeed;
   request.step.optimizer = planOptimizer;

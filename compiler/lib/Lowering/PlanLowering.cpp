@@ -29,6 +29,7 @@ LogicalResult searchAndPartition(ModuleOp module, IntraOpSearchOptions search,
   PassManager pm(module.getContext());
   search.mesh = size;
   search.clusterSpec = o.clusterSpec;
+  search.profilePath = o.profilePath;
   search.training = o.step.optimizer != "none";
   search.timeLimit = o.searchTimeLimit;
   SpmdPartitionOptions spmd;

@@ -414,18 +414,44 @@ static void restrictToTokenSplits(Operation &op,
 /// dimension, which saves the same memory; a reduce-scatter and the
 /// all-gather before the next norm cost what the all-reduce does), and
 /// the plan would run the sequence parallelism its knob says it has not.
+/// Whether `op`'s result is on the residual stream: read by a norm, or by
+/// an element-wise op (the residual add, the bias add and dropout before
+/// it) whose own result is. Memoised in `memo`: the search asks op by op,
+/// and a chain runs through every layer.
+static bool feedsResidualStream(Operation *op,
+                                llvm::DenseMap<Operation *, bool> &memo) {
+  if (op->getNumResults() == 0)
+    return false;
+  if (auto it = memo.find(op); it != memo.end())
+    return it->second;
+  memo[op] = false; // SSA has no cycles; this only guards the recursion
+  bool feeds = llvm::any_of(op->getResult(0).getUsers(), [&](Operation *u) {
+    if (isa<graph::LayerNormOp, graph::RmsNormOp>(u))
+      return true;
+    return isa<graph::AddOp, graph::SubOp, graph::MulOp, graph::DropoutOp,
+               graph::CastOp>(u) &&
+           feedsResidualStream(u, memo);
+  });
+  return memo[op] = feeds;
+}
+
 static void ruleOutSequenceParallel(Operation &op,
                                     SmallVectorImpl<ShardingStrategy> &strategies,
-                                    TokenDims &tokens) {
+                                    TokenDims &tokens,
+                                    llvm::DenseMap<Operation *, bool> &residual) {
   int64_t seq = tokens.record(op, strategies);
-  // The residual stream: what a norm reads is made whole.
-  bool feedsNorm = op.getNumResults() &&
-                   llvm::any_of(op.getResult(0).getUsers(), [](Operation *u) {
-                     return isa<graph::LayerNormOp, graph::RmsNormOp>(u);
-                   });
+  // The residual stream is whole, as in Megatron-LM without sequence
+  // parallelism: what a norm reads, and the element-wise ops on the way
+  // there (bias add, dropout, residual add) with what they read of it. Left
+  // to split those along the hidden dimension, the search saves a bias add
+  // on a quarter of the elements at the price of a gather each: an output
+  // projection run column-parallel between two all-gathers, or an
+  // all-reduce sliced and gathered again, where Megatron's row-parallel
+  // projection needs its all-reduce alone.
+  bool onResidual = feedsResidualStream(&op, residual);
   auto scatters = [&](const ShardingStrategy &s) {
     if (s.partial == PartialReduction::ReduceScatter ||
-        (feedsNorm && s.results[0] != kReplicated))
+        (onResidual && s.results[0] != kReplicated))
       return true;
     for (auto [i, operand] : llvm::enumerate(op.getOperands()))
       if (int64_t d = tokens.of(operand); d != kReplicated && s.operands[i] == d)
@@ -533,6 +559,7 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
 
   llvm::DenseMap<Value, unsigned> valueGroup;
   TokenDims tokenDims, batchDims(/*inputDim=*/0);
+  llvm::DenseMap<Operation *, bool> residualStream;
   // Values made from trainable parameters alone (a weight, its transpose).
   llvm::DenseSet<Value> weights;
   // Training: the values the backward pass computes a gradient for, the
@@ -604,7 +631,7 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
     if (options.contextParallel)
       restrictToTokenSplits(op, strategies, tokenDims);
     else if (options.noSequenceParallel)
-      ruleOutSequenceParallel(op, strategies, tokenDims);
+      ruleOutSequenceParallel(op, strategies, tokenDims, residualStream);
     if (options.noBatchSplit) {
       ruleOutTokenSplitsOfTheModel(op, strategies, batchDim, batchDims,
                                    tokenDims, weights);

@@ -5,9 +5,12 @@
 
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
 #include "cleave/cost_model/Cluster.h"
+#include "cleave/cost_model/Profile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+
+#include <optional>
 
 namespace cleave {
 #define GEN_PASS_DEF_INTRAOPSEARCH
@@ -93,6 +96,19 @@ struct IntraOpSearchPass
       return signalPassFailure();
     }
     cleave::search::IntraOpOptions options;
+    // The plan was priced with the profile; its shardings are chosen with
+    // it too, or the program runs other collectives than were priced.
+    std::optional<cleave::cost::Profile> profile;
+    if (!profilePath.empty()) {
+      auto loaded = cleave::cost::loadProfileFile(profilePath);
+      if (!loaded.ok()) {
+        func.emitOpError() << "bad profile: "
+                          << std::string(loaded.status().message());
+        return signalPassFailure();
+      }
+      profile = *std::move(loaded);
+      options.profile = &*profile;
+    }
     options.paramMemoryBytes = paramMemory;
     options.timeLimitSeconds = timeLimit;
     options.relativeGap = relativeGap;

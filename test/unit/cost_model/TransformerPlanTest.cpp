@@ -302,6 +302,41 @@ TEST(TransformerPlan, LayerCollectivesOnSharedCoresTakeTheirMeasuredSlowdown) {
               1e-12);
 }
 
+TEST(TransformerPlan, SequenceParallelLayersGatherSixTimesPerMicrobatch) {
+  // As the lowering emits them: forward, two all-gathers (before the
+  // column-parallel GEMMs); backward, two of the output gradients and two
+  // re-gathers of the norm outputs the weight gradients read. Full
+  // recomputation gathers those in its forward instead: six either way.
+  // Priced through a profiled all-gather curve, once at t and once at 2t;
+  // one rank a core, so nothing else scales.
+  TransformerModel m = smallGpt(4, 512, 8);
+  ParallelConfig p;
+  p.tp = 4;
+  p.sequenceParallel = true;
+  p.globalBatch = 8;
+  p.microbatchSize = 4;
+  p.precision = DType::Fp32;
+  const double t = 1e-3; // flat: every all-gather costs t
+  auto withGather = [&](double seconds) {
+    Profile profile;
+    auto curve = CollectiveCurve::create({{1.0, seconds}, {1e12, seconds}});
+    EXPECT_TRUE(curve.ok());
+    profile.collectives.emplace(
+        CollectiveKey{Collective::AllGather, 4, 4, 1}, *curve);
+    return profile;
+  };
+  Profile once = withGather(t), twice = withGather(2 * t);
+  for (Recompute r : {Recompute::None, Recompute::Selective,
+                      Recompute::Full}) {
+    p.recompute = r;
+    auto a = scoreTransformerPlan(m, cpu(4, 4), p, &once);
+    auto b = scoreTransformerPlan(m, cpu(4, 4), p, &twice);
+    ASSERT_TRUE(a.ok() && b.ok());
+    double gathers = (b->stepSeconds - a->stepSeconds) / t;
+    EXPECT_NEAR(gathers, 6 * m.layers * 2, 0.01) << static_cast<int>(r);
+  }
+}
+
 TEST(TransformerPlan, CollectivesWithoutProgressFollowTheBackward) {
   // Where collectives move only when the device waits on them (CPU ranks
   // over MPI), the data-parallel reduction follows the backward pass

@@ -36,6 +36,9 @@ namespace cleave::lowering {
 struct LoweringOptions {
   cost::Cluster cluster;
   std::string clusterSpec;
+  /// The measured profile the plan was priced with (empty: the formulas);
+  /// the intra-op searches choose their shardings with it too.
+  std::string profilePath;
   int64_t dp = 1, tp = 1, pp = 1;
   /// Context parallelism: the sequence of every sample split over "cp"
   /// (not yet together with tp).

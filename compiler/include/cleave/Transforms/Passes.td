@@ -85,6 +85,9 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
            "the last axis runs over neighbouring ranks">,
     Option<"clusterSpec", "cluster", "std::string", "\"dgx-a100-80g\"",
            "cluster preset or file, with ,key=value overrides">,
+    Option<"profilePath", "profile", "std::string", "\"\"",
+           "a measured profile (cleave profile -o FILE) whose figures "
+           "replace the cluster's formulas, as in the plan's prediction">,
     Option<"paramMemory", "param-memory", "double", "0",
            "parameter bytes per device (0: the device's memory)">,
     Option<"timeLimit", "time-limit", "double", "60",
