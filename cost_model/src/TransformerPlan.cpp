@@ -470,11 +470,22 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   // max, exp and sum, log, gather), three backward.
   CLEAVE_ASSIGN(lossElem,
                 price.memoryBound(tokens * V / t, 6 * 4.0 / e, 5));
-  double embedComm = 0;
+  // The vocabulary-parallel lookup sums its partial rows: all-reduced,
+  // or with sequence parallelism reduce-scattered onto the sequence blocks
+  // the first norm reads.
+  // Backward, the all-reduce's gradient passes through; the
+  // reduce-scatter's is all-gathered back to whole rows.
+  double embedComm = 0, embedCommBack = 0;
   if (p.tp > 1) {
-    CLEAVE_ASSIGN(ar, price.collective(Collective::AllReduce, tokens * h * e,
-                                       tpGroup));
-    embedComm = ar;
+    CLEAVE_ASSIGN(sum, price.collective(sp ? Collective::ReduceScatter
+                                           : Collective::AllReduce,
+                                        tokens * h * e, tpGroup));
+    embedComm = sum;
+    if (sp) {
+      CLEAVE_ASSIGN(back, price.collective(Collective::AllGather,
+                                           tokens * h * e, tpGroup));
+      embedCommBack = back;
+    }
   }
 
   // --- Stages -------------------------------------------------------------
@@ -620,6 +631,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         fwd += embedF;
         fwd.seconds += embedComm;
         bwd += embedF * 2.0;
+        bwd.seconds += embedCommBack;
         params += V * h / t + (m.learnedPositions ? S * h : 0);
       }
       if (chunk == chunksTotal - 1) {

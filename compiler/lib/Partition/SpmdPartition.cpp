@@ -291,12 +291,22 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       local = cleave::partition::expandClassParallelCrossEntropy(
           b, cast<CrossEntropyOp>(op), op->getOperand(0), op->getOperand(1),
           group);
+    int64_t layout = kReplicated;
     if (isa<GatherOp>(op)) {
       ++collectives;
-      local = AllReduceOp::create(b, op->getLoc(), local.getType(), local,
-                                  axes, sizeAttr, b.getStringAttr("sum"));
+      if (partial == "reduce_scatter") {
+        // Summed onto a block of the result (gather.rows+rs<d>: sequence
+        // parallelism's norms read their sequence block straight away).
+        layout = produced[0];
+        local = ReduceScatterOp::create(
+            b, op->getLoc(), splitType(local.getType(), layout, size), local,
+            axes, sizeAttr, b.getI64IntegerAttr(layout));
+      } else {
+        local = AllReduceOp::create(b, op->getLoc(), local.getType(), local,
+                                    axes, sizeAttr, b.getStringAttr("sum"));
+      }
     }
-    locals[op->getResult(0)] = {local, kReplicated};
+    locals[op->getResult(0)] = {local, layout};
     expanded.push_back(op);
     return success();
   }

@@ -279,12 +279,13 @@ void gatherRule(Operation *op, int64_t n,
   Value data = g.getData(), indices = g.getIndices(), res = g.getResult();
   int64_t axis = g.getAxis(), ri = rankOf(indices);
   if (splittable(data, axis, n)) {
-    ShardingStrategy s = blank(op, "gather.rows+ar", 1.0);
+    // Each device looks up the rows it holds (zeros for the others) and
+    // the partial results are summed: all-reduced whole, or reduce-
+    // scattered onto a dimension of the result (Megatron's vocabulary-
+    // parallel embedding feeding sequence-parallel norms).
+    ShardingStrategy s = blank(op, "", 1.0);
     s.operands[0] = axis;
-    s.partial = PartialReduction::AllReduce;
-    s.collectives.push_back({cost::Collective::AllReduce,
-                             double(graph::tensorBytes(res.getType()))});
-    out.push_back(std::move(s));
+    addPartialSums(op, n, std::move(s), "gather.rows", rankOf(res), out);
   }
   for (int64_t d = 0; d < rankOf(data); ++d) {
     if (d == axis || !splittable(data, d, n))

@@ -306,9 +306,11 @@ TEST(TransformerPlan, SequenceParallelLayersGatherSixTimesPerMicrobatch) {
   // As the lowering emits them: forward, two all-gathers (before the
   // column-parallel GEMMs); backward, two of the output gradients and two
   // re-gathers of the norm outputs the weight gradients read. Full
-  // recomputation gathers those in its forward instead: six either way.
-  // Priced through a profiled all-gather curve, once at t and once at 2t;
-  // one rank a core, so nothing else scales.
+  // recomputation gathers those in its forward instead: six either way,
+  // and one more a microbatch for the embedding's backward (its lookup was
+  // reduce-scattered onto the sequence). Priced through a profiled
+  // all-gather curve, once at t and once at 2t; one rank a core, so
+  // nothing else scales.
   TransformerModel m = smallGpt(4, 512, 8);
   ParallelConfig p;
   p.tp = 4;
@@ -333,8 +335,40 @@ TEST(TransformerPlan, SequenceParallelLayersGatherSixTimesPerMicrobatch) {
     auto b = scoreTransformerPlan(m, cpu(4, 4), p, &twice);
     ASSERT_TRUE(a.ok() && b.ok());
     double gathers = (b->stepSeconds - a->stepSeconds) / t;
-    EXPECT_NEAR(gathers, 6 * m.layers * 2, 0.01) << static_cast<int>(r);
+    EXPECT_NEAR(gathers, (6 * m.layers + 1) * 2, 0.01) << static_cast<int>(r);
   }
+}
+
+TEST(TransformerPlan, SequenceParallelEmbeddingReduceScattersItsLookup) {
+  // The vocabulary-parallel lookup's partial rows: with sequence
+  // parallelism reduce-scattered onto the sequence blocks (and all-gathered
+  // back in the backward), beside each layer's two reduce-scatters forward
+  // and two backward; without it all-reduced, and no reduce-scatter at all.
+  TransformerModel m = smallGpt(4, 512, 8);
+  ParallelConfig p;
+  p.tp = 4;
+  p.globalBatch = 8;
+  p.microbatchSize = 4;
+  p.precision = DType::Fp32;
+  const double t = 1e-3;
+  auto withScatter = [&](double seconds) {
+    Profile profile;
+    auto curve = CollectiveCurve::create({{1.0, seconds}, {1e12, seconds}});
+    EXPECT_TRUE(curve.ok());
+    profile.collectives.emplace(
+        CollectiveKey{Collective::ReduceScatter, 4, 4, 1}, *curve);
+    return profile;
+  };
+  Profile once = withScatter(t), twice = withScatter(2 * t);
+  auto scatters = [&](bool sp) {
+    p.sequenceParallel = sp;
+    auto a = scoreTransformerPlan(m, cpu(4, 4), p, &once);
+    auto b = scoreTransformerPlan(m, cpu(4, 4), p, &twice);
+    EXPECT_TRUE(a.ok() && b.ok());
+    return a.ok() && b.ok() ? (b->stepSeconds - a->stepSeconds) / t : -1.0;
+  };
+  EXPECT_NEAR(scatters(true), (4 * m.layers + 1) * 2, 0.01);
+  EXPECT_NEAR(scatters(false), 0, 0.01);
 }
 
 TEST(TransformerPlan, CollectivesWithoutProgressFollowTheBackward) {
