@@ -302,40 +302,52 @@ TEST(TransformerPlan, LayerCollectivesOnSharedCoresTakeTheirMeasuredSlowdown) {
               1e-12);
 }
 
+/// How many collectives of `kind` over 4 ranks lie on a tensor-parallel
+/// (tp=4) step's critical path: how much the step grows when a flat
+/// profiled curve of that kind goes from t to 2t, in units of t. One rank
+/// a core, so nothing else scales.
+double collectivesOnPath(const TransformerModel &m, const ParallelConfig &p,
+                         Collective kind) {
+  const double t = 1e-3;
+  auto flat = [&](double seconds) {
+    Profile profile;
+    auto curve = CollectiveCurve::create({{1.0, seconds}, {1e12, seconds}});
+    EXPECT_TRUE(curve.ok());
+    profile.collectives.emplace(CollectiveKey{kind, 4, 4, 1}, *curve);
+    return profile;
+  };
+  Profile once = flat(t), twice = flat(2 * t);
+  auto a = scoreTransformerPlan(m, cpu(4, 4), p, &once);
+  auto b = scoreTransformerPlan(m, cpu(4, 4), p, &twice);
+  EXPECT_TRUE(a.ok() && b.ok());
+  return a.ok() && b.ok() ? (b->stepSeconds - a->stepSeconds) / t : -1.0;
+}
+
+ParallelConfig sequenceParallelTp4() {
+  ParallelConfig p;
+  p.tp = 4;
+  p.sequenceParallel = true;
+  p.globalBatch = 8;
+  p.microbatchSize = 4; // two microbatches
+  p.precision = DType::Fp32;
+  return p;
+}
+
 TEST(TransformerPlan, SequenceParallelLayersGatherSixTimesPerMicrobatch) {
   // As the lowering emits them: forward, two all-gathers (before the
   // column-parallel GEMMs); backward, two of the output gradients and two
   // re-gathers of the norm outputs the weight gradients read. Full
   // recomputation gathers those in its forward instead: six either way,
   // and one more a microbatch for the embedding's backward (its lookup was
-  // reduce-scattered onto the sequence). Priced through a profiled
-  // all-gather curve, once at t and once at 2t; one rank a core, so
-  // nothing else scales.
+  // reduce-scattered onto the sequence).
   TransformerModel m = smallGpt(4, 512, 8);
-  ParallelConfig p;
-  p.tp = 4;
-  p.sequenceParallel = true;
-  p.globalBatch = 8;
-  p.microbatchSize = 4;
-  p.precision = DType::Fp32;
-  const double t = 1e-3; // flat: every all-gather costs t
-  auto withGather = [&](double seconds) {
-    Profile profile;
-    auto curve = CollectiveCurve::create({{1.0, seconds}, {1e12, seconds}});
-    EXPECT_TRUE(curve.ok());
-    profile.collectives.emplace(
-        CollectiveKey{Collective::AllGather, 4, 4, 1}, *curve);
-    return profile;
-  };
-  Profile once = withGather(t), twice = withGather(2 * t);
+  ParallelConfig p = sequenceParallelTp4();
   for (Recompute r : {Recompute::None, Recompute::Selective,
                       Recompute::Full}) {
     p.recompute = r;
-    auto a = scoreTransformerPlan(m, cpu(4, 4), p, &once);
-    auto b = scoreTransformerPlan(m, cpu(4, 4), p, &twice);
-    ASSERT_TRUE(a.ok() && b.ok());
-    double gathers = (b->stepSeconds - a->stepSeconds) / t;
-    EXPECT_NEAR(gathers, (6 * m.layers + 1) * 2, 0.01) << static_cast<int>(r);
+    EXPECT_NEAR(collectivesOnPath(m, p, Collective::AllGather),
+                (6 * m.layers + 1) * 2, 0.01)
+        << static_cast<int>(r);
   }
 }
 
@@ -345,30 +357,11 @@ TEST(TransformerPlan, SequenceParallelEmbeddingReduceScattersItsLookup) {
   // back in the backward), beside each layer's two reduce-scatters forward
   // and two backward; without it all-reduced, and no reduce-scatter at all.
   TransformerModel m = smallGpt(4, 512, 8);
-  ParallelConfig p;
-  p.tp = 4;
-  p.globalBatch = 8;
-  p.microbatchSize = 4;
-  p.precision = DType::Fp32;
-  const double t = 1e-3;
-  auto withScatter = [&](double seconds) {
-    Profile profile;
-    auto curve = CollectiveCurve::create({{1.0, seconds}, {1e12, seconds}});
-    EXPECT_TRUE(curve.ok());
-    profile.collectives.emplace(
-        CollectiveKey{Collective::ReduceScatter, 4, 4, 1}, *curve);
-    return profile;
-  };
-  Profile once = withScatter(t), twice = withScatter(2 * t);
-  auto scatters = [&](bool sp) {
-    p.sequenceParallel = sp;
-    auto a = scoreTransformerPlan(m, cpu(4, 4), p, &once);
-    auto b = scoreTransformerPlan(m, cpu(4, 4), p, &twice);
-    EXPECT_TRUE(a.ok() && b.ok());
-    return a.ok() && b.ok() ? (b->stepSeconds - a->stepSeconds) / t : -1.0;
-  };
-  EXPECT_NEAR(scatters(true), (4 * m.layers + 1) * 2, 0.01);
-  EXPECT_NEAR(scatters(false), 0, 0.01);
+  ParallelConfig p = sequenceParallelTp4();
+  EXPECT_NEAR(collectivesOnPath(m, p, Collective::ReduceScatter),
+              (4 * m.layers + 1) * 2, 0.01);
+  p.sequenceParallel = false;
+  EXPECT_NEAR(collectivesOnPath(m, p, Collective::ReduceScatter), 0, 0.01);
 }
 
 TEST(TransformerPlan, CollectivesWithoutProgressFollowTheBackward) {
