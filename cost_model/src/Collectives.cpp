@@ -394,12 +394,4 @@ estimateCollective(Collective kind, double bytes, const Group &group,
   return cost;
 }
 
-double inStepCollectiveFactor(const Cluster &cluster, const Profile *profile) {
-  bool shared = cluster.coresPerNode > 0 &&
-                double(cluster.devicesPerNode) > cluster.coresPerNode;
-  return shared && profile && profile->inStepCollectiveSlowdown
-             ? *profile->inStepCollectiveSlowdown
-             : 1.0;
-}
-
 } // namespace cleave::cost

@@ -135,9 +135,16 @@ public:
   }
 
   /// What a collective inside a layer (tensor, context or expert
-  /// parallelism, between the layer's compute) costs against alone.
+  /// parallelism, between the layer's compute) costs on ranks that share
+  /// cores, against alone: the profile's in_step_collective_slowdown there
+  /// (time-sliced ranks reach it at different times, and its copies wait
+  /// for a core), else 1.
   double inStepSlowdown() const {
-    return inStepCollectiveFactor(cluster, profile);
+    bool shared = cluster.coresPerNode > 0 &&
+                  double(cluster.devicesPerNode) > cluster.coresPerNode;
+    return shared && profile && profile->inStepCollectiveSlowdown
+               ? *profile->inStepCollectiveSlowdown
+               : 1.0;
   }
 
   const Cluster &cluster;

@@ -136,13 +136,6 @@ double busBandwidth(Collective kind, double bytes, int64_t groupSize,
 double collectivesBesidePass(double pass, double comm, double layers,
                              bool beside);
 
-/// What a collective between compute (a tensor, context or expert
-/// parallel layer's, an intra-op sharding's) costs against alone: where a
-/// node's ranks outnumber its cores, the profile's
-/// in_step_collective_slowdown (time-sliced ranks reach it at different
-/// times), else 1.
-double inStepCollectiveFactor(const Cluster &cluster, const Profile *profile);
-
 } // namespace cleave::cost
 
 #endif // CLEAVE_COST_MODEL_COLLECTIVES_H
