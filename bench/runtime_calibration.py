@@ -13,7 +13,10 @@ or a hand-picked table near the best ones (--plans picked):
 and prints predicted against measured time per plan, the median and largest
 |error|, and the Kendall rank correlation (tau-b) between the two. The
 launches go round-robin over the plans (every plan once, then again), so
-that the machine's drift during the run falls on all plans alike.
+that the machine's drift during the run falls on all plans alike. By default
+(--measure interleaved) one launch runs a group of plans one step of each in
+turn (`cleave run PLAN --interleave PLAN2 ...`): the machine's drift over
+seconds then falls on the group alike too.
 
 Python 3 standard library only.
 
@@ -22,6 +25,7 @@ Python 3 standard library only.
     python3 bench/runtime_calibration.py --quick-profile --steps 6
     python3 bench/runtime_calibration.py --profile prof.txt   # reuse a profile
     python3 bench/runtime_calibration.py --json out.json
+    python3 bench/runtime_calibration.py --measure separate   # a launch a plan
 
 The ranks' OpenBLAS threads are set with --blas-threads (default 1, one
 thread a rank, as runtime/kernels/README.md recommends); the profile is
@@ -31,6 +35,7 @@ measured with the same setting. Run on an otherwise idle machine.
 import argparse
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -134,6 +139,8 @@ def sampled_plans(args, cluster, prof, env, work):
 
 
 STEP_RE = re.compile(r"^step\s+(\d+)\s+loss\s+(\S+)\s+time\s+([0-9.]+)\s*ms")
+TURN_RE = re.compile(
+    r"^plan\s+(\d+)\s+step\s+(\d+)\s+loss\s+(\S+)\s+time\s+([0-9.]+)\s*ms")
 
 
 def run(cmd, env=None, timeout=None):
@@ -195,6 +202,16 @@ def main():
                     "is the median of their medians (where the scheduler "
                     "puts 4 ranks on 2 cores changes a step by 10-30%% "
                     "from one launch to the next)")
+    ap.add_argument("--measure", choices=("interleaved", "separate"),
+                    default="interleaved",
+                    help="interleaved: each launch runs a group of plans, "
+                    "one step of each in turn (cleave run --interleave), so "
+                    "that the machine's drift over seconds falls on the "
+                    "group alike; separate: one launch a plan")
+    ap.add_argument("--group", type=int, default=12,
+                    help="plans a launch interleaves (each rank holds "
+                    "every plan's arena: ~0.5 GB a plan here); the groups "
+                    "are drawn anew for every launch")
     ap.add_argument("--plans", choices=("sampled", "picked"),
                     default="sampled",
                     help="sampled: --sample plans spread evenly over the "
@@ -281,13 +298,51 @@ def main():
                 break
         return best
 
+    def launch_group(paths):
+        # As launch_once, for plans run in turn in one launch: step times
+        # per plan, in the order of `paths`.
+        if len(paths) == 1:
+            return [launch_once(paths[0])]
+        best = None
+        cmd = [args.cleave, "run", paths[0], "--steps", str(args.steps)]
+        for other in paths[1:]:
+            cmd += ["--interleave", other]
+        for attempt in range(args.retries + 1):
+            wait_idle(args.wait_idle)
+            with LoadMeter() as load:
+                out = run(cmd, env=env, timeout=3600)
+            times = [[] for _ in paths]
+            for line in out.splitlines():
+                m = TURN_RE.match(line.strip())
+                if m:
+                    times[int(m.group(1))].append(float(m.group(4)))
+            if any(len(t) != args.steps for t in times):
+                raise RuntimeError("expected %d step lines a plan from "
+                                   "cleave run --interleave:\n%s" %
+                                   (args.steps, out))
+            if best is None or load.other_cores < best[1].other_cores:
+                best = (times, load)
+            if load.other_cores <= args.max_load:
+                break
+        return [(t, best[1]) for t in best[0]]
+
     # Launches round-robin over the plans: the machine's drift over the
     # run (minutes) then falls on every plan alike instead of on the plans
-    # measured while it lasted.
+    # measured while it lasted. Interleaved, each launch also spreads the
+    # drift over seconds evenly over its group.
     launches = {name: [] for name, _, _ in compiled}
     for launch in range(args.launches):
-        for name, path, _ in compiled:
-            launches[name].append(launch_once(path))
+        if args.measure == "separate":
+            for name, path, _ in compiled:
+                launches[name].append(launch_once(path))
+        else:
+            order = list(range(len(compiled)))
+            random.Random(launch).shuffle(order)
+            for start in range(0, len(order), args.group):
+                group = [compiled[i] for i in order[start:start + args.group]]
+                results = launch_group([path for _, path, _ in group])
+                for (name, _, _), result in zip(group, results):
+                    launches[name].append(result)
         print("launch %d of %d measured" % (launch + 1, args.launches),
               flush=True)
 
@@ -321,6 +376,10 @@ def main():
           "of steps %d-%d" % (
               args.model, args.ranks, args.global_batch, args.optimizer,
               args.blas_threads, args.launches, args.warmup + 1, args.steps))
+    if args.measure == "interleaved":
+        print("interleaved: groups of %d plans a launch, one step of each "
+              "in turn (cleave run --interleave), groups drawn anew each "
+              "launch" % min(args.group, len(compiled)))
     print("%-30s %13s %12s %9s %10s %9s %11s" % (
         "plan", "predicted ms", "measured ms", "error %", "meas/pred",
         "spread %", "other load"))
@@ -376,7 +435,8 @@ def main():
             json.dump(dict(model=args.model, ranks=args.ranks,
                            global_batch=args.global_batch, profile=prof,
                            rows=rows, median_abs_error_pct=statistics.median(abs_err),
-                           max_abs_error_pct=max(abs_err), kendall_tau_b=tau),
+                           max_abs_error_pct=max(abs_err), kendall_tau_b=tau,
+                           measure=args.measure, group=args.group),
                       f, indent=2)
 
 

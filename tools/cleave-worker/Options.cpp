@@ -11,7 +11,7 @@ const char *const kUsage =
     "                     [--trace out.json] [--dump-params DIR]\n"
     "                     [--input NAME=FILE]... [--dump-outputs DIR]\n"
     "                     [--timeout SECONDS] [--backend cpu|cuda] [--no-fuse]\n"
-    "                     [--list]\n"
+    "                     [--list] [--interleave PLAN]...\n"
     "       cleave-worker --kernels [--backend cpu|cuda]\n"
     "       cleave-worker --blas-info | --blas-probe\n";
 
@@ -96,6 +96,10 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
     } else if (arg == "--dump-outputs") {
       if (!value(options.outputsDir))
         return false;
+    } else if (arg == "--interleave") {
+      if (!value(text))
+        return false;
+      options.interleavePaths.push_back(text);
     } else if (arg == "--fault") {
       if (!value(options.fault))
         return false;
@@ -123,6 +127,22 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   }
   if (options.planPath.empty() && error.empty() && !options.listKernels)
     error = "no plan given";
+  if (error.empty() && !options.interleavePaths.empty()) {
+    // One step of each plan in turn: per-plan outputs and checks would
+    // need one run each.
+    const char *alone = !options.tracePath.empty()       ? "--trace"
+                        : !options.dumpDir.empty()       ? "--dump-params"
+                        : !options.outputsDir.empty()    ? "--dump-outputs"
+                        : !options.inputFiles.empty()    ? "--input"
+                        : !options.dataPath.empty()      ? "--data"
+                        : options.backend != "cpu"       ? "--backend cuda"
+                        : options.list                   ? "--list"
+                        : !options.fault.empty()         ? "--fault"
+                                                         : nullptr;
+    if (alone)
+      error = std::string("--interleave runs plans in turn for timing; it "
+                          "does not take ") + alone;
+  }
   return error.empty();
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cleave::worker {
 
@@ -37,6 +38,11 @@ struct Options {
   /// `fault` ("kill": SIGKILL itself, "hang": sleep forever, "exit": exit
   /// 3 without MPI_Finalize) at the start of step `faultStep`.
   std::string fault;
+  /// --interleave PLAN (repeatable): plans to run besides the first, one
+  /// step of each in turn (rotating which goes first every round), so that
+  /// the machine's drift falls on all of them alike (for benchmarks that
+  /// compare plans: bench/runtime_calibration.py). CPU backend only.
+  std::vector<std::string> interleavePaths;
   int faultRank = -1;
   int64_t faultStep = 1;
 };

@@ -3,6 +3,7 @@
 // Usage: mpirun -n N cleave-worker PLAN [--steps K] [--data tokens.bin]
 //        [--seed S] [--trace out.json] [--dump-params DIR] [--timeout S]
 //        [--input NAME=FILE]... [--dump-outputs DIR]
+//        [--interleave PLAN2]...
 //
 // Every rank reads the plan, runs its program for K training steps, and
 // rank 0 prints one line per step:
@@ -236,6 +237,88 @@ void writeTrace(comm::Communicator &comm, const executor::Executor &ex,
     fail("cannot write " + path);
 }
 
+/// One plan of --interleave: its rank's executor and what keeps it running.
+struct InterleavedPlan {
+  std::string path;
+  plan::Plan plan;
+  std::unique_ptr<comm::Communicator> comm;
+  std::unique_ptr<executor::Executor> executor;
+  std::unique_ptr<executor::Watchdog> watchdog;
+};
+
+/// --interleave: K steps of every plan, one step of each in turn. Round r
+/// starts with plan r mod N, so that no plan always follows the same one.
+/// Rank 0 prints `plan I step K  loss L  time T ms` per step (I in the
+/// order given, the positional plan first). Each step ends in an
+/// all-reduce of its loss over every rank, so the next plan's step starts
+/// with the ranks together, as a step of `cleave run` does.
+int runInterleaved(const worker::Options &options) {
+  std::vector<std::string> paths = {options.planPath};
+  paths.insert(paths.end(), options.interleavePaths.begin(),
+               options.interleavePaths.end());
+  std::vector<InterleavedPlan> plans(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    InterleavedPlan &p = plans[i];
+    p.path = paths[i];
+    absl::StatusOr<plan::Plan> read = plan::readPlanFile(p.path);
+    if (!read.ok())
+      fail(std::string(read.status().message()));
+    p.plan = *std::move(read);
+    if (p.plan.ranks_size() != gSize)
+      fail(p.path + ": the plan has " + std::to_string(p.plan.ranks_size()) +
+           " ranks but mpirun started " + std::to_string(gSize) +
+           " (--interleave needs plans of one size)");
+    comm::MeshInfo mesh;
+    for (const plan::MeshAxis &axis : p.plan.mesh().axes()) {
+      mesh.axisNames.push_back(axis.name());
+      mesh.axisSizes.push_back(axis.size());
+    }
+    mesh.coords.assign(p.plan.ranks(gRank).coords().begin(),
+                       p.plan.ranks(gRank).coords().end());
+    try {
+      p.comm = comm::createMpiCommunicator(mesh);
+    } catch (const std::exception &e) {
+      fail(p.path + ": " + e.what());
+    }
+    executor::ExecutorOptions execOptions;
+    execOptions.seed = options.seed;
+    execOptions.fuse = options.fuse;
+    absl::StatusOr<std::unique_ptr<executor::Executor>> ex =
+        executor::Executor::create(p.plan, gRank, *p.comm, execOptions);
+    if (!ex.ok())
+      fail(p.path + ": " + std::string(ex.status().message()));
+    p.executor = *std::move(ex);
+    p.watchdog = std::make_unique<executor::Watchdog>(
+        *p.executor, options.timeoutSeconds, [] { comm::mpiAbort(1); });
+  }
+  size_t n = plans.size();
+  for (int64_t step = 1; step <= options.steps; ++step)
+    for (size_t turn = 0; turn < n; ++turn) {
+      size_t i = (static_cast<size_t>(step - 1) + turn) % n;
+      absl::StatusOr<executor::StepResult> result =
+          plans[i].executor->runStep(step);
+      if (!result.ok())
+        fail(plans[i].path + ": " + std::string(result.status().message()));
+      if (gRank == 0) {
+        std::printf("plan %zu step %lld  loss %.4f  time %.1f ms\n", i,
+                    static_cast<long long>(step), result->loss,
+                    result->seconds * 1e3);
+        std::fflush(stdout);
+      }
+    }
+  for (InterleavedPlan &p : plans)
+    if (absl::Status s = p.executor->finishSteps(); !s.ok())
+      fail(p.path + ": " + std::string(s.message()));
+  // Executors and watchdogs before their communicators, all before MPI.
+  for (InterleavedPlan &p : plans) {
+    p.watchdog.reset();
+    p.executor.reset();
+    p.comm.reset();
+  }
+  comm::mpiFinalize();
+  return 0;
+}
+
 } // namespace
 
 /// `--blas-probe`: the loaded OpenBLAS kernels' name and GEMM rate, for
@@ -278,6 +361,9 @@ int main(int argc, char **argv) {
     comm::mpiFinalize();
     return 2;
   }
+
+  if (!options.interleavePaths.empty())
+    return runInterleaved(options);
 
   if (options.listKernels) {
     std::vector<std::string> ops;

@@ -186,12 +186,17 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
   if (!dumpDir.empty())
     options.workerArgs.insert(options.workerArgs.end(),
                               {"--dump-params", dumpDir});
+  if (printSteps)
+    for (const std::string &other : r.interleave)
+      options.workerArgs.insert(options.workerArgs.end(),
+                                {"--interleave", other});
   for (const std::string &input : r.inputs)
     options.workerArgs.insert(options.workerArgs.end(), {"--input", input});
   if (!r.expectedOutputs.empty() && printSteps)
     options.workerArgs.insert(options.workerArgs.end(),
                               {"--dump-outputs", dumpDir});
-  options.timeoutSeconds = r.timeoutSeconds * (r.steps + 2) + 60;
+  int64_t plans = 1 + (printSteps ? int64_t(r.interleave.size()) : 0);
+  options.timeoutSeconds = r.timeoutSeconds * (r.steps + 2) * plans + 60;
   if (!printSteps)
     options.onLine = [](const std::string &) {};
   auto result = launcher::launch(options);
@@ -342,6 +347,20 @@ int runPlan(const RunRequest &r) {
   }
   const plan::Plan &p = *loaded;
   int ranks = p.ranks_size();
+  for (const std::string &other : r.interleave) {
+    auto plan = plan::readPlanFile(other);
+    if (!plan.ok()) {
+      std::cerr << "cleave: error: --interleave: " << plan.status().message()
+                << "\n";
+      return 2;
+    }
+    if (plan->ranks_size() != ranks) {
+      std::cerr << "cleave: error: --interleave " << other << ": the plan has "
+                << plan->ranks_size() << " ranks, " << r.planPath << " has "
+                << ranks << " (plans run in turn need the same ranks)\n";
+      return 2;
+    }
+  }
   std::cout << "running " << r.planPath << " (" << p.model().name() << ", "
             << p.knobs().text() << ") on " << ranks << " local rank(s)"
             << std::endl;

@@ -35,6 +35,9 @@ struct RunRequest {
   /// result I) for the whole global batch, raw fp32; compared within
   /// `tolerance`.
   std::vector<std::string> expectedOutputs;
+  /// Plans of as many ranks to run in the same launch, one step of each
+  /// in turn (cleave-worker --interleave); CPU only, no check or outputs.
+  std::vector<std::string> interleave;
   /// Builds the one-rank reference plan of `plan`'s model (needs the
   /// compiler); used by --check.
   std::function<absl::StatusOr<plan::Plan>(const plan::Plan &)> reference;

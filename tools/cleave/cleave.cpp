@@ -202,6 +202,11 @@ cl::opt<bool> runNoFuse(
     cl::desc("Run every instruction alone instead of fusing a GEMM with its "
              "bias, activation or batch sum (to compare)"),
     cl::init(false), cl::sub(runCmd), cl::cat(artifactCategory));
+cl::list<std::string> runInterleave(
+    "interleave",
+    cl::desc("Another plan of as many ranks to time in the same launch: one "
+             "step of each plan in turn (benchmarks comparing plans)"),
+    cl::value_desc("PLAN"), cl::sub(runCmd), cl::cat(artifactCategory));
 cl::OptionCategory profileCategory("Profile options");
 cl::opt<std::string> backend(
     "backend",
@@ -1700,6 +1705,21 @@ int runRun(const char *argv0) {
     size_t eq = expected.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == expected.size())
       return badUsage("--expect-output " + expected + ": expected I=FILE");
+  }
+  request.interleave.assign(runInterleave.begin(), runInterleave.end());
+  if (!request.interleave.empty()) {
+    // The plans run in turn in one launch, for their step times only.
+    const char *alone = runCheck                  ? "--check"
+                        : !artifactTrace.empty()  ? "--trace"
+                        : !runInputs.empty()      ? "--input"
+                        : !runExpected.empty()    ? "--expect-output"
+                        : !runData.empty()        ? "--data"
+                        : backend != "cpu"        ? "--backend cuda"
+                                                  : nullptr;
+    if (alone)
+      return badUsage(Twine("--interleave times plans in turn; it does not "
+                            "take ") +
+                      alone);
   }
   request.tolerance = runTolerance;
   request.reference = [](const cleave::plan::Plan &plan) {
