@@ -136,15 +136,24 @@ public:
 
   /// What a collective inside a layer (tensor, context or expert
   /// parallelism, between the layer's compute) costs on ranks that share
-  /// cores, against alone: the profile's in_step_collective_slowdown there
-  /// (time-sliced ranks reach it at different times, and its copies wait
-  /// for a core), else 1.
+  /// cores, against alone: time-sliced ranks reach it at different times,
+  /// and its copies wait for a core. The profile's
+  /// in_step_collective_slowdown was measured with every rank busy; a plan
+  /// whose ranks are not all busy at once (a pipeline with few
+  /// microbatches, its stages taking turns) pays it only as far as its busy
+  /// ranks outnumber the cores: scaled by (s - 1) / (D / C - 1), where s
+  /// is the plan's work-weighted compute sharing (Cluster::computeSharing,
+  /// from the unshared timeline) and D / C its value with every rank busy.
+  /// 1 where ranks do not share cores or the profile has no slowdown.
   double inStepSlowdown() const {
-    bool shared = cluster.coresPerNode > 0 &&
-                  double(cluster.devicesPerNode) > cluster.coresPerNode;
-    return shared && profile && profile->inStepCollectiveSlowdown
-               ? *profile->inStepCollectiveSlowdown
-               : 1.0;
+    double full = cluster.coresPerNode > 0
+                      ? double(cluster.devicesPerNode) / cluster.coresPerNode
+                      : 1.0;
+    if (full <= 1 || !profile || !profile->inStepCollectiveSlowdown)
+      return 1.0;
+    double busy = std::clamp((cluster.computeSharing() - 1) / (full - 1),
+                             0.0, 1.0);
+    return 1 + (*profile->inStepCollectiveSlowdown - 1) * busy;
   }
 
   const Cluster &cluster;

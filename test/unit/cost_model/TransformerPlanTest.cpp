@@ -302,6 +302,42 @@ TEST(TransformerPlan, LayerCollectivesOnSharedCoresTakeTheirMeasuredSlowdown) {
               1e-12);
 }
 
+TEST(TransformerPlan, LayerCollectivesPayTheSlowdownAsFarAsBusyRanksShareCores) {
+  // The slowdown was measured with every rank busy. A pipeline of one
+  // microbatch runs its stages in turn: two of four ranks busy on two
+  // cores, so its tensor-parallel collectives are not slowed (beyond what
+  // waiting ranks take); with 8 microbatches the stages overlap and they
+  // are, though less than tp4's, whose ranks are always all busy.
+  TransformerModel m = smallGpt(4, 512, 8);
+  ParallelConfig p;
+  p.tp = 2;
+  p.pp = 2;
+  p.globalBatch = 8;
+  p.microbatchSize = 8;
+  p.precision = DType::Fp32;
+  ParallelConfig many = p;
+  many.microbatchSize = 1;
+  ParallelConfig tp4 = p;
+  tp4.tp = 4;
+  tp4.pp = 1;
+  tp4.microbatchSize = 1;
+  Profile plain, slowed;
+  slowed.inStepCollectiveSlowdown = 3;
+  slowed.waitingRankLoad = 0.01;
+  plain.waitingRankLoad = 0.01;
+  // How much the slowdown adds to a step, against the step.
+  auto added = [&](const ParallelConfig &c) {
+    auto a = scoreTransformerPlan(m, cpu(4, 2), c, &plain);
+    auto b = scoreTransformerPlan(m, cpu(4, 2), c, &slowed);
+    EXPECT_TRUE(a.ok() && b.ok());
+    return a.ok() && b.ok() ? b->stepSeconds / a->stepSeconds - 1 : 0.0;
+  };
+  double one = added(p), eight = added(many), always = added(tp4);
+  EXPECT_LT(one, 0.002) << "one microbatch: the stages take turns";
+  EXPECT_GT(eight, 0.01);
+  EXPECT_GT(always, eight);
+}
+
 /// How many collectives of `kind` over 4 ranks lie on a tensor-parallel
 /// (tp=4) step's critical path: how much the step grows when a flat
 /// profiled curve of that kind goes from t to 2t, in units of t. One rank
