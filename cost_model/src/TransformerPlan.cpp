@@ -50,6 +50,31 @@ double megatronFlopsPerStep(const TransformerModel &m, int64_t globalBatch) {
          (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
 }
 
+void CollectiveTally::add(Collective kind, bool crossNode, double calls,
+                          double bytesEach) {
+  Volume &v = byKind[{kind, crossNode}];
+  v.calls += calls;
+  v.bytes += calls * bytesEach;
+}
+
+CollectiveTally &CollectiveTally::operator+=(const CollectiveTally &other) {
+  for (const auto &[key, v] : other.byKind) {
+    Volume &mine = byKind[key];
+    mine.calls += v.calls;
+    mine.bytes += v.bytes;
+  }
+  return *this;
+}
+
+CollectiveTally CollectiveTally::scaled(double k) const {
+  CollectiveTally out = *this;
+  for (auto &[key, v] : out.byKind) {
+    v.calls *= k;
+    v.bytes *= k;
+  }
+  return out;
+}
+
 namespace {
 
 /// Seconds and FLOPs of one piece of work on one rank.
@@ -134,6 +159,16 @@ public:
     return cost->seconds;
   }
 
+  /// Adds `calls` collectives of `bytesEach` over `group` to `tally`,
+  /// where `collective` prices them (a group of one or no bytes is free).
+  void count(CollectiveTally &tally, Collective kind, double bytesEach,
+             const Group &group, double calls = 1) const {
+    if (group.ranks.size() <= 1 || bytesEach <= 0 || calls == 0)
+      return;
+    auto placement = placeGroup(group, cluster);
+    tally.add(kind, placement.ok() && placement->nodes > 1, calls, bytesEach);
+  }
+
   /// What a collective inside a layer (tensor, context or expert
   /// parallelism, between the layer's compute) costs on ranks that share
   /// cores, against alone: time-sliced ranks reach it at different times,
@@ -179,6 +214,12 @@ struct LayerCost {
   }
   double weightGradSeconds = 0;
   double gemm = 0, elementwise = 0, tensorComm = 0;
+  /// The collectives of `forward`, `backward` and full recomputation
+  /// (selective recomputation runs none).
+  CollectiveTally forwardComm, backwardComm, recomputeFullComm;
+  CollectiveTally recomputeComm(Recompute r) const {
+    return r == Recompute::Full ? recomputeFullComm : CollectiveTally{};
+  }
 };
 
 absl::Status checkPlan(const TransformerModel &m, const Cluster &c,
@@ -420,9 +461,16 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         // Two all-gathers and two reduce-scatters per layer and direction.
         tpComm = 2 * (ag + rs);
         tpRegather = 2 * ag;
+        price.count(L.forwardComm, Collective::AllGather, act, tpGroup, 2);
+        price.count(L.forwardComm, Collective::ReduceScatter, act, tpGroup, 2);
+        price.count(L.backwardComm, Collective::AllGather, act, tpGroup, 4);
+        price.count(L.backwardComm, Collective::ReduceScatter, act, tpGroup,
+                    2);
       } else {
         CLEAVE_ASSIGN(ar, price.collective(Collective::AllReduce, act, tpGroup));
         tpComm = 2 * ar;
+        price.count(L.forwardComm, Collective::AllReduce, act, tpGroup, 2);
+        price.count(L.backwardComm, Collective::AllReduce, act, tpGroup, 2);
       }
     }
     // Context parallelism as the lowering builds it: every query block
@@ -435,6 +483,9 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       CLEAVE_ASSIGN(gather, price.collective(Collective::AllGather, kvBytes,
                                              cpGroup));
       cpComm = gather;
+      price.count(L.forwardComm, Collective::AllGather, kvBytes, cpGroup);
+      price.count(L.backwardComm, Collective::AllGather, kvBytes, cpGroup);
+      price.count(L.backwardComm, Collective::ReduceScatter, kvBytes, cpGroup);
     }
     // Expert parallelism: tokens go to their experts and come back.
     double epComm = 0;
@@ -443,6 +494,10 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                                           mlpTokens * h * e, epGroup,
                                           p.dp / p.ep * p.tp * p.cp));
       epComm = 2 * a2a;
+      price.count(L.forwardComm, Collective::AllToAll, mlpTokens * h * e,
+                  epGroup, 2);
+      price.count(L.backwardComm, Collective::AllToAll, mlpTokens * h * e,
+                  epGroup, 2);
     }
 
     double inStep = price.inStepSlowdown();
@@ -461,6 +516,10 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     // A recomputed forward gathers the norm outputs again itself, and the
     // weight gradients read those: the backward's re-gathers fall away.
     L.recomputeFull.seconds -= tpRegather;
+    L.recomputeFullComm = L.forwardComm;
+    if (sp)
+      price.count(L.recomputeFullComm, Collective::AllGather, act, tpGroup,
+                  -2);
     L.recomputeSelective = attnCoreF + attnElemF;
     // The weight-gradient GEMMs are half of the backward GEMMs.
     L.weightGradSeconds = gemmB.seconds / 2;
@@ -611,6 +670,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
 
   for (int64_t st = 0; st < p.pp; ++st) {
     StageCosts stage;
+    CollectiveTally stageComm;
     Recompute stageRecompute = p.recomputeOf(st);
     for (int64_t c = 0; c < p.chunks; ++c) {
       int64_t chunk = c * p.pp + st;
@@ -637,6 +697,10 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         bwd.seconds += again.seconds;
         rec += again;
         wgrad += L.weightGradSeconds;
+        CollectiveTally layerComm = L.forwardComm;
+        layerComm += L.backwardComm;
+        layerComm += L.recomputeComm(stageRecompute);
+        stageComm += layerComm.scaled(double(microbatches));
         // Expert weights are split over the expert-parallel group.
         params += moe ? (layerParamsMoe - (layerParamsMoe - layerParamsDense) *
                                               (1.0 - 1.0 / p.ep))
@@ -648,6 +712,12 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         fwd.seconds += embedComm;
         bwd += embedF * 2.0;
         bwd.seconds += embedCommBack;
+        price.count(stageComm,
+                    sp ? Collective::ReduceScatter : Collective::AllReduce,
+                    tokens * h * e, tpGroup, double(microbatches));
+        if (sp)
+          price.count(stageComm, Collective::AllGather, tokens * h * e,
+                      tpGroup, double(microbatches));
         params += V * h / t + (m.learnedPositions ? S * h : 0);
       }
       if (chunk == chunksTotal - 1) {
@@ -667,6 +737,11 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
 
       cc.recomputeFlops = rec.flops * p.tp;
       cc.sendForward = cc.sendBackward = send;
+      // Activations out and their gradients back in, to the next chunk;
+      // the reverse with the previous one.
+      price.count(stageComm, Collective::SendRecv, sendBytes, ppPair,
+                  double(microbatches) * (2.0 * (chunk + 1 < chunksTotal) +
+                                          2.0 * (chunk > 0)));
       // Data-parallel gradient reduction of the chunk's parameters in
       // half-precision buckets; ZeRO's reduce-scatter plus all-gather moves
       // the same bytes as an all-reduce. Under context parallelism the
@@ -684,6 +759,8 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                                               params * e, cpGroup,
                                               p.dp * p.tp));
         cc.backward += cpSum;
+        price.count(stageComm, Collective::AllReduce, params * e, cpGroup,
+                    double(microbatches));
       }
       CLEAVE_ASSIGN(reduce, price.collective(Collective::AllReduce, params * e,
                                              reduceGroup, reduceConcurrent));
@@ -694,7 +771,14 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                            ? static_cast<int>(std::max<int64_t>(
                                  1, std::min<int64_t>(chunkLayers[chunk], 8)))
                            : 1;
-      if (p.zero >= 1 && p.dp > 1) {
+      bool zeroSharded = p.zero >= 1 && p.dp > 1;
+      if (!zeroSharded)
+        price.count(stageComm, Collective::AllReduce,
+                    params * e / cc.gradBuckets, reduceGroup,
+                    cc.gradBuckets);
+      // ZeRO's collectives, one per parameter tensor (perTensor).
+      double tensorBytes = tensors > 0 ? params * e / tensors : 0;
+      if (zeroSharded) {
         // ZeRO-1 reduce-scatters each accumulated gradient once, as the
         // last backward pass finishes it: beside the backward pass where
         // the device overlaps communication, as the ZeRO-0 buckets (the
@@ -725,6 +809,15 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
           cc.carriedLayers = static_cast<int>(chunkLayers[chunk]);
           cc.carriedBeside = cluster.commOverlapsCompute;
         }
+        double perMicrobatch = double(microbatches);
+        price.count(stageComm, Collective::ReduceScatter, tensorBytes,
+                    dpGroup, tensors * (p.zero == 1 ? 1 : perMicrobatch));
+        if (p.zero == 3)
+          price.count(stageComm, Collective::AllGather, tensorBytes, dpGroup,
+                      2 * tensors * perMicrobatch);
+        if (p.zero <= 2 && p.overlapGradReduce)
+          price.count(stageComm, Collective::AllGather, tensorBytes, dpGroup,
+                      tensors);
         if (p.zero == 1) {
           cc.gradReduce = scatter;
         } else {
@@ -758,8 +851,12 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       CLEAVE_ASSIGN(gather, perTensor(Collective::AllGather,
                                       stageParams[st] * e, stageTensors[st]));
       stage.paramGather = gather;
+      price.count(stageComm, Collective::AllGather,
+                  stageParams[st] * e / std::max(1.0, stageTensors[st]),
+                  dpGroup, stageTensors[st]);
     }
     spec.stages.push_back(stage);
+    out.stageCollectives.push_back(std::move(stageComm));
   }
 
   // --- Memory of every stage ----------------------------------------------

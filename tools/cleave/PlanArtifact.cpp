@@ -4,10 +4,14 @@
 
 #include "cleave/Analysis/ModelSummary.h"
 #include "cleave/Lowering/PlanLowering.h"
+#include "cleave/cost_model/Cluster.h"
+#include "cleave/cost_model/Collectives.h"
 #include "cleave/cost_model/PlanKnobs.h"
 #include "cleave/cost_model/Simulator.h"
 #include "cleave/cost_model/StageBalance.h"
 #include "cleave/runtime/plan/PlanIO.h"
+
+#include "absl/strings/str_format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -16,6 +20,8 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 using namespace llvm;
@@ -70,6 +76,65 @@ std::string graphHash(mlir::ModuleOp module) {
 int fail(const Twine &message, int code) {
   WithColor::error(errs(), "cleave") << message << "\n";
   return code;
+}
+
+std::string gib(double bytes) {
+  return formatv("{0:F2} GiB", bytes / double(1ull << 30)).str();
+}
+
+/// What bounds a transformer plan's step, from its prediction: the
+/// busiest stage's work against the step, where a layer's time goes, the
+/// collectives outside the layers, and what fills memory.
+std::vector<std::string> boundsOfStep(const cost::PlanPrediction &p,
+                                      const cost::Cluster &cluster) {
+  std::vector<std::string> lines;
+  lines.push_back(absl::StrFormat(
+      "the busiest stage's compute stream works %.4g s of the %.4g s step "
+      "(no schedule runs the step faster); the pipeline bubble is %.1f%% of "
+      "it",
+      p.lowerBoundSeconds, p.stepSeconds, 100 * p.bubbleFraction));
+  double layer = p.layerGemmSeconds + p.layerElementwiseSeconds +
+                 p.layerTensorCommSeconds;
+  if (layer > 0)
+    lines.push_back(
+        formatv("a layer's forward pass of one microbatch on one rank: "
+                "{0:F3} ms, of which GEMMs {1:F0}%, element-wise kernels "
+                "{2:F0}%, tensor-parallel collectives {3:F0}%",
+                layer * 1e3, 100 * p.layerGemmSeconds / layer,
+                100 * p.layerElementwiseSeconds / layer,
+                100 * p.layerTensorCommSeconds / layer)
+            .str());
+  if (p.gradReduceSeconds > 0)
+    lines.push_back(
+        formatv("data-parallel gradient reduction of the first chunk: "
+                "{0:F3} ms a step, {1}",
+                p.gradReduceSeconds * 1e3,
+                p.plan.overlapGradReduce && cluster.commOverlapsCompute
+                    ? "in buckets beside the backward pass"
+                    : "after the backward pass")
+            .str());
+  if (p.plan.pp > 1)
+    lines.push_back(formatv("a pipeline transfer of one microbatch: {0:F3} ms",
+                            p.pipelineSendSeconds * 1e3)
+                        .str());
+  // The two largest parts of the fullest stage's memory.
+  std::vector<std::pair<std::string_view, double>> parts;
+  for (const auto &part : p.memory.items())
+    if (part.first != "total")
+      parts.push_back(part);
+  std::sort(parts.begin(), parts.end(),
+            [](const auto &a, const auto &b) { return a.second > b.second; });
+  std::string largest;
+  for (size_t i = 0; i < parts.size() && i < 2; ++i)
+    largest += formatv("{0}{1} {2}", i ? ", " : "", parts[i].first,
+                       gib(parts[i].second))
+                   .str();
+  lines.push_back(formatv("memory: {0} on stage {1} of the {2} a device "
+                          "has; most of it {3}",
+                          gib(p.peakMemoryBytes), p.peakMemoryStage,
+                          gib(cluster.device.memoryBytes), largest)
+                      .str());
+  return lines;
 }
 
 } // namespace
@@ -158,6 +223,26 @@ int writePlanArtifact(const ArtifactRequest &r) {
   m->set_tokens_per_s(p.stepSeconds > 0
                           ? plan.training().tokens_per_step() / p.stepSeconds
                           : 0);
+  for (const std::string &line : r.why)
+    m->add_explanation(line);
+  if (r.transformer)
+    for (const std::string &line : boundsOfStep(p, r.cluster))
+      m->add_explanation(line);
+  for (size_t s = 0; s < p.stageCollectives.size(); ++s)
+    for (const auto &[key, volume] : p.stageCollectives[s].byKind) {
+      if (volume.calls < 0.5)
+        continue;
+      plan::CommVolume *v = m->add_comm();
+      std::string kind(cost::collectiveName(key.first));
+      std::replace(kind.begin(), kind.end(), '-', '_');
+      v->set_kind(kind);
+      v->set_link(key.second
+                      ? "network"
+                      : std::string(cost::linkKindName(r.cluster.intraNode.kind)));
+      v->set_bytes(volume.bytes);
+      v->set_count(std::llround(volume.calls));
+      v->set_stage(static_cast<int64_t>(s));
+    }
   int64_t first = 0;
   for (int64_t s = 0; s < knobs.pp; ++s) {
     plan::StageInfo *stage = plan.add_stages();

@@ -14,6 +14,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace cleave::tool {
 
@@ -50,6 +51,9 @@ struct ArtifactRequest {
   /// The simulated step as a Chrome trace, where the caller has one (a
   /// pipelined graph plan); transformer plans are simulated here.
   std::string simulatedTrace;
+  /// Why the planner chose this plan, as the compile command saw it (the
+  /// search, the next best plan); the artifact adds what bounds the step.
+  std::vector<std::string> why;
 };
 
 /// Lowers the predicted plan to programs and writes the artifact. Returns

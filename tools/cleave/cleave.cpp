@@ -589,7 +589,8 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
                   const cleave::cost::PlanPrediction &prediction,
                   const cleave::cost::Profile *prof,
                   std::optional<cleave::cost::TransformerModel> shape,
-                  const std::string &name, std::string simulatedTrace = {}) {
+                  const std::string &name, std::string simulatedTrace = {},
+                  std::vector<std::string> why = {}) {
   cleave::tool::ArtifactRequest request;
   request.path = planOut;
   request.modelSource = model;
@@ -609,6 +610,7 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
   request.step.lr = planLr;
   request.importOptions = options;
   request.simulatedTrace = std::move(simulatedTrace);
+  request.why = std::move(why);
   request.load = [&](const cleave::ImportOptions &o) {
     return tool.loadModel(o);
   };
@@ -1529,8 +1531,30 @@ int runCompile() {
 
   const cleave::cost::PlanPrediction &best = plans.front();
   if (!planOut.empty()) {
+    // The search's verdict, for `cleave inspect`'s "why".
+    std::vector<std::string> why;
+    if (search)
+      why.push_back(
+          formatv("the fastest of {0} plans searched ({1} infeasible, {2} "
+                  "simulated){3}",
+                  search->candidates, search->infeasible, search->simulated,
+                  search->timedOut
+                      ? formatv("; stopped at the time limit, optimality gap "
+                                "at most {0:F1}%",
+                                100 * search->optimalityGap)
+                            .str()
+                      : std::string("; optimal within the cost model"))
+              .str());
+    else
+      why.push_back("every knob fixed by --fix: no search");
+    if (plans.size() > 1)
+      why.push_back(formatv("the next best plan, {0}, takes {1:F1}% longer",
+                            cleave::cost::planKnobsString(plans[1].plan),
+                            100 * (plans[1].stepSeconds / best.stepSeconds -
+                                   1))
+                        .str());
     if (int code = writeArtifact(tool, options, *cluster, best, prof, *shape,
-                                 shape->name))
+                                 shape->name, {}, std::move(why)))
       return code;
   }
   if (!tracePath.empty()) {

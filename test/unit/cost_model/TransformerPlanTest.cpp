@@ -726,3 +726,66 @@ TEST(TransformerPlan, ZeroPaysACollectivePerParameterTensor) {
               1e-4 * reductions);
   EXPECT_GT(call->seconds, 0);
 }
+
+namespace {
+/// Calls of `kind` (within a node) a device of stage `stage` runs per step.
+double callsOf(const PlanPrediction &p, int64_t stage, Collective kind) {
+  const auto &byKind = p.stageCollectives.at(stage).byKind;
+  auto it = byKind.find({kind, false});
+  return it == byKind.end() ? 0 : it->second.calls;
+}
+} // namespace
+
+TEST(TransformerPlan, TalliesTheCollectivesItPrices) {
+  // tp=4 with sequence parallelism, 4 microbatches of 2: per layer and
+  // microbatch 2 all-gathers and 2 reduce-scatters forward, 4 and 2
+  // backward (the norm outputs gathered again); the embedding's lookup
+  // reduce-scatters forward and all-gathers backward.
+  TransformerModel m = smallGpt(4, 512, 8);
+  ParallelConfig p;
+  p.tp = 4;
+  p.sequenceParallel = true;
+  p.globalBatch = 8;
+  p.microbatchSize = 2;
+  p.precision = DType::Fp32;
+  auto tp = scoreTransformerPlan(m, cpu(4, 4), p);
+  ASSERT_TRUE(tp.ok()) << tp.status();
+  ASSERT_EQ(tp->stageCollectives.size(), 1u);
+  EXPECT_DOUBLE_EQ(callsOf(*tp, 0, Collective::AllGather), 4 * 4 * 6 + 4);
+  EXPECT_DOUBLE_EQ(callsOf(*tp, 0, Collective::ReduceScatter), 4 * 4 * 4 + 4);
+  EXPECT_DOUBLE_EQ(callsOf(*tp, 0, Collective::AllReduce), 0);
+  // Each call moves a microbatch's activations (2 x 128 x 512 fp32).
+  const auto &gathers = tp->stageCollectives[0].byKind.at(
+      {Collective::AllGather, false});
+  EXPECT_DOUBLE_EQ(gathers.bytes, gathers.calls * 2 * 128 * 512 * 4);
+  // Full recomputation runs the forward's again, less the re-gathers.
+  p.recompute = Recompute::Full;
+  auto full = scoreTransformerPlan(m, cpu(4, 4), p);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_DOUBLE_EQ(callsOf(*full, 0, Collective::AllGather), 4 * 4 * 6 + 4);
+  EXPECT_DOUBLE_EQ(callsOf(*full, 0, Collective::ReduceScatter),
+                   4 * 4 * 6 + 4);
+
+  // pp=2 x dp=2 with ZeRO-3, 2 microbatches a replica: each stage's device
+  // sends its activations or gradients and receives the others (4
+  // messages), and per parameter tensor reduce-scatters each microbatch's
+  // gradient and gathers the parameter before its forward and backward.
+  ParallelConfig z;
+  z.pp = 2;
+  z.dp = 2;
+  z.zero = 3;
+  z.globalBatch = 8;
+  z.microbatchSize = 2;
+  z.precision = DType::Fp32;
+  auto zero = scoreTransformerPlan(m, cpu(4, 4), z);
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  ASSERT_EQ(zero->stageCollectives.size(), 2u);
+  for (int64_t st = 0; st < 2; ++st) {
+    EXPECT_DOUBLE_EQ(callsOf(*zero, st, Collective::SendRecv), 2 * 2);
+    double tensors = callsOf(*zero, st, Collective::ReduceScatter) / 2;
+    EXPECT_GT(tensors, 2 * m.parameterTensors(0) - 1);
+    EXPECT_DOUBLE_EQ(callsOf(*zero, st, Collective::AllGather),
+                     2 * 2 * tensors);
+    EXPECT_DOUBLE_EQ(callsOf(*zero, st, Collective::AllReduce), 0);
+  }
+}

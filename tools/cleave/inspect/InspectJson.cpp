@@ -366,6 +366,8 @@ void writeCollectives(JsonWriter &json, const Plan &plan) {
   json.beginArray();
   for (const plan::CommVolume &v : plan.predicted().comm()) {
     json.beginObject();
+    json.key("stage");
+    json.value(v.stage());
     json.key("kind");
     json.value(v.kind());
     json.key("link");

@@ -196,11 +196,16 @@ void appendCollectives(std::string &out, const Plan &plan) {
   if (plan.predicted().comm().empty())
     absl::StrAppend(&out, "  none predicted\n");
   else {
+    // Stage by stage, as the counted table below lists programs.
     std::vector<std::vector<std::string>> rows = {
-        {"kind", "link", "count", "bytes"}};
-    for (const plan::CommVolume &v : plan.predicted().comm())
-      rows.push_back({v.kind(), v.link(), absl::StrCat(v.count()),
+        {"stage", "kind", "link", "count", "bytes"}};
+    int64_t shown = -1;
+    for (const plan::CommVolume &v : plan.predicted().comm()) {
+      rows.push_back({v.stage() == shown ? "" : absl::StrCat(v.stage()),
+                      v.kind(), v.link(), absl::StrCat(v.count()),
                       formatBytes(v.bytes())});
+      shown = v.stage();
+    }
     out += renderTable(rows, "  ");
   }
 

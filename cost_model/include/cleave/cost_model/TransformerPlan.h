@@ -16,13 +16,16 @@
 #define CLEAVE_COST_MODEL_TRANSFORMERPLAN_H
 
 #include "cleave/cost_model/Cluster.h"
+#include "cleave/cost_model/Collectives.h"
 #include "cleave/cost_model/DType.h"
 #include "cleave/cost_model/Memory.h"
 #include "cleave/cost_model/PipelineSchedule.h"
 #include "cleave/cost_model/Simulator.h"
 
 #include <cmath>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cleave::cost {
@@ -109,6 +112,25 @@ struct ParallelConfig {
   bool balanceStages = true;
 };
 
+/// The collectives one device of a stage runs per step, as the cost model
+/// prices them: calls, and bytes summed over the calls (each call's
+/// buffer as nccl-tests sizes it: an all-gather's output, a
+/// reduce-scatter's input). Keyed by kind and whether the group spans
+/// nodes. Pipeline transfers count each message the device sends or
+/// receives.
+struct CollectiveTally {
+  struct Volume {
+    double calls = 0;
+    double bytes = 0;
+  };
+  std::map<std::pair<Collective, bool>, Volume> byKind;
+
+  void add(Collective kind, bool crossNode, double calls, double bytesEach);
+  CollectiveTally &operator+=(const CollectiveTally &other);
+  /// Every volume times `k` (a layer's tally over its microbatches).
+  CollectiveTally scaled(double k) const;
+};
+
 struct PlanPrediction {
   ParallelConfig plan;
   int64_t numMicrobatches = 0;
@@ -130,6 +152,8 @@ struct PlanPrediction {
   MemoryBreakdown memory;
   /// Every stage's memory per device (memory is stage peakMemoryStage's).
   std::vector<MemoryBreakdown> stageMemory;
+  /// Every stage's collectives per device and step.
+  std::vector<CollectiveTally> stageCollectives;
   /// Where a layer's forward time goes on one rank (seconds per microbatch).
   double layerGemmSeconds = 0, layerElementwiseSeconds = 0,
          layerTensorCommSeconds = 0;
