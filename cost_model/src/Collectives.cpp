@@ -293,6 +293,23 @@ absl::StatusOr<GroupPlacement> placeGroup(const Group &group,
   return placement;
 }
 
+double inStepCollectiveWait(const Cluster &cluster, const Profile *profile) {
+  double full = cluster.coresPerNode > 0
+                    ? double(cluster.devicesPerNode) / cluster.coresPerNode
+                    : 1.0;
+  if (full <= 1 || !profile || !profile->inStepCollectiveSlowdown)
+    return 0.0;
+  double busy =
+      std::clamp((cluster.computeSharing() - 1) / (full - 1), 0.0, 1.0);
+  auto gather =
+      estimateCollective(Collective::AllGather, double(1 << 20),
+                         Group::strided(0, cluster.devicesPerNode), cluster,
+                         profile);
+  if (!gather.ok())
+    return 0.0;
+  return (*profile->inStepCollectiveSlowdown - 1) * gather->seconds * busy;
+}
+
 double busBandwidth(Collective kind, double bytes, int64_t groupSize,
                     double seconds) {
   double n = static_cast<double>(groupSize);

@@ -169,27 +169,9 @@ public:
     tally.add(kind, placement.ok() && placement->nodes > 1, calls, bytesEach);
   }
 
-  /// What a collective inside a layer (tensor, context or expert
-  /// parallelism, between the layer's compute) costs on ranks that share
-  /// cores, against alone: time-sliced ranks reach it at different times,
-  /// and its copies wait for a core. The profile's
-  /// in_step_collective_slowdown was measured with every rank busy; a plan
-  /// whose ranks are not all busy at once (a pipeline with few
-  /// microbatches, its stages taking turns) pays it only as far as its busy
-  /// ranks outnumber the cores: scaled by (s - 1) / (D / C - 1), where s
-  /// is the plan's work-weighted compute sharing (Cluster::computeSharing,
-  /// from the unshared timeline) and D / C its value with every rank busy.
-  /// 1 where ranks do not share cores or the profile has no slowdown.
-  double inStepSlowdown() const {
-    double full = cluster.coresPerNode > 0
-                      ? double(cluster.devicesPerNode) / cluster.coresPerNode
-                      : 1.0;
-    if (full <= 1 || !profile || !profile->inStepCollectiveSlowdown)
-      return 1.0;
-    double busy = std::clamp((cluster.computeSharing() - 1) / (full - 1),
-                             0.0, 1.0);
-    return 1 + (*profile->inStepCollectiveSlowdown - 1) * busy;
-  }
+  /// The wait of each collective between a layer's compute where ranks
+  /// share cores (inStepCollectiveWait).
+  double inStepWait() const { return inStepCollectiveWait(cluster, profile); }
 
   const Cluster &cluster;
   const Profile *profile;
@@ -500,11 +482,20 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                   epGroup, 2);
     }
 
-    double inStep = price.inStepSlowdown();
-    tpComm *= inStep;
-    tpRegather *= inStep;
-    cpComm *= inStep;
-    epComm *= inStep;
+    // Each collective between the layer's compute also waits for the
+    // slowest rank where ranks share cores: as many waits as calls (sp: two
+    // all-gathers and two reduce-scatters a direction, and two re-gathers
+    // backward; else two all-reduces; cp: one gather forward, a gather
+    // and a reduce-scatter backward, 2 x cpComm; ep: two all-to-alls).
+    double wait = price.inStepWait();
+    if (p.tp > 1) {
+      tpComm += (sp ? 4 : 2) * wait;
+      tpRegather += (sp ? 2 : 0) * wait;
+    }
+    if (p.cp > 1)
+      cpComm += wait;
+    if (moe && p.ep > 1)
+      epComm += 2 * wait;
     double commF = tpComm + cpComm + epComm;
     L.forward = gemmF + elemF;
     L.forward.seconds += commF;

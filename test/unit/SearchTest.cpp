@@ -16,6 +16,8 @@
 #include "cleave/Importers/ModelLoader.h"
 #include "cleave/Importers/ModelZoo.h"
 #include "cleave/cost_model/Cluster.h"
+#include "cleave/cost_model/Collectives.h"
+#include "cleave/cost_model/Profile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -622,6 +624,44 @@ TEST(IntraOpSearch, SharedReshardingIsPaidOnce) {
   double allGather = edge.cost[1][0];
   EXPECT_GT(allGather, 0);
   EXPECT_NEAR(p->cost(choice), replicated + allGather, 1e-15);
+}
+
+TEST(IntraOpSearch, CollectivesWaitForTheSlowestRankWhereRanksShareCores) {
+  // On 8 ranks sharing 4 cores, a profile's in_step_collective_slowdown
+  // makes every collective wait for the slowest time-sliced rank: the
+  // all-gather of x costs its own time plus cost::inStepCollectiveWait.
+  // With a core a rank there is no wait.
+  Model m = parse(
+      "func.func @f() -> tensor<512x256xf32> {\n"
+      "  %x = graph.input \"x\" : tensor<512x256xf32>\n"
+      "  %w = graph.param \"w\" : tensor<256x256xf32>\n"
+      "  %a = graph.matmul %x, %w : tensor<512x256xf32>, tensor<256x256xf32>\n"
+      "  return %a : tensor<512x256xf32>\n}");
+  ASSERT_TRUE(m.forward);
+  cost::Profile plain, slowed;
+  slowed.inStepCollectiveSlowdown = 3;
+  auto gatherOfX = [&](const char *spec, const cost::Profile &profile) {
+    auto cluster = cost::parseCluster(spec);
+    EXPECT_TRUE(cluster.ok());
+    IntraOpOptions options;
+    options.profile = &profile;
+    auto p = IntraOpProblem::build(m.forward, *cluster, 8, options);
+    EXPECT_TRUE(succeeded(p));
+    if (failed(p) || p->edges().empty())
+      return 0.0;
+    const IntraOpEdge &edge = p->edges().front();
+    EXPECT_EQ(p->strategies(edge.producer)[1].name, "split0");
+    return edge.cost[1][0];
+  };
+  auto shared = cost::parseCluster("cpu-local,devices=8,cores=4");
+  ASSERT_TRUE(shared.ok());
+  double wait = cost::inStepCollectiveWait(*shared, &slowed);
+  EXPECT_GT(wait, 0);
+  const char *sharedSpec = "cpu-local,devices=8,cores=4";
+  EXPECT_NEAR(gatherOfX(sharedSpec, slowed) - gatherOfX(sharedSpec, plain),
+              wait, 1e-12);
+  const char *ownCores = "cpu-local,devices=8,cores=8";
+  EXPECT_NEAR(gatherOfX(ownCores, slowed), gatherOfX(ownCores, plain), 1e-15);
 }
 
 } // namespace

@@ -27,7 +27,8 @@ class Pricer {
 public:
   Pricer(const cost::Cluster &cluster, llvm::ArrayRef<int64_t> shape,
          int64_t firstRank, const cost::Profile *profile)
-      : cluster(cluster), shape(shape), profile(profile) {
+      : cluster(cluster), shape(shape), profile(profile),
+        inStepWait(cost::inStepCollectiveWait(cluster, profile)) {
     groups.resize(shape.size());
     int64_t stride = 1;
     for (int a = int(shape.size()) - 1; a >= 0; --a) {
@@ -49,7 +50,10 @@ public:
       error = std::string(c.status().message());
       return failure();
     }
-    return cache[key] = c->seconds;
+    // Every collective here runs between the layer's compute: where ranks
+    // share cores it also waits for the slowest, however small it is, so
+    // a layout with fewer collectives wins there.
+    return cache[key] = c->seconds + inStepWait;
   }
 
   /// The bytes a device holds of a `bytes` tensor laid out as `dims`,
@@ -172,6 +176,9 @@ private:
   const cost::Cluster &cluster;
   llvm::SmallVector<int64_t, 3> shape;
   const cost::Profile *profile;
+  /// What each collective waits for the slowest rank where ranks share
+  /// cores (cost::inStepCollectiveWait).
+  double inStepWait;
   std::vector<cost::Group> groups;
   std::map<std::tuple<unsigned, int, double>, double> cache;
 };

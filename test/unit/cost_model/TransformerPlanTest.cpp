@@ -271,10 +271,10 @@ TEST(TransformerPlan, WaitingRanksTakeTheirMeasuredLoad) {
 }
 
 TEST(TransformerPlan, LayerCollectivesOnSharedCoresTakeTheirMeasuredSlowdown) {
-  // The profile's in_step_collective_slowdown multiplies the collectives
-  // inside the layers (tensor parallelism's here) where ranks share cores,
-  // and nothing else: not where each rank has a core, not a plan without
-  // such collectives.
+  // The profile's in_step_collective_slowdown adds a wait to each
+  // collective inside the layers (tensor parallelism's here) where ranks
+  // share cores, and to nothing else: not where each rank has a core, not
+  // to a plan without such collectives.
   TransformerModel m = smallGpt(4, 512, 8);
   ParallelConfig tp;
   tp.tp = 4;
@@ -295,11 +295,39 @@ TEST(TransformerPlan, LayerCollectivesOnSharedCoresTakeTheirMeasuredSlowdown) {
   };
   double sharedPlain = score(tp, cpu(4, 2), plain);
   double sharedSlowed = score(tp, cpu(4, 2), slowed);
-  EXPECT_GT(sharedSlowed, sharedPlain * 1.01);
+  // One microbatch through 4 layers: 2 all-reduces forward and 2 backward
+  // each, all on the critical path, each waiting (3 - 1) x a 1 MiB gather.
+  double wait = inStepCollectiveWait(cpu(4, 2), &slowed);
+  EXPECT_GT(wait, 0);
+  EXPECT_NEAR(sharedSlowed - sharedPlain, 4 * 4 * wait, 1e-6 * sharedPlain);
   EXPECT_NEAR(score(tp, cpu(4, 4), slowed), score(tp, cpu(4, 4), plain),
               1e-12);
   EXPECT_NEAR(score(dp, cpu(4, 2), slowed), score(dp, cpu(4, 2), plain),
               1e-12);
+}
+
+TEST(TransformerPlan, InStepWaitIsPerCollectiveNotPerByte) {
+  // Time-sliced ranks wait for the slowest at every collective, however
+  // small: (slowdown - 1) x the profiled 1 MiB gather each. tp=4 in
+  // microbatches of 1 runs 8 times the calls of one microbatch of 8, each
+  // an eighth of the bytes, so it waits 8 times as long.
+  TransformerModel m = smallGpt(4, 512, 8);
+  ParallelConfig p;
+  p.tp = 4;
+  p.globalBatch = 8;
+  p.precision = DType::Fp32;
+  Profile plain, slowed;
+  slowed.inStepCollectiveSlowdown = 3;
+  auto added = [&](int64_t microbatch) {
+    p.microbatchSize = microbatch;
+    auto a = scoreTransformerPlan(m, cpu(4, 2), p, &plain);
+    auto b = scoreTransformerPlan(m, cpu(4, 2), p, &slowed);
+    EXPECT_TRUE(a.ok() && b.ok());
+    return a.ok() && b.ok() ? b->stepSeconds - a->stepSeconds : 0.0;
+  };
+  double small = added(1), large = added(8);
+  ASSERT_GT(large, 0);
+  EXPECT_NEAR(small / large, 8.0, 0.8);
 }
 
 TEST(TransformerPlan, LayerCollectivesPayTheSlowdownAsFarAsBusyRanksShareCores) {

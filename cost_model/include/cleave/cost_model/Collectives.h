@@ -122,6 +122,21 @@ estimateCollective(Collective kind, double bytes, const Group &group,
                    const Cluster &cluster, const Profile *profile = nullptr,
                    const CollectiveOptions &options = {});
 
+/// What one collective between compute (tensor, context or expert
+/// parallelism's, inside the layers) waits beyond its own time on ranks
+/// that share cores: time-sliced ranks reach it at different times, and the
+/// first to arrive waits for the last, whatever the collective's size. The
+/// profile's in_step_collective_slowdown s was measured as steps of a GEMM
+/// and a 1 MiB all-gather over a node's ranks, all busy: (step - GEMM) /
+/// gather, so each such collective waited (s - 1) x that gather's time.
+/// Where not every rank is busy at once (a pipeline with few microbatches,
+/// its stages taking turns) the wait shrinks as far as the busy ranks stop
+/// outnumbering the cores: times (c - 1) / (D / C - 1), c being
+/// cluster.computeSharing() (work-weighted busy ranks per core) and D / C
+/// its value with every rank busy. 0 where ranks do not share cores or the
+/// profile has no slowdown.
+double inStepCollectiveWait(const Cluster &cluster, const Profile *profile);
+
 /// nccl-tests' bus bandwidth of a collective of `bytes` over `groupSize`
 /// ranks that took `seconds`.
 double busBandwidth(Collective kind, double bytes, int64_t groupSize,
