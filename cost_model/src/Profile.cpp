@@ -360,11 +360,22 @@ absl::StatusOr<Profile> parseProfileText(std::string_view text,
         profile.inStepCollectiveSlowdown = *value;
         continue;
       }
+      if (line.key == "in_step_collective_wait") {
+        absl::StatusOr<double> value =
+            parseQuantity(line.value, Quantity::Seconds);
+        if (!value.ok() || !(*value >= 0) || !(*value <= 10))
+          return error(line.line,
+                       cat("bad value '", line.value, "' for key '", line.key,
+                           "': expected a time from 0 to 10 s, like 450 us"));
+        profile.inStepCollectiveWait = *value;
+        continue;
+      }
       bool efficiency = line.key == "shared_core_efficiency";
       if (!efficiency && line.key != "waiting_rank_load")
         return error(line.line, cat("unknown key 'compute.", line.key,
                                     "' (known: shared_core_efficiency, "
                                     "waiting_rank_load, "
+                                    "in_step_collective_wait, "
                                     "in_step_collective_slowdown)"));
       absl::StatusOr<double> value =
           parseQuantity(line.value, Quantity::Fraction);
@@ -466,6 +477,11 @@ std::string formatProfile(const Profile &profile, std::string_view comment) {
     computeLines +=
         cat("waiting_rank_load = ",
             formatQuantity(*profile.waitingRankLoad, Quantity::Number), "\n");
+  if (profile.inStepCollectiveWait)
+    computeLines += cat("in_step_collective_wait = ",
+                        formatQuantity(*profile.inStepCollectiveWait,
+                                       Quantity::Seconds),
+                        "\n");
   if (profile.inStepCollectiveSlowdown)
     computeLines += cat("in_step_collective_slowdown = ",
                         formatQuantity(*profile.inStepCollectiveSlowdown,

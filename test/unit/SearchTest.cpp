@@ -627,9 +627,9 @@ TEST(IntraOpSearch, SharedReshardingIsPaidOnce) {
 }
 
 TEST(IntraOpSearch, CollectivesWaitForTheSlowestRankWhereRanksShareCores) {
-  // On 8 ranks sharing 4 cores, a profile's in_step_collective_slowdown
-  // makes every collective wait for the slowest time-sliced rank: the
-  // all-gather of x costs its own time plus cost::inStepCollectiveWait.
+  // On 8 ranks sharing 4 cores, a profile's in_step_collective_wait makes
+  // every collective wait for the slowest time-sliced rank: the all-gather
+  // of x costs its own time plus cost::inStepCollectiveWait.
   // With a core a rank there is no wait.
   Model m = parse(
       "func.func @f() -> tensor<512x256xf32> {\n"
@@ -639,7 +639,7 @@ TEST(IntraOpSearch, CollectivesWaitForTheSlowestRankWhereRanksShareCores) {
       "  return %a : tensor<512x256xf32>\n}");
   ASSERT_TRUE(m.forward);
   cost::Profile plain, slowed;
-  slowed.inStepCollectiveSlowdown = 3;
+  slowed.inStepCollectiveWait = 1e-3;
   auto gatherOfX = [&](const char *spec, const cost::Profile &profile) {
     auto cluster = cost::parseCluster(spec);
     EXPECT_TRUE(cluster.ok());

@@ -68,11 +68,9 @@ double waitingRankLoad(double waitingSeconds, double idleSeconds, int ranks,
   return std::clamp(load, 0.0, 1.0);
 }
 
-double inStepCollectiveSlowdown(double pairSeconds, double gemmSeconds,
-                                double gatherSeconds) {
-  if (!(gatherSeconds > 0))
-    return 1;
-  return std::max(1.0, (pairSeconds - gemmSeconds) / gatherSeconds);
+double inStepCollectiveWait(double pairSeconds, double gemmSeconds,
+                            double gatherSeconds) {
+  return std::max(0.0, pairSeconds - gemmSeconds - gatherSeconds);
 }
 
 std::vector<int64_t> collectiveSizes(bool quick) {

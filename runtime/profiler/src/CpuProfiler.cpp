@@ -140,12 +140,12 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options) {
              " of a core from the ranks that compute");
   }
   if (waits.inStepGatherSeconds > 0 && cores > 0 && options.ranks > cores) {
-    profile.inStepCollectiveSlowdown = inStepCollectiveSlowdown(
+    profile.inStepCollectiveWait = inStepCollectiveWait(
         waits.inStepPairSeconds, waits.inStepGemmSeconds,
         waits.inStepGatherSeconds);
-    progress("collectives between compute: " +
-             std::to_string(*profile.inStepCollectiveSlowdown) +
-             " times their time alone");
+    progress("collectives between compute: each waits " +
+             std::to_string(*profile.inStepCollectiveWait * 1e6) +
+             " us beyond its time alone");
   }
 
   MemoryMeasurements memory = profileMemory(options);
@@ -191,9 +191,9 @@ std::string cpuProfileComment(const CpuProfileOptions &options) {
         << "compute.waiting_rank_load (same condition): one rank a core "
            "multiplies while the others wait on it as pipeline stages wait, "
            "against idle; the share of a core each waiting rank takes.\n"
-        << "compute.in_step_collective_slowdown (same condition): steps of "
+        << "compute.in_step_collective_wait (same condition): steps of "
            "that GEMM and an all-gather of 1 MiB of its output, every rank "
-           "at once, less the GEMMs alone, against the gathers alone.";
+           "at once, less the GEMMs alone and the gathers alone.";
   else
     out << "collectives: not measured.";
   return out.str();

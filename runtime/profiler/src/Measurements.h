@@ -67,10 +67,10 @@ struct RankMeasurements {
          inStepGatherSeconds = 0;
 };
 
-/// How much slower a collective runs between compute than alone, from the
-/// in-step-gather times: (pair - GEMM) / gather, at least 1.
-double inStepCollectiveSlowdown(double pairSeconds, double gemmSeconds,
-                                double gatherSeconds);
+/// How long a collective between compute waits beyond its time alone,
+/// from the in-step-gather times: pair - GEMM - gather, at least 0.
+double inStepCollectiveWait(double pairSeconds, double gemmSeconds,
+                            double gatherSeconds);
 
 /// The share of a core a waiting rank takes, from the waiting-gemm times:
 /// with `cores` ranks multiplying, one each, and `ranks - cores` waiting,

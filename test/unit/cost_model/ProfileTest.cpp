@@ -285,6 +285,22 @@ TEST(ProfileFile, InStepCollectiveSlowdownReadsBack) {
             std::string::npos);
 }
 
+TEST(ProfileFile, InStepCollectiveWaitReadsBack) {
+  absl::StatusOr<Profile> p = parseProfileText(
+      "[compute]\nin_step_collective_wait = 450 us\n", "p.txt");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->inStepCollectiveWait);
+  EXPECT_DOUBLE_EQ(*p->inStepCollectiveWait, 450e-6);
+  absl::StatusOr<Profile> again = parseProfileText(formatProfile(*p), "q.txt");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NEAR(*again->inStepCollectiveWait, 450e-6, 1e-15);
+  EXPECT_NE(errorOf("[compute]\nin_step_collective_wait = -1 ms\n")
+                .find("p.txt:2: bad value '-1 ms' for key "
+                      "'in_step_collective_wait': expected a time from 0 to "
+                      "10 s"),
+            std::string::npos);
+}
+
 TEST(ProfileFile, ErrorsNameFileAndLine) {
   EXPECT_NE(errorOf("[gemm bf16]\n1024x1024 = 1 us\n")
                 .find("p.txt:2: bad GEMM shape '1024x1024'"),

@@ -271,7 +271,7 @@ TEST(TransformerPlan, WaitingRanksTakeTheirMeasuredLoad) {
 }
 
 TEST(TransformerPlan, LayerCollectivesOnSharedCoresTakeTheirMeasuredSlowdown) {
-  // The profile's in_step_collective_slowdown adds a wait to each
+  // The profile's in_step_collective_wait adds to each
   // collective inside the layers (tensor parallelism's here) where ranks
   // share cores, and to nothing else: not where each rank has a core, not
   // to a plan without such collectives.
@@ -286,7 +286,7 @@ TEST(TransformerPlan, LayerCollectivesOnSharedCoresTakeTheirMeasuredSlowdown) {
   dp.dp = 4;
   dp.microbatchSize = 2;
   Profile plain, slowed;
-  slowed.inStepCollectiveSlowdown = 3;
+  slowed.inStepCollectiveWait = 0.5e-3;
   auto score = [&](const ParallelConfig &p, const Cluster &c,
                    const Profile &profile) {
     auto scored = scoreTransformerPlan(m, c, p, &profile);
@@ -296,9 +296,9 @@ TEST(TransformerPlan, LayerCollectivesOnSharedCoresTakeTheirMeasuredSlowdown) {
   double sharedPlain = score(tp, cpu(4, 2), plain);
   double sharedSlowed = score(tp, cpu(4, 2), slowed);
   // One microbatch through 4 layers: 2 all-reduces forward and 2 backward
-  // each, all on the critical path, each waiting (3 - 1) x a 1 MiB gather.
+  // each, all on the critical path, each waiting the profile's 0.5 ms.
   double wait = inStepCollectiveWait(cpu(4, 2), &slowed);
-  EXPECT_GT(wait, 0);
+  EXPECT_DOUBLE_EQ(wait, 0.5e-3);
   EXPECT_NEAR(sharedSlowed - sharedPlain, 4 * 4 * wait, 1e-6 * sharedPlain);
   EXPECT_NEAR(score(tp, cpu(4, 4), slowed), score(tp, cpu(4, 4), plain),
               1e-12);
@@ -306,9 +306,38 @@ TEST(TransformerPlan, LayerCollectivesOnSharedCoresTakeTheirMeasuredSlowdown) {
               1e-12);
 }
 
+/// The step of `p` on 4 ranks sharing 2 cores under two profiles.
+std::pair<double, double> stepsOnTwoCores(const TransformerModel &m,
+                                          const ParallelConfig &p,
+                                          const Profile &a, const Profile &b) {
+  auto first = scoreTransformerPlan(m, cpu(4, 2), p, &a);
+  auto second = scoreTransformerPlan(m, cpu(4, 2), p, &b);
+  EXPECT_TRUE(first.ok() && second.ok());
+  if (!first.ok() || !second.ok())
+    return {1.0, 1.0};
+  return {first->stepSeconds, second->stepSeconds};
+}
+
+TEST(TransformerPlan, OlderProfilesSlowdownBecomesAWait) {
+  // A profile from before in_step_collective_wait holds the factor on the
+  // 1 MiB all-gather it was measured beside: (3 - 1) x that gather, as the
+  // profile's own curve times it (a flat 1 ms here).
+  Profile old;
+  old.inStepCollectiveSlowdown = 3;
+  auto curve = CollectiveCurve::create({{1.0, 1e-3}, {1e12, 1e-3}});
+  ASSERT_TRUE(curve.ok());
+  old.collectives.emplace(CollectiveKey{Collective::AllGather, 4, 4, 1},
+                          *curve);
+  EXPECT_NEAR(inStepCollectiveWait(cpu(4, 2), &old), 2e-3, 1e-12);
+  // A measured wait is taken as it is; ranks with a core each never wait.
+  old.inStepCollectiveWait = 0.25e-3;
+  EXPECT_DOUBLE_EQ(inStepCollectiveWait(cpu(4, 2), &old), 0.25e-3);
+  EXPECT_DOUBLE_EQ(inStepCollectiveWait(cpu(4, 4), &old), 0);
+}
+
 TEST(TransformerPlan, InStepWaitIsPerCollectiveNotPerByte) {
   // Time-sliced ranks wait for the slowest at every collective, however
-  // small: (slowdown - 1) x the profiled 1 MiB gather each. tp=4 in
+  // small: the profile's measured wait each. tp=4 in
   // microbatches of 1 runs 8 times the calls of one microbatch of 8, each
   // an eighth of the bytes, so it waits 8 times as long.
   TransformerModel m = smallGpt(4, 512, 8);
@@ -317,13 +346,11 @@ TEST(TransformerPlan, InStepWaitIsPerCollectiveNotPerByte) {
   p.globalBatch = 8;
   p.precision = DType::Fp32;
   Profile plain, slowed;
-  slowed.inStepCollectiveSlowdown = 3;
+  slowed.inStepCollectiveWait = 0.5e-3;
   auto added = [&](int64_t microbatch) {
     p.microbatchSize = microbatch;
-    auto a = scoreTransformerPlan(m, cpu(4, 2), p, &plain);
-    auto b = scoreTransformerPlan(m, cpu(4, 2), p, &slowed);
-    EXPECT_TRUE(a.ok() && b.ok());
-    return a.ok() && b.ok() ? b->stepSeconds - a->stepSeconds : 0.0;
+    auto [without, with] = stepsOnTwoCores(m, p, plain, slowed);
+    return with - without;
   };
   double small = added(1), large = added(8);
   ASSERT_GT(large, 0);
@@ -350,15 +377,13 @@ TEST(TransformerPlan, LayerCollectivesPayTheSlowdownAsFarAsBusyRanksShareCores) 
   tp4.pp = 1;
   tp4.microbatchSize = 1;
   Profile plain, slowed;
-  slowed.inStepCollectiveSlowdown = 3;
+  slowed.inStepCollectiveWait = 0.5e-3;
   slowed.waitingRankLoad = 0.01;
   plain.waitingRankLoad = 0.01;
   // How much the slowdown adds to a step, against the step.
   auto added = [&](const ParallelConfig &c) {
-    auto a = scoreTransformerPlan(m, cpu(4, 2), c, &plain);
-    auto b = scoreTransformerPlan(m, cpu(4, 2), c, &slowed);
-    EXPECT_TRUE(a.ok() && b.ok());
-    return a.ok() && b.ok() ? b->stepSeconds / a->stepSeconds - 1 : 0.0;
+    auto [without, with] = stepsOnTwoCores(m, c, plain, slowed);
+    return with / without - 1;
   };
   double one = added(p), eight = added(many), always = added(tp4);
   EXPECT_LT(one, 0.002) << "one microbatch: the stages take turns";

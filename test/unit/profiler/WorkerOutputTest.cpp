@@ -84,4 +84,12 @@ TEST(WorkerOutputTest, WaitingRankLoadFromTheWaitingGemms) {
   EXPECT_DOUBLE_EQ(waitingRankLoad(2e-3, 1e-3, 2, 2), 0.0);
 }
 
+TEST(WorkerOutputTest, InStepWaitFromThePairedSteps) {
+  // A 5 ms GEMM and a 0.2 ms gather took 5.7 ms together: the gather
+  // waited 0.5 ms for the slowest rank. Noise below the two alone is no
+  // wait.
+  EXPECT_NEAR(inStepCollectiveWait(5.7e-3, 5e-3, 0.2e-3), 0.5e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(inStepCollectiveWait(5.1e-3, 5e-3, 0.2e-3), 0.0);
+}
+
 } // namespace

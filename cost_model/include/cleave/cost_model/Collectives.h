@@ -126,15 +126,15 @@ estimateCollective(Collective kind, double bytes, const Group &group,
 /// parallelism's, inside the layers) waits beyond its own time on ranks
 /// that share cores: time-sliced ranks reach it at different times, and the
 /// first to arrive waits for the last, whatever the collective's size. The
-/// profile's in_step_collective_slowdown s was measured as steps of a GEMM
-/// and a 1 MiB all-gather over a node's ranks, all busy: (step - GEMM) /
-/// gather, so each such collective waited (s - 1) x that gather's time.
-/// Where not every rank is busy at once (a pipeline with few microbatches,
-/// its stages taking turns) the wait shrinks as far as the busy ranks stop
-/// outnumbering the cores: times (c - 1) / (D / C - 1), c being
-/// cluster.computeSharing() (work-weighted busy ranks per core) and D / C
-/// its value with every rank busy. 0 where ranks do not share cores or the
-/// profile has no slowdown.
+/// profile's in_step_collective_wait was measured with every rank of a node
+/// busy (steps of a GEMM and a 1 MiB all-gather, less the GEMMs and the
+/// gathers alone); an older profile's in_step_collective_slowdown s gives
+/// (s - 1) x its own 1 MiB all-gather. Where not every rank is busy at once
+/// (a pipeline with few microbatches, its stages taking turns) the wait
+/// shrinks as far as the busy ranks stop outnumbering the cores: times
+/// (c - 1) / (D / C - 1), c being cluster.computeSharing() (work-weighted
+/// busy ranks per core) and D / C its value with every rank busy. 0 where
+/// ranks do not share cores or the profile measured no wait.
 double inStepCollectiveWait(const Cluster &cluster, const Profile *profile);
 
 /// nccl-tests' bus bandwidth of a collective of `bytes` over `groupSize`

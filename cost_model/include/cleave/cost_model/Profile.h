@@ -119,11 +119,17 @@ struct Profile {
   /// wait sleeps, 1 when it spins a whole core. (Open MPI's own wait
   /// polls; the runtime's pipeline waits sleep between tests there.)
   std::optional<double> waitingRankLoad;
-  /// Where ranks outnumber the cores: how much longer a collective takes
-  /// between compute (a tensor-parallel layer's) than alone
-  /// ([compute] in_step_collective_slowdown, at least 1): time-sliced
-  /// ranks reach it at different times and its copies wait for a core.
-  /// The cost model multiplies the layers' collectives by it there.
+  /// Where ranks outnumber the cores: how long a collective between
+  /// compute (a tensor-parallel layer's) waits beyond its time alone,
+  /// seconds ([compute] in_step_collective_wait): time-sliced ranks reach
+  /// it at different times, and the first waits for the last, however
+  /// small the collective. The cost model adds it to each of the layers'
+  /// collectives there (cost::inStepCollectiveWait).
+  std::optional<double> inStepCollectiveWait;
+  /// The same measured as a factor on a 1 MiB all-gather's time
+  /// ([compute] in_step_collective_slowdown, at least 1), as profiles
+  /// before in_step_collective_wait held it; read for those only, and
+  /// turned into a wait with the profile's own 1 MiB all-gather.
   std::optional<double> inStepCollectiveSlowdown;
   std::map<CollectiveKey, CollectiveCurve> collectives;
 
