@@ -197,7 +197,7 @@ def main():
                     help="rerun a plan while other processes used more "
                          "cores than this during its run")
     ap.add_argument("--retries", type=int, default=2)
-    ap.add_argument("--launches", type=int, default=3,
+    ap.add_argument("--launches", type=int, default=5,
                     help="separate launches of each plan; the measured time "
                     "is the median of their medians (where the scheduler "
                     "puts 4 ranks on 2 cores changes a step by 10-30%% "
