@@ -358,7 +358,7 @@ TEST(TransformerPlan, InStepWaitIsPerCollectiveNotPerByte) {
 }
 
 TEST(TransformerPlan, LayerCollectivesPayTheSlowdownAsFarAsBusyRanksShareCores) {
-  // The slowdown was measured with every rank busy. A pipeline of one
+  // The in-step wait was measured with every rank busy. A pipeline of one
   // microbatch runs its stages in turn: two of four ranks busy on two
   // cores, so its tensor-parallel collectives are not slowed (beyond what
   // waiting ranks take); with 8 microbatches the stages overlap and they
