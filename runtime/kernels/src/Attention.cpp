@@ -3,6 +3,7 @@
 #include "cleave/runtime/kernels/Attention.h"
 
 #include "Support.h"
+#include "VectorClones.h"
 
 #include <cmath>
 #include <limits>
@@ -14,8 +15,8 @@ namespace {
 /// rest are masked to 0. Rows along the last axis (the common case) are
 /// compiled with a constant unit stride so that their loops vectorise.
 template <bool UnitStride>
-void softmaxRow(const float *x, float *y, int64_t n, int64_t valid,
-                int64_t rowStride) {
+CLEAVE_CLONE_INLINE void softmaxRow(const float *x, float *y, int64_t n,
+                                    int64_t valid, int64_t rowStride) {
   int64_t stride = UnitStride ? 1 : rowStride;
   if (valid <= 0) {
     for (int64_t j = 0; j < n; ++j)
@@ -39,8 +40,9 @@ void softmaxRow(const float *x, float *y, int64_t n, int64_t valid,
 }
 
 template <bool UnitStride>
-void softmaxBackwardRow(const float *y, const float *g, float *d, int64_t n,
-                        int64_t rowStride) {
+CLEAVE_CLONE_INLINE void softmaxBackwardRow(const float *y, const float *g,
+                                            float *d, int64_t n,
+                                            int64_t rowStride) {
   int64_t stride = UnitStride ? 1 : rowStride;
   float dot = 0.0f;
   for (int64_t j = 0; j < n; ++j)
@@ -98,8 +100,9 @@ void rotate(ConstTensorRef in, double theta, int64_t offset, TensorRef out,
 
 } // namespace
 
-void softmax(ConstTensorRef in, int64_t axis, bool causal, TensorRef out,
-             std::optional<int64_t> causalShift) {
+CLEAVE_VECTOR_CLONES void softmax(ConstTensorRef in, int64_t axis, bool causal,
+                                  TensorRef out,
+                                  std::optional<int64_t> causalShift) {
   detail::checkAxis(axis, in.rank(), "softmax");
   detail::checkShape(out, in.shape, "softmax", "result");
   CLEAVE_CHECK(!causal || (in.rank() >= 2 && axis == in.rank() - 1),
@@ -128,8 +131,9 @@ void softmax(ConstTensorRef in, int64_t axis, bool causal, TensorRef out,
     }
 }
 
-void softmaxBackward(ConstTensorRef out, ConstTensorRef dOut, int64_t axis,
-                     TensorRef dIn) {
+CLEAVE_VECTOR_CLONES void softmaxBackward(ConstTensorRef out,
+                                          ConstTensorRef dOut, int64_t axis,
+                                          TensorRef dIn) {
   detail::checkAxis(axis, out.rank(), "softmaxBackward");
   detail::checkShape(dOut, out.shape, "softmaxBackward", "dOut");
   detail::checkShape(dIn, out.shape, "softmaxBackward", "dIn");

@@ -3,6 +3,7 @@
 #include "cleave/runtime/kernels/Elementwise.h"
 
 #include "Broadcast.h"
+#include "VectorClones.h"
 
 #include <cmath>
 #include <type_traits>
@@ -18,7 +19,8 @@ template <bool B> using Bool = std::integral_constant<bool, B>;
 
 /// Calls f(Bool<a>, Bool<b>) so that row loops are compiled once per
 /// combination of inner strides (0 or 1) and vectorise.
-template <typename F> void withContiguity(bool a, bool b, F &&f) {
+template <typename F>
+CLEAVE_CLONE_INLINE void withContiguity(bool a, bool b, F &&f) {
   if (a && b)
     f(Bool<true>(), Bool<true>());
   else if (a)
@@ -30,7 +32,8 @@ template <typename F> void withContiguity(bool a, bool b, F &&f) {
 }
 
 template <typename F>
-void binaryLoop(ConstTensorRef lhs, ConstTensorRef rhs, TensorRef out, F f) {
+CLEAVE_CLONE_INLINE void binaryLoop(ConstTensorRef lhs, ConstTensorRef rhs,
+                                    TensorRef out, F f) {
   BroadcastPlan<3> plan = planBroadcast<3>(
       out.shape, {&out.shape, &lhs.shape, &rhs.shape}, "binary");
   int64_t n = plan.inner();
@@ -51,8 +54,9 @@ void binaryLoop(ConstTensorRef lhs, ConstTensorRef rhs, TensorRef out, F f) {
 /// When the target has the full shape every element is visited once, so
 /// the gradient is assigned instead and needs no zeroing.
 template <typename F>
-void gradLoop(int target, ConstTensorRef lhs, ConstTensorRef rhs,
-              ConstTensorRef dOut, TensorRef d, F f) {
+CLEAVE_CLONE_INLINE void gradLoop(int target, ConstTensorRef lhs,
+                                  ConstTensorRef rhs, ConstTensorRef dOut,
+                                  TensorRef d, F f) {
   BroadcastPlan<3> plan = planBroadcast<3>(
       dOut.shape, {&dOut.shape, &lhs.shape, &rhs.shape}, "binaryBackward");
   int64_t n = plan.inner();
@@ -84,8 +88,9 @@ void gradLoop(int target, ConstTensorRef lhs, ConstTensorRef rhs,
 }
 
 template <typename FA, typename FB>
-void gradients(ConstTensorRef lhs, ConstTensorRef rhs, ConstTensorRef dOut,
-               TensorRef dLhs, TensorRef dRhs, FA fa, FB fb) {
+CLEAVE_CLONE_INLINE void gradients(ConstTensorRef lhs, ConstTensorRef rhs,
+                                   ConstTensorRef dOut, TensorRef dLhs,
+                                   TensorRef dRhs, FA fa, FB fb) {
   if (dLhs)
     gradLoop(1, lhs, rhs, dOut, dLhs, fa);
   if (dRhs)
@@ -98,8 +103,8 @@ float tieShare(float self, float other, float g) {
 
 } // namespace
 
-void binary(BinaryOp op, ConstTensorRef lhs, ConstTensorRef rhs,
-            TensorRef out) {
+CLEAVE_VECTOR_CLONES void binary(BinaryOp op, ConstTensorRef lhs,
+                                 ConstTensorRef rhs, TensorRef out) {
   detail::checkShape(out, broadcastShape(lhs.shape, rhs.shape), "binary",
                      "result");
   switch (op) {
@@ -123,8 +128,10 @@ void binary(BinaryOp op, ConstTensorRef lhs, ConstTensorRef rhs,
   }
 }
 
-void binaryBackward(BinaryOp op, ConstTensorRef lhs, ConstTensorRef rhs,
-                    ConstTensorRef dOut, TensorRef dLhs, TensorRef dRhs) {
+CLEAVE_VECTOR_CLONES void binaryBackward(BinaryOp op, ConstTensorRef lhs,
+                                         ConstTensorRef rhs,
+                                         ConstTensorRef dOut, TensorRef dLhs,
+                                         TensorRef dRhs) {
   detail::checkShape(dOut, broadcastShape(lhs.shape, rhs.shape),
                      "binaryBackward", "dOut");
   detail::checkOptionalShape(dLhs, lhs.shape, "binaryBackward", "dLhs");

@@ -3,6 +3,7 @@
 #include "cleave/runtime/kernels/Elementwise.h"
 
 #include "Support.h"
+#include "VectorClones.h"
 
 #include <cmath>
 #include <cstdint>
@@ -26,8 +27,8 @@ constexpr float kGeluCubic = 0.044715f;
 inline float fastExp(float x) {
   x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
   float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = x - n * 0.693145751953125f;   // ln 2, high part
-  r = r - n * 1.428606765330187045e-06f;  // ln 2, low part
+  float r = x - n * 0.693145751953125f;  // ln 2, high part
+  r = r - n * 1.428606765330187045e-06f; // ln 2, low part
   float p = 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
   p = p * r + 1.0f / 24.0f;
@@ -43,13 +44,15 @@ inline float fastExp(float x) {
 
 inline float sigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }
 
-template <typename F> void map(const float *in, float *out, int64_t n, F f) {
+template <typename F>
+CLEAVE_CLONE_INLINE void map(const float *in, float *out, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = f(in[i]);
 }
 
 template <typename F>
-void mapGrad(const float *in, const float *g, float *d, int64_t n, F f) {
+CLEAVE_CLONE_INLINE void mapGrad(const float *in, const float *g, float *d,
+                                 int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i)
     d[i] = g[i] * f(in[i]);
 }
@@ -90,7 +93,7 @@ void dropoutRun(const float *in, float *out, int64_t n, uint64_t seed,
 
 } // namespace
 
-void unary(UnaryOp op, ConstTensorRef in, TensorRef out) {
+CLEAVE_VECTOR_CLONES void unary(UnaryOp op, ConstTensorRef in, TensorRef out) {
   detail::checkShape(out, in.shape, "unary", "result");
   const float *x = in.data;
   float *y = out.data;
@@ -130,8 +133,8 @@ void unary(UnaryOp op, ConstTensorRef in, TensorRef out) {
   }
 }
 
-void unaryBackward(UnaryOp op, ConstTensorRef in, ConstTensorRef dOut,
-                   TensorRef dIn) {
+CLEAVE_VECTOR_CLONES void unaryBackward(UnaryOp op, ConstTensorRef in,
+                                        ConstTensorRef dOut, TensorRef dIn) {
   detail::checkShape(dOut, in.shape, "unaryBackward", "dOut");
   detail::checkShape(dIn, in.shape, "unaryBackward", "dIn");
   const float *x = in.data, *g = dOut.data;

@@ -3,6 +3,7 @@
 #include "cleave/runtime/kernels/Loss.h"
 
 #include "Support.h"
+#include "VectorClones.h"
 
 #include <cmath>
 #include <limits>
@@ -51,8 +52,8 @@ void logSumExp(const float *x, int64_t n, float &max, float &logSum) {
 
 } // namespace
 
-void crossEntropy(ConstTensorRef logits, IndexRef labels, int64_t ignoreIndex,
-                  TensorRef loss) {
+CLEAVE_VECTOR_CLONES void crossEntropy(ConstTensorRef logits, IndexRef labels,
+                                       int64_t ignoreIndex, TensorRef loss) {
   LossDims d = lossDims(logits, labels, "crossEntropy");
   detail::checkShape(loss, {}, "crossEntropy", "loss");
   double total = 0.0;
@@ -69,9 +70,11 @@ void crossEntropy(ConstTensorRef logits, IndexRef labels, int64_t ignoreIndex,
   loss.data[0] = count ? static_cast<float>(total / count) : 0.0f;
 }
 
-void crossEntropyBackward(ConstTensorRef logits, IndexRef labels,
-                          int64_t ignoreIndex, ConstTensorRef dLoss,
-                          TensorRef dLogits) {
+CLEAVE_VECTOR_CLONES void crossEntropyBackward(ConstTensorRef logits,
+                                               IndexRef labels,
+                                               int64_t ignoreIndex,
+                                               ConstTensorRef dLoss,
+                                               TensorRef dLogits) {
   LossDims d = lossDims(logits, labels, "crossEntropyBackward");
   detail::checkShape(dLoss, {}, "crossEntropyBackward", "dLoss");
   detail::checkShape(dLogits, logits.shape, "crossEntropyBackward", "dLogits");

@@ -3,6 +3,7 @@
 #include "cleave/runtime/kernels/Normalization.h"
 
 #include "Support.h"
+#include "VectorClones.h"
 
 #include <cmath>
 
@@ -64,8 +65,9 @@ ChannelDims channelDims(ConstTensorRef in, const char *kernel) {
 
 } // namespace
 
-void layerNorm(ConstTensorRef in, ConstTensorRef scale, ConstTensorRef bias,
-               int64_t axis, double epsilon, TensorRef out) {
+CLEAVE_VECTOR_CLONES void layerNorm(ConstTensorRef in, ConstTensorRef scale,
+                                    ConstTensorRef bias, int64_t axis,
+                                    double epsilon, TensorRef out) {
   NormDims d = normDims(in, axis, "layerNorm");
   detail::checkShape(out, in.shape, "layerNorm", "result");
   detail::checkOptionalShape(scale, d.paramShape, "layerNorm", "scale");
@@ -86,9 +88,11 @@ void layerNorm(ConstTensorRef in, ConstTensorRef scale, ConstTensorRef bias,
   }
 }
 
-void layerNormBackward(ConstTensorRef in, ConstTensorRef scale, int64_t axis,
-                       double epsilon, ConstTensorRef dOut, TensorRef dIn,
-                       TensorRef dScale, TensorRef dBias) {
+CLEAVE_VECTOR_CLONES void layerNormBackward(ConstTensorRef in,
+                                            ConstTensorRef scale, int64_t axis,
+                                            double epsilon, ConstTensorRef dOut,
+                                            TensorRef dIn, TensorRef dScale,
+                                            TensorRef dBias) {
   NormDims d = normDims(in, axis, "layerNormBackward");
   detail::checkShape(dOut, in.shape, "layerNormBackward", "dOut");
   detail::checkOptionalShape(dIn, in.shape, "layerNormBackward", "dIn");
@@ -129,8 +133,8 @@ void layerNormBackward(ConstTensorRef in, ConstTensorRef scale, int64_t axis,
   }
 }
 
-void rmsNorm(ConstTensorRef in, ConstTensorRef scale, int64_t axis,
-             double epsilon, TensorRef out) {
+CLEAVE_VECTOR_CLONES void rmsNorm(ConstTensorRef in, ConstTensorRef scale,
+                                  int64_t axis, double epsilon, TensorRef out) {
   NormDims d = normDims(in, axis, "rmsNorm");
   detail::checkShape(out, in.shape, "rmsNorm", "result");
   detail::checkOptionalShape(scale, d.paramShape, "rmsNorm", "scale");
@@ -148,9 +152,10 @@ void rmsNorm(ConstTensorRef in, ConstTensorRef scale, int64_t axis,
   }
 }
 
-void rmsNormBackward(ConstTensorRef in, ConstTensorRef scale, int64_t axis,
-                     double epsilon, ConstTensorRef dOut, TensorRef dIn,
-                     TensorRef dScale) {
+CLEAVE_VECTOR_CLONES void rmsNormBackward(ConstTensorRef in,
+                                          ConstTensorRef scale, int64_t axis,
+                                          double epsilon, ConstTensorRef dOut,
+                                          TensorRef dIn, TensorRef dScale) {
   NormDims d = normDims(in, axis, "rmsNormBackward");
   detail::checkShape(dOut, in.shape, "rmsNormBackward", "dOut");
   detail::checkOptionalShape(dIn, in.shape, "rmsNormBackward", "dIn");

@@ -3,13 +3,15 @@
 #include "cleave/runtime/kernels/Optimizer.h"
 
 #include "Support.h"
+#include "VectorClones.h"
 
 #include <cmath>
 
 namespace cleave::kernels {
 
-void sgdStep(TensorRef param, ConstTensorRef grad, TensorRef momentumBuffer,
-             const SgdOptions &options) {
+CLEAVE_VECTOR_CLONES void sgdStep(TensorRef param, ConstTensorRef grad,
+                                  TensorRef momentumBuffer,
+                                  const SgdOptions &options) {
   detail::checkShape(grad, param.shape, "sgdStep", "grad");
   CLEAVE_CHECK(options.momentum == 0.0f || momentumBuffer,
                "momentum needs a momentum buffer");
@@ -32,8 +34,9 @@ void sgdStep(TensorRef param, ConstTensorRef grad, TensorRef momentumBuffer,
   }
 }
 
-void adamwStep(TensorRef param, ConstTensorRef grad, TensorRef m, TensorRef v,
-               int64_t step, const AdamWOptions &options) {
+CLEAVE_VECTOR_CLONES void adamwStep(TensorRef param, ConstTensorRef grad,
+                                    TensorRef m, TensorRef v, int64_t step,
+                                    const AdamWOptions &options) {
   detail::checkShape(grad, param.shape, "adamwStep", "grad");
   detail::checkShape(m, param.shape, "adamwStep", "m");
   detail::checkShape(v, param.shape, "adamwStep", "v");
