@@ -2,6 +2,7 @@
 
 #include "cleave/runtime/kernels/Attention.h"
 
+#include "FastMath.h"
 #include "Support.h"
 #include "VectorClones.h"
 
@@ -13,7 +14,8 @@ namespace {
 
 /// Softmax of the first `valid` of `n` elements spaced `stride` apart; the
 /// rest are masked to 0. Rows along the last axis (the common case) are
-/// compiled with a constant unit stride so that their loops vectorise.
+/// compiled with a constant unit stride and reduce in lanes (FastMath.h),
+/// so that their loops vectorise.
 template <bool UnitStride>
 CLEAVE_CLONE_INLINE void softmaxRow(const float *x, float *y, int64_t n,
                                     int64_t valid, int64_t rowStride) {
@@ -24,14 +26,19 @@ CLEAVE_CLONE_INLINE void softmaxRow(const float *x, float *y, int64_t n,
     return;
   }
   float max = -std::numeric_limits<float>::infinity();
+  if (UnitStride)
+    max = detail::rowMax(x, valid);
+  else
+    for (int64_t j = 0; j < valid; ++j)
+      max = std::max(max, x[j * stride]);
   for (int64_t j = 0; j < valid; ++j)
-    max = std::max(max, x[j * stride]);
+    y[j * stride] = detail::expOrZero(x[j * stride] - max);
   float sum = 0.0f;
-  for (int64_t j = 0; j < valid; ++j) {
-    float e = std::exp(x[j * stride] - max);
-    y[j * stride] = e;
-    sum += e;
-  }
+  if (UnitStride)
+    sum = detail::rowSum(y, valid);
+  else
+    for (int64_t j = 0; j < valid; ++j)
+      sum += y[j * stride];
   float inv = 1.0f / sum;
   for (int64_t j = 0; j < valid; ++j)
     y[j * stride] *= inv;
@@ -45,8 +52,11 @@ CLEAVE_CLONE_INLINE void softmaxBackwardRow(const float *y, const float *g,
                                             int64_t rowStride) {
   int64_t stride = UnitStride ? 1 : rowStride;
   float dot = 0.0f;
-  for (int64_t j = 0; j < n; ++j)
-    dot += y[j * stride] * g[j * stride];
+  if (UnitStride)
+    dot = detail::rowDot(y, g, n);
+  else
+    for (int64_t j = 0; j < n; ++j)
+      dot += y[j * stride] * g[j * stride];
   for (int64_t j = 0; j < n; ++j)
     d[j * stride] = y[j * stride] * (g[j * stride] - dot);
 }

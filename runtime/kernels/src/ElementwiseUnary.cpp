@@ -2,6 +2,7 @@
 
 #include "cleave/runtime/kernels/Elementwise.h"
 
+#include "FastMath.h"
 #include "Support.h"
 #include "VectorClones.h"
 
@@ -18,31 +19,11 @@ constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 constexpr float kSqrt2OverPi = 0.79788456080286535588f;
 constexpr float kGeluCubic = 0.044715f;
 
-/// e^x without branches or calls, so that the loops using it vectorise
-/// (libm's expf and tanhf do not, and made GELU a fifth of a GPT step on
-/// the CPU): x = n ln2 + r with |r| <= ln2 / 2, e^r from its degree-6
-/// Taylor polynomial (relative error below 2e-7 there), 2^n built in the
-/// exponent bits. The rounding adds and subtracts 1.5 * 2^23, which IEEE
-/// arithmetic (no -ffast-math here) keeps.
-inline float fastExp(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = x - n * 0.693145751953125f;  // ln 2, high part
-  r = r - n * 1.428606765330187045e-06f; // ln 2, low part
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
-}
+using detail::fastExp;
 
-inline float sigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }
+CLEAVE_CLONE_INLINE float sigmoid(float x) {
+  return 1.0f / (1.0f + fastExp(-x));
+}
 
 template <typename F>
 CLEAVE_CLONE_INLINE void map(const float *in, float *out, int64_t n, F f) {

@@ -2,6 +2,7 @@
 
 #include "cleave/runtime/kernels/Loss.h"
 
+#include "FastMath.h"
 #include "Support.h"
 #include "VectorClones.h"
 
@@ -40,14 +41,10 @@ bool counts(IndexRef labels, int64_t r, int64_t classes, int64_t ignoreIndex,
 }
 
 /// max and log(sum(exp(x - max))) of a row.
-void logSumExp(const float *x, int64_t n, float &max, float &logSum) {
-  max = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i)
-    max = std::max(max, x[i]);
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i)
-    sum += std::exp(x[i] - max);
-  logSum = std::log(sum);
+CLEAVE_CLONE_INLINE void logSumExp(const float *x, int64_t n, float &max,
+                                   float &logSum) {
+  max = detail::rowMax(x, n);
+  logSum = std::log(detail::rowSumExp(x, max, n));
 }
 
 } // namespace
@@ -93,7 +90,7 @@ CLEAVE_VECTOR_CLONES void crossEntropyBackward(ConstTensorRef logits,
     logSumExp(x, d.classes, max, logSum);
     float shift = max + logSum;
     for (int64_t i = 0; i < d.classes; ++i)
-      dx[i] = std::exp(x[i] - shift) * scale;
+      dx[i] = detail::expOrZero(x[i] - shift) * scale;
     dx[labels.data[r]] -= scale;
   }
 }
