@@ -14,7 +14,9 @@ size. Megatron-LM as published reduced gradients after the pipeline flush and
 blocked on pipeline transfers, so the plans are scored with overlap-grad=off
 and overlap-p2p=off (cleave's own runtime overlaps both), and it cut the
 layers evenly over the stages (stages=even; cleave balances them against the
-embedding and head by default).
+embedding and head by default). Its full recomputation runs each layer's whole
+forward pass again (recompute-scope=layer; cleave's lowering recomputes only
+what the backward pass reads, which leaves out the MLP's output GEMM).
 
 Usage: bench/megatron_validation.py [path/to/cleave]
 """
@@ -45,7 +47,8 @@ def paper_flops(batch, layers, hidden):
 
 def score(cleave, name, gpus, tp, pp, dp, batch, mbs):
     knobs = (f"tp={tp},pp={pp},dp={dp},cp=1,sp=off,zero=0,microbatch={mbs},"
-             "recompute=full,precision=fp16,schedule=1f1b,overlap-grad=off,"
+             "recompute=full,recompute-scope=layer,precision=fp16,"
+             "schedule=1f1b,overlap-grad=off,"
              "overlap-p2p=off,stages=even")
     cmd = [cleave, "compile", f"zoo:megatron-{name}", "--cluster",
            f"dgx-a100-80g,nodes={gpus // 8}", "--global-batch", str(batch),

@@ -76,6 +76,13 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
             "knob '", key, "' takes on or off, got '", value, "'"));
       (key == "overlap-grad" ? plan.overlapGradReduce : plan.overlapTransfers) =
           on;
+    } else if (key == "recompute-scope") {
+      if (value == "needed" || value == "layer")
+        plan.recomputeWholeLayer = value == "layer";
+      else
+        status = absl::InvalidArgumentError(absl::StrCat(
+            "knob 'recompute-scope' takes needed or layer, got '", value,
+            "'"));
     } else if (key == "stages") {
       if (value == "balanced" || value == "even")
         plan.balanceStages = value == "balanced";
@@ -121,7 +128,8 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
       status = absl::InvalidArgumentError(absl::StrCat(
           "unknown knob '", key,
           "' (knobs: dp, tp, pp, cp, ep, sp, zero, microbatch, schedule, vpp, "
-          "recompute, precision, overlap-grad, overlap-p2p, stages)"));
+          "recompute, precision, overlap-grad, overlap-p2p, stages, "
+          "recompute-scope)"));
     }
     if (!status.ok())
       return status;

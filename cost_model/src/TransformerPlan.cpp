@@ -571,7 +571,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     // on one CPU rank, 4-layer GPT, hidden 512: full recomputation added
     // 195 ms a step against 293 ms priced as the whole forward, 205 ms
     // priced this way.
-    if (!moe) {
+    if (!moe && !p.recomputeWholeLayer) {
       L.recomputeFull += (down.first + residual * 0.5) * -1.0;
       if (p.tp > 1) {
         L.recomputeFull.seconds -= mlpOutReduce;

@@ -145,7 +145,8 @@ cl::opt<std::string> fixKnobs(
              "microbatch, schedule=gpipe|1f1b|interleaved|zb-h1, vpp, "
              "recompute=none|selective|full, precision, "
              "overlap-grad=on|off, overlap-p2p=on|off, "
-             "stages=balanced|even (dp defaults to the devices left over, "
+             "stages=balanced|even, recompute-scope=needed|layer (dp "
+             "defaults to the devices left over, "
              "the rest to 1/off/none)"),
     cl::value_desc("KNOB=VALUE,..."), cl::sub(compileCmd),
     cl::cat(planCategory));
@@ -1394,6 +1395,11 @@ int runCompile() {
       return badUsage("--fix: " + Twine(std::string(status.message())));
     fixed.insert("dp");
   }
+  if (!planOut.empty() && plan.recomputeWholeLayer)
+    return badUsage("--fix: recompute-scope=layer prices Megatron-LM's full "
+                    "recomputation (the whole layer forward again); cleave's "
+                    "lowering recomputes only what the backward pass reads, "
+                    "so a plan written with -o cannot take it");
   if (!planOut.empty()) {
     // Knobs not fixed yet are the search's, which keeps to what lowers.
     cleave::cost::ParallelConfig asked = plan;

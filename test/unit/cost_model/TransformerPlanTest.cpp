@@ -55,6 +55,14 @@ TEST(TransformerPlan, FlopsFollowMegatronsFormula) {
   EXPECT_NEAR(r->hardwareFlops /
                   (megatronFlopsPerStep(m, 16) - 8 * B * s * l * h * h),
               1.0, 1e-9);
+  // Priced as Megatron-LM recomputes (recompute-scope=layer), exactly its
+  // formula.
+  ParallelConfig whole = p;
+  whole.recomputeWholeLayer = true;
+  auto w = scoreTransformerPlan(m, a100(1), whole);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_NEAR(w->hardwareFlops / megatronFlopsPerStep(m, 16), 1.0, 1e-9);
+  EXPECT_GT(w->stepSeconds, r->stepSeconds);
   EXPECT_EQ(r->numMicrobatches, 4);
   // The head over 51200 words costs more than a layer: the last stage
   // gives one up (StageBalance.h).

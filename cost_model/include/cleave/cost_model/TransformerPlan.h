@@ -3,7 +3,9 @@
 // Prices one training step of a transformer under a plan given as knobs
 // (data, tensor, pipeline, context and expert parallel degrees, sequence
 // parallelism, ZeRO stage, microbatch size, pipeline schedule,
-// recomputation, precision), the way Megatron-LM executes it: every GEMM
+// recomputation, precision), the way Megatron-LM executes it (but full
+// recomputation as cleave's lowering runs it, unless recomputeWholeLayer):
+// every GEMM
 // and memory-bound kernel of a layer priced by the operator model, the
 // tensor-parallel collectives on the critical path, pipeline transfers and
 // data-parallel gradient reduction on their own streams, the whole step
@@ -110,6 +112,13 @@ struct ParallelConfig {
   /// and the head and loss on the last (StageBalance.h); off: the even
   /// split, as Megatron-LM cuts its stages.
   bool balanceStages = true;
+  /// What full recomputation runs again. Off (cleave's lowering,
+  /// cleave-recompute): only what the backward pass reads, so not a dense
+  /// layer's MLP output GEMM, its tensor-parallel reduction and the
+  /// residual add, whose result is the stashed layer output. On
+  /// (Megatron-LM's activation checkpointing): the layer's whole forward
+  /// pass. Pricing only: a plan artifact is always lowered as off.
+  bool recomputeWholeLayer = false;
 };
 
 /// The collectives one device of a stage runs per step, as the cost model
