@@ -54,6 +54,14 @@ CLEAVE_CLONE_INLINE float expOrZero(float x) {
 /// result does not depend on the instruction set.
 constexpr int kReduceLanes = 16;
 
+/// The lanes' sum, added pairwise (lane j + lane j + 8, then + 4, ...).
+CLEAVE_CLONE_INLINE float addLanes(float (&lane)[kReduceLanes]) {
+  for (int width = kReduceLanes / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j)
+      lane[j] += lane[j + width];
+  return lane[0];
+}
+
 /// The largest of x[0..n) (-inf for n = 0; NaNs are skipped, as by a
 /// sequential std::max). Exact, so the lanes change nothing.
 CLEAVE_CLONE_INLINE float rowMax(const float *x, int64_t n) {
@@ -83,10 +91,7 @@ CLEAVE_CLONE_INLINE float rowSum(const float *x, int64_t n) {
       lane[j] += x[i + j];
   for (int64_t i = full; i < n; ++i)
     lane[i - full] += x[i];
-  for (int width = kReduceLanes / 2; width > 0; width /= 2)
-    for (int j = 0; j < width; ++j)
-      lane[j] += lane[j + width];
-  return lane[0];
+  return addLanes(lane);
 }
 
 /// The sum of x[i] * y[i] over [0..n), in the lanes of rowSum.
@@ -98,10 +103,7 @@ CLEAVE_CLONE_INLINE float rowDot(const float *x, const float *y, int64_t n) {
       lane[j] += x[i + j] * y[i + j];
   for (int64_t i = full; i < n; ++i)
     lane[i - full] += x[i] * y[i];
-  for (int width = kReduceLanes / 2; width > 0; width /= 2)
-    for (int j = 0; j < width; ++j)
-      lane[j] += lane[j + width];
-  return lane[0];
+  return addLanes(lane);
 }
 
 /// The sum of expOrZero(x[i] - shift) over [0..n), in the lanes of rowSum.
@@ -113,10 +115,7 @@ CLEAVE_CLONE_INLINE float rowSumExp(const float *x, float shift, int64_t n) {
       lane[j] += expOrZero(x[i + j] - shift);
   for (int64_t i = full; i < n; ++i)
     lane[i - full] += expOrZero(x[i] - shift);
-  for (int width = kReduceLanes / 2; width > 0; width /= 2)
-    for (int j = 0; j < width; ++j)
-      lane[j] += lane[j + width];
-  return lane[0];
+  return addLanes(lane);
 }
 
 } // namespace cleave::kernels::detail
