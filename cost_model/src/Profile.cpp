@@ -350,45 +350,42 @@ absl::StatusOr<Profile> parseProfileText(std::string_view text,
       // shared_core_efficiency may exceed 1 a little (measurement noise);
       // waiting_rank_load is a share of one core; a collective between
       // compute takes at least its time alone.
-      if (line.key == "in_step_collective_slowdown") {
-        absl::StatusOr<double> value =
-            parseQuantity(line.value, Quantity::Number);
-        if (!value.ok() || !(*value >= 1) || !(*value <= 1000))
-          return error(line.line,
-                       cat("bad value '", line.value, "' for key '", line.key,
-                           "': expected a factor from 1 to 1000, like 2.5"));
-        profile.inStepCollectiveSlowdown = *value;
-        continue;
-      }
-      if (line.key == "in_step_collective_wait") {
-        absl::StatusOr<double> value =
-            parseQuantity(line.value, Quantity::Seconds);
-        if (!value.ok() || !(*value >= 0) || !(*value <= 10))
-          return error(line.line,
-                       cat("bad value '", line.value, "' for key '", line.key,
-                           "': expected a time from 0 to 10 s, like 450 us"));
-        profile.inStepCollectiveWait = *value;
-        continue;
-      }
-      bool efficiency = line.key == "shared_core_efficiency";
-      if (!efficiency && line.key != "waiting_rank_load")
+      struct ComputeKey {
+        const char *name;
+        Quantity quantity;
+        double low, high;
+        bool lowIncluded;
+        const char *expected;
+        std::optional<double> *target;
+      };
+      const ComputeKey keys[] = {
+          {"shared_core_efficiency", Quantity::Fraction, 0, 2, false,
+           "a fraction above 0, like 0.75", &profile.sharedCoreEfficiency},
+          {"waiting_rank_load", Quantity::Fraction, 0, 1, true,
+           "a fraction from 0 to 1, like 0.4", &profile.waitingRankLoad},
+          {"in_step_collective_wait", Quantity::Seconds, 0, 10, true,
+           "a time from 0 to 10 s, like 450 us", &profile.inStepCollectiveWait},
+          {"in_step_collective_slowdown", Quantity::Number, 1, 1000, true,
+           "a factor from 1 to 1000, like 2.5",
+           &profile.inStepCollectiveSlowdown}};
+      const ComputeKey *key = nullptr;
+      for (const ComputeKey &k : keys)
+        if (line.key == k.name)
+          key = &k;
+      if (!key)
         return error(line.line, cat("unknown key 'compute.", line.key,
                                     "' (known: shared_core_efficiency, "
                                     "waiting_rank_load, "
                                     "in_step_collective_wait, "
                                     "in_step_collective_slowdown)"));
-      absl::StatusOr<double> value =
-          parseQuantity(line.value, Quantity::Fraction);
-      bool ok = value.ok() && (efficiency ? *value > 0 && *value <= 2
-                                          : *value >= 0 && *value <= 1);
+      absl::StatusOr<double> value = parseQuantity(line.value, key->quantity);
+      bool ok = value.ok() &&
+                (key->lowIncluded ? *value >= key->low : *value > key->low) &&
+                *value <= key->high;
       if (!ok)
-        return error(line.line,
-                     cat("bad value '", line.value, "' for key '", line.key,
-                         efficiency ? "': expected a fraction above 0, like 0.75"
-                                    : "': expected a fraction from 0 to 1, "
-                                      "like 0.4"));
-      (efficiency ? profile.sharedCoreEfficiency : profile.waitingRankLoad) =
-          *value;
+        return error(line.line, cat("bad value '", line.value, "' for key '",
+                                    line.key, "': expected ", key->expected));
+      *key->target = *value;
     } else {
       return error(line.sectionLine, cat("unknown section '[", line.section,
                                          "]' (known: bandwidth, compute, gemm "
