@@ -16,7 +16,11 @@ launches go round-robin over the plans (every plan once, then again), so
 that the machine's drift during the run falls on all plans alike. By default
 (--measure interleaved) one launch runs a group of plans one step of each in
 turn (`cleave run PLAN --interleave PLAN2 ...`): the machine's drift over
-seconds then falls on the group alike too.
+seconds then falls on the group alike too, and the measured time of a plan
+is fitted with that drift taken out (block_effects.py: log step time = plan
++ turn of a launch, by median polish); the plain median of the launches'
+medians is printed beside it, and the split-half tau of both says how
+reproducible each is.
 
 Python 3 standard library only.
 
@@ -43,6 +47,7 @@ import sys
 import tempfile
 import time
 
+from block_effects import plan_times, split_half
 from machine_load import LoadMeter, wait_idle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -331,6 +336,10 @@ def main():
     # measured while it lasted. Interleaved, each launch also spreads the
     # drift over seconds evenly over its group.
     launches = {name: [] for name, _, _ in compiled}
+    # Interleaved: every step after the warm-up as (plan, block, ms), a
+    # block being one turn of one launch (block_effects.py), per round.
+    blocked = [] if args.measure == "interleaved" and \
+        min(args.group, len(compiled)) > 1 else None
     for launch in range(args.launches):
         if args.measure == "separate":
             for name, path, _ in compiled:
@@ -338,27 +347,53 @@ def main():
         else:
             order = list(range(len(compiled)))
             random.Random(launch).shuffle(order)
+            steps = []
             for start in range(0, len(order), args.group):
                 group = [compiled[i] for i in order[start:start + args.group]]
                 results = launch_group([path for _, path, _ in group])
                 for (name, _, _), result in zip(group, results):
                     launches[name].append(result)
+                    for turn, ms in enumerate(result[0]):
+                        if turn >= args.warmup:
+                            steps.append((name, (launch, start, turn), ms))
+            if blocked is not None:
+                blocked.append(steps)
         print("launch %d of %d measured" % (launch + 1, args.launches),
               flush=True)
+
+    # The measured time: with blocks, each plan's time at the run's median
+    # speed of the machine (block_effects.py: the drift between launches
+    # and turns taken out); else the median of the launches' medians.
+    def raw_times(steps):
+        per = {}
+        for name, (launch, _, _), ms in steps:
+            per.setdefault(name, {}).setdefault(launch, []).append(ms)
+        return {name: statistics.median(statistics.median(v)
+                                        for v in by_launch.values())
+                for name, by_launch in per.items()}
+    fitted = None
+    if blocked:
+        try:
+            fitted = plan_times([s for l in blocked for s in l])
+        except ValueError as e:
+            # One launch of disjoint groups: nothing joins the groups.
+            print("measured: the median of medians (%s)" % e)
 
     rows = []
     for name, path, info in compiled:
         predicted = info["predicted"]["step_time_s"] * 1e3
         medians = [statistics.median(t[args.warmup:])
                    for t, _ in launches[name]]
-        measured = statistics.median(medians)
+        raw = statistics.median(medians)
+        measured = fitted[name] if fitted else raw
         times = [t for t, _ in launches[name]]
         load = max((l for _, l in launches[name]),
                    key=lambda l: l.other_cores)
-        spread = (max(medians) - min(medians)) / measured * 100
+        spread = (max(medians) - min(medians)) / raw * 100
         err = (predicted - measured) / measured * 100
         rows.append(dict(plan=name, knobs=info["knobs"]["text"],
                          predicted_ms=predicted, measured_ms=measured,
+                         raw_measured_ms=raw,
                          error_pct=err, step_times_ms=times,
                          launch_medians_ms=medians, spread_pct=spread,
                          other_load_cores=load.other_cores,
@@ -371,26 +406,32 @@ def main():
 
     print()
     print("model %s, %d ranks (cpu-local), global batch %d, %s, "
-          "OPENBLAS_NUM_THREADS=%d, median over %d launches (round-robin "
-          "over the plans) of the median "
-          "of steps %d-%d" % (
+          "OPENBLAS_NUM_THREADS=%d, %d launches a plan (round-robin over "
+          "the plans), steps %d-%d of each" % (
               args.model, args.ranks, args.global_batch, args.optimizer,
               args.blas_threads, args.launches, args.warmup + 1, args.steps))
     if args.measure == "interleaved":
         print("interleaved: groups of %d plans a launch, one step of each "
               "in turn (cleave run --interleave), groups drawn anew each "
               "launch" % min(args.group, len(compiled)))
-    print("%-30s %13s %12s %9s %10s %9s %11s" % (
+    if fitted:
+        print("measured: each plan's step time with every turn's speed of "
+              "the machine taken out (median polish of log step time = "
+              "plan + turn, bench/block_effects.py); raw: the median of "
+              "the launches' medians")
+    else:
+        print("measured: the median of the launches' medians")
+    print("%-30s %13s %12s %9s %10s %9s %9s %11s" % (
         "plan", "predicted ms", "measured ms", "error %", "meas/pred",
-        "spread %", "other load"))
-    print("-" * 100)
+        "raw ms", "spread %", "other load"))
+    print("-" * 110)
     for r in rows:
-        print("%-30s %13.1f %12.1f %+9.1f %10.2f %9.1f %11.2f" % (
+        print("%-30s %13.1f %12.1f %+9.1f %10.2f %9.1f %9.1f %11.2f" % (
             r["plan"], r["predicted_ms"], r["measured_ms"], r["error_pct"],
-            r["measured_ms"] / r["predicted_ms"], r["spread_pct"],
-            r["other_load_cores"]))
-    print("-" * 100)
-    print("spread: (largest - smallest launch median) / measured")
+            r["measured_ms"] / r["predicted_ms"], r["raw_measured_ms"],
+            r["spread_pct"], r["other_load_cores"]))
+    print("-" * 110)
+    print("spread: (largest - smallest launch median) / raw")
     cores = os.cpu_count()
     print("other load: CPU cores used by other processes during the run "
           "(this machine has %d)" % cores)
@@ -404,6 +445,13 @@ def main():
     print("max |error|:    %.1f%%   (%s)" % (
         max(abs_err), rows[abs_err.index(max(abs_err))]["plan"]))
     print("Kendall tau-b:  %.3f" % tau)
+    if fitted:
+        raw_errors = [abs(r["predicted_ms"] / r["raw_measured_ms"] - 1) * 100
+                      for r in rows]
+        print("  against the raw medians: tau-b %.3f, median |error| %.1f%%"
+              % (kendall_tau_b([r["predicted_ms"] for r in rows],
+                               [r["raw_measured_ms"] for r in rows]),
+                 statistics.median(raw_errors)))
     # Where the model calls two plans nearly equal, this machine's noise
     # orders them at random: tau over the pairs it separates by more.
     for apart in (0.05, 0.10, 0.20):
@@ -427,6 +475,16 @@ def main():
         second = [r["launch_medians_ms"][1] for r in rows]
         print("noise ceiling:  tau-b %.3f between the first two launches" %
               kendall_tau_b(first, second))
+    if blocked and len(blocked) >= 2:
+        # How reproducible each estimator is, with no cost model involved:
+        # tau between the times from one half of the launches and from the
+        # other, over every split into halves.
+        fit_half = split_half(blocked, plan_times, kendall_tau_b)
+        raw_half = split_half(blocked, raw_times, kendall_tau_b)
+        print("split-half tau: %s measured, %s raw (times from half of "
+              "the launches against the other half, mean over the splits)"
+              % tuple("n/a" if t is None else "%.3f" % t
+                      for t in (fit_half if fitted else raw_half, raw_half)))
     ok = statistics.median(abs_err) <= 15 and tau >= 0.8
     print("aim (median |error| <= 15%%, tau >= 0.8): %s" %
           ("met" if ok else "NOT met"))
@@ -436,7 +494,9 @@ def main():
                            global_batch=args.global_batch, profile=prof,
                            rows=rows, median_abs_error_pct=statistics.median(abs_err),
                            max_abs_error_pct=max(abs_err), kendall_tau_b=tau,
-                           measure=args.measure, group=args.group),
+                           measure=args.measure, group=args.group,
+                           estimator="block-effects" if fitted else
+                           "median-of-medians", blocked_steps=blocked),
                       f, indent=2)
 
 

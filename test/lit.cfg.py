@@ -20,6 +20,8 @@ import sys
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%scripts", os.path.join(
     os.path.dirname(config.test_source_root), "scripts")))
+config.substitutions.append(("%bench", os.path.join(
+    os.path.dirname(config.test_source_root), "bench")))
 
 # "cuda-backend": built with the CUDA toolkit; "gpu": a GPU this process
 # can use (nvidia-smi lists one). Tests of the no-GPU errors need the first
