@@ -17,14 +17,16 @@
 // call. Batches last about a third of the target each. The send-recv time is
 // half a ping-pong between ranks 0 and 1.
 //
-// With --gemm N every rank then multiplies N x N matrices (the CPU
-// kernels' matmul) for the same stretches of time, all at once, and rank 0
-// prints the best of three stretches,
-//   shared-gemm N SECONDS
-// the wall time per GEMM of all ranks together: against one rank alone on
-// a core, what sharing the cores costs beyond splitting them.
+// With --gemm N and --cores C (fewer than the ranks), every rank then
+// multiplies N x N matrices (the CPU kernels' matmul), in rounds of two
+// stretches back to back: all ranks at once, then C ranks while the others
+// idle. Rank 0 prints the medians over the rounds,
+//   shared-gemm N SHARED_SECONDS ALONE_SECONDS EFFICIENCY
+// the wall time per GEMM of all ranks together, the time per GEMM of a rank
+// with a core to itself, and the median of each round's ALONE / (SHARED x
+// C): what sharing the cores costs beyond splitting them.
 //
-// With --cores C as well (fewer than the ranks), C ranks then multiply
+// Then C ranks multiply
 // while the others wait for a message from one of them, first as the
 // runtime's pipeline stages wait where ranks outnumber cores
 // (comm::mpiWaitSleeping), then in a loop of MPI_Test and 2 ms sleeps; one
@@ -171,30 +173,55 @@ double timeCollective(const std::function<void()> &op, double target) {
   return median(perCall);
 }
 
-/// Wall seconds per N^3 GEMM with every rank multiplying at once for about
-/// `seconds` (at least one GEMM each): the best of three such windows, as
-/// the profiler takes the best of its GEMMs alone, so that a moment of
-/// other load on the machine does not read as the cost of sharing.
-double sharedGemmSeconds(long long n, double seconds) {
+/// Wall seconds per GEMM with every rank multiplying at once for about
+/// `seconds` (at least one GEMM each): the slowest rank's time over all
+/// ranks' GEMMs.
+double allRanksGemmSeconds(const std::function<void()> &gemm,
+                           double seconds) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double start = MPI_Wtime();
+  long long done = 0;
+  while (done == 0 || MPI_Wtime() - start < seconds) {
+    gemm();
+    ++done;
+  }
+  double local = MPI_Wtime() - start, slowest = 0;
+  long long total = 0;
+  MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&done, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  return slowest / static_cast<double>(total);
+}
+
+double besideWaitingGemmSeconds(const std::function<void()> &gemm,
+                                double seconds, int cores, bool idle,
+                                int window);
+
+struct SharedCores {
+  double shared = 0, alone = 0, efficiency = 0;
+};
+
+/// What sharing the cores costs beyond splitting them, where the ranks
+/// outnumber the cores: kRounds rounds of all ranks multiplying N^3 GEMMs
+/// at once, then `cores` of them (a different set each round) while the
+/// others idle. The two stretches of a round are a second apart, so the
+/// machine's drift (10-20% over minutes on a shared VM) cancels out of
+/// each round's ratio; a best-of-three shared time against a median alone
+/// time measured in another process after the GEMM grid gave 0.89 to 1.06
+/// on one machine.
+SharedCores sharedCoreRounds(long long n, double seconds, int cores) {
   namespace k = cleave::kernels;
   k::Tensor a({n, n}, 1.0f), b({n, n}, 0.5f), c({n, n});
-  k::matmul(a.ref(), b.ref(), false, false, c.ref()); // warm-up
-  double best = std::numeric_limits<double>::infinity();
-  for (int window = 0; window < 3; ++window) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double start = MPI_Wtime();
-    long long done = 0;
-    while (done == 0 || MPI_Wtime() - start < seconds) {
-      k::matmul(a.ref(), b.ref(), false, false, c.ref());
-      ++done;
-    }
-    double local = MPI_Wtime() - start, slowest = 0;
-    long long total = 0;
-    MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(&done, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    best = std::min(best, slowest / static_cast<double>(total));
+  auto gemm = [&] { k::matmul(a.ref(), b.ref(), false, false, c.ref()); };
+  gemm(); // warm-up
+  constexpr int kRounds = 7;
+  std::vector<double> shared, alone, efficiency;
+  for (int round = 0; round < kRounds; ++round) {
+    shared.push_back(allRanksGemmSeconds(gemm, seconds));
+    alone.push_back(
+        besideWaitingGemmSeconds(gemm, seconds, cores, true, round));
+    efficiency.push_back(alone.back() / (shared.back() * cores));
   }
-  return best;
+  return {median(shared), median(alone), median(efficiency)};
 }
 
 /// Seconds per N^3 GEMM of a multiplying rank while `cores` ranks multiply
@@ -207,56 +234,67 @@ double sharedGemmSeconds(long long n, double seconds) {
 double waitingGemmSeconds(long long n, double seconds, int cores,
                           bool idle) {
   namespace k = cleave::kernels;
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  k::Tensor a({n, n}, 1.0f), b({n, n}, 0.5f), c({n, n});
+  auto gemm = [&] { k::matmul(a.ref(), b.ref(), false, false, c.ref()); };
+  gemm(); // warm-up
+  double total = 0;
+  for (int window = 0; window < ranks; ++window)
+    total += besideWaitingGemmSeconds(gemm, seconds, cores, idle, window);
+  return total / ranks;
+}
+
+/// One stretch of waitingGemmSeconds: the ranks whose (rank + window) mod
+/// ranks is below `cores` multiply for about `seconds`, the others wait
+/// (idle: sleeping 2 ms between MPI_Tests); the mean over the multiplying
+/// ranks of their seconds per GEMM.
+double besideWaitingGemmSeconds(const std::function<void()> &gemm,
+                                double seconds, int cores, bool idle,
+                                int window) {
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  k::Tensor a({n, n}, 1.0f), b({n, n}, 0.5f), c({n, n});
-  k::matmul(a.ref(), b.ref(), false, false, c.ref()); // warm-up
-  double total = 0;
-  for (int window = 0; window < ranks; ++window) {
-    // Ranks whose (rank + window) mod ranks is below `cores` multiply; the
-    // one where it is 0 releases the others.
-    int position = (rank + window) % ranks;
-    bool multiplies = position < cores;
-    int leader = (ranks - window % ranks) % ranks;
-    MPI_Comm multipliers;
-    MPI_Comm_split(MPI_COMM_WORLD, multiplies ? 0 : 1, rank, &multipliers);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double perGemm = 0;
-    int token = 0;
-    if (multiplies) {
-      double start = MPI_Wtime();
-      long long done = 0;
-      while (done == 0 || MPI_Wtime() - start < seconds) {
-        k::matmul(a.ref(), b.ref(), false, false, c.ref());
-        ++done;
-      }
-      perGemm = (MPI_Wtime() - start) / static_cast<double>(done);
-      // Every multiplier is done before the waiting ranks are released.
-      MPI_Barrier(multipliers);
-      if (rank == leader)
-        for (int other = 0; other < ranks; ++other)
-          if ((other + window) % ranks >= cores)
-            MPI_Send(&token, 1, MPI_INT, other, 7, MPI_COMM_WORLD);
-    } else {
-      MPI_Request request;
-      MPI_Irecv(&token, 1, MPI_INT, leader, 7, MPI_COMM_WORLD, &request);
-      int flag = 0;
-      while (idle && !flag) {
-        MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
-        struct timespec pause = {0, 2000000};
-        if (!flag)
-          nanosleep(&pause, nullptr);
-      }
-      if (!flag)
-        cleave::comm::mpiWaitSleeping(1, &request);
+  // The rank where (rank + window) mod ranks is 0 releases the others.
+  int position = (rank + window) % ranks;
+  bool multiplies = position < cores;
+  int leader = (ranks - window % ranks) % ranks;
+  MPI_Comm multipliers;
+  MPI_Comm_split(MPI_COMM_WORLD, multiplies ? 0 : 1, rank, &multipliers);
+  MPI_Barrier(MPI_COMM_WORLD);
+  double perGemm = 0;
+  int token = 0;
+  if (multiplies) {
+    double start = MPI_Wtime();
+    long long done = 0;
+    while (done == 0 || MPI_Wtime() - start < seconds) {
+      gemm();
+      ++done;
     }
-    MPI_Comm_free(&multipliers);
-    double sum = 0;
-    MPI_Allreduce(&perGemm, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    total += sum / cores;
+    perGemm = (MPI_Wtime() - start) / static_cast<double>(done);
+    // Every multiplier is done before the waiting ranks are released.
+    MPI_Barrier(multipliers);
+    if (rank == leader)
+      for (int other = 0; other < ranks; ++other)
+        if ((other + window) % ranks >= cores)
+          MPI_Send(&token, 1, MPI_INT, other, 7, MPI_COMM_WORLD);
+  } else {
+    MPI_Request request;
+    MPI_Irecv(&token, 1, MPI_INT, leader, 7, MPI_COMM_WORLD, &request);
+    int flag = 0;
+    while (idle && !flag) {
+      MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+      struct timespec pause = {0, 2000000};
+      if (!flag)
+        nanosleep(&pause, nullptr);
+    }
+    if (!flag)
+      cleave::comm::mpiWaitSleeping(1, &request);
   }
-  return total / ranks;
+  MPI_Comm_free(&multipliers);
+  double sum = 0;
+  MPI_Allreduce(&perGemm, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return sum / cores;
 }
 
 /// Seconds per step of an N^3 GEMM followed by an all-gather of `bytes`
@@ -438,12 +476,15 @@ int main(int argc, char **argv) {
     }
   }
   if (options.gemm > 0) {
-    double perGemm =
-        sharedGemmSeconds(options.gemm, std::max(0.3, 4 * options.seconds));
-    if (rank == 0)
-      std::printf("shared-gemm %lld %.6e\n", options.gemm, perGemm);
     if (options.cores > 0 && options.cores < ranks) {
       double seconds = std::max(0.3, 4 * options.seconds);
+      SharedCores shared =
+          sharedCoreRounds(options.gemm, seconds, options.cores);
+      if (rank == 0) {
+        std::printf("shared-gemm %lld %.6e %.6e %.6e\n", options.gemm,
+                    shared.shared, shared.alone, shared.efficiency);
+        std::fflush(stdout);
+      }
       double waiting =
           waitingGemmSeconds(options.gemm, seconds, options.cores, false);
       double idle =

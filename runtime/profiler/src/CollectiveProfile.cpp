@@ -212,10 +212,14 @@ profileCollectives(const CpuProfileOptions &options) {
       if (options.progress && lineError.ok())
         options.progress(text);
     };
-    if (timings("shared-gemm", {&measured.sharedGemmSeconds})) {
+    if (timings("shared-gemm",
+                {&measured.sharedGemmSeconds, &measured.aloneGemmSeconds,
+                 &measured.sharedCoreEfficiency})) {
       say("GEMMs on " + std::to_string(options.ranks) + " ranks at once: " +
           formatSeconds(measured.sharedGemmSeconds) + " per " +
-          std::to_string(kSharedGemmSize) + "^3 GEMM, all ranks together");
+          std::to_string(kSharedGemmSize) + "^3 GEMM, all ranks together; " +
+          formatSeconds(measured.aloneGemmSeconds) + " a rank with a core " +
+          "to itself");
       return;
     }
     if (timings("waiting-gemm",

@@ -6,7 +6,6 @@
 #include "Timing.h"
 
 #include "cleave/cost_model/Collectives.h"
-#include "cleave/runtime/kernels/Matmul.h"
 
 #include <algorithm>
 #include <cmath>
@@ -83,14 +82,14 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options) {
   cost::Profile profile;
   // Collectives first: a broken MPI setup fails in seconds, not after the
   // GEMM grid.
-  double sharedGemmSeconds = 0;
+  double sharedCoreEfficiency = 0;
   RankMeasurements waits;
   if (wantsCollectives(options)) {
     absl::StatusOr<RankMeasurements> measured = profileCollectives(options);
     if (!measured.ok())
       return measured.status();
     profile.collectives = std::move(measured->curves);
-    sharedGemmSeconds = measured->sharedGemmSeconds;
+    sharedCoreEfficiency = measured->sharedCoreEfficiency;
     waits.waitingGemmSeconds = measured->waitingGemmSeconds;
     waits.idleGemmSeconds = measured->idleGemmSeconds;
     waits.inStepPairSeconds = measured->inStepPairSeconds;
@@ -115,16 +114,11 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options) {
     return gemm.status();
   profile.gemm.emplace(cost::DType::Fp32, *std::move(gemm));
   // Ranks beyond the cores: their GEMMs at once against the cores each
-  // running one alone (what time-slicing and shared caches cost).
+  // running one alone (what time-slicing and shared caches cost), both
+  // measured by the MPI worker in rounds back to back.
   int cores = static_cast<int>(std::thread::hardware_concurrency());
-  if (sharedGemmSeconds > 0 && cores > 0 && options.ranks > cores) {
-    kernels::Tensor a({kSharedGemmSize, kSharedGemmSize}, 1.0f),
-        b({kSharedGemmSize, kSharedGemmSize}, 0.5f),
-        c({kSharedGemmSize, kSharedGemmSize});
-    double alone = medianSeconds(
-        [&] { kernels::matmul(a.ref(), b.ref(), false, false, c.ref()); },
-        std::max(0.2, options.secondsPerMeasurement));
-    profile.sharedCoreEfficiency = alone / (sharedGemmSeconds * cores);
+  if (sharedCoreEfficiency > 0 && cores > 0 && options.ranks > cores) {
+    profile.sharedCoreEfficiency = sharedCoreEfficiency;
     progress("shared cores: " + std::to_string(options.ranks) +
              " ranks on " + std::to_string(cores) + " cores multiply at " +
              std::to_string(*profile.sharedCoreEfficiency) +
@@ -187,7 +181,8 @@ std::string cpuProfileComment(const CpuProfileOptions &options) {
         << "compute.shared_core_efficiency (where the ranks outnumber the "
            "cores): their "
         << kSharedGemmSize << "^3 GEMMs all at once against each core "
-        << "running one alone.\n"
+        << "running one alone (the median of 7 rounds of the two back to "
+           "back).\n"
         << "compute.waiting_rank_load (same condition): one rank a core "
            "multiplies while the others wait on it as pipeline stages wait, "
            "against idle; the share of a core each waiting rank takes.\n"

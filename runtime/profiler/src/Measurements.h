@@ -51,9 +51,12 @@ inline constexpr int64_t kSharedGemmSize = 512;
 struct RankMeasurements {
   /// Its curves, keyed by kind, group size = ranks, all on one node.
   std::map<cost::CollectiveKey, cost::CollectiveCurve> curves;
-  /// Wall seconds per kSharedGemmSize^3 GEMM with every rank multiplying
-  /// at once (all ranks together).
-  double sharedGemmSeconds = 0;
+  /// Where ranks outnumber the cores: wall seconds per kSharedGemmSize^3
+  /// GEMM with every rank multiplying at once (all ranks together), per
+  /// GEMM of a rank with a core to itself, and the median over rounds of
+  /// the two back to back of alone / (shared x cores); 0: not measured.
+  double sharedGemmSeconds = 0, aloneGemmSeconds = 0,
+         sharedCoreEfficiency = 0;
   /// Where ranks outnumber the cores: seconds per kSharedGemmSize^3 GEMM of
   /// one of `cores` multiplying ranks while the others wait on one of them
   /// as the runtime's pipeline stages wait, and while they idle (sleeping
