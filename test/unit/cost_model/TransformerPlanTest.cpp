@@ -237,10 +237,11 @@ TEST(TransformerPlan, RanksIdleInBubblesLeaveTheirCores) {
 }
 
 TEST(TransformerPlan, PipelineSteadyStateSharesTheCoresFully) {
-  // Sixteen microbatches through four stages on two cores: most of the
-  // work runs while all four stages are busy, at half speed. Averaged over
-  // the work (not over the step, which the bubble dilutes) the slowdown is
-  // near 2.
+  // Sixteen microbatches through four stages on two cores: in the steady
+  // state all four stages are busy, at half speed; in the fill and drain
+  // fewer are, and each task runs at the sharing of its own span. So the
+  // step lies between the steady state's share of it doubled and all of it
+  // doubled, well above the step-averaged share, 4 (1 - bubble) / 2.
   TransformerModel m = smallGpt(4, 256, 4);
   ParallelConfig p;
   p.pp = 4;
@@ -251,9 +252,31 @@ TEST(TransformerPlan, PipelineSteadyStateSharesTheCoresFully) {
   ASSERT_TRUE(four.ok() && two.ok()) << four.status() << two.status();
   double bubble = four->bubbleFraction;
   EXPECT_GT(bubble, 0.1);
-  // The step-averaged share, 4 (1 - bubble) / 2, would undercount it.
-  EXPECT_GT(two->stepSeconds, 2 * (1 - bubble) * four->stepSeconds * 1.05);
-  EXPECT_LT(two->stepSeconds, 2.05 * four->stepSeconds);
+  EXPECT_GT(two->stepSeconds, 1.5 * four->stepSeconds);
+  EXPECT_GT(two->stepSeconds, 2 * (1 - bubble) * four->stepSeconds);
+  EXPECT_LT(two->stepSeconds, 1.95 * four->stepSeconds);
+}
+
+TEST(TransformerPlan, StagesTakingTurnsRunUnshared) {
+  // Two stages of two data-parallel ranks each, one microbatch, on two
+  // cores: the stages take turns, so two ranks compute at a time and have
+  // a core each. Only the second stage's gradient reduction and optimizer
+  // step overlap the first stage's backward pass. Slowing every op by the sharing averaged over the work priced
+  // this plan 27% above its unshared time, each task by its own span 15%
+  // (on the calibration GPT, measured: forward 71 ms a stage, against 94 ms
+  // priced the first way).
+  TransformerModel m = smallGpt(4, 256, 4);
+  ParallelConfig p;
+  p.pp = 2;
+  p.dp = 2;
+  p.globalBatch = 2;
+  p.microbatchSize = 1;
+  p.precision = DType::Fp32;
+  auto four = scoreTransformerPlan(m, cpu(4, 4), p);
+  auto two = scoreTransformerPlan(m, cpu(4, 2), p);
+  ASSERT_TRUE(four.ok() && two.ok()) << four.status() << two.status();
+  EXPECT_GT(two->stepSeconds, 1.05 * four->stepSeconds);
+  EXPECT_LT(two->stepSeconds, 1.2 * four->stepSeconds);
 }
 
 TEST(TransformerPlan, WaitingRanksTakeTheirMeasuredLoad) {
