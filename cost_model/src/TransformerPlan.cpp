@@ -279,17 +279,20 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                double simulateBelow,
                const std::vector<double> *taskScale = nullptr);
 
-/// How many times slower work runs, on average over the work, where the
-/// devices of a node share fewer cores. Every stage of the simulation
-/// stands for the same number of ranks, spread alike over the nodes: while
-/// k of n stages are busy (computing or communicating: MPI's copies and
-/// sums run on the cores too), c = D k / n of a node's D ranks are, the
-/// others wait taking `waitLoad` of a core each, and the busy ones run
-/// max(1, (c + waitLoad (D - c)) / cores) times slower. Weighting by work
-/// rather than time gives a pipeline's steady state, where every stage
-/// works and the cores are most shared, its share of the step.
-double sharedCoreSlowdown(const TaskGraph &graph, const Timeline &timeline,
-                          const Cluster &cluster, double waitLoad) {
+/// Where the devices of a node share fewer cores: how many of a node's
+/// ranks are busy and how many times slower they run, piecewise constant
+/// over the simulated step. Every stage of the simulation stands for the
+/// same number of ranks, spread alike over the nodes: while k of n stages
+/// are busy (computing or communicating: MPI's copies and sums run on the
+/// cores too), c = D k / n of a node's D ranks are, the others wait taking
+/// `waitLoad` of a core each, and the busy ones run
+/// max(1, (c + waitLoad (D - c)) / cores) times slower.
+struct CoreSharing {
+  /// Segment i runs from times[i] to times[i + 1].
+  std::vector<double> times, busyRanks, slowdown;
+};
+CoreSharing coreSharing(const TaskGraph &graph, const Timeline &timeline,
+                        const Cluster &cluster, double waitLoad) {
   std::vector<std::pair<double, int>> edges;
   for (const std::vector<Span> &stage : busySpans(graph, timeline))
     for (const Span &span : stage) {
@@ -300,49 +303,45 @@ double sharedCoreSlowdown(const TaskGraph &graph, const Timeline &timeline,
   const double stages = std::max(1, timeline.numRanks);
   const double devices = double(cluster.devicesPerNode);
   const double cores = double(cluster.coresPerNode);
-  double work = 0, slowed = 0;
-  int busy = 0;
-  for (size_t i = 0; i + 1 < edges.size(); ++i) {
-    busy += edges[i].second;
-    double dt = edges[i + 1].first - edges[i].first;
-    if (busy <= 0 || dt <= 0)
-      continue;
-    double c = devices * busy / stages;
-    double load = c + waitLoad * (devices - c);
-    work += c * dt;
-    slowed += c * dt * std::max(1.0, load / cores);
-  }
-  return work > 0 ? slowed / work : std::max(1.0, devices / cores);
-}
-
-/// Per task of `graph`: the slowdown of sharedCoreSlowdown at each moment,
-/// averaged over the task's own span on `timeline` (1 for empty tasks).
-std::vector<double> perTaskSlowdown(const TaskGraph &graph,
-                                    const Timeline &timeline,
-                                    const Cluster &cluster, double waitLoad) {
-  std::vector<std::pair<double, int>> edges;
-  for (const std::vector<Span> &stage : busySpans(graph, timeline))
-    for (const Span &span : stage) {
-      edges.push_back({span.start, 1});
-      edges.push_back({span.end, -1});
-    }
-  std::sort(edges.begin(), edges.end());
-  const double stages = std::max(1, timeline.numRanks);
-  const double devices = double(cluster.devicesPerNode);
-  const double cores = double(cluster.coresPerNode);
-  // Piecewise-constant slowdown: times[i] to times[i + 1] runs at
-  // factor[i].
-  std::vector<double> times, factor;
+  CoreSharing out;
   int busy = 0;
   for (size_t i = 0; i + 1 < edges.size(); ++i) {
     busy += edges[i].second;
     double c = devices * std::max(0, busy) / stages;
     double load = c + waitLoad * (devices - c);
-    times.push_back(edges[i].first);
-    factor.push_back(std::max(1.0, load / cores));
+    out.times.push_back(edges[i].first);
+    out.busyRanks.push_back(c);
+    out.slowdown.push_back(std::max(1.0, load / cores));
   }
   if (!edges.empty())
-    times.push_back(edges.back().first);
+    out.times.push_back(edges.back().first);
+  return out;
+}
+
+/// How many times slower work runs on average over the work (coreSharing).
+/// Weighting by work rather than time gives a pipeline's steady state,
+/// where every stage works and the cores are most shared, its share of the
+/// step. The ops of the second simulation are priced with it.
+double sharedCoreSlowdown(const CoreSharing &sharing, const Cluster &cluster) {
+  double work = 0, slowed = 0;
+  for (size_t i = 0; i < sharing.slowdown.size(); ++i) {
+    double dt = sharing.times[i + 1] - sharing.times[i];
+    if (dt <= 0)
+      continue;
+    work += sharing.busyRanks[i] * dt;
+    slowed += sharing.busyRanks[i] * dt * sharing.slowdown[i];
+  }
+  return work > 0 ? slowed / work
+                  : std::max(1.0, double(cluster.devicesPerNode) /
+                                      double(cluster.coresPerNode));
+}
+
+/// Per task of `graph`: the slowdown of coreSharing averaged over the
+/// task's own span on `timeline` (1 for empty tasks).
+std::vector<double> perTaskSlowdown(const TaskGraph &graph,
+                                    const Timeline &timeline,
+                                    const CoreSharing &sharing) {
+  const std::vector<double> &times = sharing.times;
   std::vector<double> out(graph.size(), 1.0);
   for (int t = 0; t < graph.size() && size_t(t) < timeline.end.size(); ++t) {
     double a = timeline.start[t], b = timeline.end[t];
@@ -352,10 +351,10 @@ std::vector<double> perTaskSlowdown(const TaskGraph &graph,
     size_t i = std::upper_bound(times.begin(), times.end(), a) -
                times.begin();
     i = i > 0 ? i - 1 : 0;
-    for (; i < factor.size() && times[i] < b; ++i) {
+    for (; i < sharing.slowdown.size() && times[i] < b; ++i) {
       double lo = std::max(a, times[i]), hi = std::min(b, times[i + 1]);
       if (hi > lo)
-        sum += (hi - lo) * factor[i];
+        sum += (hi - lo) * sharing.slowdown[i];
     }
     out[t] = std::max(1.0, sum / (b - a));
   }
@@ -387,8 +386,11 @@ scoreWithSplit(const TransformerModel &m, const Cluster &cluster,
   double waitLoad =
       profile && profile->waitingRankLoad ? *profile->waitingRankLoad : 0.0;
   Cluster shared = cluster;
+  CoreSharing sharing;
+  if (first->simulated)
+    sharing = coreSharing(graph, timeline, cluster, waitLoad);
   double uniform = first->simulated
-                       ? sharedCoreSlowdown(graph, timeline, cluster, waitLoad)
+                       ? sharedCoreSlowdown(sharing, cluster)
                        : double(cluster.devicesPerNode) /
                              double(cluster.coresPerNode);
   shared.busyDevicesPerNode =
@@ -403,7 +405,7 @@ scoreWithSplit(const TransformerModel &m, const Cluster &cluster,
   // own slowdown over the average.
   std::vector<double> scale;
   if (first->simulated && uniform > 1) {
-    scale = perTaskSlowdown(graph, timeline, cluster, waitLoad);
+    scale = perTaskSlowdown(graph, timeline, sharing);
     for (double &f : scale)
       f /= uniform;
   }

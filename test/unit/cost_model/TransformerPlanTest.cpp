@@ -204,6 +204,17 @@ TransformerModel smallGpt(int64_t layers, int64_t hidden, int64_t heads) {
   return m;
 }
 
+/// `p` scored on four CPU ranks with four cores and with two: what sharing
+/// the cores costs is the ratio of the two steps.
+struct FourAndTwoCores {
+  absl::StatusOr<PlanPrediction> four, two;
+};
+FourAndTwoCores scoreOnFourAndTwoCores(const TransformerModel &m,
+                                       const ParallelConfig &p) {
+  return {scoreTransformerPlan(m, cpu(4, 4), p),
+          scoreTransformerPlan(m, cpu(4, 2), p)};
+}
+
 } // namespace
 
 TEST(TransformerPlan, RanksBeyondTheCoresShareThem) {
@@ -214,8 +225,7 @@ TEST(TransformerPlan, RanksBeyondTheCoresShareThem) {
   p.dp = 4;
   p.globalBatch = 8;
   p.precision = DType::Fp32;
-  auto four = scoreTransformerPlan(m, cpu(4, 4), p);
-  auto two = scoreTransformerPlan(m, cpu(4, 2), p);
+  auto [four, two] = scoreOnFourAndTwoCores(m, p);
   ASSERT_TRUE(four.ok() && two.ok()) << four.status() << two.status();
   EXPECT_GT(two->stepSeconds, 1.8 * four->stepSeconds);
   EXPECT_LT(two->stepSeconds, 2.1 * four->stepSeconds);
@@ -229,8 +239,7 @@ TEST(TransformerPlan, RanksIdleInBubblesLeaveTheirCores) {
   p.pp = 4;
   p.globalBatch = 1;
   p.precision = DType::Fp32;
-  auto four = scoreTransformerPlan(m, cpu(4, 4), p);
-  auto two = scoreTransformerPlan(m, cpu(4, 2), p);
+  auto [four, two] = scoreOnFourAndTwoCores(m, p);
   ASSERT_TRUE(four.ok() && two.ok()) << four.status() << two.status();
   EXPECT_GT(four->bubbleFraction, 0.6);
   EXPECT_NEAR(two->stepSeconds, four->stepSeconds, 0.01 * four->stepSeconds);
@@ -247,8 +256,7 @@ TEST(TransformerPlan, PipelineSteadyStateSharesTheCoresFully) {
   p.pp = 4;
   p.globalBatch = 16;
   p.precision = DType::Fp32;
-  auto four = scoreTransformerPlan(m, cpu(4, 4), p);
-  auto two = scoreTransformerPlan(m, cpu(4, 2), p);
+  auto [four, two] = scoreOnFourAndTwoCores(m, p);
   ASSERT_TRUE(four.ok() && two.ok()) << four.status() << two.status();
   double bubble = four->bubbleFraction;
   EXPECT_GT(bubble, 0.1);
@@ -272,8 +280,7 @@ TEST(TransformerPlan, StagesTakingTurnsRunUnshared) {
   p.globalBatch = 2;
   p.microbatchSize = 1;
   p.precision = DType::Fp32;
-  auto four = scoreTransformerPlan(m, cpu(4, 4), p);
-  auto two = scoreTransformerPlan(m, cpu(4, 2), p);
+  auto [four, two] = scoreOnFourAndTwoCores(m, p);
   ASSERT_TRUE(four.ok() && two.ok()) << four.status() << two.status();
   EXPECT_GT(two->stepSeconds, 1.05 * four->stepSeconds);
   EXPECT_LT(two->stepSeconds, 1.2 * four->stepSeconds);
