@@ -82,18 +82,18 @@ def median_polish(observations, iterations=100, tolerance=1e-12):
 
 
 def _connected(plans, per_block):
-    seen, todo = set(), [plans[0]] if plans else []
+    seen, frontier = set(), [plans[0]] if plans else []
     blocks_of = {}
     for b, ps in per_block.items():
         for p in ps:
             blocks_of.setdefault(p, []).append(b)
-    while todo:
-        p = todo.pop()
+    while frontier:
+        p = frontier.pop()
         if p in seen:
             continue
         seen.add(p)
         for b in blocks_of.get(p, []):
-            todo.extend(q for q in per_block[b] if q not in seen)
+            frontier.extend(q for q in per_block[b] if q not in seen)
     return len(seen) == len(plans)
 
 

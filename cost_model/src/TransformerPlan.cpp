@@ -270,14 +270,28 @@ PipelineSchedule memorySchedule(ScheduleKind kind) {
 
 namespace {
 /// scoreTransformerPlan on a cluster whose compute sharing is settled.
-/// `taskScale`, where given for the same task graph, multiplies each task's
-/// time before the simulation (per-task core sharing).
+/// `taskScale`, one factor per task of `scaledGraph`, multiplies each
+/// task's time before the simulation (per-task core sharing) where this
+/// plan's task graph has the same tasks (names, ranks, streams).
 absl::StatusOr<PlanPrediction>
 scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                const ParallelConfig &p, const Profile *profile,
                TaskGraph *graphOut, Timeline *timelineOut,
                double simulateBelow,
-               const std::vector<double> *taskScale = nullptr);
+               const std::vector<double> *taskScale = nullptr,
+               const TaskGraph *scaledGraph = nullptr);
+
+/// Whether two task graphs list the same tasks in the same order.
+bool sameTasks(const TaskGraph &a, const TaskGraph &b) {
+  if (a.size() != b.size())
+    return false;
+  for (int i = 0; i < a.size(); ++i) {
+    const Task &x = a.tasks()[i], &y = b.tasks()[i];
+    if (x.name != y.name || x.rank != y.rank || x.stream != y.stream)
+      return false;
+  }
+  return true;
+}
 
 /// Where the devices of a node share fewer cores: how many of a node's
 /// ranks are busy and how many times slower they run, piecewise constant
@@ -410,7 +424,8 @@ scoreWithSplit(const TransformerModel &m, const Cluster &cluster,
       f /= uniform;
   }
   return scoreOnCluster(m, shared, p, profile, graphOut, timelineOut,
-                        simulateBelow, scale.empty() ? nullptr : &scale);
+                        simulateBelow, scale.empty() ? nullptr : &scale,
+                        &graph);
 }
 } // namespace
 
@@ -460,7 +475,8 @@ absl::StatusOr<PlanPrediction>
 scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                const ParallelConfig &p, const Profile *profile,
                TaskGraph *graphOut, Timeline *timelineOut,
-               double simulateBelow, const std::vector<double> *taskScale) {
+               double simulateBelow, const std::vector<double> *taskScale,
+               const TaskGraph *scaledGraph) {
   if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.seq < 1 ||
       m.vocab < 1 || m.hidden % m.heads)
     return absl::InvalidArgumentError(
@@ -1065,7 +1081,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                                    : c.sendForward + c.sendBackward));
     out.lowerBoundSeconds = std::max(out.lowerBoundSeconds, busy);
   }
-  if (taskScale && !taskScale->empty())
+  if (taskScale && scaledGraph && !taskScale->empty())
     out.lowerBoundSeconds *=
         *std::min_element(taskScale->begin(), taskScale->end());
   if (out.lowerBoundSeconds > simulateBelow) {
@@ -1075,7 +1091,8 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   }
 
   CLEAVE_ASSIGN(graph, buildPipelineTasks(spec));
-  if (taskScale && taskScale->size() == size_t(graph.size()))
+  if (taskScale && scaledGraph && sameTasks(graph, *scaledGraph) &&
+      taskScale->size() == size_t(graph.size()))
     for (int i = 0; i < graph.size(); ++i)
       graph[i].seconds *= (*taskScale)[i];
   CLEAVE_ASSIGN(timeline, simulate(graph));
