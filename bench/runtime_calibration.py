@@ -30,6 +30,8 @@ Python 3 standard library only.
     python3 bench/runtime_calibration.py --profile prof.txt   # reuse a profile
     python3 bench/runtime_calibration.py --json out.json
     python3 bench/runtime_calibration.py --measure separate   # a launch a plan
+    python3 bench/runtime_calibration.py --record bench/data/calibration
+        # also store the run for bench/calibration_replay.py
 
 The ranks' OpenBLAS threads are set with --blas-threads (default 1, one
 thread a rank, as runtime/kernels/README.md recommends); the profile is
@@ -227,6 +229,10 @@ def main():
     ap.add_argument("--only", help="comma-separated plan names to run")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--keep", help="directory to keep the plans in")
+    ap.add_argument("--record", metavar="DIR",
+                    help="also store the run in DIR as calibration_replay.py "
+                    "reads it (RUN.json and RUN.profile, named by the time), "
+                    "e.g. bench/data/calibration")
     args = ap.parse_args()
 
     if args.ranks != 4:
@@ -498,6 +504,41 @@ def main():
                            estimator="block-effects" if fitted else
                            "median-of-medians", blocked_steps=blocked),
                       f, indent=2)
+    if args.record:
+        record_run(args, prof, rows, fitted)
+
+
+def record_run(args, prof, rows, fitted):
+    """Stores the run for bench/calibration_replay.py: what a prediction
+    needs (model, cluster, batch, optimizer, the profile, each plan's
+    knobs) and each plan's measured time."""
+    os.makedirs(args.record, exist_ok=True)
+    layers = re.search(r"layers=(\d+)", args.model)
+    name = "gpt%s-cpu%d-%s" % (layers.group(1) if layers else "",
+                               args.ranks,
+                               time.strftime("%Y%m%d-%H%M", time.gmtime()))
+    with open(prof) as f:
+        profile_text = f.read()
+    with open(os.path.join(args.record, name + ".profile"), "w") as f:
+        f.write(profile_text)
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short",
+                             "HEAD"], capture_output=True, text=True)
+    run_record = dict(
+        model=args.model, ranks=args.ranks,
+        cluster="cpu-local,devices=%d" % args.ranks,
+        global_batch=args.global_batch, optimizer=args.optimizer,
+        profile=name + ".profile", launches=args.launches,
+        measure=args.measure, group=args.group,
+        estimator="block-effects" if fitted else "median-of-medians",
+        rows=[dict(plan=r["plan"], knobs=r["knobs"],
+                   measured_ms=round(r["measured_ms"], 2),
+                   predicted_ms_then=round(r["predicted_ms"], 2),
+                   launch_medians_ms=r["launch_medians_ms"]) for r in rows])
+    if commit.returncode == 0:
+        run_record["predicted_by"] = commit.stdout.strip()
+    with open(os.path.join(args.record, name + ".json"), "w") as f:
+        json.dump(run_record, f, indent=1)
+    print("recorded as %s" % os.path.join(args.record, name + ".json"))
 
 
 if __name__ == "__main__":

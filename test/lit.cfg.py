@@ -22,6 +22,9 @@ config.substitutions.append(("%scripts", os.path.join(
     os.path.dirname(config.test_source_root), "scripts")))
 config.substitutions.append(("%bench", os.path.join(
     os.path.dirname(config.test_source_root), "bench")))
+# The cleave binary's path, for scripts that take it as an argument.
+config.substitutions.append(("%cleave_bin", os.path.join(
+    config.cleave_tools_dir, "cleave", "cleave")))
 
 # "cuda-backend": built with the CUDA toolkit; "gpu": a GPU this process
 # can use (nvidia-smi lists one). Tests of the no-GPU errors need the first
