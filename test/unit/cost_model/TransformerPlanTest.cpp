@@ -269,10 +269,10 @@ TEST(TransformerPlan, StagesTakingTurnsRunUnshared) {
   // Two stages of two data-parallel ranks each, one microbatch, on two
   // cores: the stages take turns, so two ranks compute at a time and have
   // a core each. Only the second stage's gradient reduction and optimizer
-  // step overlap the first stage's backward pass. Slowing every op by the sharing averaged over the work priced
-  // this plan 27% above its unshared time, each task by its own span 15%
-  // (on the calibration GPT, measured: forward 71 ms a stage, against 94 ms
-  // priced the first way).
+  // step overlap the first stage's backward pass. Slowing every op by the
+  // sharing averaged over the work priced this plan 27% above its unshared
+  // time, each task by its own span 15% (on the calibration GPT, measured:
+  // forward 71 ms a stage, against 94 ms priced the first way).
   TransformerModel m = smallGpt(4, 256, 4);
   ParallelConfig p;
   p.pp = 2;
