@@ -83,8 +83,8 @@ LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
   // first with every divisible matrix split, which is what the plan's
   // memory was predicted with, so that a replicated 50k-row embedding does
   // not hide in the slack and cost its stage gigabytes).
-  search::TensorParallelLimits limits =
-      search::tensorParallelLimits(forward, o.tp);
+  search::TensorParallelLimits limits = search::tensorParallelLimits(
+      forward, o.tp, search.noSequenceParallel);
   search.paramMemory = limits.strict;
   if (o.residualBlocks) { // as the graph planner priced it (GraphPlan.h)
     search.relativeGap = limits.graphPlanGap;

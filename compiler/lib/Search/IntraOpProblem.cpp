@@ -396,8 +396,7 @@ private:
 /// a query block is told its place by the partitioner.
 static void restrictToTokenSplits(Operation &op,
                                   SmallVectorImpl<ShardingStrategy> &strategies,
-                                  TokenDims &tokens) {
-  int64_t seq = tokens.record(op, strategies);
+                                  int64_t seq, const TokenDims &tokens) {
   if (op.getNumResults() == 0)
     return;
   llvm::erase_if(strategies, [&](const ShardingStrategy &s) {
@@ -444,9 +443,8 @@ static bool feedsResidualStream(Operation *op,
 
 static void ruleOutSequenceParallel(Operation &op,
                                     SmallVectorImpl<ShardingStrategy> &strategies,
-                                    TokenDims &tokens,
+                                    int64_t seq, const TokenDims &tokens,
                                     llvm::DenseMap<Operation *, bool> &residual) {
-  int64_t seq = tokens.record(op, strategies);
   // The residual stream is whole, as in Megatron-LM without sequence
   // parallelism: what a norm reads, and the element-wise ops on the way
   // there (bias add, dropout, residual add) with what they read of it. Left
@@ -611,11 +609,18 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
     // is ruled out (a norm under sequence parallelism keeps only its
     // sequence splits, which carry no batch).
     int64_t batchDim = kReplicated;
-    if (options.noBatchSplit) {
+    if (options.noBatchSplit)
       batchDim = batchDims.record(op, strategies);
-      if (!options.contextParallel && !options.noSequenceParallel)
-        tokenDims.record(op, strategies);
-    }
+    // Likewise the sequence dimension, before the norms below keep only
+    // their replicated strategy without sequence parallelism: read after,
+    // a norm's result would carry no sequence, nor would anything computed
+    // from it, and the rules that follow the sequence would let the
+    // attention projections split the tokens with gathered weights (which
+    // they did on GPT-3 Small at tp=4, sp=off).
+    int64_t seqDim = kReplicated;
+    if (options.contextParallel || options.noSequenceParallel ||
+        options.noBatchSplit)
+      seqDim = tokenDims.record(op, strategies);
     if ((options.sequenceParallel || options.noSequenceParallel) &&
         isa<graph::LayerNormOp, graph::RmsNormOp>(op)) {
       auto type = cast<RankedTensorType>(op.getResult(0).getType());
@@ -636,9 +641,10 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
     }
 
     if (options.contextParallel)
-      restrictToTokenSplits(op, strategies, tokenDims);
+      restrictToTokenSplits(op, strategies, seqDim, tokenDims);
     else if (options.noSequenceParallel)
-      ruleOutSequenceParallel(op, strategies, tokenDims, residualStream);
+      ruleOutSequenceParallel(op, strategies, seqDim, tokenDims,
+                              residualStream);
     if (options.noBatchSplit) {
       ruleOutTokenSplitsOfTheModel(op, strategies, batchDim, batchDims,
                                    tokenDims, weights);
@@ -850,8 +856,10 @@ double trainableParamBytes(func::FuncOp func) {
   return bytes;
 }
 
-TensorParallelLimits tensorParallelLimits(func::FuncOp forward, int64_t tp) {
-  double split = 0;
+TensorParallelLimits tensorParallelLimits(func::FuncOp forward, int64_t tp,
+                                          bool wholeResidualStream) {
+  double split = 0, whole = 0;
+  llvm::DenseMap<Operation *, bool> residual;
   forward.walk([&](graph::ParamOp p) {
     if (!p.isTrainable())
       return;
@@ -859,11 +867,16 @@ TensorParallelLimits tensorParallelLimits(func::FuncOp forward, int64_t tp) {
     bool splits = type.getRank() >= 2 &&
                   llvm::any_of(type.getShape(),
                                [&](int64_t d) { return d % tp == 0; });
+    // ruleOutSequenceParallel keeps what feeds the residual stream whole.
+    if (splits && wholeResidualStream && feedsResidualStream(p, residual)) {
+      splits = false;
+      whole += graph::tensorBytes(type) * (1 - 1.0 / double(tp));
+    }
     split += graph::tensorBytes(type) / (splits ? double(tp) : 1.0);
   });
   // 4 KiB of slack: limits are compared with sums of tensor sizes.
   return {split * 1.02 + 4096,
-          trainableParamBytes(forward) / double(tp) * 1.1 + 4096};
+          trainableParamBytes(forward) / double(tp) * 1.1 + whole + 4096};
 }
 
 } // namespace cleave::search

@@ -107,7 +107,12 @@ struct IntraOpOptions {
 /// embedding, attention and MLP weights; what the plan's memory was
 /// predicted with), loose a tenth over an even share (a matrix the rules
 /// cannot split stays whole). The lowering and the graph planner use the
-/// same limits, so that the plan priced is the plan run.
+/// same limits, so that the plan priced is the plan run. With
+/// `wholeResidualStream` (tensor parallelism without sequence parallelism,
+/// IntraOpOptions::noSequenceParallel) a matrix added onto the residual
+/// stream counts whole in both, as the search must keep it whole there
+/// (Megatron-LM's learned position embedding: at sequence 1024 and hidden
+/// 512 its whole table outweighs a tenth of a 2-layer model's share).
 struct TensorParallelLimits {
   double strict = 0, loose = 0;
   /// The relative gap both use for a graph without transformer layers,
@@ -125,7 +130,8 @@ struct TensorParallelLimits {
   int64_t graphPlanNodes = 0;
 };
 TensorParallelLimits tensorParallelLimits(mlir::func::FuncOp forward,
-                                          int64_t tp);
+                                          int64_t tp,
+                                          bool wholeResidualStream = false);
 /// Bytes of the trainable parameters of `func`.
 double trainableParamBytes(mlir::func::FuncOp func);
 
