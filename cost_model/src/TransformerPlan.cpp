@@ -691,16 +691,36 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   // the first norm reads.
   // Backward, the all-reduce's gradient passes through; the
   // reduce-scatter's is all-gathered back to whole rows.
-  double embedComm = 0, embedCommBack = 0;
+  // Like the layers' collectives, each waits for the slowest rank where
+  // ranks share cores.
+  double embedComm = 0, embedCommBack = 0, headComm = 0, headCommBack = 0;
   if (p.tp > 1) {
+    double wait = price.inStepWait();
     CLEAVE_ASSIGN(sum, price.collective(sp ? Collective::ReduceScatter
                                            : Collective::AllReduce,
                                         tokens * h * e, tpGroup));
-    embedComm = sum;
+    embedComm = sum + wait;
     if (sp) {
       CLEAVE_ASSIGN(back, price.collective(Collective::AllGather,
                                            tokens * h * e, tpGroup));
-      embedCommBack = back;
+      embedCommBack = back + wait;
+    }
+    // The head: with sequence parallelism its input (the final norm's
+    // sequence blocks) is gathered whole first, and its gradient
+    // reduce-scattered back. The vocabulary-parallel cross-entropy
+    // all-reduces each token's maximum logit, sum of exponentials and
+    // target logit (fp32), three small collectives that cost a latency
+    // and a wait each (Megatron-LM's _VocabParallelCrossEntropy).
+    CLEAVE_ASSIGN(stat, price.collective(Collective::AllReduce, tokens * 4.0,
+                                         tpGroup));
+    headComm = 3 * (stat + wait);
+    if (sp) {
+      CLEAVE_ASSIGN(gather, price.collective(Collective::AllGather,
+                                             tokens * h * e, tpGroup));
+      CLEAVE_ASSIGN(scatter, price.collective(Collective::ReduceScatter,
+                                              tokens * h * e, tpGroup));
+      headComm += gather + wait;
+      headCommBack = scatter + wait;
     }
   }
 
@@ -727,9 +747,9 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     uniformRecompute &= p.recomputeOf(st) == p.recomputeOf(0);
   if (p.balanceStages && p.pp > 1) {
     std::vector<double> layerSeconds = layerSecondsUnder(p.recomputeOf(0));
-    double first = embedF.seconds * 3 + embedComm;
+    double first = embedF.seconds * 3 + embedComm + embedCommBack;
     double last = head.first.seconds + head.second.seconds +
-                  lossElem.seconds * 1.5;
+                  lossElem.seconds * 1.5 + headComm + headCommBack;
     std::vector<int64_t> balanced =
         balanceLayers(layerSeconds, first, last, chunksTotal);
     auto busiest = [&](const std::vector<int64_t> &split) {
@@ -863,7 +883,18 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       }
       if (chunk == chunksTotal - 1) {
         fwd += head.first + lossElem;
+        fwd.seconds += headComm;
         bwd += head.second + lossElem * 0.5;
+        bwd.seconds += headCommBack;
+        if (p.tp > 1)
+          price.count(stageComm, Collective::AllReduce, tokens * 4.0, tpGroup,
+                      3.0 * microbatches);
+        if (sp) {
+          price.count(stageComm, Collective::AllGather, tokens * h * e,
+                      tpGroup, double(microbatches));
+          price.count(stageComm, Collective::ReduceScatter, tokens * h * e,
+                      tpGroup, double(microbatches));
+        }
         wgrad += head.second.seconds / 2;
         if (!m.tiedEmbedding || p.pp > 1)
           params += V * h / t;

@@ -339,10 +339,12 @@ TEST(TransformerPlan, LayerCollectivesOnSharedCoresTakeTheirMeasuredSlowdown) {
   double sharedPlain = score(tp, cpu(4, 2), plain);
   double sharedSlowed = score(tp, cpu(4, 2), slowed);
   // One microbatch through 4 layers: 2 all-reduces forward and 2 backward
-  // each, all on the critical path, each waiting the profile's 0.5 ms.
+  // each, then the embedding's all-reduce and the cross-entropy's three,
+  // all on the critical path, each waiting the profile's 0.5 ms.
   double wait = inStepCollectiveWait(cpu(4, 2), &slowed);
   EXPECT_DOUBLE_EQ(wait, 0.5e-3);
-  EXPECT_NEAR(sharedSlowed - sharedPlain, 4 * 4 * wait, 1e-6 * sharedPlain);
+  EXPECT_NEAR(sharedSlowed - sharedPlain, (4 * 4 + 1 + 3) * wait,
+              1e-6 * sharedPlain);
   EXPECT_NEAR(score(tp, cpu(4, 4), slowed), score(tp, cpu(4, 4), plain),
               1e-12);
   EXPECT_NEAR(score(dp, cpu(4, 2), slowed), score(dp, cpu(4, 2), plain),
@@ -470,15 +472,15 @@ TEST(TransformerPlan, SequenceParallelLayersGatherSixTimesPerMicrobatch) {
   // column-parallel GEMMs); backward, two of the output gradients and two
   // re-gathers of the norm outputs the weight gradients read. Full
   // recomputation gathers those in its forward instead: six either way,
-  // and one more a microbatch for the embedding's backward (its lookup was
-  // reduce-scattered onto the sequence).
+  // and two more a microbatch: the embedding's backward (its lookup was
+  // reduce-scattered onto the sequence) and the head's input.
   TransformerModel m = smallGpt(4, 512, 8);
   ParallelConfig p = sequenceParallelTp4();
   for (Recompute r : {Recompute::None, Recompute::Selective,
                       Recompute::Full}) {
     p.recompute = r;
     EXPECT_NEAR(collectivesOnPath(m, p, Collective::AllGather),
-                (6 * m.layers + 1) * 2, 0.01)
+                (6 * m.layers + 2) * 2, 0.01)
         << static_cast<int>(r);
   }
 }
@@ -487,11 +489,12 @@ TEST(TransformerPlan, SequenceParallelEmbeddingReduceScattersItsLookup) {
   // The vocabulary-parallel lookup's partial rows: with sequence
   // parallelism reduce-scattered onto the sequence blocks (and all-gathered
   // back in the backward), beside each layer's two reduce-scatters forward
-  // and two backward; without it all-reduced, and no reduce-scatter at all.
+  // and two backward and the head's input gradient; without it
+  // all-reduced, and no reduce-scatter at all.
   TransformerModel m = smallGpt(4, 512, 8);
   ParallelConfig p = sequenceParallelTp4();
   EXPECT_NEAR(collectivesOnPath(m, p, Collective::ReduceScatter),
-              (4 * m.layers + 1) * 2, 0.01);
+              (4 * m.layers + 2) * 2, 0.01);
   p.sequenceParallel = false;
   EXPECT_NEAR(collectivesOnPath(m, p, Collective::ReduceScatter), 0, 0.01);
 }
@@ -879,7 +882,9 @@ TEST(TransformerPlan, TalliesTheCollectivesItPrices) {
   // tp=4 with sequence parallelism, 4 microbatches of 2: per layer and
   // microbatch 2 all-gathers and 2 reduce-scatters forward, 4 and 2
   // backward (the norm outputs gathered again); the embedding's lookup
-  // reduce-scatters forward and all-gathers backward.
+  // reduce-scatters forward and all-gathers backward, the head gathers its
+  // input forward and reduce-scatters its gradient backward, and the
+  // cross-entropy all-reduces three statistics a token forward.
   TransformerModel m = smallGpt(4, 512, 8);
   ParallelConfig p;
   p.tp = 4;
@@ -890,9 +895,12 @@ TEST(TransformerPlan, TalliesTheCollectivesItPrices) {
   auto tp = scoreTransformerPlan(m, cpu(4, 4), p);
   ASSERT_TRUE(tp.ok()) << tp.status();
   ASSERT_EQ(tp->stageCollectives.size(), 1u);
-  EXPECT_DOUBLE_EQ(callsOf(*tp, 0, Collective::AllGather), 4 * 4 * 6 + 4);
-  EXPECT_DOUBLE_EQ(callsOf(*tp, 0, Collective::ReduceScatter), 4 * 4 * 4 + 4);
-  EXPECT_DOUBLE_EQ(callsOf(*tp, 0, Collective::AllReduce), 0);
+  EXPECT_DOUBLE_EQ(callsOf(*tp, 0, Collective::AllGather), 4 * 4 * 6 + 8);
+  EXPECT_DOUBLE_EQ(callsOf(*tp, 0, Collective::ReduceScatter), 4 * 4 * 4 + 8);
+  EXPECT_DOUBLE_EQ(callsOf(*tp, 0, Collective::AllReduce), 3 * 4);
+  const auto &stats = tp->stageCollectives[0].byKind.at(
+      {Collective::AllReduce, false});
+  EXPECT_DOUBLE_EQ(stats.bytes, stats.calls * 2 * 128 * 4);
   // Each call moves a microbatch's activations (2 x 128 x 512 fp32).
   const auto &gathers = tp->stageCollectives[0].byKind.at(
       {Collective::AllGather, false});
@@ -903,9 +911,9 @@ TEST(TransformerPlan, TalliesTheCollectivesItPrices) {
   p.recompute = Recompute::Full;
   auto full = scoreTransformerPlan(m, cpu(4, 4), p);
   ASSERT_TRUE(full.ok()) << full.status();
-  EXPECT_DOUBLE_EQ(callsOf(*full, 0, Collective::AllGather), 4 * 4 * 6 + 4);
+  EXPECT_DOUBLE_EQ(callsOf(*full, 0, Collective::AllGather), 4 * 4 * 6 + 8);
   EXPECT_DOUBLE_EQ(callsOf(*full, 0, Collective::ReduceScatter),
-                   4 * 4 * 5 + 4);
+                   4 * 4 * 5 + 8);
 
   // pp=2 x dp=2 with ZeRO-3, 2 microbatches a replica: each stage's device
   // sends its activations or gradients and receives the others (4
