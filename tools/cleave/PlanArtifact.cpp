@@ -2,6 +2,8 @@
 
 #include "PlanArtifact.h"
 
+#include "inspect/PlanDigest.h"
+
 #include "cleave/Analysis/ModelSummary.h"
 #include "cleave/Lowering/PlanLowering.h"
 #include "cleave/cost_model/Cluster.h"
@@ -299,6 +301,17 @@ int writePlanArtifact(const ArtifactRequest &r) {
           << format("%.2f", mb.total / double(1 << 30))
           << " GiB); fix a smaller microbatch, recomputation or ZeRO\n";
   }
+  // The plan priced is meant to be the plan run: where the sharding search
+  // chose a layout that moves far more than the cost model priced (a
+  // vocabulary that tp does not divide, say), the prediction is too fast.
+  for (const inspect::CollectiveExcess &e : inspect::collectiveExcess(plan))
+    WithColor::warning(errs(), "cleave")
+        << "-o: stage " << e.stage << "'s programs run "
+        << format("%.1f", e.countedBytes / double(1 << 20))
+        << " MiB of collectives a step per device, the plan was priced with "
+        << format("%.1f", e.predictedBytes / double(1 << 20))
+        << " MiB (cleave inspect lists both by kind); the step will take "
+           "longer than predicted\n";
   if (r.transformer) {
     cost::TaskGraph graph;
     cost::Timeline timeline;

@@ -136,6 +136,34 @@ TEST(InspectDigest, CountsCollectivesFromTheSchedule) {
   EXPECT_EQ(byKey["recv/pp"].count, 2);
 }
 
+TEST(InspectDigest, CollectiveExcessComparesCountedWithPredicted) {
+  plan::Plan plan = plan::testing::makeTwoStagePlan();
+  plan.mutable_predicted()->clear_comm();
+  // No predicted tally (a graph plan): nothing to compare with.
+  EXPECT_TRUE(collectiveExcess(plan, 1.5, 0).empty());
+  auto predict = [&](int64_t stage, const std::string &kind, double bytes) {
+    plan::CommVolume *v = plan.mutable_predicted()->add_comm();
+    v->set_stage(stage);
+    v->set_kind(kind);
+    v->set_bytes(bytes);
+    v->set_count(1);
+  };
+  // Stage 0 runs 6 x 256 + 256 bytes of all-reduces a step
+  // (CountsCollectivesFromTheSchedule); pipeline messages are left out on
+  // both sides.
+  predict(0, "all_reduce", 1000);
+  predict(0, "send_recv", 1e9);
+  predict(1, "all_reduce", 1e9);
+  std::vector<CollectiveExcess> excess = collectiveExcess(plan, 1.5, 100);
+  ASSERT_EQ(excess.size(), 1u);
+  EXPECT_EQ(excess[0].stage, 0);
+  EXPECT_EQ(excess[0].countedBytes, 6 * 256 + 256);
+  EXPECT_EQ(excess[0].predictedBytes, 1000);
+  // Within the ratio, or within the margin in bytes: no excess.
+  EXPECT_TRUE(collectiveExcess(plan, 2.0, 100).empty());
+  EXPECT_TRUE(collectiveExcess(plan, 1.5, 1000).empty());
+}
+
 TEST(InspectDigest, MemoryPerProgram) {
   plan::Plan plan = plan::testing::makeTwoStagePlan();
   std::vector<ProgramMemory> memory = programMemory(plan);

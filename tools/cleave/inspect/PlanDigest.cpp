@@ -157,6 +157,37 @@ std::vector<std::vector<CollectiveCount>> countCollectives(const Plan &plan) {
   return result;
 }
 
+std::vector<CollectiveExcess> collectiveExcess(const Plan &plan, double ratio,
+                                               double minBytes) {
+  auto priced = [](std::string_view kind) {
+    return kind == "all_reduce" || kind == "all_gather" ||
+           kind == "reduce_scatter" || kind == "all_to_all";
+  };
+  std::map<int64_t, double> predicted;
+  for (const plan::CommVolume &v : plan.predicted().comm())
+    if (priced(v.kind()))
+      predicted[v.stage()] += v.bytes();
+  std::vector<CollectiveExcess> result;
+  if (plan.predicted().comm().empty())
+    return result;
+  std::map<int64_t, double> counted;
+  std::vector<std::vector<CollectiveCount>> counts = countCollectives(plan);
+  for (int p = 0; p < plan.programs_size(); ++p) {
+    double bytes = 0;
+    for (const CollectiveCount &c : counts[p])
+      if (priced(c.kind))
+        bytes += c.bytes;
+    double &stage = counted[plan.programs(p).stage()];
+    stage = std::max(stage, bytes);
+  }
+  for (auto [stage, bytes] : counted) {
+    double expected = predicted[stage];
+    if (bytes > ratio * expected && bytes - expected > minBytes)
+      result.push_back({stage, bytes, expected});
+  }
+  return result;
+}
+
 std::vector<ProgramMemory> programMemory(const Plan &plan) {
   std::vector<ProgramMemory> result(plan.programs_size());
   for (const plan::RankAssignment &rank : plan.ranks())

@@ -52,6 +52,24 @@ struct CollectiveCount {
 std::vector<std::vector<CollectiveCount>> countCollectives(
     const plan::Plan &plan);
 
+/// A stage whose programs run more collective bytes a step than the plan
+/// was priced with: all-reduces, all-gathers, reduce-scatters and
+/// all-to-alls, one device, counted (countCollectives; the largest of the
+/// stage's programs) against the predicted tally of the same kinds
+/// (Predicted.comm). Where they part, the search chose another layout
+/// than the one the cost model priced, and the step will take longer than
+/// predicted.
+struct CollectiveExcess {
+  int64_t stage = 0;
+  double countedBytes = 0, predictedBytes = 0;
+};
+/// The stages whose counted bytes exceed `ratio` times the predicted and
+/// the predicted by `minBytes`; none for a plan without a predicted
+/// tally (a graph plan).
+std::vector<CollectiveExcess> collectiveExcess(const plan::Plan &plan,
+                                               double ratio = 1.5,
+                                               double minBytes = 64 << 20);
+
 /// One program's arena and what is in it, per tensor kind.
 struct ProgramMemory {
   int64_t arenaBytes = 0;
