@@ -4,6 +4,7 @@
 #include "cleave/runtime/comm/MpiWait.h"
 
 #include "cleave/runtime/comm/Pack.h"
+#include "cleave/runtime/comm/StagingPool.h"
 
 #include <mpi.h>
 
@@ -200,7 +201,7 @@ public:
   std::vector<MPI_Request> requests;
   /// Test and sleep instead of MPI_Waitall (mpiWaitSleeping).
   bool sleepWhileWaiting = false;
-  std::vector<char> sendStage, recvStage;
+  StagingBuffer sendStage, recvStage;
   std::function<void()> finish;
 
 private:
@@ -290,7 +291,7 @@ public:
             "MPI_Iallgather");
       return req;
     }
-    req->recvStage.resize(static_cast<size_t>(in.numBytes()) * n);
+    req->recvStage = staging_->take(static_cast<size_t>(in.numBytes()) * n);
     check(MPI_Iallgather(in.data, bytes, MPI_BYTE, req->recvStage.data(),
                          bytes, MPI_BYTE, comm, &req->requests[0]),
           "MPI_Iallgather");
@@ -313,7 +314,7 @@ public:
     const void *send = in.data;
     if (layout.outer > 1) {
       int64_t block = out.numBytes();
-      req->sendStage.resize(static_cast<size_t>(in.numBytes()));
+      req->sendStage = staging_->take(static_cast<size_t>(in.numBytes()));
       for (int64_t i = 0; i < n; ++i)
         packBlock(layout, in.data, n, i, req->sendStage.data() + i * block);
       send = req->sendStage.data();
@@ -339,20 +340,34 @@ public:
     int64_t block = in.numBytes() / n;
     auto req = std::make_unique<MpiRequest>();
     req->requests.resize(1);
-    req->sendStage.resize(static_cast<size_t>(in.numBytes()));
-    req->recvStage.resize(static_cast<size_t>(in.numBytes()));
-    for (int64_t i = 0; i < n; ++i)
-      packBlock(split, in.data, n, i, req->sendStage.data() + i * block);
+    // Blocks already contiguous (split or concatenated along the outermost
+    // non-unit dimension) go to and from MPI in place, unless the input is
+    // the output (MPI's buffers may not overlap).
+    bool overlap = in.data == out.data;
+    const void *send = in.data;
+    if (split.outer > 1 || overlap) {
+      req->sendStage = staging_->take(static_cast<size_t>(in.numBytes()));
+      for (int64_t i = 0; i < n; ++i)
+        packBlock(split, in.data, n, i, req->sendStage.data() + i * block);
+      send = req->sendStage.data();
+    }
+    void *recv = out.data;
+    if (concat.outer > 1) {
+      req->recvStage = staging_->take(static_cast<size_t>(in.numBytes()));
+      recv = req->recvStage.data();
+    }
     int bytes = count(block, "all_to_all");
-    check(MPI_Ialltoall(req->sendStage.data(), bytes, MPI_BYTE,
-                        req->recvStage.data(), bytes, MPI_BYTE, comm,
+    check(MPI_Ialltoall(send, bytes, MPI_BYTE, recv, bytes, MPI_BYTE, comm,
                         &req->requests[0]),
           "MPI_Ialltoall");
-    MpiRequest *r = req.get();
-    req->finish = [r, concat, out, n = n, block] {
-      for (int64_t i = 0; i < n; ++i)
-        unpackBlock(concat, r->recvStage.data() + i * block, n, i, out.data);
-    };
+    if (concat.outer > 1) {
+      MpiRequest *r = req.get();
+      req->finish = [r, concat, out, n = n, block] {
+        for (int64_t i = 0; i < n; ++i)
+          unpackBlock(concat, r->recvStage.data() + i * block, n, i,
+                      out.data);
+      };
+    }
     return req;
   }
 
@@ -421,6 +436,8 @@ private:
 
   MeshInfo mesh_;
   std::map<unsigned, MPI_Comm> comms_;
+  /// Staging buffers, reused across calls (StagingPool.h).
+  std::shared_ptr<StagingPool> staging_ = StagingPool::create();
 };
 
 } // namespace

@@ -109,10 +109,18 @@ absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>>
 curvesFromResults(const std::vector<WorkerResult> &results, int ranks) {
   std::map<cost::CollectiveKey, cost::CollectiveCurve> curves;
   for (cost::Collective kind : kAllCollectives) {
-    std::vector<cost::CollectiveSample> samples;
+    // The worker times every size in two rounds (the second in reverse
+    // order); the faster round's time stands, as for the GEMMs.
+    std::map<double, double> fastest;
     for (const WorkerResult &result : results)
-      if (result.kind == kind)
-        samples.push_back({result.bytes, result.seconds});
+      if (result.kind == kind) {
+        auto [it, inserted] = fastest.emplace(result.bytes, result.seconds);
+        if (!inserted)
+          it->second = std::min(it->second, result.seconds);
+      }
+    std::vector<cost::CollectiveSample> samples;
+    for (auto [bytes, seconds] : fastest)
+      samples.push_back({bytes, seconds});
     if (samples.empty())
       return absl::InvalidArgumentError(
           "the MPI worker reported no " +

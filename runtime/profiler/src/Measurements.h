@@ -98,7 +98,8 @@ struct WorkerResult {
 absl::StatusOr<std::optional<WorkerResult>>
 parseWorkerLine(std::string_view line);
 
-/// The worker's results as curves for `ranks` local ranks. Fails unless
+/// The worker's results as curves for `ranks` local ranks, the fastest of
+/// a size's results where it has several (one per round). Fails unless
 /// every collective has a result.
 absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>>
 curvesFromResults(const std::vector<WorkerResult> &results, int ranks);

@@ -61,6 +61,26 @@ TEST(WorkerOutputTest, KeysCurvesByGroupOnOneNode) {
   EXPECT_TRUE(curves->count({cost::Collective::SendRecv, 2, 2, 1}));
 }
 
+TEST(WorkerOutputTest, KeepsTheFasterRoundOfEachSize) {
+  // Two rounds: the first slow at 4 KiB (a busy spell), the second at
+  // 1 KiB; each size keeps its faster time.
+  std::vector<WorkerResult> results = oneOfEach(1024, 2e-6);
+  for (const WorkerResult &r : oneOfEach(4096, 9e-6))
+    results.push_back(r);
+  for (const WorkerResult &r : oneOfEach(4096, 3e-6))
+    results.push_back(r);
+  for (const WorkerResult &r : oneOfEach(1024, 5e-6))
+    results.push_back(r);
+  absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>> curves =
+      curvesFromResults(results, 4);
+  ASSERT_TRUE(curves.ok()) << curves.status();
+  const cost::CollectiveCurve &curve =
+      curves->at({cost::Collective::ReduceScatter, 4, 4, 1});
+  ASSERT_EQ(curve.samples().size(), 2u);
+  EXPECT_DOUBLE_EQ(curve.seconds(1024), 2e-6);
+  EXPECT_DOUBLE_EQ(curve.seconds(4096), 3e-6);
+}
+
 TEST(WorkerOutputTest, MissingCollectiveIsAnError) {
   std::vector<WorkerResult> results = oneOfEach(1024, 1e-6);
   results.erase(results.begin() + 1); // all-gather

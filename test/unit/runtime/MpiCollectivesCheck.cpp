@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 using namespace cleave::comm;
@@ -187,6 +188,46 @@ std::vector<Case> cases(Communicator &comm, const Axes &axes,
                           return ranks[j] * 1000.0f + (2 * g + row) * 3 + c;
                         },
                         tag + "all_to_all");
+         }});
+  }
+
+  // Every pairing of split and concatenated dimension, each of which the
+  // communicator sends or receives in place or through a staging buffer,
+  // and the input as its own output (staged: MPI's buffers may not
+  // overlap).
+  for (auto [split, concat, inPlace] :
+       {std::tuple{0, 0, false}, std::tuple{1, 0, false},
+        std::tuple{1, 1, false}, std::tuple{0, 0, true}}) {
+    int64_t side = 2 * n;
+    size_t in = buffer(side * side,
+                       [me](int64_t i) { return me * 10000.0f + i; });
+    size_t out = inPlace ? in : buffer(side * side, nullptr);
+    std::vector<int64_t> block = {split == 0 ? 2 : side, split == 1 ? 2 : side};
+    std::vector<int64_t> outShape = block;
+    outShape[concat] *= n;
+    std::string name = tag + "all_to_all split " + std::to_string(split) +
+                       " concat " + std::to_string(concat) +
+                       (inPlace ? " in place" : "");
+    result.push_back(
+        {name,
+         [&, in, out, side, outShape, split, concat, axes] {
+           return comm.allToAllAsync(axes, {buffers[in].data(), {side, side}},
+                                     {buffers[out].data(), outShape}, split,
+                                     concat);
+         },
+         [&, out, ranks, g, side, block, outShape, split, concat, name] {
+           expectValues(buffers[out],
+                        [&](int64_t i) {
+                          int64_t row = i / outShape[1], col = i % outShape[1];
+                          int64_t j = concat == 0 ? row / block[0]
+                                                  : col / block[1];
+                          int64_t r = concat == 0 ? row % block[0] : row;
+                          int64_t c = concat == 1 ? col % block[1] : col;
+                          int64_t srcRow = split == 0 ? 2 * g + r : r;
+                          int64_t srcCol = split == 1 ? 2 * g + c : c;
+                          return ranks[j] * 10000.0f + srcRow * side + srcCol;
+                        },
+                        name);
          }});
   }
 
