@@ -1,11 +1,11 @@
 //===- main.cpp - Time MPI collectives for the CPU profiler ---------------===//
 //
-// Usage: mpirun -n R cleave-profile-mpi [--seconds S] BYTES...
+// Usage: mpirun -n R cleave-profile-mpi [--seconds S] [--rounds N] BYTES...
 //
-// For each collective and size, in each of two rounds (the second in
-// reverse order), rank 0 prints one line
+// For each collective and size, in each of --rounds N rounds (2 by
+// default, every other one in reverse order), rank 0 prints one line
 //   result KIND BYTES SECONDS
-// that runtime/profiler parses, keeping a size's faster round. The
+// that runtime/profiler parses, taking a size's median. The
 // collectives are the runtime's own (comm::Communicator over MPI), as the
 // executor calls them. KIND is the cost model's name of the
 // collective (Collectives.h) and BYTES its size convention, the per-rank
@@ -79,6 +79,7 @@ constexpr long long kInStepGatherBytes = 1 << 20;
 
 struct Options {
   double seconds = 0.05;
+  int rounds = 2;
   long long gemm = 0;
   int cores = 0;
   std::vector<long long> sizes;
@@ -105,6 +106,15 @@ bool parseArgs(int argc, char **argv, Options &options, std::string &error) {
       options.cores = static_cast<int>(cores);
       continue;
     }
+    if (arg == "--rounds" && i + 1 < argc) {
+      long long rounds = std::strtoll(argv[++i], &end, 10);
+      if (*end != '\0' || rounds < 1 || rounds > 100) {
+        error = "bad --rounds value '" + std::string(argv[i]) + "'";
+        return false;
+      }
+      options.rounds = static_cast<int>(rounds);
+      continue;
+    }
     if (arg == "--seconds" && i + 1 < argc) {
       options.seconds = std::strtod(argv[++i], &end);
       if (*end != '\0' || !(options.seconds > 0)) {
@@ -125,7 +135,8 @@ bool parseArgs(int argc, char **argv, Options &options, std::string &error) {
     options.sizes.push_back(bytes);
   }
   if (options.sizes.empty()) {
-    error = "usage: cleave-profile-mpi [--seconds S] [--gemm N [--cores C]] "
+    error = "usage: cleave-profile-mpi [--seconds S] [--rounds N] [--gemm N "
+            "[--cores C]] "
             "BYTES...";
     return false;
   }
@@ -481,10 +492,11 @@ int main(int argc, char **argv) {
     collectives.front().run(static_cast<int>(capacity - 1));
   MPI_Barrier(MPI_COMM_WORLD);
 
-  // Two rounds over every collective and size, the second in reverse order,
-  // each with half the time; the profiler keeps each size's faster round.
-  // A slow spell of the machine lasting seconds then slows a size in one
-  // round only: one profile here timed the 4 and 16 MiB reduce-scatters
+  // Rounds over every collective and size (--rounds, 2 by default), every
+  // other one in reverse order, sharing the time; the profiler takes each
+  // size's median over the rounds of all its launches. A spell of the
+  // machine lasting seconds then falls on other sizes in each round: one
+  // profile of a single round here timed the 4 and 16 MiB reduce-scatters
   // 1.5-2x as long as the profiles before and after it.
   struct Point {
     const Collective *collective;
@@ -494,7 +506,7 @@ int main(int argc, char **argv) {
   for (const Collective &collective : collectives)
     for (long long bytes : options.sizes)
       points.push_back({&collective, bytes});
-  constexpr int kRounds = 2;
+  const int kRounds = options.rounds;
   for (int round = 0; round < kRounds; ++round)
     for (size_t step = 0; step < points.size(); ++step) {
       const Point &point =

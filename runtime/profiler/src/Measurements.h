@@ -46,6 +46,9 @@ std::vector<int64_t> collectiveSizes(bool quick);
 /// The side of a GEMM that every rank multiplies at once in the MPI
 /// worker's shared-core measurement (a point of every GEMM grid).
 inline constexpr int64_t kSharedGemmSize = 512;
+/// Launches of the MPI worker whose collective times are pooled (one with
+/// the quick grid): see profileCollectives.
+inline constexpr int kCollectiveLaunches = 3;
 
 /// What the MPI worker measured across options.ranks local ranks.
 struct RankMeasurements {
@@ -98,9 +101,9 @@ struct WorkerResult {
 absl::StatusOr<std::optional<WorkerResult>>
 parseWorkerLine(std::string_view line);
 
-/// The worker's results as curves for `ranks` local ranks, the fastest of
-/// a size's results where it has several (one per round). Fails unless
-/// every collective has a result.
+/// The worker's results as curves for `ranks` local ranks, the median of
+/// a size's results where it has several (rounds and launches). Fails
+/// unless every collective has a result.
 absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>>
 curvesFromResults(const std::vector<WorkerResult> &results, int ranks);
 

@@ -61,24 +61,29 @@ TEST(WorkerOutputTest, KeysCurvesByGroupOnOneNode) {
   EXPECT_TRUE(curves->count({cost::Collective::SendRecv, 2, 2, 1}));
 }
 
-TEST(WorkerOutputTest, KeepsTheFasterRoundOfEachSize) {
-  // Two rounds: the first slow at 4 KiB (a busy spell), the second at
-  // 1 KiB; each size keeps its faster time.
-  std::vector<WorkerResult> results = oneOfEach(1024, 2e-6);
-  for (const WorkerResult &r : oneOfEach(4096, 9e-6))
-    results.push_back(r);
-  for (const WorkerResult &r : oneOfEach(4096, 3e-6))
-    results.push_back(r);
-  for (const WorkerResult &r : oneOfEach(1024, 5e-6))
-    results.push_back(r);
+TEST(WorkerOutputTest, TakesTheMedianOfEachSizesRounds) {
+  // Three rounds: 1 KiB at 2, 5 and 3 us, 4 KiB at 9, 3 and 4 us (odd
+  // counts: the middle one); 16 KiB twice, at 10 and 20 us (the mean of
+  // the two).
+  std::vector<WorkerResult> results;
+  for (double seconds : {2e-6, 5e-6, 3e-6})
+    for (const WorkerResult &r : oneOfEach(1024, seconds))
+      results.push_back(r);
+  for (double seconds : {9e-6, 3e-6, 4e-6})
+    for (const WorkerResult &r : oneOfEach(4096, seconds))
+      results.push_back(r);
+  for (double seconds : {10e-6, 20e-6})
+    for (const WorkerResult &r : oneOfEach(16384, seconds))
+      results.push_back(r);
   absl::StatusOr<std::map<cost::CollectiveKey, cost::CollectiveCurve>> curves =
       curvesFromResults(results, 4);
   ASSERT_TRUE(curves.ok()) << curves.status();
   const cost::CollectiveCurve &curve =
       curves->at({cost::Collective::ReduceScatter, 4, 4, 1});
-  ASSERT_EQ(curve.samples().size(), 2u);
-  EXPECT_DOUBLE_EQ(curve.seconds(1024), 2e-6);
-  EXPECT_DOUBLE_EQ(curve.seconds(4096), 3e-6);
+  ASSERT_EQ(curve.samples().size(), 3u);
+  EXPECT_DOUBLE_EQ(curve.seconds(1024), 3e-6);
+  EXPECT_DOUBLE_EQ(curve.seconds(4096), 4e-6);
+  EXPECT_DOUBLE_EQ(curve.seconds(16384), 15e-6);
 }
 
 TEST(WorkerOutputTest, MissingCollectiveIsAnError) {
