@@ -729,8 +729,10 @@ TEST(TransformerPlan, ZeroTwoAndThreeCollectivesRunBesideThePasses) {
   // pass makes them, and ZeRO-3 also gathers the parameters before each
   // pass (the lowering keeps a window of them in flight): where
   // communication overlaps compute only what outlasts the pass and one
-  // layer's share extend it; elsewhere, or with overlap-grad=off, all of
-  // it does.
+  // layer's share extend it; with overlap-grad=off all of it does. Where
+  // it does not (MPI on CPU ranks), the backward pass's window still
+  // hides them as well (every wait moves the collectives in flight) but
+  // the forward pass's gathers stall it.
   TransformerModel m = smallGpt(8, 512, 8);
   ParallelConfig p;
   p.dp = 4;
@@ -747,11 +749,19 @@ TEST(TransformerPlan, ZeroTwoAndThreeCollectivesRunBesideThePasses) {
     auto exposed = scoreTransformerPlan(m, blocking, p);
     p.overlapGradReduce = false;
     auto off = scoreTransformerPlan(m, overlapping, p);
-    ASSERT_TRUE(hidden.ok() && exposed.ok() && off.ok()) << "zero " << zero;
-    EXPECT_LT(hidden->stepSeconds, exposed->stepSeconds) << "zero " << zero;
-    EXPECT_LT(hidden->stepSeconds, off->stepSeconds) << "zero " << zero;
-    EXPECT_DOUBLE_EQ(off->stepSeconds, exposed->stepSeconds)
+    auto blockingOff = scoreTransformerPlan(m, blocking, p);
+    ASSERT_TRUE(hidden.ok() && exposed.ok() && off.ok() && blockingOff.ok())
         << "zero " << zero;
+    EXPECT_LT(hidden->stepSeconds, off->stepSeconds) << "zero " << zero;
+    EXPECT_LT(exposed->stepSeconds, blockingOff->stepSeconds)
+        << "zero " << zero;
+    EXPECT_DOUBLE_EQ(off->stepSeconds, blockingOff->stepSeconds)
+        << "zero " << zero;
+    // ZeRO-3's forward gathers stall a pass that cannot overlap them.
+    if (zero == 3)
+      EXPECT_LT(hidden->stepSeconds, exposed->stepSeconds);
+    else
+      EXPECT_LE(hidden->stepSeconds, exposed->stepSeconds);
   }
 }
 
