@@ -46,8 +46,10 @@ llvm_config.use_default_substitutions()
 tool_dirs = [os.path.join(config.cleave_tools_dir, "cleave"),
              os.path.join(config.cleave_tools_dir, "cleave-opt"),
              os.path.join(config.cleave_tools_dir, "cleave-worker"),
+             os.path.join(config.cleave_tools_dir, "cleave-profile-mpi"),
              config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["cleave-opt", "cleave", "cleave-worker",
+                                    "cleave-profile-mpi",
                                     "FileCheck", "not",
                                     "count", "split-file"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
