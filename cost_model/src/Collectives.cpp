@@ -21,10 +21,18 @@
 namespace cleave::cost {
 
 double collectivesBesidePass(double pass, double comm, double layers,
-                             bool beside) {
-  if (!beside)
-    return comm;
-  return std::max(0.0, comm - pass) + comm / std::max(1.0, layers);
+                             double hidden) {
+  double beside = std::max(0.0, comm - pass) + comm / std::max(1.0, layers);
+  double share = std::clamp(hidden, 0.0, 1.0);
+  return share * beside + (1 - share) * comm;
+}
+
+double collectiveWindowHidden(const Cluster &cluster, const Profile *profile) {
+  if (cluster.commOverlapsCompute)
+    return 1.0;
+  if (profile && profile->collectiveWindowHidden)
+    return std::clamp(*profile->collectiveWindowHidden, 0.0, 1.0);
+  return 0.0;
 }
 namespace {
 

@@ -367,7 +367,10 @@ absl::StatusOr<Profile> parseProfileText(std::string_view text,
            "a time from 0 to 10 s, like 450 us", &profile.inStepCollectiveWait},
           {"in_step_collective_slowdown", Quantity::Number, 1, 1000, true,
            "a factor from 1 to 1000, like 2.5",
-           &profile.inStepCollectiveSlowdown}};
+           &profile.inStepCollectiveSlowdown},
+          {"collective_window_hidden", Quantity::Fraction, 0, 1, true,
+           "a fraction from 0 to 1, like 0.2",
+           &profile.collectiveWindowHidden}};
       const ComputeKey *key = nullptr;
       for (const ComputeKey &k : keys)
         if (line.key == k.name)
@@ -377,7 +380,8 @@ absl::StatusOr<Profile> parseProfileText(std::string_view text,
                                     "' (known: shared_core_efficiency, "
                                     "waiting_rank_load, "
                                     "in_step_collective_wait, "
-                                    "in_step_collective_slowdown)"));
+                                    "in_step_collective_slowdown, "
+                                    "collective_window_hidden)"));
       absl::StatusOr<double> value = parseQuantity(line.value, key->quantity);
       bool ok = value.ok() &&
                 (key->lowIncluded ? *value >= key->low : *value > key->low) &&
@@ -482,6 +486,11 @@ std::string formatProfile(const Profile &profile, std::string_view comment) {
   if (profile.inStepCollectiveSlowdown)
     computeLines += cat("in_step_collective_slowdown = ",
                         formatQuantity(*profile.inStepCollectiveSlowdown,
+                                       Quantity::Number),
+                        "\n");
+  if (profile.collectiveWindowHidden)
+    computeLines += cat("collective_window_hidden = ",
+                        formatQuantity(*profile.collectiveWindowHidden,
                                        Quantity::Number),
                         "\n");
   if (!computeLines.empty())

@@ -815,7 +815,12 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   std::vector<double> stageParams(p.pp, 0), stageTensors(p.pp, 0);
   // One collective per parameter tensor (ZeRO): the bytes of all of them,
   // plus the latency of every call after the first (the time of a
-  // collective of a few bytes over the group).
+  // collective of a few bytes over the group). Priced instead each at its
+  // own size, where the curves give 1-4 MiB collectives more bandwidth
+  // than one of all the bytes (caches), a dp4 mb1 z3 backward's would
+  // come to 35 ms on 4 CPU ranks, against 75-105 ms measured in their
+  // starts and waits: there, between compute, they mostly wait for the
+  // slowest time-sliced rank, which isolated curves do not see.
   std::map<Collective, double> callSeconds; // per kind, priced once
   auto perTensor = [&](Collective kind, double bytes,
                        double tensors) -> absl::StatusOr<double> {
@@ -997,25 +1002,27 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
           // window of these collectives in flight beside the pass
           // (CollectiveOverlap.h): what outlasts the pass, and the share
           // of one layer that cannot start before it or must end after
-          // it, extend it. Elsewhere the forward pass's gathers stall it.
-          // The backward pass's window also hides most of its collectives
-          // where the device has no progress engine (MPI on CPU ranks):
-          // each is waited for a layer later, and every wait in between
-          // moves the ones in flight. Measured on 4 CPU ranks (2 cores),
-          // dp4 mb1 z3: the forward 110 ms against 109 priced with its
-          // gathers stalling it, the backward 255-265 ms against 307
-          // priced with its gathers and reduce-scatters stalling it, 202
-          // beside it. Over the 13 stored calibration runs, beside: the
-          // level-removed errors' spread 5.6% -> 4.5%, dp4 z2/z3 plans
-          // -11/-16% -> +6/+6% against their runs' level, tau unchanged.
+          // it, extend it. Elsewhere the forward pass's gathers stall it,
+          // and of the backward pass's window, each collective waited for
+          // layers later, the compute hides the share the profile measured
+          // (collectiveWindowHidden; MPI on CPU ranks moves a collective
+          // only inside MPI calls). Measured on 4 CPU ranks (2 cores),
+          // dp4 mb1 z3 (cleave run --trace, 3 launches): the backward's
+          // compute took 178-201 ms and its collectives' starts and waits
+          // 75-105 ms, against 193 and 100 priced; the profile measured
+          // 0-5% of such a window hidden.
           bool beside = cc.gradBuckets > 1;
-          bool backwardBeside = beside || p.overlapGradReduce;
+          double backwardHidden =
+              beside ? 1.0
+                     : (p.overlapGradReduce
+                            ? collectiveWindowHidden(cluster, price.profile)
+                            : 0.0);
           double layers = static_cast<double>(chunkLayers[chunk]);
           double forwardPass = cc.forward, backwardPass = cc.backward;
           cc.forward += collectivesBesidePass(forwardPass, gather, layers,
-                                              beside);
+                                              beside ? 1.0 : 0.0);
           cc.backward += collectivesBesidePass(backwardPass, scatter + gather,
-                                               layers, backwardBeside);
+                                               layers, backwardHidden);
           cc.gradReduce = 0;
         }
       }

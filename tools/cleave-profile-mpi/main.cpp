@@ -44,6 +44,16 @@
 // from which the profiler takes how much slower a collective runs between
 // compute on shared cores than alone.
 //
+// With --gemm N, whether or not the ranks share cores, every rank then
+// runs steps of GEMMs and a 4 MiB reduce-scatter through the
+// communicator, each waited for only once more than 25 MiB are in flight
+// after it, as ZeRO-2/3's backward pass keeps them (CollectiveOverlap.h);
+// then each waited for at once, the GEMMs alone and the reduce-scatters
+// alone. Rank 0 prints the seconds per step of each,
+//   window-scatter BYTES WINDOWED STALLED GEMMS SCATTER
+// from which the profiler takes the share of such a window that the
+// compute hides (MPI has no progress engine of its own on CPU ranks).
+//
 //===----------------------------------------------------------------------===//
 
 #include "cleave/runtime/kernels/BlasKernels.h"
@@ -54,10 +64,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -76,6 +88,12 @@ namespace {
 /// The all-gather of in-step-gather: about a tensor-parallel layer's
 /// activation at a small hidden size (1024 tokens x 256 fp32).
 constexpr long long kInStepGatherBytes = 1 << 20;
+
+/// The reduce-scatter of window-scatter: a layer's larger gradient at a
+/// small hidden size (512 x 2048 fp32), in the lowering's window of 25 MiB
+/// (kCollectiveWindowBytes) six of them in flight.
+constexpr long long kWindowScatterBytes = 4 << 20;
+constexpr long long kWindowBytes = 25LL << 20;
 
 struct Options {
   double seconds = 0.05;
@@ -387,6 +405,112 @@ InStepGather inStepGatherSeconds(long long n, long long bytes,
   return result;
 }
 
+/// Seconds per step of `gemms` N^3 GEMMs followed by a reduce-scatter of
+/// `bytes` through the runtime's communicator, as ZeRO-2/3's backward pass
+/// runs them with overlap-grad: each reduce-scatter started after its
+/// layer's compute and waited for only once more than `windowBytes` are in
+/// flight after it (or at the end), the lowering's window
+/// (CollectiveOverlap.h). Beside it the same steps with each reduce-scatter
+/// waited for at once (stalled), the GEMMs alone and the reduce-scatters
+/// alone. Windows of the four take turns, seven rounds of about `seconds`
+/// in all; each is the median of its windows, per step of the slowest
+/// rank.
+struct WindowScatter {
+  double windowed = 0, stalled = 0, gemms = 0, scatter = 0;
+  int gemmsPerStep = 1;
+};
+WindowScatter windowScatterSeconds(cleave::comm::Communicator &comm,
+                                   long long n, long long bytes,
+                                   long long windowBytes, double seconds) {
+  namespace k = cleave::kernels;
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  long long count = bytes / static_cast<long long>(sizeof(float)) / ranks;
+  int depth = static_cast<int>(std::max<long long>(1, windowBytes / bytes));
+  // One input and output per reduce-scatter that can be in flight.
+  std::vector<std::vector<float>> inputs(
+      depth + 1, std::vector<float>(static_cast<size_t>(count) * ranks, 1.0f));
+  std::vector<std::vector<float>> outputs(
+      depth + 1, std::vector<float>(static_cast<size_t>(count)));
+  k::Tensor a({n, n}, 1.0f), b({n, n}, 0.5f), c({n, n});
+  const cleave::comm::Axes all = {"x"};
+  auto start = [&](int slot) {
+    return comm.reduceScatterAsync(
+        all, cleave::comm::CommTensor{inputs[slot].data(), {count * ranks}},
+        cleave::comm::CommTensor{outputs[slot].data(), {count}}, 0,
+        cleave::comm::Reduction::Sum);
+  };
+  int gemmsPerStep = 1;
+  auto gemms = [&] {
+    for (int i = 0; i < gemmsPerStep; ++i)
+      k::matmul(a.ref(), b.ref(), false, false, c.ref());
+  };
+  auto scatter = [&] { start(0)->wait(); };
+  auto stalled = [&](long long steps) {
+    for (long long i = 0; i < steps; ++i) {
+      gemms();
+      scatter();
+    }
+  };
+  auto windowed = [&](long long steps) {
+    std::deque<std::unique_ptr<cleave::comm::Request>> inFlight;
+    for (long long i = 0; i < steps; ++i) {
+      gemms();
+      inFlight.push_back(start(static_cast<int>(i % (depth + 1))));
+      while (static_cast<long long>(inFlight.size()) * bytes > windowBytes) {
+        inFlight.front()->wait();
+        inFlight.pop_front();
+      }
+    }
+    for (auto &request : inFlight)
+      request->wait();
+  };
+  // Per step of the slowest rank, `steps` steps between barriers.
+  auto time = [&](const std::function<void(long long)> &run, long long steps) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double begin = MPI_Wtime();
+    run(steps);
+    double local = (MPI_Wtime() - begin) / static_cast<double>(steps),
+           slowest = 0;
+    MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+  };
+  // The compute of a step is about twice its reduce-scatter, as in a
+  // backward pass whose collectives it can hide: one GEMM and one
+  // reduce-scatter timed alone set the GEMMs per step (every rank agrees,
+  // the times being the slowest rank's).
+  windowed(2); // warm-up: the buffers and the communicator's channels
+  double oneGemm = time([&](long long s) { for (long long i = 0; i < s; ++i)
+                                             gemms(); }, 3),
+         oneScatter = time([&](long long s) { for (long long i = 0; i < s; ++i)
+                                                scatter(); }, 3);
+  gemmsPerStep = static_cast<int>(
+      std::clamp(std::round(2 * oneScatter / std::max(oneGemm, 1e-9)), 1.0,
+                 64.0));
+  constexpr int kRounds = 7;
+  double stepSeconds = gemmsPerStep * oneGemm + oneScatter;
+  long long steps = std::max<long long>(
+      2 * (depth + 1),
+      static_cast<long long>(seconds / (4 * kRounds) /
+                             std::max(stepSeconds, 1e-9)));
+  std::vector<double> window, stall, gemm, alone;
+  for (int round = 0; round < kRounds; ++round) {
+    window.push_back(time(windowed, steps));
+    stall.push_back(time(stalled, steps));
+    gemm.push_back(time([&](long long s) { for (long long i = 0; i < s; ++i)
+                                             gemms(); }, steps));
+    alone.push_back(time([&](long long s) { for (long long i = 0; i < s; ++i)
+                                              scatter(); }, steps));
+  }
+  WindowScatter result;
+  result.windowed = median(window);
+  result.stalled = median(stall);
+  result.gemms = median(gemm);
+  result.scatter = median(alone);
+  result.gemmsPerStep = gemmsPerStep;
+  return result;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -524,8 +648,8 @@ int main(int argc, char **argv) {
       }
     }
   if (options.gemm > 0) {
+    double seconds = std::max(0.3, 4 * options.seconds);
     if (options.cores > 0 && options.cores < ranks) {
-      double seconds = std::max(0.3, 4 * options.seconds);
       SharedCores shared =
           sharedCoreRounds(options.gemm, seconds, options.cores);
       if (rank == 0) {
@@ -547,6 +671,15 @@ int main(int argc, char **argv) {
         std::printf("in-step-gather %lld %.6e %.6e %.6e\n", kInStepGatherBytes,
                     step.pair, step.gemm, step.gather);
     }
+    // Wherever the collectives share the cores with compute or not: MPI on
+    // CPU ranks has no progress engine of its own.
+    WindowScatter window =
+        windowScatterSeconds(*comm, options.gemm, kWindowScatterBytes,
+                             kWindowBytes, 4 * seconds);
+    if (rank == 0)
+      std::printf("window-scatter %lld %.6e %.6e %.6e %.6e\n",
+                  kWindowScatterBytes, window.windowed, window.stalled,
+                  window.gemms, window.scatter);
   }
   // Its sub-communicators are freed before MPI ends.
   comm.reset();

@@ -33,7 +33,7 @@ namespace {
 /// the lowering keeps a window of them in flight, CollectiveOverlap.h).
 double besidePass(double pass, double comm, int64_t blocks, bool overlaps) {
   return cost::collectivesBesidePass(pass, comm, static_cast<double>(blocks),
-                                     overlaps);
+                                     overlaps ? 1.0 : 0.0);
 }
 
 /// Whether `v` is a trainable parameter, or made from trainable

@@ -73,6 +73,15 @@ double inStepCollectiveWait(double pairSeconds, double gemmSeconds,
   return std::max(0.0, pairSeconds - gemmSeconds - gatherSeconds);
 }
 
+double collectiveWindowHidden(double windowedSeconds, double gemmSeconds,
+                              double scatterSeconds) {
+  if (!(scatterSeconds > 0))
+    return 0;
+  double hidden =
+      (gemmSeconds + scatterSeconds - windowedSeconds) / scatterSeconds;
+  return std::clamp(hidden, 0.0, 1.0);
+}
+
 std::vector<int64_t> collectiveSizes(bool quick) {
   // Powers of 4 from 1 KiB: latency-bound at the bottom, at the bus
   // bandwidth at the top.
@@ -252,6 +261,18 @@ profileCollectives(const CpuProfileOptions &options) {
           " a step, the GEMMs alone " +
           formatSeconds(measured.inStepGemmSeconds) + ", the gathers alone " +
           formatSeconds(measured.inStepGatherSeconds));
+      return;
+    }
+    if (timings("window-scatter",
+                {&measured.windowedSeconds, &measured.stalledSeconds,
+                 &measured.windowGemmSeconds,
+                 &measured.windowScatterSeconds})) {
+      say("GEMMs and reduce-scatters in ZeRO's window: " +
+          formatSeconds(measured.windowedSeconds) + " a step, waited at " +
+          "once " + formatSeconds(measured.stalledSeconds) +
+          ", the GEMMs alone " + formatSeconds(measured.windowGemmSeconds) +
+          ", the reduce-scatters alone " +
+          formatSeconds(measured.windowScatterSeconds));
       return;
     }
     absl::StatusOr<std::optional<WorkerResult>> result = parseWorkerLine(line);

@@ -95,6 +95,9 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options) {
     waits.inStepPairSeconds = measured->inStepPairSeconds;
     waits.inStepGemmSeconds = measured->inStepGemmSeconds;
     waits.inStepGatherSeconds = measured->inStepGatherSeconds;
+    waits.windowedSeconds = measured->windowedSeconds;
+    waits.windowGemmSeconds = measured->windowGemmSeconds;
+    waits.windowScatterSeconds = measured->windowScatterSeconds;
     cost::CollectiveKey allReduce{cost::Collective::AllReduce, options.ranks,
                                   options.ranks, 1};
     const cost::CollectiveSample &largest =
@@ -140,6 +143,18 @@ absl::StatusOr<cost::Profile> profileCpu(const CpuProfileOptions &options) {
     progress("collectives between compute: each waits " +
              std::to_string(*profile.inStepCollectiveWait * 1e6) +
              " us beyond its time alone");
+  }
+
+  // MPI has no progress engine on CPU ranks: a window of collectives kept
+  // in flight moves only inside MPI calls, whether or not ranks share
+  // cores.
+  if (waits.windowScatterSeconds > 0) {
+    profile.collectiveWindowHidden = collectiveWindowHidden(
+        waits.windowedSeconds, waits.windowGemmSeconds,
+        waits.windowScatterSeconds);
+    progress("collectives in ZeRO's window: the compute hides " +
+             std::to_string(*profile.collectiveWindowHidden) +
+             " of their time");
   }
 
   MemoryMeasurements memory = profileMemory(options);

@@ -71,7 +71,18 @@ struct RankMeasurements {
   /// not measured.
   double inStepPairSeconds = 0, inStepGemmSeconds = 0,
          inStepGatherSeconds = 0;
+  /// Seconds per step of GEMMs and a reduce-scatter kept in flight in
+  /// ZeRO's window (windowed), waited for at once (stalled), of the GEMMs
+  /// alone and of the reduce-scatters alone; 0: not measured.
+  double windowedSeconds = 0, stalledSeconds = 0, windowGemmSeconds = 0,
+         windowScatterSeconds = 0;
 };
+
+/// The share of a window of collectives in flight beside compute that the
+/// compute hides, from the window-scatter times: (GEMMs + reduce-scatter
+/// - windowed) / reduce-scatter, clamped to [0, 1].
+double collectiveWindowHidden(double windowedSeconds, double gemmSeconds,
+                              double scatterSeconds);
 
 /// How long a collective between compute waits beyond its time alone,
 /// from the in-step-gather times: pair - GEMM - gather, at least 0.

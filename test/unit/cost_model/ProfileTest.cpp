@@ -285,6 +285,27 @@ TEST(ProfileFile, InStepCollectiveSlowdownReadsBack) {
             std::string::npos);
 }
 
+TEST(ProfileFile, CollectiveWindowHiddenReadsBack) {
+  absl::StatusOr<Profile> p = parseProfileText(
+      "[compute]\ncollective_window_hidden = 0.05\n", "p.txt");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->collectiveWindowHidden);
+  EXPECT_DOUBLE_EQ(*p->collectiveWindowHidden, 0.05);
+  absl::StatusOr<Profile> again = parseProfileText(formatProfile(*p), "q.txt");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NEAR(*again->collectiveWindowHidden, 0.05, 1e-12);
+  // A share of the window's time: 0 (all stalls) and 1 (all hidden) are
+  // allowed, beyond them is not.
+  EXPECT_TRUE(
+      parseProfileText("[compute]\ncollective_window_hidden = 1\n", "p.txt")
+          .ok());
+  EXPECT_NE(errorOf("[compute]\ncollective_window_hidden = 1.2\n")
+                .find("p.txt:2: bad value '1.2' for key "
+                      "'collective_window_hidden': expected a fraction from "
+                      "0 to 1"),
+            std::string::npos);
+}
+
 TEST(ProfileFile, InStepCollectiveWaitReadsBack) {
   absl::StatusOr<Profile> p = parseProfileText(
       "[compute]\nin_step_collective_wait = 450 us\n", "p.txt");

@@ -730,9 +730,9 @@ TEST(TransformerPlan, ZeroTwoAndThreeCollectivesRunBesideThePasses) {
   // pass (the lowering keeps a window of them in flight): where
   // communication overlaps compute only what outlasts the pass and one
   // layer's share extend it; with overlap-grad=off all of it does. Where
-  // it does not (MPI on CPU ranks), the backward pass's window still
-  // hides them as well (every wait moves the collectives in flight) but
-  // the forward pass's gathers stall it.
+  // it does not (MPI on CPU ranks) the forward pass's gathers stall it,
+  // and the backward pass's window hides the share the profile measured
+  // (collective_window_hidden), none without a profile.
   TransformerModel m = smallGpt(8, 512, 8);
   ParallelConfig p;
   p.dp = 4;
@@ -742,26 +742,41 @@ TEST(TransformerPlan, ZeroTwoAndThreeCollectivesRunBesideThePasses) {
   Cluster overlapping = cpu(4, 4), blocking = cpu(4, 4);
   overlapping.commOverlapsCompute = 1;
   blocking.commOverlapsCompute = 0;
+  Profile half, all;
+  half.collectiveWindowHidden = 0.5;
+  all.collectiveWindowHidden = 1.0;
   for (int zero : {2, 3}) {
     p.zero = zero;
     p.overlapGradReduce = true;
     auto hidden = scoreTransformerPlan(m, overlapping, p);
     auto exposed = scoreTransformerPlan(m, blocking, p);
+    auto halfHidden = scoreTransformerPlan(m, blocking, p, &half);
+    auto allHidden = scoreTransformerPlan(m, blocking, p, &all);
     p.overlapGradReduce = false;
     auto off = scoreTransformerPlan(m, overlapping, p);
     auto blockingOff = scoreTransformerPlan(m, blocking, p);
-    ASSERT_TRUE(hidden.ok() && exposed.ok() && off.ok() && blockingOff.ok())
+    auto blockingOffAll = scoreTransformerPlan(m, blocking, p, &all);
+    ASSERT_TRUE(hidden.ok() && exposed.ok() && halfHidden.ok() &&
+                allHidden.ok() && off.ok() && blockingOff.ok() &&
+                blockingOffAll.ok())
         << "zero " << zero;
     EXPECT_LT(hidden->stepSeconds, off->stepSeconds) << "zero " << zero;
-    EXPECT_LT(exposed->stepSeconds, blockingOff->stepSeconds)
-        << "zero " << zero;
     EXPECT_DOUBLE_EQ(off->stepSeconds, blockingOff->stepSeconds)
         << "zero " << zero;
-    // ZeRO-3's forward gathers stall a pass that cannot overlap them.
+    // The measured share moves the backward pass from stalling to beside,
+    // in proportion; overlap-grad=off keeps no window to hide.
+    EXPECT_LT(allHidden->stepSeconds, halfHidden->stepSeconds);
+    EXPECT_LT(halfHidden->stepSeconds, exposed->stepSeconds);
+    // One stage: the step is a sum of the passes, linear in the share.
+    EXPECT_NEAR(halfHidden->stepSeconds,
+                0.5 * (exposed->stepSeconds + allHidden->stepSeconds),
+                1e-9 * exposed->stepSeconds);
+    EXPECT_DOUBLE_EQ(blockingOffAll->stepSeconds, blockingOff->stepSeconds)
+        << "zero " << zero;
+    // ZeRO-3's forward gathers stall a pass that cannot overlap them, even
+    // where the backward pass's window hides all.
     if (zero == 3)
-      EXPECT_LT(hidden->stepSeconds, exposed->stepSeconds);
-    else
-      EXPECT_LE(hidden->stepSeconds, exposed->stepSeconds);
+      EXPECT_LT(hidden->stepSeconds, allHidden->stepSeconds);
   }
 }
 

@@ -77,6 +77,12 @@ void expectReadsBack(const cost::Profile &profile,
     EXPECT_TRUE(near(*read->inStepCollectiveWait,
                      *profile.inStepCollectiveWait));
   }
+  ASSERT_EQ(read->collectiveWindowHidden.has_value(),
+            profile.collectiveWindowHidden.has_value());
+  if (profile.collectiveWindowHidden) {
+    EXPECT_NEAR(*read->collectiveWindowHidden,
+                *profile.collectiveWindowHidden, 1e-11);
+  }
   ASSERT_EQ(read->intraNodeBusBandwidth.has_value(),
             profile.intraNodeBusBandwidth.has_value());
   if (profile.intraNodeBusBandwidth) {
@@ -170,6 +176,11 @@ TEST(CpuProfilerTest, QuickProfileWithTwoMpiRanks) {
   for (const std::string &line : lines)
     sawAllReduce |= line.rfind("all-reduce 256 KiB: ", 0) == 0;
   EXPECT_TRUE(sawAllReduce);
+  // MPI has no progress engine on CPU ranks, with a core each or not: the
+  // share of ZeRO's window the compute hides is measured either way.
+  ASSERT_TRUE(profile->collectiveWindowHidden.has_value());
+  EXPECT_GE(*profile->collectiveWindowHidden, 0.0);
+  EXPECT_LE(*profile->collectiveWindowHidden, 1.0);
   expectReadsBack(*profile, options);
 }
 
@@ -197,6 +208,7 @@ TEST(CpuProfilerTest, RanksBeyondTheCoresMeasureSharing) {
   ASSERT_TRUE(profile->inStepCollectiveWait.has_value());
   EXPECT_GE(*profile->inStepCollectiveWait, 0.0);
   EXPECT_FALSE(profile->inStepCollectiveSlowdown.has_value());
+  ASSERT_TRUE(profile->collectiveWindowHidden.has_value());
   expectReadsBack(*profile, options);
 
   // With a core each there is nothing to share.

@@ -28,6 +28,7 @@ TEST(ProfileFormatTest, EveryFieldReadsBack) {
   profile.kernelOverhead = 41.7e-9;
   profile.sharedCoreEfficiency = 0.931;
   profile.waitingRankLoad = 0.237;
+  profile.collectiveWindowHidden = 0.0625;
   std::vector<GemmSample> samples;
   for (int64_t m : {64, 256})
     for (int64_t n : {32, 512})
@@ -56,6 +57,7 @@ TEST(ProfileFormatTest, EveryFieldReadsBack) {
   expectNear(*read->kernelOverhead, *profile.kernelOverhead);
   expectNear(*read->sharedCoreEfficiency, *profile.sharedCoreEfficiency);
   expectNear(*read->waitingRankLoad, *profile.waitingRankLoad);
+  expectNear(*read->collectiveWindowHidden, *profile.collectiveWindowHidden);
   const GemmTable *readTable = read->findGemm(DType::Fp32);
   ASSERT_NE(readTable, nullptr);
   for (const GemmSample &s : samples)

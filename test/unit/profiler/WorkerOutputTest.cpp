@@ -117,4 +117,15 @@ TEST(WorkerOutputTest, InStepWaitFromThePairedSteps) {
   EXPECT_DOUBLE_EQ(inStepCollectiveWait(5.1e-3, 5e-3, 0.2e-3), 0.0);
 }
 
+TEST(WorkerOutputTest, WindowHiddenShareFromTheWindowedSteps) {
+  // 6 ms of GEMMs and a 2 ms reduce-scatter took 7 ms a step in the
+  // window: half the reduce-scatter was hidden. As long as both alone (or
+  // longer): none; as long as the GEMMs alone: all.
+  EXPECT_NEAR(collectiveWindowHidden(7e-3, 6e-3, 2e-3), 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(collectiveWindowHidden(8.5e-3, 6e-3, 2e-3), 0.0);
+  EXPECT_DOUBLE_EQ(collectiveWindowHidden(5.9e-3, 6e-3, 2e-3), 1.0);
+  // Nothing measured: nothing hidden.
+  EXPECT_DOUBLE_EQ(collectiveWindowHidden(7e-3, 6e-3, 0), 0.0);
+}
+
 } // namespace

@@ -144,12 +144,23 @@ double busBandwidth(Collective kind, double bytes, int64_t groupSize,
 
 /// What collectives of `comm` seconds, spread over a pass of `pass`
 /// seconds through `layers` layers (ZeRO-2/3's reduce-scatters and
-/// prefetched gathers), add to it. `beside`: the device's collectives
-/// progress beside its compute, so only what outlasts the pass and one
-/// layer's share (the first gather, the last reduce-scatter) extend it;
-/// otherwise all of it.
+/// prefetched gathers), add to it. Where they run beside the compute
+/// (`hidden` = 1: the device's collectives progress on their own) only
+/// what outlasts the pass and one layer's share (the first gather, the
+/// last reduce-scatter) extend it; where they stall it (0), all of it; a
+/// share between weighs the two.
 double collectivesBesidePass(double pass, double comm, double layers,
-                             bool beside);
+                             double hidden);
+
+/// The share of a window of collectives kept in flight beside compute
+/// (ZeRO-2/3's in the backward pass, each waited for layers later) that
+/// the compute hides: 1 where the cluster's communication overlaps its
+/// compute; elsewhere (MPI on CPU ranks, no progress engine) the profile's
+/// collective_window_hidden, measured by the profiler's MPI worker, and 0
+/// without one (each collective then moves only inside the MPI calls that
+/// start and wait for it: measured on 4 ranks sharing 2 cores, a window of
+/// 4 MiB reduce-scatters between GEMMs hid 0-5% of their time).
+double collectiveWindowHidden(const Cluster &cluster, const Profile *profile);
 
 } // namespace cleave::cost
 

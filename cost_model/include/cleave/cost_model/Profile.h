@@ -131,6 +131,15 @@ struct Profile {
   /// before in_step_collective_wait held it; read for those only, and
   /// turned into a wait with the profile's own 1 MiB all-gather.
   std::optional<double> inStepCollectiveSlowdown;
+  /// Where the device's collectives have no progress engine of their own
+  /// (MPI on CPU ranks, comm_overlaps_compute = 0): the share of a window
+  /// of collectives kept in flight beside compute (ZeRO-2/3's
+  /// reduce-scatters in the backward pass, each waited for layers later)
+  /// that the compute hides ([compute] collective_window_hidden, 0 to 1).
+  /// The cost model prices such a window at this share of the way from
+  /// stalling the pass (0) to running beside it (1)
+  /// (cost::collectiveWindowHidden).
+  std::optional<double> collectiveWindowHidden;
   std::map<CollectiveKey, CollectiveCurve> collectives;
 
   const GemmTable *findGemm(DType type) const;
