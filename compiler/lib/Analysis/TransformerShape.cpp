@@ -132,6 +132,9 @@ static FailureOr<cost::TransformerModel> readTransformerModel(ModuleOp module) {
   m.ffn = integer("ffn");
   m.seq = integer("seq");
   m.vocab = integer("vocab");
+  // The table's rows: GPT's pad_vocab rounds them up (to split over tp).
+  if (int64_t pad = integer("pad_vocab"); pad > 1)
+    m.vocab = (m.vocab + pad - 1) / pad * pad;
   if (f == "gpt" || f == "switch" || f == "bert") {
     m.learnedPositions = true;
     m.tiedEmbedding = f == "bert" || kv["tied"] == "true";

@@ -903,6 +903,50 @@ double callsOf(const PlanPrediction &p, int64_t stage, Collective kind) {
 }
 } // namespace
 
+TEST(TransformerPlan, VocabularyThatTpDoesNotDivideIsPricedAsLowered) {
+  // 4001 classes at tp=2 cannot be split by rows: the table is split along
+  // the hidden dimension, so a microbatch's whole logits are reduced (all-
+  // reduced; reduce-scattered with sequence parallelism) and their
+  // gradient gathered, in place of the vocabulary-parallel cross-entropy's
+  // three small all-reduces and the lookup's reduction of its rows. 4000
+  // classes split.
+  TransformerModel m = smallGpt(2, 256, 4);
+  ParallelConfig p;
+  p.tp = 2;
+  p.globalBatch = 4;
+  p.microbatchSize = 2;
+  p.precision = DType::Fp32;
+  const double logits = 2 * 128 * 4001 * 4.0;
+  for (bool sp : {false, true}) {
+    p.sequenceParallel = sp;
+    m.vocab = 4000;
+    auto splits = scoreTransformerPlan(m, cpu(2, 2), p);
+    m.vocab = 4001;
+    auto whole = scoreTransformerPlan(m, cpu(2, 2), p);
+    ASSERT_TRUE(splits.ok() && whole.ok()) << "sp " << sp;
+    EXPECT_GT(whole->stepSeconds, splits->stepSeconds) << "sp " << sp;
+    Collective reduce = sp ? Collective::ReduceScatter : Collective::AllReduce;
+    auto bytes = [](const PlanPrediction &r, Collective kind) {
+      const auto &kinds = r.stageCollectives[0].byKind;
+      auto it = kinds.find({kind, false});
+      return it == kinds.end() ? 0.0 : it->second.bytes;
+    };
+    // Two microbatches each reduce and gather their logits once; what the
+    // split vocabulary's embedding and head moved instead is at most a
+    // quarter of that here.
+    EXPECT_GT(bytes(*whole, reduce) - bytes(*splits, reduce), 1.5 * logits)
+        << "sp " << sp;
+    EXPECT_GT(bytes(*whole, Collective::AllGather) -
+                  bytes(*splits, Collective::AllGather),
+              1.5 * logits)
+        << "sp " << sp;
+    // Sequence parallelism moves the lookup's and the head's columns onto
+    // the sequence blocks and back with all-to-alls.
+    EXPECT_EQ(bytes(*whole, Collective::AllToAll) > 0, sp) << "sp " << sp;
+    EXPECT_EQ(bytes(*splits, Collective::AllToAll), 0.0) << "sp " << sp;
+  }
+}
+
 TEST(TransformerPlan, TalliesTheCollectivesItPrices) {
   // tp=4 with sequence parallelism, 4 microbatches of 2: per layer and
   // microbatch 2 all-gathers and 2 reduce-scatters forward, 4 and 2
