@@ -22,7 +22,9 @@ namespace cleave::cost {
 
 double collectivesBesidePass(double pass, double comm, double layers,
                              double hidden) {
-  double beside = std::max(0.0, comm - pass) + comm / std::max(1.0, layers);
+  // Never more than stalling the pass: with one layer, its share is all.
+  double beside = std::min(
+      comm, std::max(0.0, comm - pass) + comm / std::max(1.0, layers));
   double share = std::clamp(hidden, 0.0, 1.0);
   return share * beside + (1 - share) * comm;
 }

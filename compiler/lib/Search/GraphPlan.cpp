@@ -30,10 +30,25 @@ using namespace mlir;
 namespace {
 
 /// ZeRO-2/3's collectives beside a pass (cost::collectivesBesidePass;
-/// the lowering keeps a window of them in flight, CollectiveOverlap.h).
-double besidePass(double pass, double comm, int64_t blocks, bool overlaps) {
+/// the lowering keeps a window of them in flight, CollectiveOverlap.h):
+/// `hidden` is the share they run beside it (1 where the cluster's
+/// collectives overlap compute).
+double besidePass(double pass, double comm, int64_t blocks, double hidden) {
   return cost::collectivesBesidePass(pass, comm, static_cast<double>(blocks),
-                                     overlaps ? 1.0 : 0.0);
+                                     hidden);
+}
+
+/// The share of the backward pass's ZeRO-2/3 window that runs beside it:
+/// all where the cluster's collectives overlap compute, else what the
+/// profile measured (cost::collectiveWindowHidden) while overlap-grad
+/// keeps the window, as the transformer cost model prices it.
+double backwardWindowHidden(const cost::Cluster &cluster,
+                            const cost::Profile *profile,
+                            const cost::ParallelConfig &plan) {
+  if (cluster.commOverlapsCompute)
+    return 1.0;
+  return plan.overlapGradReduce ? cost::collectiveWindowHidden(cluster, profile)
+                                : 0.0;
 }
 
 /// Whether `v` is a trainable parameter, or made from trainable
@@ -431,8 +446,9 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
       if (plan.zero >= 2 && plan.dp > 1) {
         double gathered = plan.zero == 3 ? *gather : 0;
         cc.forward += besidePass(cc.forward, gathered, chunk.blocks, overlaps);
-        cc.backward += besidePass(cc.backward, *scatter + gathered,
-                                  chunk.blocks, overlaps);
+        cc.backward +=
+            besidePass(cc.backward, *scatter + gathered, chunk.blocks,
+                       backwardWindowHidden(cluster, profile, plan));
         cc.gradReduce = 0;
       }
       // ZeRO 1 and 2's gather of the updated blocks: carried into the next
@@ -921,7 +937,8 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
     exposed = microbatches *
               (besidePass(work.forwardSeconds, gathered, blocks, overlaps) +
                besidePass(backwardSeconds, reduceScatter + gathered,
-                          blocks, overlaps));
+                          blocks, backwardWindowHidden(cluster, profile,
+                                                       plan)));
     if (plan.zero == 2)
       exposed += gatherUpdated;
     break;

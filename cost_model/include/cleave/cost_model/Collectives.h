@@ -147,8 +147,8 @@ double busBandwidth(Collective kind, double bytes, int64_t groupSize,
 /// prefetched gathers), add to it. Where they run beside the compute
 /// (`hidden` = 1: the device's collectives progress on their own) only
 /// what outlasts the pass and one layer's share (the first gather, the
-/// last reduce-scatter) extend it; where they stall it (0), all of it; a
-/// share between weighs the two.
+/// last reduce-scatter) extend it, never more than all of them; where they
+/// stall it (0), all of it; a share between weighs the two.
 double collectivesBesidePass(double pass, double comm, double layers,
                              double hidden);
 
