@@ -851,7 +851,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   // collective of a few bytes over the group). Priced instead each at its
   // own size, where the curves give 1-4 MiB collectives more bandwidth
   // than one of all the bytes (caches), a dp4 mb1 z3 backward's would
-  // come to 35 ms on 4 CPU ranks, against 75-105 ms measured in their
+  // come to 35 ms on 4 CPU ranks, against 84-105 ms measured in their
   // starts and waits: there, between compute, they mostly wait for the
   // slowest time-sliced rank, which isolated curves do not see.
   std::map<Collective, double> callSeconds; // per kind, priced once
@@ -1057,9 +1057,9 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
           // layers later, the compute hides the share the profile measured
           // (collectiveWindowHidden; MPI on CPU ranks moves a collective
           // only inside MPI calls). Measured on 4 CPU ranks (2 cores),
-          // dp4 mb1 z3 (cleave run --trace, 3 launches): the backward's
+          // dp4 mb1 z3 (cleave run --trace, 5 launches): the backward's
           // compute took 178-201 ms and its collectives' starts and waits
-          // 75-105 ms, against 193 and 100 priced; the profile measured
+          // 84-105 ms, against 193 and 100 priced; the profile measured
           // 0-5% of such a window hidden.
           bool beside = cc.gradBuckets > 1;
           double backwardHidden =
