@@ -324,6 +324,28 @@ double besideWaitingGemmSeconds(const std::function<void()> &gemm,
   return sum / cores;
 }
 
+/// Seconds per step of the slowest rank: `run` takes `steps` steps between
+/// a barrier and the clock (a windowed run also completes what it left in
+/// flight).
+double slowestSecondsPerStep(const std::function<void(long long)> &run,
+                             long long steps) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double begin = MPI_Wtime();
+  run(steps);
+  double local = (MPI_Wtime() - begin) / static_cast<double>(steps),
+         slowest = 0;
+  MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+/// `step` taken the given number of times.
+std::function<void(long long)> repeat(std::function<void()> step) {
+  return [step = std::move(step)](long long steps) {
+    for (long long i = 0; i < steps; ++i)
+      step();
+  };
+}
+
 /// Seconds per step of an N^3 GEMM followed by an all-gather of `bytes`
 /// (each rank's share taken from the GEMM's output), as a tensor-parallel
 /// layer runs them: the gather started nonblocking and waited for the
@@ -380,23 +402,13 @@ InStepGather inStepGatherSeconds(long long n, long long bytes,
     }
     return steps;
   };
-  auto window = [&](const std::function<void()> &step, long long steps) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double begin = MPI_Wtime();
-    for (long long i = 0; i < steps; ++i)
-      step();
-    double local = (MPI_Wtime() - begin) / static_cast<double>(steps),
-           slowest = 0;
-    MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return slowest;
-  };
   long long pairSteps = stepsFor(pair), gemmSteps = stepsFor(gemm),
             gatherSteps = stepsFor(gather);
   std::vector<double> pairs, gemms, gathers;
   for (int round = 0; round < kRounds; ++round) {
-    pairs.push_back(window(pair, pairSteps));
-    gemms.push_back(window(gemm, gemmSteps));
-    gathers.push_back(window(gather, gatherSteps));
+    pairs.push_back(slowestSecondsPerStep(repeat(pair), pairSteps));
+    gemms.push_back(slowestSecondsPerStep(repeat(gemm), gemmSteps));
+    gathers.push_back(slowestSecondsPerStep(repeat(gather), gatherSteps));
   }
   InStepGather result;
   result.pair = median(pairs);
@@ -465,25 +477,13 @@ WindowScatter windowScatterSeconds(cleave::comm::Communicator &comm,
     for (auto &request : inFlight)
       request->wait();
   };
-  // Per step of the slowest rank, `steps` steps between barriers.
-  auto time = [&](const std::function<void(long long)> &run, long long steps) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double begin = MPI_Wtime();
-    run(steps);
-    double local = (MPI_Wtime() - begin) / static_cast<double>(steps),
-           slowest = 0;
-    MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return slowest;
-  };
   // The compute of a step is about twice its reduce-scatter, as in a
   // backward pass whose collectives it can hide: one GEMM and one
   // reduce-scatter timed alone set the GEMMs per step (every rank agrees,
   // the times being the slowest rank's).
   windowed(2); // warm-up: the buffers and the communicator's channels
-  double oneGemm = time([&](long long s) { for (long long i = 0; i < s; ++i)
-                                             gemms(); }, 3),
-         oneScatter = time([&](long long s) { for (long long i = 0; i < s; ++i)
-                                                scatter(); }, 3);
+  double oneGemm = slowestSecondsPerStep(repeat(gemms), 3),
+         oneScatter = slowestSecondsPerStep(repeat(scatter), 3);
   gemmsPerStep = static_cast<int>(
       std::clamp(std::round(2 * oneScatter / std::max(oneGemm, 1e-9)), 1.0,
                  64.0));
@@ -495,12 +495,10 @@ WindowScatter windowScatterSeconds(cleave::comm::Communicator &comm,
                              std::max(stepSeconds, 1e-9)));
   std::vector<double> window, stall, gemm, alone;
   for (int round = 0; round < kRounds; ++round) {
-    window.push_back(time(windowed, steps));
-    stall.push_back(time(stalled, steps));
-    gemm.push_back(time([&](long long s) { for (long long i = 0; i < s; ++i)
-                                             gemms(); }, steps));
-    alone.push_back(time([&](long long s) { for (long long i = 0; i < s; ++i)
-                                              scatter(); }, steps));
+    window.push_back(slowestSecondsPerStep(windowed, steps));
+    stall.push_back(slowestSecondsPerStep(stalled, steps));
+    gemm.push_back(slowestSecondsPerStep(repeat(gemms), steps));
+    alone.push_back(slowestSecondsPerStep(repeat(scatter), steps));
   }
   WindowScatter result;
   result.windowed = median(window);
