@@ -18,6 +18,12 @@ over the runs and how many runs meet the calibration aim (median |error|
     python3 bench/calibration_replay.py RUN.json ...     # some of them
     python3 bench/calibration_replay.py --plans          # every plan's error
     python3 bench/calibration_replay.py --min-mean-tau 0.75   # a gate: exit 1 below
+    python3 bench/calibration_replay.py --biases         # mispriced plan features
+
+--biases pools every plan of every run and fits which plan features (mesh
+shape, ZeRO stage, sequence parallelism, schedule, recomputation,
+microbatch size) the cost model misprices relative to the other plans of
+a run (plan_biases.py).
 
 A stored run: RUN.json with model, cluster, global_batch, optimizer,
 profile (a file next to it) and rows of plan, knobs and measured_ms;
@@ -28,12 +34,14 @@ library only.
 import argparse
 import glob
 import json
+import math
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 
+import plan_biases
 from runtime_calibration import kendall_tau_b
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -100,6 +108,34 @@ def summarize(pred, meas):
     }
 
 
+def print_biases(results):
+    """Pooled feature biases and each run's tau with them taken out."""
+    runs = [[(row["knobs"], math.log(row["measured_ms"] / p))
+             for row, p in zip(s["rows"], s["predicted_ms"])]
+            for s in results]
+    effects, sd, feature_part, which = plan_biases.fit(runs)
+    print("\nbiases over %d plans of %d runs (measured / predicted, relative "
+          "to each run's level; + is slower than priced):" %
+          (len(which), len(runs)))
+    for name, b, se in sorted(effects, key=lambda e: e[1]):
+        print("  %-26s %+6.1f%% +- %.1f%%" % (name, (math.exp(b) - 1) * 100,
+                                             se * 100))
+    print("  residual spread of a plan: %.1f%%" % (sd * 100))
+    taus = []
+    i = 0
+    for s in results:
+        n = len(s["predicted_ms"])
+        adjusted = [p * math.exp(f) for p, f in
+                    zip(s["predicted_ms"], feature_part[i:i + n])]
+        i += n
+        taus.append(kendall_tau_b(adjusted,
+                                  [r["measured_ms"] for r in s["rows"]]))
+    print("tau with the fitted biases taken out (in-sample, a bound): mean "
+          "%.3f, smallest %.3f, %d of %d runs at %g or above" %
+          (statistics.fmean(taus), min(taus),
+           sum(1 for t in taus if t >= AIM_TAU), len(taus), AIM_TAU))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*",
@@ -110,6 +146,9 @@ def main():
     ap.add_argument("--plans", action="store_true",
                     help="print every plan's predicted and measured time")
     ap.add_argument("--json", help="write the per-run results here")
+    ap.add_argument("--biases", action="store_true",
+                    help="fit and print the plan features' pricing biases "
+                    "pooled over the runs (plan_biases.py)")
     ap.add_argument("--min-mean-tau", type=float,
                     help="exit 1 when the mean tau over the runs is below")
     args = ap.parse_args()
@@ -137,6 +176,7 @@ def main():
             s["run"] = os.path.basename(path)
             s["plans"] = len(pred)
             s["predicted_ms"] = pred
+            s["rows"] = run["rows"]
             results.append(s)
             if args.plans:
                 print("%s (%d launches)" % (s["run"], run.get("launches", 0)))
@@ -164,6 +204,14 @@ def main():
               s["median_abs_error_pct"] for s in results)))
     print("aim (median |error| <= %g%%, tau >= %g) met in %d of %d runs" %
           (AIM_MEDIAN, AIM_TAU, met, len(results)))
+    if args.biases:
+        try:
+            print_biases(results)
+        except ValueError as e:
+            print("error: --biases: %s" % e, file=sys.stderr)
+            return 2
+    for s in results:
+        del s["rows"]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
