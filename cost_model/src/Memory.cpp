@@ -286,13 +286,51 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     // the cross entropy; at the start of the backward pass, while every
     // stashed activation is still held, the logits' gradient as well (the
     // loss gradient reads the logits: both live at the peak).
-    double output =
-        2 * c.activationBytes * sbh / sequenceSplit + 4 * s * b * v / t;
-    activations += output * inFlight;
+    //
+    // What the lowering holds depends on whether tp splits the vocabulary
+    // (TransformerPlan.cpp prices the same layouts):
+    //  - tp = 1: the fused cross entropy keeps the logits, and its gradient
+    //    is the one transient.
+    //  - rows split over tp (Megatron's vocab-parallel cross entropy, as
+    //    the graph decomposes it): the stash holds the block's exp(logits)
+    //    and a one-byte mask of the label's column; the backward's where,
+    //    product and sum are three block-sized transients alive at once.
+    //  - a vocabulary that tp does not divide, the table split along the
+    //    hidden dimension: every rank holds each microbatch's whole logits
+    //    (all-reduced; with sp, reduce-scattered to a block of the tokens,
+    //    which the stash keeps), and the whole logits' gradient is a
+    //    transient -- beside the block with sp, beside the table
+    //    gradient's two partial sums (the head's and the lookup's)
+    //    without.
+    // ZB-H1 splits the last stage's backward too: under tp the head's
+    // weight gradient (its W) reads the logits' gradient, which is held
+    // from the B to it -- the block, or the whole logits' where tp does
+    // not divide the vocabulary -- for the one microbatch between the two.
+    double block = 4 * s * b * v / t, whole = 4 * s * b * v;
+    bool vocabSplits = c.tp == 1 || c.vocab % c.tp == 0;
+    double logits = vocabSplits || c.sequenceParallel ? block : whole;
+    if (c.tp > 1 && vocabSplits)
+      logits += s * b * v / t; // the label mask, one byte a logit
+    // Only the head's chunk holds them: under the interleaved schedule the
+    // last stage runs that chunk's backward right after its forward, as
+    // 1F1B's last stage does, so one microbatch (GPipe: all of them).
+    double headInFlight =
+        c.schedule == PipelineSchedule::Interleaved1F1B ? 1.0 : inFlight;
+    activations +=
+        (2 * c.activationBytes * sbh / sequenceSplit + logits) * headInFlight;
+    if (c.tp > 1 && c.pp > 1 && c.schedule == PipelineSchedule::ZeroBubbleH1)
+      activations += vocabSplits ? block : whole;
     // At the start of the backward pass, while every stashed activation is
     // still held, the logits' gradient lives beside the logits it is
     // computed from: a transient, not an activation, but at the peak.
-    out.workspace = 4 * s * b * v / t;
+    if (c.tp == 1)
+      out.workspace = block;
+    else if (vocabSplits)
+      out.workspace = 3 * block;
+    else if (c.sequenceParallel)
+      out.workspace = whole + block;
+    else
+      out.workspace = whole + 2 * c.gradBytes * v * h / t;
   }
   if (c.layersPerStage > 0) {
     // The backward of a layer's attention core (unfused: no flash

@@ -266,12 +266,62 @@ TEST(MemoryBreakdown, LastStageAddsTheOutputLayer) {
   absl::StatusOr<MemoryBreakdown> with = estimateTransformerMemory(c);
   absl::StatusOr<MemoryBreakdown> without = estimateTransformerMemory(noVocab);
   ASSERT_TRUE(with.ok() && without.ok());
-  // Korthikanti 4.3: 4sbh/t (1 + v/h) for one microbatch in flight.
+  // Korthikanti 4.3: 4sbh/t (1 + v/h) for one microbatch in flight, plus
+  // the one-byte mask of each label's column that the decomposed
+  // vocab-parallel cross entropy stashes (the paper's fused kernel has
+  // none).
   expectWithin2Percent(with->activations - without->activations,
-                       4 * s * b * h / t * (1 + v / h), "output layer");
+                       4 * s * b * h / t * (1 + v / h) + s * b * v / t,
+                       "output layer");
   // The copy of the tied embedding and the final layer norm, in fp16.
   expectWithin2Percent(with->params - without->params, 2 * (v * h / t + 2 * h),
                        "output params");
+}
+
+TEST(MemoryBreakdown, VocabularyThatTpDoesNotDivideKeepsWholeLogits) {
+  // GPT-2's 50257 rows over tp = 4: the table is split along the hidden
+  // dimension, so every rank holds each microbatch's whole fp32 logits.
+  TransformerMemoryConfig c = gpt3(1, false, Recompute::None);
+  c.layersPerStage = 0;
+  c.dropout = false; // no embedding dropout mask beside the head's terms
+  c.hidden = 768;
+  c.heads = 12;
+  c.seqLength = 1024;
+  c.microBatch = 4;
+  c.tp = 4;
+  c.vocab = 50257;
+  double s = 1024, b = 4, h = 768, v = 50257, t = 4;
+  double whole = 4 * s * b * v;
+  absl::StatusOr<MemoryBreakdown> unsplit = estimateTransformerMemory(c);
+  ASSERT_TRUE(unsplit.ok()) << unsplit.status();
+  expectWithin2Percent(unsplit->activations, 2 * c.activationBytes * s * b * h +
+                                                 whole,
+                       "whole logits");
+  // Their gradient beside the table gradient's two partial sums.
+  EXPECT_NEAR(unsplit->workspace, whole + 2 * c.gradBytes * v * h / t, 1.0);
+
+  // With sequence parallelism the stash keeps the token block the logits
+  // are reduce-scattered to; the whole gradient is gathered beside it.
+  c.sequenceParallel = true;
+  absl::StatusOr<MemoryBreakdown> sp = estimateTransformerMemory(c);
+  ASSERT_TRUE(sp.ok()) << sp.status();
+  expectWithin2Percent(sp->activations,
+                       2 * c.activationBytes * s * b * h / t + whole / t,
+                       "token block");
+  EXPECT_NEAR(sp->workspace, whole + whole / t, 1.0);
+
+  // Padded to 50260 rows the vocabulary splits: a block of the logits and
+  // the label mask, and the backward holds three block-sized gradients at
+  // once.
+  c.sequenceParallel = false;
+  c.vocab = 50260;
+  absl::StatusOr<MemoryBreakdown> split = estimateTransformerMemory(c);
+  ASSERT_TRUE(split.ok()) << split.status();
+  expectWithin2Percent(split->activations,
+                       2 * c.activationBytes * s * b * h +
+                           5 * s * b * 50260 / t,
+                       "split logits");
+  EXPECT_NEAR(split->workspace, 3 * 4 * s * b * 50260 / t, 1.0);
 }
 
 TEST(MemoryBreakdown, ZeroThreeShardsEverythingButGathersALayer) {
