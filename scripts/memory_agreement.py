@@ -51,6 +51,7 @@ def main():
           f"(tolerance {args.tolerance:.0%})")
     if failed:
         print("stages off by more than the tolerance: "
+              + ("stage " if len(failed) == 1 else "stages ")
               + ", ".join(map(str, failed)))
         return 1
     return 0
