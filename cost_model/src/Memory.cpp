@@ -1,6 +1,7 @@
 //===- Memory.cpp - Per-device memory of transformer training -------------===//
 
 #include "cleave/cost_model/Memory.h"
+#include "cleave/cost_model/PipelineSchedule.h"
 #include "Strings.h"
 
 #include <algorithm>
@@ -193,7 +194,7 @@ absl::Status validateMemoryConfig(const TransformerMemoryConfig &c) {
                 c.schedule == PipelineSchedule::Interleaved1F1B,
             "virtualStages > 1 needs the interleaved schedule");
     // Chunks may hold unequal layer counts (balanced against the head):
-    // the activations are then those of the stage's average chunk.
+    // chunkLayers says how many, else they are priced as even.
   }
   if (problems.empty())
     return absl::OkStatus();
@@ -232,8 +233,8 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
   out.optimizer = states.optimizer;
 
   double inFlight = microbatchesInFlight(c);
-  double activations = static_cast<double>(c.layersPerStage) *
-                       layerActivationBytes(c) * inFlight;
+  double layerBytes = layerActivationBytes(c);
+  double activations = 0; // the stashes are added below the head's terms
   if (c.schedule == PipelineSchedule::ZeroBubbleH1 && c.pp > 1) {
     // ZB-H1 defers the W (weight gradients) of the stage's first
     // p - i - 1 backwards to the cool-down. Until its W runs, a microbatch
@@ -279,8 +280,10 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     whole.recompute = Recompute::None;
     activations += layerActivationBytes(whole) - layerActivationBytes(c);
   }
-  if (first && c.vocab > 0 && c.dropout)
-    activations += sbh / sequenceSplit * inFlight; // embedding dropout mask
+  // The embedding's dropout mask and the head's stash, per microbatch.
+  double embeddingMask =
+      first && c.vocab > 0 && c.dropout ? sbh / sequenceSplit : 0.0;
+  double headStash = 0;
   if (last && c.vocab > 0) {
     // Final layer-norm and output-projection inputs, and fp32 logits for
     // the cross entropy; at the start of the backward pass, while every
@@ -311,13 +314,7 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     double logits = vocabSplits || c.sequenceParallel ? block : whole;
     if (c.tp > 1 && vocabSplits)
       logits += s * b * v / t; // the label mask, one byte a logit
-    // Only the head's chunk holds them: under the interleaved schedule the
-    // last stage runs that chunk's backward right after its forward, as
-    // 1F1B's last stage does, so one microbatch (GPipe: all of them).
-    double headInFlight =
-        c.schedule == PipelineSchedule::Interleaved1F1B ? 1.0 : inFlight;
-    activations +=
-        (2 * c.activationBytes * sbh / sequenceSplit + logits) * headInFlight;
+    headStash = 2 * c.activationBytes * sbh / sequenceSplit + logits;
     if (c.tp > 1 && c.pp > 1 && c.schedule == PipelineSchedule::ZeroBubbleH1)
       activations += vocabSplits ? block : whole;
     // At the start of the backward pass, while every stashed activation is
@@ -332,6 +329,39 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     else
       out.workspace = whole + 2 * c.gradBytes * v * h / t;
   }
+  int chunks = static_cast<int>(c.virtualStages);
+  if (c.schedule == PipelineSchedule::Interleaved1F1B && c.pp > 1 && chunks > 1 &&
+      static_cast<int>(c.chunkLayers.size()) == chunks) {
+    // The lowering keeps the chunks' stashes in frames, a class of chunks
+    // of like size sharing frames of its largest (planStashFrames): over
+    // uneven chunks more than the average chunk in flight, and the head's
+    // chunk, on the last stage, in a class of its own.
+    absl::StatusOr<std::vector<PipelineSlot>> order = pipelineOrder(
+        ScheduleKind::Interleaved, static_cast<int>(c.pp),
+        static_cast<int>(c.stage), static_cast<int>(c.microbatches), chunks);
+    if (!order.ok())
+      return order.status();
+    std::vector<double> stash(chunks);
+    for (int k = 0; k < chunks; ++k)
+      stash[k] = static_cast<double>(c.chunkLayers[k]) * layerBytes;
+    stash[0] += embeddingMask;
+    stash[chunks - 1] += headStash;
+    activations += planStashFrames(*order, stash).bytes;
+  } else {
+    activations += static_cast<double>(c.layersPerStage) * layerBytes *
+                   inFlight;
+    activations += embeddingMask * inFlight;
+    // The head's stash: on the last stage, whose backward of a microbatch
+    // follows its forward, one (GPipe: all of them).
+    activations += headStash * inFlight;
+  }
+  if (first && c.vocab > 0 && c.tp > 1 && c.vocab % c.tp != 0 &&
+      !c.sequenceParallel)
+    // A table split along the hidden dimension, without sp: the lookup's
+    // backward scatters into the whole table's gradient, then slices this
+    // rank's columns and adds them to the head's (tied) share.
+    out.workspace =
+        std::max(out.workspace, c.gradBytes * v * h * (1 + 2 / t));
   if (c.layersPerStage > 0) {
     // The backward of a layer's attention core (unfused: no flash
     // attention) holds two score-sized gradients beside the softmax

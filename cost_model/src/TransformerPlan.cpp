@@ -1126,6 +1126,9 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.stage = st;
     mc.schedule = memorySchedule(p.schedule);
     mc.virtualStages = p.chunks;
+    if (p.chunks > 1)
+      for (int64_t c = 0; c < p.chunks; ++c)
+        mc.chunkLayers.push_back(chunkLayers[c * p.pp + st]);
     mc.microbatches = microbatches;
     mc.recompute = p.recomputeOf(st);
     mc.zeroStage = p.zero;

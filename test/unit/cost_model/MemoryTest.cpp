@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/cost_model/Memory.h"
+#include "cleave/cost_model/PipelineSchedule.h"
 
 #include "gtest/gtest.h"
 
@@ -380,4 +381,38 @@ TEST(MemoryNames, AreDistinct) {
   for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
     names.insert(recomputeName(r));
   EXPECT_EQ(names.size(), 7u);
+}
+
+TEST(MemoryBreakdown, InterleavedStashesAreThePlannedFrames) {
+  // The first of 2 stages, 2 chunks of 3 and 4 layers, 8 microbatches:
+  // the lowering keeps the chunks' stashes in frames (planStashFrames),
+  // so a stage holds frames of its larger chunk, more than the average
+  // chunk in flight. Even chunks price as before.
+  TransformerMemoryConfig c = gpt3(8, true, Recompute::None);
+  c.vocab = 0;
+  c.pp = 2;
+  c.stage = 0;
+  c.schedule = PipelineSchedule::Interleaved1F1B;
+  c.virtualStages = 2;
+  c.microbatches = 8;
+  c.layersPerStage = 8;
+  absl::StatusOr<MemoryBreakdown> averaged = estimateTransformerMemory(c);
+  c.chunkLayers = {4, 4};
+  absl::StatusOr<MemoryBreakdown> even = estimateTransformerMemory(c);
+  ASSERT_TRUE(averaged.ok() && even.ok());
+  EXPECT_NEAR(even->activations, averaged->activations,
+              1e-9 * averaged->activations);
+
+  c.layersPerStage = 7;
+  c.chunkLayers = {3, 4};
+  absl::StatusOr<MemoryBreakdown> uneven = estimateTransformerMemory(c);
+  ASSERT_TRUE(uneven.ok());
+  absl::StatusOr<std::vector<PipelineSlot>> order =
+      pipelineOrder(ScheduleKind::Interleaved, 2, 0, 8, 2);
+  ASSERT_TRUE(order.ok());
+  double layer = layerActivationBytes(c);
+  double frames = planStashFrames(*order, {3 * layer, 4 * layer}).bytes;
+  EXPECT_NEAR(uneven->activations, frames, 1e-9 * frames);
+  EXPECT_GT(uneven->activations,
+            7 * layer * microbatchesInFlight(c) * 1.05);
 }

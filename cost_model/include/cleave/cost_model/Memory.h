@@ -82,6 +82,10 @@ struct TransformerMemoryConfig {
   int64_t stage = 0; ///< 0 .. pp-1
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   int64_t virtualStages = 1; ///< v: model chunks per device (interleaved)
+  /// Interleaved: the layers of each of this stage's v chunks, in order.
+  /// Given, the stashes are priced in the lowering's frames
+  /// (planStashFrames); empty, as v even chunks.
+  std::vector<int64_t> chunkLayers;
   int64_t microbatches = 1;  ///< m: per step
   Recompute recompute = Recompute::None;
   int zeroStage = 0; ///< 0 (none) to 3
