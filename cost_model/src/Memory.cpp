@@ -5,6 +5,7 @@
 #include "Strings.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace cleave::cost {
 
@@ -97,6 +98,29 @@ LayerActivations layerTerms(const TransformerMemoryConfig &c) {
 }
 
 } // namespace
+
+double moeLayerExtraBytes(const TransformerMemoryConfig &c) {
+  if (c.experts <= 0 || c.recompute == Recompute::Full)
+    return 0;
+  double t = static_cast<double>(c.tp);
+  double sequenceSplit = c.sequenceParallel ? t : 1.0;
+  double tokens = static_cast<double>(c.seqLength) * c.microBatch;
+  double h = static_cast<double>(c.hidden);
+  double f = c.ffn ? static_cast<double>(c.ffn) : 4 * h;
+  double d = c.activationBytes;
+  double e = static_cast<double>(c.experts), k = static_cast<double>(c.topK);
+  double mlpTensors = c.gatedMlp ? 4 : 2;
+  // Each expert's capacity slots; tensor parallelism splits the experts
+  // (the lowering's dispatched tensors are [experts / t, capacity, h]).
+  double slots = e * std::ceil(c.capacityFactor * tokens * k / e) / t;
+  double experts = d * slots * (mlpTensors * f + 2 * h);
+  // The router reads whole tokens (gathered under sp), and keeps its
+  // probabilities, the top-k weights and their indices (8 bytes).
+  double router =
+      d * tokens * h * (1 - 1 / sequenceSplit) + tokens * (e * d + k * d + 8 * k);
+  double denseMlp = d * tokens * mlpTensors * f / t;
+  return experts + router - denseMlp;
+}
 
 double layerActivationBytes(const TransformerMemoryConfig &c) {
   double t = static_cast<double>(c.tp);
@@ -234,6 +258,7 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
 
   double inFlight = microbatchesInFlight(c);
   double layerBytes = layerActivationBytes(c);
+  double moeExtra = moeLayerExtraBytes(c);
   double activations = 0; // the stashes are added below the head's terms
   if (c.schedule == PipelineSchedule::ZeroBubbleH1 && c.pp > 1) {
     // ZB-H1 defers the W (weight gradients) of the stage's first
@@ -343,12 +368,16 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
       return order.status();
     std::vector<double> stash(chunks);
     for (int k = 0; k < chunks; ++k)
-      stash[k] = static_cast<double>(c.chunkLayers[k]) * layerBytes;
+      stash[k] = static_cast<double>(c.chunkLayers[k]) * layerBytes +
+                 (k < static_cast<int>(c.chunkMoeLayers.size())
+                      ? static_cast<double>(c.chunkMoeLayers[k]) * moeExtra
+                      : 0.0);
     stash[0] += embeddingMask;
     stash[chunks - 1] += headStash;
     activations += planStashFrames(*order, stash).bytes;
   } else {
-    activations += static_cast<double>(c.layersPerStage) * layerBytes *
+    activations += (static_cast<double>(c.layersPerStage) * layerBytes +
+                    static_cast<double>(c.moeLayers) * moeExtra) *
                    inFlight;
     activations += embeddingMask * inFlight;
     // The head's stash: on the last stage, whose backward of a microbatch

@@ -1126,9 +1126,19 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.stage = st;
     mc.schedule = memorySchedule(p.schedule);
     mc.virtualStages = p.chunks;
-    if (p.chunks > 1)
-      for (int64_t c = 0; c < p.chunks; ++c)
-        mc.chunkLayers.push_back(chunkLayers[c * p.pp + st]);
+    mc.experts = m.experts;
+    mc.topK = m.topK;
+    mc.capacityFactor = m.capacityFactor;
+    for (int64_t c = 0; c < p.chunks; ++c) {
+      int64_t chunk = c * p.pp + st, moe = 0;
+      for (int64_t l = 0; l < chunkLayers[chunk]; ++l)
+        moe += m.isMoeLayer(chunkFirstLayer[chunk] + l) ? 1 : 0;
+      mc.moeLayers += moe;
+      if (p.chunks > 1) {
+        mc.chunkLayers.push_back(chunkLayers[chunk]);
+        mc.chunkMoeLayers.push_back(moe);
+      }
+    }
     mc.microbatches = microbatches;
     mc.recompute = p.recomputeOf(st);
     mc.zeroStage = p.zero;

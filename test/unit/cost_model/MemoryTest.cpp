@@ -416,3 +416,37 @@ TEST(MemoryBreakdown, InterleavedStashesAreThePlannedFrames) {
   EXPECT_GT(uneven->activations,
             7 * layer * microbatchesInFlight(c) * 1.05);
 }
+
+TEST(MemoryBreakdown, ExpertLayersStashTheirCapacitySlots) {
+  // Mixtral-like layer at 1024 tokens: 8 experts, top-2, capacity factor
+  // 1.25, so 320 slots an expert. Tensor parallelism splits the experts;
+  // each keeps the SwiGLU MLP's four ffn-wide tensors over its slots, the
+  // dispatched tokens and the expert outputs, where the dense layer keeps
+  // the four over the tokens.
+  TransformerMemoryConfig c;
+  c.seqLength = 1024;
+  c.microBatch = 1;
+  c.hidden = 1024;
+  c.heads = 16;
+  c.kvHeads = 4;
+  c.ffn = 2816;
+  c.gatedMlp = true;
+  c.activationBytes = 4;
+  c.experts = 8;
+  c.topK = 2;
+  c.capacityFactor = 1.25;
+  double tokens = 1024, h = 1024, f = 2816, slots = 8 * 320;
+  for (int64_t t : {1, 2}) {
+    c.tp = t;
+    c.sequenceParallel = t > 1;
+    double extra = 4 * slots / t * (4 * f + 2 * h) - 4 * tokens * 4 * f / t +
+                   4 * tokens * h * (1 - 1.0 / t) + tokens * (8 * 4 + 2 * 4 + 16);
+    EXPECT_NEAR(moeLayerExtraBytes(c), extra, 1.0) << "tp " << t;
+  }
+  // Full recomputation keeps only each layer's input.
+  c.recompute = Recompute::Full;
+  EXPECT_EQ(moeLayerExtraBytes(c), 0);
+  c.recompute = Recompute::None;
+  c.experts = 0;
+  EXPECT_EQ(moeLayerExtraBytes(c), 0);
+}

@@ -70,6 +70,13 @@ struct TransformerMemoryConfig {
   /// Dropout layers (the paper's model has them; a model without keeps no
   /// masks and no attention-dropout output).
   bool dropout = true;
+  /// Mixture of experts: `moeLayers` of the stage's layers route each
+  /// token to `topK` of `experts` expert MLPs, each taking up to
+  /// capacityFactor x tokens x topK / experts tokens.
+  int64_t experts = 0;
+  int64_t topK = 1;
+  double capacityFactor = 1.25;
+  int64_t moeLayers = 0;
 
   // Parallelism.
   int64_t tp = 1;
@@ -86,6 +93,8 @@ struct TransformerMemoryConfig {
   /// Given, the stashes are priced in the lowering's frames
   /// (planStashFrames); empty, as v even chunks.
   std::vector<int64_t> chunkLayers;
+  /// Interleaved, with experts: the MoE layers of each chunk.
+  std::vector<int64_t> chunkMoeLayers;
   int64_t microbatches = 1;  ///< m: per step
   Recompute recompute = Recompute::None;
   int zeroStage = 0; ///< 0 (none) to 3
@@ -140,6 +149,13 @@ double transformerLayerParams(int64_t hidden, int64_t tp);
 
 /// Activation bytes one layer keeps for one microbatch (see above).
 double layerActivationBytes(const TransformerMemoryConfig &config);
+
+/// What a mixture-of-experts layer stashes beyond the dense layer of the
+/// same MLP width: its experts' MLP activations over their capacity slots,
+/// the tokens dispatched to them and their outputs, the router's input
+/// (whole tokens) and its probabilities and choices. 0 without experts or
+/// under full recomputation.
+double moeLayerExtraBytes(const TransformerMemoryConfig &config);
 
 /// Microbatches whose activations the stage holds at its peak, in units of
 /// the whole stage (fractional for the interleaved schedule).
