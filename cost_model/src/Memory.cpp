@@ -317,8 +317,9 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     //
     // What the lowering holds depends on whether tp splits the vocabulary
     // (TransformerPlan.cpp prices the same layouts):
-    //  - tp = 1: the fused cross entropy keeps the logits, and its gradient
-    //    is the one transient.
+    //  - tp = 1: the fused cross entropy keeps the logits; their gradient
+    //    is a transient beside the head's weight gradient and its sum over
+    //    the batch.
     //  - rows split over tp (Megatron's vocab-parallel cross entropy, as
     //    the graph decomposes it): the stash holds the block's exp(logits)
     //    and a one-byte mask of the label's column; the backward's where,
@@ -330,23 +331,25 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     //    transient -- beside the block with sp, beside the table
     //    gradient's two partial sums (the head's and the lookup's)
     //    without.
-    // ZB-H1 splits the last stage's backward too: under tp the head's
-    // weight gradient (its W) reads the logits' gradient, which is held
-    // from the B to it -- the block, or the whole logits' where tp does
-    // not divide the vocabulary -- for the one microbatch between the two.
+    // ZB-H1 splits the last stage's backward too: the head's weight
+    // gradient (its W) reads the logits' gradient, which is held from the
+    // B to it -- the block, or the whole logits' where tp does not divide
+    // the vocabulary -- for the one microbatch between the two.
     double block = 4 * s * b * v / t, whole = 4 * s * b * v;
     bool vocabSplits = c.tp == 1 || c.vocab % c.tp == 0;
     double logits = vocabSplits || c.sequenceParallel ? block : whole;
     if (c.tp > 1 && vocabSplits)
       logits += s * b * v / t; // the label mask, one byte a logit
     headStash = 2 * c.activationBytes * sbh / sequenceSplit + logits;
-    if (c.tp > 1 && c.pp > 1 && c.schedule == PipelineSchedule::ZeroBubbleH1)
+    if (c.pp > 1 && c.schedule == PipelineSchedule::ZeroBubbleH1)
       activations += vocabSplits ? block : whole;
     // At the start of the backward pass, while every stashed activation is
     // still held, the logits' gradient lives beside the logits it is
     // computed from: a transient, not an activation, but at the peak.
+    bool heldToW = c.pp > 1 && c.schedule == PipelineSchedule::ZeroBubbleH1;
     if (c.tp == 1)
-      out.workspace = block;
+      // Under ZB-H1 the fused loss's gradient is the one held to the W.
+      out.workspace = (heldToW ? 0 : block) + 2 * c.gradBytes * v * h;
     else if (vocabSplits)
       out.workspace = 3 * block;
     else if (c.sequenceParallel)

@@ -27,11 +27,16 @@
 
 namespace cleave::cost {
 
+double TransformerModel::mlpParameters() const {
+  double h = hidden, f = mlp();
+  return gatedMlp ? 3 * h * f : 2 * h * f + f + h;
+}
+
 double TransformerModel::parameters() const {
-  double h = hidden, d = double(hidden) / heads, f = mlp();
+  double h = hidden, d = double(hidden) / heads;
   double attention = h * (heads + 2 * kv()) * d + heads * d * h +
                      (gatedMlp ? 0 : (heads + 2 * kv()) * d + h);
-  double dense = gatedMlp ? 3 * h * f : 2 * h * f + f + h;
+  double dense = mlpParameters();
   double norms = gatedMlp ? 2 * h : 4 * h;
   double total = 0;
   for (int64_t l = 0; l < layers; ++l)
@@ -820,6 +825,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     chunkFirstLayer[i] = chunkFirstLayer[i - 1] + chunkLayers[i - 1];
 
   double layerParamsDense = 0, layerParamsMoe = 0;
+  const double expertParams = double(m.experts) * m.mlpParameters();
   {
     TransformerModel one = m;
     one.layers = 1;
@@ -846,6 +852,9 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   CLEAVE_ASSIGN(send, price.collective(Collective::SendRecv, sendBytes, ppPair));
   out.pipelineSendSeconds = send;
   std::vector<double> stageParams(p.pp, 0), stageTensors(p.pp, 0);
+  // Of them, the expert weights: replicated over dp / ep ranks instead of
+  // dp, so ZeRO shards their states over that group.
+  std::vector<double> stageExpertParams(p.pp, 0);
   // One collective per parameter tensor (ZeRO): the bytes of all of them,
   // plus the latency of every call after the first (the time of a
   // collective of a few bytes over the group). Priced instead each at its
@@ -900,10 +909,12 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         layerComm += L.backwardComm;
         layerComm += L.recomputeComm(stageRecompute);
         stageComm += layerComm.scaled(double(microbatches));
-        // Expert weights are split over the expert-parallel group.
-        params += moe ? (layerParamsMoe - (layerParamsMoe - layerParamsDense) *
-                                              (1.0 - 1.0 / p.ep))
+        // Expert weights are split over the expert-parallel group (the
+        // router and the rest of the layer are not).
+        params += moe ? layerParamsMoe - expertParams * (1.0 - 1.0 / p.ep)
                       : layerParamsDense;
+        if (moe)
+          stageExpertParams[st] += expertParams / p.ep / t;
       }
       params /= t;
       if (chunk == 0) {
@@ -1155,8 +1166,17 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     // The memory model's parameter terms assume a GPT layer; use this
     // model's exact parameter count on the stage instead.
     MemoryBreakdown mb = *memory;
-    ModelStateBytes states = modelStateBytes(stageParams[st], p.zero, p.dp,
-                                             e, e, mc.optimizerBytes);
+    ModelStateBytes states =
+        modelStateBytes(stageParams[st] - stageExpertParams[st], p.zero, p.dp,
+                        e, e, mc.optimizerBytes);
+    if (stageExpertParams[st] > 0) {
+      ModelStateBytes experts =
+          modelStateBytes(stageExpertParams[st], p.zero, p.dp / p.ep, e, e,
+                          mc.optimizerBytes);
+      states.params += experts.params;
+      states.grads += experts.grads;
+      states.optimizer += experts.optimizer;
+    }
     double others = mb.activations + mb.commBuffers + mb.workspace;
     mb.params = states.params;
     mb.grads = states.grads;

@@ -1007,3 +1007,43 @@ TEST(TransformerPlan, TalliesTheCollectivesItPrices) {
     EXPECT_DOUBLE_EQ(callsOf(*zero, st, Collective::AllReduce), 0);
   }
 }
+
+TEST(TransformerPlan, ExpertWeightsSplitOverEpAndShardOverItsDataGroup) {
+  // A Mixtral-like stack on 8 GPUs, dp = 8, ep = 4: each rank holds the
+  // attention, norms and router of every layer and 8 / 4 experts' MLPs.
+  // ZeRO-1 shards the dense part's optimizer state over all 8
+  // data-parallel ranks, the experts' over the 2 that hold the same
+  // experts.
+  TransformerModel m = gpt(4, 1024, 16);
+  m.gatedMlp = true;
+  m.ffn = 2816;
+  m.kvHeads = 4;
+  m.tiedEmbedding = false;
+  m.learnedPositions = false;
+  m.vocab = 32000;
+  m.seq = 1024;
+  m.experts = 8;
+  m.topK = 2;
+  m.moeEvery = 1;
+  auto c = parseCluster("dgx-h100");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ParallelConfig p;
+  p.dp = 8;
+  p.ep = 4;
+  p.zero = 1;
+  p.globalBatch = 16;
+  p.precision = DType::Fp32;
+  auto plan = scoreTransformerPlan(m, *c, p);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  double experts = 4 * 8 * m.mlpParameters();
+  double dense = m.parameters() - experts;
+  double held = dense + experts / 4;
+  const MemoryBreakdown &mem = plan->stageMemory.at(0);
+  // (The plan's parameter count differs from m.parameters() by a few
+  // bytes.)
+  EXPECT_NEAR(mem.params, 4 * held, 1e-4 * mem.params);
+  // Adam's two fp32 moments and the updated fp32 block ZeRO-1 keeps until
+  // it is gathered: 12 bytes a sharded parameter.
+  EXPECT_NEAR(mem.optimizer, 12 * (dense / 8 + experts / 4 / 2),
+              1e-4 * mem.optimizer);
+}

@@ -69,6 +69,8 @@ struct TransformerModel {
   }
   /// Parameters of the whole model.
   double parameters() const;
+  /// One MLP's parameters: a dense layer's, or each expert's.
+  double mlpParameters() const;
   /// Parameter tensors of one layer, each its own ZeRO collective in the
   /// lowering: GPT's q/k/v/o projections, two MLP matrices and two layer
   /// norms, with biases (16); SwiGLU layers have three matrices, RMS norms
