@@ -116,8 +116,8 @@ double moeLayerExtraBytes(const TransformerMemoryConfig &c) {
   double experts = d * slots * (mlpTensors * f + 2 * h);
   // The router reads whole tokens (gathered under sp), and keeps its
   // probabilities, the top-k weights and their indices (8 bytes).
-  double router =
-      d * tokens * h * (1 - 1 / sequenceSplit) + tokens * (e * d + k * d + 8 * k);
+  double router = d * tokens * h * (1 - 1 / sequenceSplit) +
+                  tokens * (e * d + k * d + 8 * k);
   double denseMlp = d * tokens * mlpTensors * f / t;
   return experts + router - denseMlp;
 }
@@ -341,12 +341,12 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     if (c.tp > 1 && vocabSplits)
       logits += s * b * v / t; // the label mask, one byte a logit
     headStash = 2 * c.activationBytes * sbh / sequenceSplit + logits;
-    if (c.pp > 1 && c.schedule == PipelineSchedule::ZeroBubbleH1)
+    bool heldToW = c.pp > 1 && c.schedule == PipelineSchedule::ZeroBubbleH1;
+    if (heldToW)
       activations += vocabSplits ? block : whole;
     // At the start of the backward pass, while every stashed activation is
     // still held, the logits' gradient lives beside the logits it is
     // computed from: a transient, not an activation, but at the peak.
-    bool heldToW = c.pp > 1 && c.schedule == PipelineSchedule::ZeroBubbleH1;
     if (c.tp == 1)
       // Under ZB-H1 the fused loss's gradient is the one held to the W.
       out.workspace = (heldToW ? 0 : block) + 2 * c.gradBytes * v * h;
@@ -358,8 +358,8 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
       out.workspace = whole + 2 * c.gradBytes * v * h / t;
   }
   int chunks = static_cast<int>(c.virtualStages);
-  if (c.schedule == PipelineSchedule::Interleaved1F1B && c.pp > 1 && chunks > 1 &&
-      static_cast<int>(c.chunkLayers.size()) == chunks) {
+  if (c.schedule == PipelineSchedule::Interleaved1F1B && c.pp > 1 &&
+      chunks > 1 && static_cast<int>(c.chunkLayers.size()) == chunks) {
     // The lowering keeps the chunks' stashes in frames, a class of chunks
     // of like size sharing frames of its largest (planStashFrames): over
     // uneven chunks more than the average chunk in flight, and the head's
