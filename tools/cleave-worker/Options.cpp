@@ -12,6 +12,8 @@ const char *const kUsage =
     "                     [--input NAME=FILE]... [--dump-outputs DIR]\n"
     "                     [--timeout SECONDS] [--backend cpu|cuda] [--no-fuse]\n"
     "                     [--list] [--interleave PLAN]...\n"
+    "                     [--save DIR [--save-every K] [--keep N] [--save-sync]]\n"
+    "                     [--resume DIR] [--init-from FILE.safetensors]\n"
     "       cleave-worker --kernels [--backend cpu|cuda]\n"
     "       cleave-worker --blas-info | --blas-probe\n";
 
@@ -103,6 +105,29 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
     } else if (arg == "--fault") {
       if (!value(options.fault))
         return false;
+      if (options.fault != "kill" && options.fault != "hang" &&
+          options.fault != "exit" && options.fault != "kill-in-save") {
+        error = "--fault must be kill, hang, exit or kill-in-save, not '" +
+                options.fault + "'";
+        return false;
+      }
+    } else if (arg == "--save") {
+      if (!value(options.saveDir))
+        return false;
+    } else if (arg == "--save-every" || arg == "--keep") {
+      if (!value(text) || !parseInt(text, number) || number < 1) {
+        error = arg + " needs a positive integer";
+        return false;
+      }
+      (arg == "--keep" ? options.keep : options.saveEvery) = number;
+    } else if (arg == "--save-sync") {
+      options.saveSync = true;
+    } else if (arg == "--resume") {
+      if (!value(options.resumePath))
+        return false;
+    } else if (arg == "--init-from") {
+      if (!value(options.initFrom))
+        return false;
     } else if (arg == "--fault-rank") {
       if (!value(text) || !parseInt(text, number)) {
         error = "--fault-rank needs an integer";
@@ -127,6 +152,12 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   }
   if (options.planPath.empty() && error.empty() && !options.listKernels)
     error = "no plan given";
+  if (error.empty() && options.saveDir.empty() &&
+      (options.saveEvery > 0 || options.keep > 0 || options.saveSync))
+    error = "--save-every, --keep and --save-sync need --save DIR";
+  if (error.empty() && !options.resumePath.empty() && !options.initFrom.empty())
+    error = "--resume and --init-from exclude each other (a checkpoint holds "
+            "the weights already)";
   if (error.empty() && !options.interleavePaths.empty()) {
     // One step of each plan in turn: per-plan outputs and checks would
     // need one run each.
@@ -138,6 +169,9 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
                         : options.backend != "cpu"       ? "--backend cuda"
                         : options.list                   ? "--list"
                         : !options.fault.empty()         ? "--fault"
+                        : !options.saveDir.empty()       ? "--save"
+                        : !options.resumePath.empty()    ? "--resume"
+                        : !options.initFrom.empty()      ? "--init-from"
                                                          : nullptr;
     if (alone)
       error = std::string("--interleave runs plans in turn for timing; it "

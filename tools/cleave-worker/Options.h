@@ -36,7 +36,9 @@ struct Options {
   bool listKernels = false;
   /// Fault injection for the runtime's tests: rank `faultRank` does
   /// `fault` ("kill": SIGKILL itself, "hang": sleep forever, "exit": exit
-  /// 3 without MPI_Finalize) at the start of step `faultStep`.
+  /// 3 without MPI_Finalize) at the start of step `faultStep`;
+  /// "kill-in-save" kills it in the middle of writing its shard of the
+  /// first checkpoint saved after step `faultStep` - 1.
   std::string fault;
   /// --interleave PLAN (repeatable): plans to run besides the first, one
   /// step of each in turn (rotating which goes first every round), so that
@@ -45,6 +47,20 @@ struct Options {
   std::vector<std::string> interleavePaths;
   int faultRank = -1;
   int64_t faultStep = 1;
+  /// --save DIR: checkpoints (runtime/checkpoint Directory.h) every
+  /// `saveEvery` steps (0: only after the last step) and after the last
+  /// step; `keep` complete ones are kept (0: all). `saveSync` writes on
+  /// the training thread instead of in the background.
+  std::string saveDir;
+  int64_t saveEvery = 0;
+  int64_t keep = 0;
+  bool saveSync = false;
+  /// --resume DIR: continue from the checkpoint DIR names (a save
+  /// directory's latest, or a step directory), under this plan whatever
+  /// plan wrote it; --steps more steps.
+  std::string resumePath;
+  /// --init-from FILE: start from these whole weights (safetensors).
+  std::string initFrom;
 };
 
 extern const char *const kUsage;

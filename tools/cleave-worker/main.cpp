@@ -3,7 +3,8 @@
 // Usage: mpirun -n N cleave-worker PLAN [--steps K] [--data tokens.bin]
 //        [--seed S] [--trace out.json] [--dump-params DIR] [--timeout S]
 //        [--input NAME=FILE]... [--dump-outputs DIR]
-//        [--interleave PLAN2]...
+//        [--interleave PLAN2]... [--save DIR [--save-every K] [--keep N]
+//        [--save-sync]] [--resume DIR] [--init-from FILE.safetensors]
 //
 // Every rank reads the plan, runs its program for K training steps, and
 // rank 0 prints one line per step:
@@ -21,6 +22,12 @@
 // that gave up; a watchdog does the same for an instruction that runs past
 // --timeout.
 //
+// `--save DIR` checkpoints the run (runtime/checkpoint: each rank writes its
+// shard, in the background unless --save-sync, and rank 0 commits the
+// directory once all have); `--resume DIR` continues a checkpoint's run
+// under this plan, whichever plan wrote it, from the step after it;
+// `--init-from FILE` starts from whole named weights.
+//
 // Before MPI starts, the worker adopts the OpenBLAS kernels `cleave profile`
 // chose for this machine (re-executing itself with OPENBLAS_CORETYPE set;
 // cleave/runtime/kernels/BlasKernels.h). `--blas-probe` times the kernels
@@ -28,7 +35,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Checkpointing.h"
 #include "Options.h"
+
+#include "cleave/runtime/checkpoint/Weights.h"
 
 #include "cleave/runtime/comm/MpiCommunicator.h"
 #ifdef CLEAVE_HAVE_CUDA
@@ -39,6 +49,7 @@
 #include "cleave/runtime/kernels/BlasKernels.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -499,9 +510,54 @@ int main(int argc, char **argv) {
 #endif
   }
 
+  // A checkpoint or weights to start from: every rank checks that they fit
+  // the plan alike, so one reports and all end.
+  std::optional<checkpoint::Checkpoint> resumed;
+  std::optional<checkpoint::SafeTensorsReader> weights;
+  std::vector<std::string> resumeNotes;
+  {
+    absl::Status fits = absl::OkStatus();
+    if (!options.resumePath.empty()) {
+      absl::StatusOr<checkpoint::Checkpoint> ckpt =
+          checkpoint::openCheckpoint(options.resumePath);
+      fits = ckpt.status();
+      if (ckpt.ok()) {
+        fits = checkpoint::checkPlanMatches(*ckpt, *plan, &resumeNotes);
+        resumed = *std::move(ckpt);
+      }
+      if (!fits.ok())
+        fits = absl::Status(fits.code(),
+                            "--resume: " + std::string(fits.message()));
+    } else if (!options.initFrom.empty()) {
+      absl::StatusOr<checkpoint::SafeTensorsReader> reader =
+          checkpoint::SafeTensorsReader::open(options.initFrom);
+      fits = reader.status();
+      if (reader.ok()) {
+        fits = checkpoint::checkWeightsMatch(*reader, *plan);
+        weights = *std::move(reader);
+      }
+      if (!fits.ok())
+        fits = absl::Status(fits.code(),
+                            "--init-from: " + std::string(fits.message()));
+    }
+    if (!fits.ok()) {
+      if (gRank == 0)
+        std::fprintf(stderr, "cleave-worker: %s\n",
+                     std::string(fits.message()).c_str());
+      comm.reset();
+      comm::mpiFinalize();
+      return 1;
+    }
+  }
+  // A resumed run keeps the checkpoint's seed: its data go on where they
+  // were (the data position is the step).
+  std::optional<uint64_t> seed = options.seed;
+  if (resumed && !seed)
+    seed = resumed->manifest.run().seed();
+
   executor::ExecutorOptions execOptions;
   execOptions.backend = backend.get();
-  execOptions.seed = options.seed;
+  execOptions.seed = seed;
   execOptions.dataPath = options.dataPath;
   execOptions.inputFiles = options.inputFiles;
   execOptions.trace = !options.tracePath.empty();
@@ -514,6 +570,59 @@ int main(int argc, char **argv) {
     fail(std::string(ex.status().message()));
   executor::Watchdog watchdog(**ex, options.timeoutSeconds,
                               [] { comm::mpiAbort(1); });
+
+  worker::MpiCoordinator coordinator(*comm, gRank, gSize);
+  int64_t firstStep = 1;
+  std::string initFrom;
+  if (resumed) {
+    absl::StatusOr<checkpoint::LoadReport> loaded =
+        checkpoint::restoreRank(*resumed, *plan, gRank, **ex);
+    if (!loaded.ok())
+      fail("--resume: " + std::string(loaded.status().message()));
+    worker::reportLoad(*resumed, *loaded, coordinator);
+    if (gRank == 0)
+      for (const std::string &note : resumeNotes)
+        std::printf("checkpoint: %s\n", note.c_str());
+    firstStep = resumed->manifest.step() + 1;
+    initFrom = resumed->manifest.run().init_from();
+  } else if (weights) {
+    if (absl::Status s =
+            checkpoint::loadWeightsIntoRank(*weights, *plan, gRank, **ex);
+        !s.ok())
+      fail("--init-from: " + std::string(s.message()));
+    std::error_code ec;
+    initFrom = std::filesystem::absolute(options.initFrom, ec).string();
+  }
+  std::unique_ptr<checkpoint::Saver> saver;
+  // The step whose save the kill-in-save fault cuts (the writer thread
+  // reads it).
+  std::atomic<int64_t> savingStep{0};
+  if (!options.saveDir.empty()) {
+    checkpoint::SaveOptions saveOptions;
+    saveOptions.dir = options.saveDir;
+    saveOptions.async = !options.saveSync;
+    saveOptions.keep = static_cast<int>(options.keep);
+    if (options.fault == "kill-in-save" && options.faultRank == gRank)
+      saveOptions.afterFirstBlock = [&options, &savingStep] {
+        if (savingStep.load() < options.faultStep)
+          return;
+        std::fprintf(stderr, "rank %d: injecting fault 'kill-in-save' while "
+                             "saving step %lld\n",
+                     gRank, static_cast<long long>(savingStep.load()));
+        std::fflush(stderr);
+        std::raise(SIGKILL);
+      };
+    saver = std::make_unique<checkpoint::Saver>(
+        *plan, gRank, coordinator, std::move(saveOptions),
+        worker::manifestBase(*plan, options, (*ex)->seed(), initFrom));
+  }
+  // A failed save: rank 0 holds every rank's message and ends the job;
+  // the others wait to be ended with it.
+  auto failSave = [&](const absl::Status &s) {
+    if (absl::IsAborted(s) && gRank != 0)
+      comm::mpiBarrier();
+    fail(std::string(s.message()));
+  };
 
   // A common time origin for the trace: the latest clock reading before a
   // collective precedes every event after it on every rank.
@@ -528,7 +637,8 @@ int main(int argc, char **argv) {
     tokens = static_cast<double>(training.global_batch()) *
              std::max<int64_t>(1, training.seq_len());
   std::vector<double> losses;
-  for (int64_t step = 1; step <= options.steps; ++step) {
+  int64_t lastStep = firstStep + options.steps - 1;
+  for (int64_t step = firstStep; step <= lastStep; ++step) {
     injectFault(options, step);
     absl::StatusOr<executor::StepResult> result = (*ex)->runStep(step);
     if (!result.ok())
@@ -559,6 +669,28 @@ int main(int argc, char **argv) {
                   tokens / seconds, tflops);
       std::fflush(stdout);
     }
+    if (saver) {
+      bool due = step == lastStep ||
+                 (options.saveEvery > 0 && step % options.saveEvery == 0);
+      absl::Status s = absl::OkStatus();
+      if (due) {
+        // ZeRO's gathers of the updated blocks complete the parameters.
+        if (absl::Status f = (*ex)->finishSteps(); !f.ok())
+          fail(std::string(f.message()));
+        savingStep = step;
+        s = saver->save(step, **ex);
+      } else {
+        s = saver->poll(/*wait=*/false);
+      }
+      if (!s.ok())
+        failSave(s);
+      worker::reportSaves(*saver, coordinator, !options.saveSync);
+    }
+  }
+  if (saver) {
+    if (absl::Status s = saver->poll(/*wait=*/true); !s.ok())
+      failSave(s);
+    worker::reportSaves(*saver, coordinator, !options.saveSync);
   }
   if (absl::Status s = (*ex)->finishSteps(); !s.ok())
     fail(std::string(s.message()));

@@ -9,6 +9,7 @@
 
 #include "RunCommand.h"
 
+#include "cleave/runtime/checkpoint/Restore.h"
 #include "cleave/runtime/launcher/Launch.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
@@ -17,6 +18,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <ctime>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -163,14 +166,49 @@ std::string tempDir(const std::string &tag) {
   return dir;
 }
 
+/// What differs between the launches of one `cleave run`: the first and a
+/// restarted one, the plan's and the reference's.
+struct LaunchArgs {
+  int64_t steps = 1;
+  /// Checkpoint to continue from ("" for none).
+  std::string resume;
+  std::string initFrom;
+  /// The seed of the data and initialisation, when not the plan's.
+  std::optional<uint64_t> seed;
+  /// Pass --save and its flags, and the fault flags.
+  bool save = false;
+  bool fault = false;
+};
+
 absl::Status launchPlan(const RunRequest &r, const std::string &path,
                         int ranks, const std::string &dumpDir,
-                        bool printSteps) {
+                        bool printSteps, const LaunchArgs &args) {
   launcher::LaunchOptions options;
   options.worker = launcher::defaultWorkerPath(r.argv0);
   options.ranks = ranks;
-  options.workerArgs = {path, "--steps", std::to_string(r.steps), "--timeout",
-                        absl::StrFormat("%g", r.timeoutSeconds)};
+  options.workerArgs = {path, "--steps", std::to_string(args.steps),
+                        "--timeout", absl::StrFormat("%g", r.timeoutSeconds)};
+  auto add = [&](std::initializer_list<std::string> more) {
+    options.workerArgs.insert(options.workerArgs.end(), more);
+  };
+  if (!args.resume.empty())
+    add({"--resume", args.resume});
+  if (!args.initFrom.empty())
+    add({"--init-from", args.initFrom});
+  if (args.seed)
+    add({"--seed", std::to_string(*args.seed)});
+  if (args.save && !r.saveDir.empty()) {
+    add({"--save", r.saveDir});
+    if (r.saveEvery > 0)
+      add({"--save-every", std::to_string(r.saveEvery)});
+    if (r.keep > 0)
+      add({"--keep", std::to_string(r.keep)});
+    if (r.saveSync)
+      add({"--save-sync"});
+  }
+  if (args.fault && !r.fault.empty())
+    add({"--fault", r.fault, "--fault-rank", std::to_string(r.faultRank),
+         "--fault-step", std::to_string(r.faultStep)});
   if (!r.dataPath.empty())
     options.workerArgs.insert(options.workerArgs.end(), {"--data", r.dataPath});
   // The plan's run (printSteps) on the chosen backend; references on the
@@ -196,7 +234,7 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
     options.workerArgs.insert(options.workerArgs.end(),
                               {"--dump-outputs", dumpDir});
   int64_t plans = 1 + (printSteps ? int64_t(r.interleave.size()) : 0);
-  options.timeoutSeconds = r.timeoutSeconds * (r.steps + 2) * plans + 60;
+  options.timeoutSeconds = r.timeoutSeconds * (args.steps + 2) * plans + 60;
   if (!printSteps)
     options.onLine = [](const std::string &) {};
   auto result = launcher::launch(options);
@@ -272,30 +310,33 @@ absl::StatusOr<std::vector<float>> assembleOutput(const plan::Plan &plan,
 absl::Status compareRuns(const plan::Plan &plan, const std::string &planDir,
                          const plan::Plan &reference,
                          const std::string &referenceDir, double tolerance,
-                         std::string *report) {
+                         std::string *report, int64_t firstStep) {
   auto losses = readLosses(planDir);
   auto refLosses = readLosses(referenceDir);
   if (!losses.ok())
     return losses.status();
   if (!refLosses.ok())
     return refLosses.status();
-  if (losses->size() != refLosses->size())
+  if (losses->size() > refLosses->size())
     return absl::InternalError(absl::StrCat("the plan ran ", losses->size(),
                                             " steps, the reference ",
                                             refLosses->size()));
+  // A resumed run's steps are the reference's last ones.
+  size_t skip = refLosses->size() - losses->size();
   std::ostringstream out;
   for (size_t s = 0; s < losses->size(); ++s) {
-    double a = (*losses)[s], b = (*refLosses)[s];
+    double a = (*losses)[s], b = (*refLosses)[skip + s];
     double err = std::fabs(a - b) / std::max(std::fabs(b), 1e-30);
+    int64_t step = firstStep + static_cast<int64_t>(s);
     out << absl::StrFormat("step %d  loss %.7f  reference %.7f  rel. error "
                            "%.2e\n",
-                           s + 1, a, b, err);
+                           step, a, b, err);
     if (!(err <= tolerance)) {
       *report = out.str();
       return absl::InternalError(absl::StrFormat(
           "the loss of step %d diverges: %.9g against the reference's %.9g "
           "(relative error %.2e > %.0e)",
-          s + 1, a, b, err, tolerance));
+          step, a, b, err, tolerance));
     }
   }
   double worst = 0;
@@ -364,12 +405,77 @@ int runPlan(const RunRequest &r) {
   std::cout << "running " << r.planPath << " (" << p.model().name() << ", "
             << p.knobs().text() << ") on " << ranks << " local rank(s)"
             << std::endl;
+  // Where the run starts: after a checkpoint's step, or at the start.
+  int64_t startStep = 0;
+  std::string initFrom = r.initFrom;
+  std::optional<uint64_t> resumedSeed;
+  if (!r.resumePath.empty()) {
+    absl::StatusOr<checkpoint::Checkpoint> ckpt =
+        checkpoint::openCheckpoint(r.resumePath);
+    if (!ckpt.ok()) {
+      std::cerr << "cleave: error: --resume: " << ckpt.status().message()
+                << "\n";
+      return 2;
+    }
+    const checkpoint::Manifest &m = ckpt->manifest;
+    startStep = m.step();
+    initFrom = m.run().init_from();
+    resumedSeed = m.run().seed();
+    // --check trains the reference from the start: it must see the data
+    // the checkpoint's steps saw.
+    if (r.check && m.run().global_batch() != p.training().global_batch()) {
+      std::cerr << "cleave: error: --check --resume: the checkpoint's run "
+                   "trained on global batches of "
+                << m.run().global_batch() << " samples, the plan on "
+                << p.training().global_batch()
+                << "; one reference cannot retrace both\n";
+      return 2;
+    }
+  }
+  int64_t target = startStep + r.steps;
   bool compareOutputs = !r.expectedOutputs.empty();
   std::string planDir = r.check || compareOutputs ? tempDir("plan") : "";
-  if (absl::Status s = launchPlan(r, r.planPath, ranks, planDir, true);
-      !s.ok()) {
-    std::cerr << "cleave: error: " << s.message() << "\n";
-    return 1;
+  LaunchArgs args;
+  args.steps = r.steps;
+  args.resume = r.resumePath;
+  args.initFrom = r.resumePath.empty() ? r.initFrom : "";
+  args.save = true;
+  args.fault = true;
+  int64_t lastStart = startStep;
+  double launchedAt = static_cast<double>(std::time(nullptr));
+  for (int attempt = 0;; ++attempt) {
+    absl::Status s = launchPlan(r, r.planPath, ranks, planDir, true, args);
+    if (s.ok())
+      break;
+    if (attempt >= r.maxRestarts) {
+      std::cerr << "cleave: error: " << s.message() << "\n";
+      if (r.maxRestarts > 0)
+        std::cerr << "cleave: error: gave up after " << r.maxRestarts
+                  << " restart(s)\n";
+      return 1;
+    }
+    // The newest complete checkpoint this run wrote, else where it began.
+    LaunchArgs next = args;
+    next.fault = false;
+    absl::StatusOr<checkpoint::Checkpoint> latest =
+        checkpoint::openCheckpoint(r.saveDir);
+    std::string from = lastStart == startStep && r.resumePath.empty()
+                           ? "the start"
+                           : absl::StrCat("checkpoint step ", lastStart);
+    if (latest.ok() && latest->manifest.step() > startStep &&
+        latest->manifest.created_unix() + 1 >= launchedAt &&
+        latest->manifest.step() < target) {
+      lastStart = latest->manifest.step();
+      next.resume = latest->dir;
+      next.initFrom = "";
+      next.steps = target - lastStart;
+      from = absl::StrCat("checkpoint step ", lastStart, " (", latest->dir,
+                          ")");
+    }
+    std::cout << "cleave: the job failed (" << s.message().substr(0, s.message().find('\n'))
+              << "); restart " << attempt + 1 << " of " << r.maxRestarts
+              << " from " << from << std::endl;
+    args = next;
   }
   if (compareOutputs) {
     for (const std::string &spec : r.expectedOutputs) {
@@ -436,21 +542,29 @@ int runPlan(const RunRequest &r) {
   }
   std::cout << "check: training the unpartitioned model on one rank"
             << std::endl;
-  if (absl::Status s = launchPlan(r, refPath, 1, refDir, false); !s.ok()) {
+  LaunchArgs refArgs;
+  refArgs.steps = target;
+  refArgs.initFrom = initFrom;
+  refArgs.seed = resumedSeed;
+  if (absl::Status s = launchPlan(r, refPath, 1, refDir, false, refArgs);
+      !s.ok()) {
     std::cerr << "cleave: error: --check reference: " << s.message() << "\n";
     return 1;
   }
   std::string report;
   absl::Status s = compareRuns(p, planDir, *reference, refDir, r.tolerance,
-                               &report);
+                               &report, lastStart + 1);
   std::cout << report;
   if (!s.ok()) {
     std::cerr << "cleave: error: --check: " << s.message() << "\n";
     return 1;
   }
   std::cout << absl::StrFormat("check passed: %d steps and every parameter "
-                               "within %.0e of the unpartitioned run\n",
-                               r.steps, r.tolerance);
+                               "within %.0e of the unpartitioned run%s\n",
+                               r.steps, r.tolerance,
+                               target > r.steps
+                                   ? absl::StrFormat(" of %d steps", target)
+                                   : std::string());
   std::filesystem::remove_all(planDir);
   std::filesystem::remove_all(refDir);
   return 0;

@@ -38,6 +38,27 @@ struct RunRequest {
   /// Plans of as many ranks to run in the same launch, one step of each
   /// in turn (cleave-worker --interleave); CPU only, no check or outputs.
   std::vector<std::string> interleave;
+  /// Checkpoints (cleave-worker --save ...): the directory, every K steps
+  /// (0: after the last only), how many to keep (0: all), written on the
+  /// training thread instead of in the background.
+  std::string saveDir;
+  int64_t saveEvery = 0;
+  int64_t keep = 0;
+  bool saveSync = false;
+  /// Continue from this checkpoint (a save directory or a step directory)
+  /// for `steps` more steps.
+  std::string resumePath;
+  /// Start from these whole weights (safetensors).
+  std::string initFrom;
+  /// When the job fails (a rank died, the watchdog stopped a hung one),
+  /// start it again from the last complete checkpoint in `saveDir`, up to
+  /// this many times, until the steps asked for are done.
+  int maxRestarts = 0;
+  /// Fault injection for tests (cleave-worker --fault ...), on the first
+  /// launch only: a restarted job runs clean.
+  std::string fault;
+  int faultRank = -1;
+  int64_t faultStep = 1;
   /// Builds the one-rank reference plan of `plan`'s model (needs the
   /// compiler); used by --check.
   std::function<absl::StatusOr<plan::Plan>(const plan::Plan &)> reference;
@@ -58,12 +79,15 @@ absl::StatusOr<std::vector<float>> assembleOutput(const plan::Plan &plan,
 
 /// The comparison behind --check, on two --dump-params directories:
 /// `plan`'s ranks' blocks are assembled into whole parameters and compared
-/// with the one-rank `reference` run. Fails naming the first loss step or
-/// parameter whose relative error exceeds `tolerance`.
+/// with the one-rank `reference` run. The losses compared are the plan
+/// run's against the reference's last as many (a resumed run covers the
+/// last steps of the reference's); `firstStep` numbers them. Fails naming
+/// the first loss step or parameter whose relative error exceeds
+/// `tolerance`.
 absl::Status compareRuns(const plan::Plan &plan, const std::string &planDir,
                          const plan::Plan &reference,
                          const std::string &referenceDir, double tolerance,
-                         std::string *report);
+                         std::string *report, int64_t firstStep = 1);
 
 } // namespace cleave::tool
 

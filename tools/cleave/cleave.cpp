@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanArtifact.h"
+#include "CheckpointCommand.h"
 #include "RunCommand.h"
 #include "inspect/Inspect.h"
 
@@ -74,6 +75,9 @@ cl::SubCommand inspectCmd(
                "memory, predictions; one rank's program; the partitioned IR");
 cl::SubCommand runCmd("run", "Train with a plan artifact on local CPU ranks "
                              "(mpirun), optionally checked against one rank");
+cl::SubCommand checkpointCmd(
+    "checkpoint", "Show a checkpoint (inspect DIR) or write its parameters "
+                  "as whole tensors (export DIR -o model.safetensors)");
 
 cl::OptionCategory modelCategory("Model options");
 cl::OptionCategory outputCategory("Output options");
@@ -208,6 +212,60 @@ cl::list<std::string> runInterleave(
     cl::desc("Another plan of as many ranks to time in the same launch: one "
              "step of each plan in turn (benchmarks comparing plans)"),
     cl::value_desc("PLAN"), cl::sub(runCmd), cl::cat(artifactCategory));
+cl::OptionCategory checkpointCategory("Checkpoint options");
+cl::opt<std::string> runSave(
+    "save", cl::desc("Save checkpoints into DIR (each rank its shards)"),
+    cl::value_desc("DIR"), cl::sub(runCmd), cl::cat(checkpointCategory));
+cl::opt<int64_t> runSaveEvery(
+    "save-every", cl::desc("Save every K steps (and after the last)"),
+    cl::value_desc("K"), cl::init(0), cl::sub(runCmd),
+    cl::cat(checkpointCategory));
+cl::opt<int64_t> runKeep("keep",
+                         cl::desc("Keep the N newest complete checkpoints"),
+                         cl::value_desc("N"), cl::init(0), cl::sub(runCmd),
+                         cl::cat(checkpointCategory));
+cl::opt<bool> runSaveSync(
+    "save-sync",
+    cl::desc("Write checkpoints on the training thread (default: in the "
+             "background while training goes on)"),
+    cl::sub(runCmd), cl::cat(checkpointCategory));
+cl::opt<std::string> runResume(
+    "resume",
+    cl::desc("Continue from a checkpoint (a --save directory's latest, or a "
+             "step directory), under this plan whichever plan wrote it"),
+    cl::value_desc("DIR"), cl::sub(runCmd), cl::cat(checkpointCategory));
+cl::opt<std::string> runInitFrom(
+    "init-from",
+    cl::desc("Start from whole weights by parameter name (.safetensors, or "
+             "an .onnx file with initializers)"),
+    cl::value_desc("FILE"), cl::sub(runCmd), cl::cat(checkpointCategory));
+cl::opt<int> runMaxRestarts(
+    "max-restarts",
+    cl::desc("When a rank dies or hangs, restart the job from the last "
+             "complete checkpoint up to R times"),
+    cl::value_desc("R"), cl::init(0), cl::sub(runCmd),
+    cl::cat(checkpointCategory));
+// Fault injection for the tests of recovery (cleave-worker --fault), on the
+// first launch only.
+cl::opt<std::string> runFault("fault", cl::Hidden, cl::sub(runCmd));
+cl::opt<int> runFaultRank("fault-rank", cl::Hidden, cl::init(-1),
+                          cl::sub(runCmd));
+cl::opt<int64_t> runFaultStep("fault-step", cl::Hidden, cl::init(1),
+                              cl::sub(runCmd));
+cl::list<std::string> checkpointArgs(
+    cl::Positional, cl::OneOrMore, cl::desc("inspect DIR | export DIR"),
+    cl::sub(checkpointCmd), cl::cat(checkpointCategory));
+cl::opt<std::string> checkpointOut(
+    "o", cl::desc("export: the safetensors file to write"),
+    cl::value_desc("FILE"), cl::sub(checkpointCmd),
+    cl::cat(checkpointCategory));
+cl::opt<bool> checkpointJson("json", cl::desc("inspect: print JSON"),
+                             cl::sub(checkpointCmd),
+                             cl::cat(checkpointCategory));
+cl::opt<bool> checkpointNoVerify(
+    "no-verify",
+    cl::desc("inspect: skip reading every shard to verify its checksums"),
+    cl::sub(checkpointCmd), cl::cat(checkpointCategory));
 cl::OptionCategory profileCategory("Profile options");
 cl::opt<std::string> backend(
     "backend",
@@ -1751,6 +1809,40 @@ int runRun(const char *argv0) {
                             "take ") +
                       alone);
   }
+  if (runSaveEvery < 0 || runKeep < 0 || runMaxRestarts < 0)
+    return badUsage("--save-every, --keep and --max-restarts take a "
+                    "non-negative number");
+  if (runSave.empty() && (runSaveEvery > 0 || runKeep > 0 || runSaveSync))
+    return badUsage("--save-every, --keep and --save-sync need --save DIR");
+  if (runMaxRestarts > 0 && runSave.empty())
+    return badUsage("--max-restarts needs --save DIR (a restart continues "
+                    "from the last checkpoint saved there)");
+  if (!runResume.empty() && !runInitFrom.empty())
+    return badUsage("--resume and --init-from exclude each other (a "
+                    "checkpoint holds the weights already)");
+  if ((!runSave.empty() || !runResume.empty() || !runInitFrom.empty()) &&
+      !request.interleave.empty())
+    return badUsage("--interleave times plans in turn; it does not take "
+                    "--save, --resume or --init-from");
+  request.saveDir = runSave;
+  request.saveEvery = runSaveEvery;
+  request.keep = runKeep;
+  request.saveSync = runSaveSync;
+  request.resumePath = runResume;
+  request.maxRestarts = runMaxRestarts;
+  request.fault = runFault;
+  request.faultRank = runFaultRank;
+  request.faultStep = runFaultStep;
+  if (!runInitFrom.empty()) {
+    // An ONNX file's initializers are written out as safetensors, which
+    // every rank reads.
+    absl::StatusOr<std::string> weights =
+        cleave::tool::weightsForWorkers(runInitFrom);
+    if (!weights.ok())
+      return badUsage("--init-from " + runInitFrom + ": " +
+                      std::string(weights.status().message()));
+    request.initFrom = *weights;
+  }
   request.tolerance = runTolerance;
   request.reference = [](const cleave::plan::Plan &plan) {
     ToolContext tool;
@@ -1762,6 +1854,20 @@ int runRun(const char *argv0) {
   return cleave::tool::runPlan(request);
 }
 
+int runCheckpoint() {
+  std::vector<std::string> args(checkpointArgs.begin(), checkpointArgs.end());
+  if (args.size() != 2 || (args[0] != "inspect" && args[0] != "export"))
+    return badUsage("usage: cleave checkpoint inspect DIR [--json] "
+                    "[--no-verify] | cleave checkpoint export DIR -o "
+                    "FILE.safetensors");
+  if (args[0] == "inspect")
+    return cleave::tool::inspectCheckpoint(args[1], checkpointJson,
+                                           !checkpointNoVerify);
+  if (checkpointOut.empty())
+    return badUsage("checkpoint export needs -o FILE.safetensors");
+  return cleave::tool::exportCheckpoint(args[1], checkpointOut);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1769,11 +1875,11 @@ int main(int argc, char **argv) {
   // --help shows cleave's options, not every option LLVM registers.
   std::vector<const cl::OptionCategory *> categories = {
       &modelCategory, &outputCategory, &planCategory, &profileCategory,
-      &artifactCategory};
+      &artifactCategory, &checkpointCategory};
   cl::HideUnrelatedOptions(categories);
   for (cl::SubCommand *sub :
        {&importCmd, &summaryCmd, &zooCmd, &compileCmd, &profileCmd,
-        &inspectCmd, &runCmd})
+        &inspectCmd, &runCmd, &checkpointCmd})
     cl::HideUnrelatedOptions(categories, *sub);
   std::string errors;
   raw_string_ostream errorStream(errors);
@@ -1787,6 +1893,11 @@ int main(int argc, char **argv) {
                                    "[--mlir] [--trace out.json]\n"
                                    "  cleave run PLAN [--steps K] [--data "
                                    "tokens.bin] [--check] [--trace out.json]\n"
+                                   "             [--save DIR [--save-every K] "
+                                   "[--max-restarts R]] [--resume DIR] "
+                                   "[--init-from FILE]\n"
+                                   "  cleave checkpoint inspect|export DIR "
+                                   "[-o model.safetensors]\n"
                                    "  cleave summary MODEL [--json]\n"
                                    "  cleave zoo [--json]\n"
                                    "  cleave profile --backend cpu -o FILE\n",
@@ -1804,6 +1915,8 @@ int main(int argc, char **argv) {
     return runInspect();
   if (runCmd)
     return runRun(argv[0]);
+  if (checkpointCmd)
+    return runCheckpoint();
   if (zooCmd)
     return runZoo();
   cl::PrintHelpMessage();

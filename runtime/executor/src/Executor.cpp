@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 namespace cleave::executor {
 
@@ -426,6 +427,16 @@ std::string Executor::readBytes(const void *data, int64_t bytes) const {
 std::string Executor::tensorBytes(int32_t id, int64_t microbatch) const {
   TensorView view = tensor(id, microbatch);
   return readBytes(view.data, view.numBytes());
+}
+
+void Executor::writeTensorBytes(int32_t id, const void *data, int64_t bytes) {
+  TensorView view = tensor(id);
+  if (bytes != view.numBytes())
+    throw std::invalid_argument(absl::StrCat(
+        "tensor ", id, " '", program_->tensors(id).name(), "' takes ",
+        view.numBytes(), " bytes, not ", bytes));
+  backend_->copyIn(view.data, data, bytes);
+  backend_->synchronize();
 }
 
 std::string Executor::outputBytes(int index, int64_t microbatch) const {

@@ -168,6 +168,7 @@ plan::Plan buildMlpPipelinePlan(const MlpPlanOptions &o) {
                          TensorDecl::OPTIMIZER_STATE);
   for (int32_t id : {w1, g1, m1})
     s0.mutable_tensors(id)->set_param_index(0);
+  s0.mutable_tensors(m1)->set_state("momentum");
   s0.mutable_tensors(x)->set_input_name("pixels");
   s0.mutable_tensors(x)->set_seq_dim(-1);
   plan::Segment *f0 = segment(s0, "forward", plan::Segment::FORWARD);
@@ -213,6 +214,7 @@ plan::Plan buildMlpPipelinePlan(const MlpPlanOptions &o) {
   int32_t m2 = b1.tensor("w2.momentum", {h, c}, TensorDecl::OPTIMIZER_STATE);
   for (int32_t id : {w2, g2, m2})
     s1.mutable_tensors(id)->set_param_index(1);
+  s1.mutable_tensors(m2)->set_state("momentum");
   s1.mutable_tensors(labels)->set_input_name("labels");
   s1.mutable_tensors(labels)->set_seq_dim(-1);
   s1.mutable_tensors(labels)->set_vocab(c);
@@ -347,6 +349,10 @@ plan::Plan buildMlpPlan(const MlpPlanOptions &o) {
     prog.mutable_tensors(id)->set_param_index(0);
   for (int32_t id : {g2, s2, v2})
     prog.mutable_tensors(id)->set_param_index(1);
+  for (int32_t id : {s1, s2})
+    prog.mutable_tensors(id)->set_state("exp_avg");
+  for (int32_t id : {v1, v2})
+    prog.mutable_tensors(id)->set_state("exp_avg_sq");
   prog.mutable_tensors(x)->set_input_name("pixels");
   prog.mutable_tensors(x)->set_seq_dim(-1);
   prog.mutable_tensors(labels)->set_input_name("labels");

@@ -110,6 +110,9 @@ public:
   absl::Status finishSteps();
 
   int rank() const { return rank_; }
+  /// The seed of the initialisation and synthetic data (the options' or
+  /// the plan's).
+  uint64_t seed() const { return seed_; }
   const plan::Program &program() const { return *program_; }
   /// The view of tensor `id` for microbatch `microbatch` (slot m % slots,
   /// or for a stash the running step's frame when the schedule gives one).
@@ -120,6 +123,11 @@ public:
   /// Local values of a PARAMETER (or any f32) tensor (copied out of the
   /// backend's memory).
   std::vector<float> tensorValues(int32_t id, int64_t microbatch = 0) const;
+  /// Overwrites tensor `id` (slot 0) with `bytes` raw bytes of its dtype,
+  /// copied into the backend's memory (a checkpoint or weights loaded
+  /// between steps). Throws std::invalid_argument when `bytes` is not the
+  /// tensor's size.
+  void writeTensorBytes(int32_t id, const void *data, int64_t bytes);
   /// Number of microbatches of a step (Knobs.num_microbatches, at least 1).
   int64_t numMicrobatches() const;
   /// The raw little-endian contents (of the tensor's dtype) of output

@@ -1,0 +1,32 @@
+//===- Weights.h - Start a plan from whole named weights --------*- C++ -*-===//
+//
+// `--init-from model.safetensors`: the model's parameters by name, whole
+// (as `cleave checkpoint export` writes them or another tool saved them).
+// Each rank cuts its blocks out of them; optimizer states start at zero.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_CHECKPOINT_WEIGHTS_H
+#define CLEAVE_RUNTIME_CHECKPOINT_WEIGHTS_H
+
+#include "cleave/runtime/checkpoint/SafeTensors.h"
+#include "cleave/runtime/executor/Executor.h"
+
+#include "absl/status/status.h"
+
+namespace cleave::checkpoint {
+
+/// Every parameter of `plan` is in the file with its global shape, and the
+/// file has nothing else: otherwise one error names the file and every
+/// missing, extra and mis-shaped tensor (the first twenty).
+absl::Status checkWeightsMatch(const SafeTensorsReader &weights,
+                               const plan::Plan &plan);
+
+/// Loads `rank`'s parameter blocks from `weights` (after checkWeightsMatch).
+absl::Status loadWeightsIntoRank(const SafeTensorsReader &weights,
+                                 const plan::Plan &plan, int rank,
+                                 executor::Executor &executor);
+
+} // namespace cleave::checkpoint
+
+#endif // CLEAVE_RUNTIME_CHECKPOINT_WEIGHTS_H

@@ -1,0 +1,93 @@
+//===- Weights.cpp - Start a plan from whole named weights -----------------===//
+
+#include "cleave/runtime/checkpoint/Weights.h"
+
+#include "cleave/runtime/checkpoint/Blocks.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+#include <set>
+
+namespace cleave::checkpoint {
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  return shape.empty() ? "scalar" : absl::StrJoin(shape, "x");
+}
+
+} // namespace
+
+absl::Status checkWeightsMatch(const SafeTensorsReader &weights,
+                               const plan::Plan &plan) {
+  std::vector<std::string> missing, misShaped, extra;
+  std::set<std::string> names;
+  for (const plan::ParameterSharding &p : plan.parameters()) {
+    names.insert(p.name());
+    std::vector<int64_t> shape(p.global_shape().begin(),
+                               p.global_shape().end());
+    const SafeTensorInfo *t = weights.find(p.name());
+    if (!t)
+      missing.push_back(absl::StrCat("'", p.name(), "' (", shapeText(shape),
+                                     ")"));
+    else if (t->shape != shape)
+      misShaped.push_back(absl::StrCat("'", p.name(), "' is ",
+                                       shapeText(t->shape), ", the model's ",
+                                       shapeText(shape)));
+  }
+  for (const SafeTensorInfo &t : weights.tensors())
+    if (!names.count(t.name))
+      extra.push_back(absl::StrCat("'", t.name, "'"));
+  if (missing.empty() && misShaped.empty() && extra.empty())
+    return absl::OkStatus();
+  auto list = [](std::vector<std::string> items) {
+    size_t total = items.size();
+    if (items.size() > 20) {
+      items.resize(20);
+      items.push_back(absl::StrCat("... (", total, " in all)"));
+    }
+    return absl::StrJoin(items, ", ");
+  };
+  std::vector<std::string> parts;
+  if (!missing.empty())
+    parts.push_back(absl::StrCat(missing.size(), " missing: ", list(missing)));
+  if (!misShaped.empty())
+    parts.push_back(
+        absl::StrCat(misShaped.size(), " mis-shaped: ", list(misShaped)));
+  if (!extra.empty())
+    parts.push_back(absl::StrCat(extra.size(), " not parameters of the model: ",
+                                 list(extra)));
+  return absl::InvalidArgumentError(absl::StrCat(
+      weights.path(), ": the weights do not fit model '", plan.model().name(),
+      "' (", plan.parameters_size(), " parameters): ",
+      absl::StrJoin(parts, "; ")));
+}
+
+absl::Status loadWeightsIntoRank(const SafeTensorsReader &weights,
+                                 const plan::Plan &plan, int rank,
+                                 executor::Executor &executor) {
+  std::string buffer;
+  for (const Block &b : blocksOfRank(plan, rank)) {
+    if (!b.state.empty())
+      continue;
+    const SafeTensorInfo *t = weights.find(b.name);
+    if (!t)
+      return absl::NotFoundError(absl::StrCat(weights.path(), ": no tensor '",
+                                              b.name, "'"));
+    absl::StatusOr<std::vector<float>> whole = weights.readF32(*t);
+    if (!whole.ok())
+      return whole.status();
+    if (b.dtype != plan::F32)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter '", b.name, "' is not f32 in the plan"));
+    Box all{std::vector<int64_t>(b.globalShape.size(), 0), b.globalShape};
+    buffer.assign(static_cast<size_t>(b.bytes()), '\0');
+    copyRegion(reinterpret_cast<const char *>(whole->data()), all,
+               buffer.data(), b.box, b.box, 4);
+    executor.writeTensorBytes(b.tensorId, buffer.data(), b.bytes());
+  }
+  return absl::OkStatus();
+}
+
+} // namespace cleave::checkpoint
