@@ -387,6 +387,7 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
                           plan::TensorDecl::OPTIMIZER_STATE, param.getType());
       plan::TensorDecl &block = *program.mutable_tensors(paramIn);
       setParamDims(block, program.tensors(paramId).param_index());
+      block.set_state("shard");
       shardOverReplicas(block, dim, replicas);
       collective("comm.shard_slice", paramId, paramIn, dim, replicas);
     }

@@ -82,8 +82,12 @@ std::string Block::key() const {
 bool isCheckpointed(const plan::TensorDecl &decl) {
   if (decl.kind() == plan::TensorDecl::PARAMETER)
     return true;
-  return decl.kind() == plan::TensorDecl::OPTIMIZER_STATE &&
-         decl.state() != "shard";
+  // Plans of format 4 left the state of the ".shard" block unnamed.
+  const std::string &name = decl.name();
+  bool shardBlock = decl.state() == "shard" ||
+                    (decl.state().empty() && name.size() > 6 &&
+                     name.compare(name.size() - 6, 6, ".shard") == 0);
+  return decl.kind() == plan::TensorDecl::OPTIMIZER_STATE && !shardBlock;
 }
 
 namespace {
