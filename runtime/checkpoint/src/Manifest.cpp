@@ -10,7 +10,9 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 
 namespace cleave::checkpoint {
 
@@ -135,9 +137,27 @@ absl::StatusOr<Manifest> mergeManifests(const Manifest &base,
       *out.add_entries() = copy;
     }
   }
-  if (absl::Status s = validateManifest(out); !s.ok())
+  // Tensors in name order, a parameter before its states: the same
+  // manifest whatever order the ranks' parts came in.
+  std::vector<int> order(out.tensors_size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    const TensorInfo &x = out.tensors(a), &y = out.tensors(b);
+    return std::tie(x.name(), x.state()) < std::tie(y.name(), y.state());
+  });
+  std::vector<int> newIndex(order.size());
+  Manifest sorted = out;
+  sorted.clear_tensors();
+  for (size_t i = 0; i < order.size(); ++i) {
+    newIndex[order[i]] = static_cast<int>(i);
+    *sorted.add_tensors() = out.tensors(order[i]);
+  }
+  for (ShardEntry &e : *sorted.mutable_entries())
+    e.set_tensor(newIndex[e.tensor()]);
+  if (absl::Status s = validateManifest(sorted); !s.ok())
     return s;
-  return out;
+  return sorted;
 }
 
 absl::Status validateManifest(const Manifest &manifest) {
