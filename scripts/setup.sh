@@ -24,6 +24,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin libopenblas-dev
   libonnx-dev coinor-libcbc-dev
+  libxxhash-dev nlohmann-json3-dev python3-venv
 )
 
 SUDO=""
@@ -73,6 +74,13 @@ case "$MODE" in
     ;;
   test)
     ninja -C "$BUILD_DIR"
+    # Test-only Python packages from PyPI (the safetensors export is read
+    # back with Hugging Face's own reader); cleave itself never uses them.
+    if [ ! -x "$BUILD_DIR/pyenv/bin/python" ]; then
+      python3 -m venv --system-site-packages "$BUILD_DIR/pyenv"
+    fi
+    "$BUILD_DIR/pyenv/bin/python" -c "import safetensors, numpy" 2>/dev/null ||
+      "$BUILD_DIR/pyenv/bin/python" -m pip install --quiet safetensors numpy
     main_job
     ninja -C "$BUILD_DIR" check-cleave
     ;;

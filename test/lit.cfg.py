@@ -22,6 +22,16 @@ config.substitutions.append(("%scripts", os.path.join(
     os.path.dirname(config.test_source_root), "scripts")))
 config.substitutions.append(("%bench", os.path.join(
     os.path.dirname(config.test_source_root), "bench")))
+# A Python with the test-only PyPI packages (scripts/setup.sh test makes it
+# in the build directory): "safetensors" where Hugging Face's reader is
+# there to read back what `cleave checkpoint export` writes.
+test_python = os.path.join(config.cleave_obj_root, "pyenv", "bin", "python")
+if os.path.exists(test_python):
+    import subprocess as _sp
+    if _sp.run([test_python, "-c", "import safetensors.numpy"],
+               capture_output=True).returncode == 0:
+        config.available_features.add("safetensors")
+        config.substitutions.append(("%test_python", test_python))
 # The cleave binary's path, for scripts that take it as an argument.
 config.substitutions.append(("%cleave_bin", os.path.join(
     config.cleave_tools_dir, "cleave", "cleave")))
