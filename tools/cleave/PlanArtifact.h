@@ -54,6 +54,9 @@ struct ArtifactRequest {
   /// Why the planner chose this plan, as the compile command saw it (the
   /// search, the next best plan); the artifact adds what bounds the step.
   std::vector<std::string> why;
+  /// Weights to start from (`--init-from`: safetensors or ONNX), baked
+  /// into the parameters' initial values; empty: the seeded initialisation.
+  std::string initFrom;
 };
 
 /// Lowers the predicted plan to programs and writes the artifact. Returns

@@ -237,8 +237,10 @@ cl::opt<std::string> runResume(
 cl::opt<std::string> runInitFrom(
     "init-from",
     cl::desc("Start from whole weights by parameter name (.safetensors, or "
-             "an .onnx file with initializers)"),
-    cl::value_desc("FILE"), cl::sub(runCmd), cl::cat(checkpointCategory));
+             "an .onnx file with initializers); compile bakes them into the "
+             "plan, run reads them at the start"),
+    cl::value_desc("FILE"), cl::sub(compileCmd), cl::sub(runCmd),
+    cl::cat(checkpointCategory));
 cl::opt<int> runMaxRestarts(
     "max-restarts",
     cl::desc("When a rank dies or hangs, restart the job from the last "
@@ -670,6 +672,7 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
   request.importOptions = options;
   request.simulatedTrace = std::move(simulatedTrace);
   request.why = std::move(why);
+  request.initFrom = runInitFrom;
   request.load = [&](const cleave::ImportOptions &o) {
     return tool.loadModel(o);
   };
@@ -1424,6 +1427,9 @@ int runCompile() {
     return badUsage("--global-batch " + Twine(int64_t(globalBatch)) +
                     " is more than " + Twine(kMaxGlobalBatch) +
                     " samples a step");
+  if (!runInitFrom.empty() && planOut.empty())
+    return badUsage("--init-from bakes weights into the plan artifact: it "
+                    "needs -o FILE");
   auto cluster = cleave::cost::parseCluster(clusterSpec);
   if (!cluster.ok())
     return badUsage("--cluster: " +

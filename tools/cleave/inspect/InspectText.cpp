@@ -57,6 +57,8 @@ void appendHeader(std::string &out, const Plan &plan) {
                   " parameters");
   if (!model.graph_hash().empty())
     absl::StrAppend(&out, ", graph ", model.graph_hash());
+  if (!model.initial_weights().empty())
+    absl::StrAppend(&out, "\n  weights from ", model.initial_weights());
   absl::StrAppend(&out, "\n  plan format version ", plan.format_version());
   if (!plan.producer().empty())
     absl::StrAppend(&out, ", written by ", plan.producer());
