@@ -13,7 +13,11 @@
 #      sum in other orders);
 #   3. a GEMM sweep through cuBLASLt and the memory bandwidth
 #      (cleave-profile-cuda, what `cleave profile --backend cuda` measures);
-#   4. training steps of a 1.3B GPT that fills the GPU with fp32, tf32 and
+#   4. checkpoints through the CUDA backend: the GPT plan saved after 3
+#      steps on the GPU and resumed on the CPU for 2 equals 5 CPU steps
+#      (1e-4), and the 1.3B GPT's save (D2H copy, write) with the step
+#      stall, async against sync, and its load back onto the GPU;
+#   5. training steps of a 1.3B GPT that fills the GPU with fp32, tf32 and
 #      bf16 GEMMs (fp32 activations and master weights), and bf16 again
 #      with --no-fuse (what the fused GEMM epilogues gain), with the
 #      achieved TFLOP/s, MFU and the share of time in GEMMs, other kernels
@@ -65,6 +69,36 @@ for name in gpt llama moe bert vit; do
   fi
   say "$name: ${checks[$name]}"
 done
+
+say "== checkpoints: saved on the GPU, resumed on the CPU =="
+rm -rf "$out/ck" "$out/ck.resumed" "$out/ck.whole"
+"$worker" "$plans/gpt.cleave" --backend cuda --steps 3 --save "$out/ck" \
+  > "$out/ck.save.txt" 2>&1
+"$worker" "$plans/gpt.cleave" --backend cpu --steps 2 --resume "$out/ck" \
+  --dump-params "$out/ck.resumed" > "$out/ck.resume.txt" 2>&1
+"$worker" "$plans/gpt.cleave" --backend cpu --steps 5 \
+  --dump-params "$out/ck.whole" > "$out/ck.whole.txt" 2>&1
+if python3 "$here/compare_params.py" "$out/ck.resumed" "$out/ck.whole" \
+    --tolerance 1e-4 > "$out/ck.compare.txt" 2>&1; then
+  checks[checkpoint]="passed: $(cat "$out/ck.compare.txt")"
+else
+  checks[checkpoint]="FAILED: $(head -3 "$out/ck.compare.txt" "$out/ck.save.txt" "$out/ck.resume.txt" | tr '\n' ' ')"
+fi
+say "checkpoint cuda->cpu: ${checks[checkpoint]}"
+# The 1.3B GPT (AdamW: 15.6 GB of parameters and moments a save), one save
+# each way, then loaded back onto the GPU.
+for mode in async sync; do
+  rm -rf "$out/bigck"
+  flag=""; [ $mode = sync ] && flag="--save-sync"
+  "$worker" "$plans/big-bf16.cleave" --backend cuda --steps 3 \
+    --save "$out/bigck" --save-every 2 --keep 1 $flag \
+    > "$out/bigck-$mode.txt" 2>&1
+  grep -E "^checkpoint: step" "$out/bigck-$mode.txt" | tee -a "$log"
+done
+"$worker" "$plans/big-bf16.cleave" --backend cuda --steps 1 \
+  --resume "$out/bigck" > "$out/bigck-load.txt" 2>&1
+grep -E "^checkpoint: resumed" "$out/bigck-load.txt" | tee -a "$log"
+rm -rf "$out/bigck"
 
 say "== GEMM sweep (cuBLASLt) =="
 "$here/bin/cleave-profile-cuda" -o "$out/h200.profile" > "$out/profile.txt" 2>&1
@@ -128,5 +162,5 @@ except (OSError, ValueError) as err:
     print(f"no trace: {err}")
 PY
 say "kernel tests: $([ $kernels_rc -eq 0 ] && echo passed || echo FAILED)"
-for name in gpt llama moe bert vit; do say "$name: ${checks[$name]%%;*}"; done
+for name in gpt llama moe bert vit checkpoint; do say "$name: ${checks[$name]%%;*}"; done
 say "total $(elapsed) s"

@@ -291,9 +291,12 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                   chunkOptions.clear();
                   if (fixedKnob(o, "vpp"))
                     chunkOptions = {f.chunks};
-                  else
+                  else if (pp > 1) // one stage has nothing to interleave
+                    // Any layer count: uneven chunks are balanced by
+                    // the scoring (and cut so by the lowering), as long
+                    // as every chunk holds a layer.
                     for (int64_t v : {2, 3, 4, 6, 8})
-                      if (m.layers % (pp * v) == 0 && microbatches % pp == 0)
+                      if (pp * v <= m.layers && microbatches % pp == 0)
                         chunkOptions.push_back(v);
                 }
                 for (int64_t chunks : chunkOptions) {

@@ -27,7 +27,6 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 struct Saver::Write {
   int64_t step = 0;
   std::string partialDir;
-  std::vector<std::string> data;
   std::thread thread;
   std::atomic<bool> done{false};
   absl::Status status;
@@ -54,7 +53,7 @@ namespace {
 /// Writes the blocks (their copies in `data`) to this rank's shard file,
 /// fsync'd; describes them in `part`.
 absl::Status writeShard(const std::vector<Block> &blocks,
-                        std::vector<std::string> &data, int rank,
+                        const std::vector<std::string> &data, int rank,
                         const std::string &dir, Manifest &part,
                         const std::function<void()> &afterFirstBlock) {
   std::string name = shardFileName(rank);
@@ -86,8 +85,6 @@ absl::Status writeShard(const std::vector<Block> &blocks,
                                      absl::StrCat("tensor '", b.key(), "'"));
         !s.ok())
       return s;
-    // The copy is not needed once written.
-    std::string().swap(data[i]);
     if (i == 0 && afterFirstBlock)
       afterFirstBlock();
   }
@@ -120,13 +117,17 @@ absl::Status Saver::save(int64_t step, executor::Executor &executor) {
   w.step = step;
   w.start = start;
   w.partialDir = options_.dir + "/" + stepDirName(step) + ".partial";
-  w.data.reserve(blocks_.size());
-  for (const Block &b : blocks_)
-    w.data.push_back(executor.tensorBytes(b.tensorId));
+  if (staging_.empty())
+    for (const Block &b : blocks_)
+      staging_.emplace_back(
+          static_cast<size_t>(executor.tensor(b.tensorId).numBytes()), '\0');
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    executor.readTensorBytes(blocks_[i].tensorId, staging_[i].data(),
+                             static_cast<int64_t>(staging_[i].size()));
   auto body = [this, &w] {
     auto begin = std::chrono::steady_clock::now();
     try {
-      w.status = writeShard(blocks_, w.data, rank_, w.partialDir, w.part,
+      w.status = writeShard(blocks_, staging_, rank_, w.partialDir, w.part,
                             options_.afterFirstBlock);
     } catch (const std::exception &e) {
       w.status = absl::InternalError(

@@ -439,6 +439,15 @@ void Executor::writeTensorBytes(int32_t id, const void *data, int64_t bytes) {
   backend_->synchronize();
 }
 
+void Executor::readTensorBytes(int32_t id, void *out, int64_t bytes) const {
+  TensorView view = tensor(id);
+  if (bytes != view.numBytes())
+    throw std::invalid_argument(absl::StrCat(
+        "tensor ", id, " '", program_->tensors(id).name(), "' takes ",
+        view.numBytes(), " bytes, not ", bytes));
+  backend_->copyOut(out, view.data, bytes);
+}
+
 std::string Executor::outputBytes(int index, int64_t microbatch) const {
   TensorView view = tensor(program_->output_tensors(index), microbatch);
   return readBytes(view.data, view.numBytes());

@@ -283,4 +283,90 @@ TEST(PlanSearch, ZooShapesAtSmallScaleMatchExhaustive) {
   }
 }
 
+TEST(PlanSearch, InterleavesLayerCountsNoChunkCountDivides) {
+  // Llama 3 405B's 126 layers on pp = 16: no pp x vpp divides them, yet
+  // the interleaved schedule with uneven chunks is the fastest plan; the
+  // search offers it unasked, and finds vpp itself when only the schedule
+  // is fixed.
+  TransformerModel m;
+  m.layers = 126;
+  m.hidden = 16384;
+  m.heads = 128;
+  m.kvHeads = 8;
+  m.ffn = 53248;
+  m.vocab = 128256;
+  m.seq = 8192;
+  m.gatedMlp = true;
+  m.learnedPositions = false;
+  m.tiedEmbedding = false;
+  m.dropout = false;
+  Cluster c = cluster("dgx-h100,nodes=128");
+  auto search = [&](std::set<std::string> fixed, ParallelConfig f) {
+    PlanSearchOptions o;
+    o.fixed = f;
+    o.fixedKnobs = std::move(fixed);
+    auto found = searchTransformerPlans(m, c, 1024, o);
+    EXPECT_TRUE(found.ok()) << found.status();
+    return *found;
+  };
+  ParallelConfig f;
+  f.pp = 16;
+  PlanSearchResult free = search({"pp"}, f);
+  f.schedule = ScheduleKind::Interleaved;
+  PlanSearchResult interleaved = search({"pp", "schedule"}, f);
+  EXPECT_GE(interleaved.best[0].plan.chunks, 2);
+  EXPECT_NE(m.layers % (16 * interleaved.best[0].plan.chunks), 0);
+  f.chunks = 4;
+  PlanSearchResult byHand = search({"pp", "schedule", "vpp"}, f);
+  f.schedule = ScheduleKind::OneFOneB;
+  f.chunks = 1;
+  PlanSearchResult oneF1B = search({"pp", "schedule"}, f);
+  EXPECT_LE(free.best[0].stepSeconds, byHand.best[0].stepSeconds * 1.0001);
+  EXPECT_LE(free.best[0].stepSeconds,
+            interleaved.best[0].stepSeconds * 1.0001);
+  EXPECT_LT(byHand.best[0].stepSeconds, oneF1B.best[0].stepSeconds);
+  EXPECT_EQ(free.best[0].plan.schedule, ScheduleKind::Interleaved)
+      << planKnobsString(free.best[0].plan);
+}
+
+TEST(PlanSearch, InterleavedVppSearchMatchesExhaustiveOnRandomLayerCounts) {
+  // The schedule fixed to interleaved, vpp free, on layer counts drawn at
+  // random: the bounded search and --exhaustive find the same step time,
+  // and some of the plans found cut chunks unevenly.
+  std::mt19937 rng(11);
+  int uneven = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    TransformerModel m;
+    m.name = "random";
+    m.layers = std::uniform_int_distribution<int>(5, 41)(rng);
+    m.heads = 8 << std::uniform_int_distribution<int>(0, 1)(rng);
+    m.hidden = m.heads * 64;
+    m.seq = 1024 << std::uniform_int_distribution<int>(0, 1)(rng);
+    m.vocab = 32000;
+    m.gatedMlp = trial % 2;
+    Cluster c = cluster("dgx-a100-40g,nodes=" + std::to_string(1 + trial % 2));
+    int64_t batch = 64 * (1 + trial % 2);
+    PlanSearchOptions fast;
+    fast.fixed.schedule = ScheduleKind::Interleaved;
+    fast.fixedKnobs = {"schedule"};
+    auto pruned = searchTransformerPlans(m, c, batch, fast);
+    PlanSearchOptions all = fast;
+    all.exhaustive = true;
+    auto exhaustive = searchTransformerPlans(m, c, batch, all);
+    ASSERT_TRUE(pruned.ok()) << "layers " << m.layers << ": "
+                             << pruned.status();
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    const ParallelConfig &p = pruned->best[0].plan;
+    EXPECT_NEAR(pruned->best[0].stepSeconds, exhaustive->best[0].stepSeconds,
+                0.01 * exhaustive->best[0].stepSeconds)
+        << "layers " << m.layers << ": " << planKnobsString(p) << " vs "
+        << planKnobsString(exhaustive->best[0].plan);
+    EXPECT_EQ(p.schedule, ScheduleKind::Interleaved);
+    EXPECT_GE(p.chunks, 2);
+    if (m.layers % (p.pp * p.chunks) != 0)
+      ++uneven;
+  }
+  EXPECT_GE(uneven, 3);
+}
+
 } // namespace

@@ -116,6 +116,11 @@ private:
   SaveOptions options_;
   Manifest base_;
   std::vector<Block> blocks_;
+  /// The host copy of each block, kept from save to save: a save never
+  /// writes while the previous one's write runs, and allocating (and
+  /// faulting in) a model's worth of fresh memory per save was most of
+  /// the async stall.
+  std::vector<std::string> staging_;
   bool pending_ = false;
   std::unique_ptr<Write> write_;
   std::vector<SaveReport> reports_;

@@ -128,6 +128,10 @@ public:
   /// between steps). Throws std::invalid_argument when `bytes` is not the
   /// tensor's size.
   void writeTensorBytes(int32_t id, const void *data, int64_t bytes);
+  /// Copies tensor `id` (slot 0) into `out`, a buffer the caller keeps
+  /// across calls (a checkpoint's staging, so a save touches no fresh
+  /// memory). Throws std::invalid_argument when `bytes` is not its size.
+  void readTensorBytes(int32_t id, void *out, int64_t bytes) const;
   /// Number of microbatches of a step (Knobs.num_microbatches, at least 1).
   int64_t numMicrobatches() const;
   /// The raw little-endian contents (of the tensor's dtype) of output
