@@ -14,6 +14,8 @@
 
 #include "cleave/cost_model/Profile.h"
 
+#include "absl/container/inlined_vector.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -179,7 +181,9 @@ Priced sendRecvDirect(double bytes, const GroupPlacement &p, const Links &l,
   return {l.overhead + l.netLatency, bytes / l.netBus(1, concurrent)};
 }
 
-std::vector<Algorithm> algorithmsOf(Collective kind, const GroupPlacement &p) {
+/// Inline: the search prices collectives millions of times.
+absl::InlinedVector<Algorithm, 3> algorithmsOf(Collective kind,
+                                               const GroupPlacement &p) {
   switch (kind) {
   case Collective::AllReduce:
     if (p.nodes > 1 && p.maxRanksPerNode > 1 && p.uniform)
@@ -278,9 +282,14 @@ absl::StatusOr<GroupPlacement> placeGroup(const Group &group,
   // places groups hundreds of thousands of times, so no tree per call):
   // duplicates are neighbours, and a node's ranks are a run (nodeOf is
   // rank / devicesPerNode).
-  std::vector<int64_t> ranks = group.ranks;
-  if (!std::is_sorted(ranks.begin(), ranks.end()))
-    std::sort(ranks.begin(), ranks.end());
+  std::vector<int64_t> sorted;
+  const std::vector<int64_t> *sortedRanks = &group.ranks;
+  if (!std::is_sorted(group.ranks.begin(), group.ranks.end())) {
+    sorted = group.ranks;
+    std::sort(sorted.begin(), sorted.end());
+    sortedRanks = &sorted;
+  }
+  const std::vector<int64_t> &ranks = *sortedRanks;
   GroupPlacement placement;
   placement.size = static_cast<int64_t>(ranks.size());
   int64_t firstCount = -1, count = 0;
@@ -350,6 +359,17 @@ absl::StatusOr<CollectiveCost>
 estimateCollective(Collective kind, double bytes, const Group &group,
                    const Cluster &cluster, const Profile *profile,
                    const CollectiveOptions &options) {
+  absl::StatusOr<GroupPlacement> placement = placeGroup(group, cluster);
+  if (!placement.ok())
+    return placement.status();
+  return estimateCollective(kind, bytes, *placement, cluster, profile,
+                            options);
+}
+
+absl::StatusOr<CollectiveCost>
+estimateCollective(Collective kind, double bytes, const GroupPlacement &p,
+                   const Cluster &cluster, const Profile *profile,
+                   const CollectiveOptions &options) {
   if (!(bytes >= 0))
     return absl::InvalidArgumentError(
         cat("collective size must not be negative (got ", bytes, " bytes)"));
@@ -358,10 +378,6 @@ estimateCollective(Collective kind, double bytes, const Group &group,
   if (!(options.bandwidthShare > 0 && options.bandwidthShare <= 1))
     return absl::InvalidArgumentError(cat(
         "bandwidthShare must be in (0, 1] (got ", options.bandwidthShare, ")"));
-  absl::StatusOr<GroupPlacement> placement = placeGroup(group, cluster);
-  if (!placement.ok())
-    return placement.status();
-  const GroupPlacement &p = *placement;
   if (kind == Collective::SendRecv && p.size != 2)
     return absl::InvalidArgumentError(
         cat("send-recv needs a group of 2 ranks (got ", p.size, ")"));
@@ -375,7 +391,7 @@ estimateCollective(Collective kind, double bytes, const Group &group,
                                           " nodes but cluster '", cluster.name,
                                           "' has no NICs"));
 
-  std::vector<Algorithm> valid = algorithmsOf(kind, p);
+  absl::InlinedVector<Algorithm, 3> valid = algorithmsOf(kind, p);
   if (options.algorithm != Algorithm::Auto &&
       std::find(valid.begin(), valid.end(), options.algorithm) == valid.end()) {
     std::vector<std::string_view> names;
@@ -405,12 +421,14 @@ estimateCollective(Collective kind, double bytes, const Group &group,
 
   Links links = linksOf(cluster, profile, options);
   double concurrent = static_cast<double>(options.concurrentGroups);
-  std::vector<Algorithm> candidates =
-      options.algorithm == Algorithm::Auto
-          ? valid
-          : std::vector<Algorithm>{options.algorithm};
+  const Algorithm *first = valid.data(), *last = valid.data() + valid.size();
+  if (options.algorithm != Algorithm::Auto) {
+    first = &options.algorithm;
+    last = first + 1;
+  }
   double best = std::numeric_limits<double>::infinity();
-  for (Algorithm algorithm : candidates) {
+  for (const Algorithm *a = first; a != last; ++a) {
+    Algorithm algorithm = *a;
     Priced priced = price(kind, algorithm, bytes, p, links, concurrent);
     // Mid-size messages do not fill NCCL's chunk pipeline.
     priced.transfer *=

@@ -364,11 +364,6 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     // of like size sharing frames of its largest (planStashFrames): over
     // uneven chunks more than the average chunk in flight, and the head's
     // chunk, on the last stage, in a class of its own.
-    absl::StatusOr<std::vector<PipelineSlot>> order = pipelineOrder(
-        ScheduleKind::Interleaved, static_cast<int>(c.pp),
-        static_cast<int>(c.stage), static_cast<int>(c.microbatches), chunks);
-    if (!order.ok())
-      return order.status();
     std::vector<double> stash(chunks);
     for (int k = 0; k < chunks; ++k)
       stash[k] = static_cast<double>(c.chunkLayers[k]) * layerBytes +
@@ -377,7 +372,12 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
                       : 0.0);
     stash[0] += embeddingMask;
     stash[chunks - 1] += headStash;
-    activations += planStashFrames(*order, stash).bytes;
+    absl::StatusOr<StashFrames> frames = planStashFrames(
+        ScheduleKind::Interleaved, static_cast<int>(c.pp),
+        static_cast<int>(c.stage), static_cast<int>(c.microbatches), stash);
+    if (!frames.ok())
+      return frames.status();
+    activations += frames->bytes;
   } else {
     activations += (static_cast<double>(c.layersPerStage) * layerBytes +
                     static_cast<double>(c.moeLayers) * moeExtra) *

@@ -6,6 +6,9 @@
 #include "absl/strings/str_cat.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <tuple>
 #include <numeric>
 #include <set>
 
@@ -183,8 +186,40 @@ int peakPendingWeightGrads(const std::vector<PipelineSlot> &order) {
   return peak;
 }
 
-StashFrames planStashFrames(const std::vector<PipelineSlot> &order,
-                            const std::vector<double> &stashBytes) {
+namespace {
+
+/// Up to this many chunks the peaks of every set of chunks are tabulated
+/// in one walk of the order (2^(chunks-1) updates per pass).
+constexpr int kTabulatedChunks = 10;
+
+/// The most microbatches the chunks of each set (bit i: chunk i) hold at
+/// once under `order`.
+std::vector<int32_t> chunkSetPeaks(const std::vector<PipelineSlot> &order,
+                                   int chunks) {
+  uint32_t all = (1u << chunks) - 1;
+  std::vector<int32_t> held(all + 1, 0), peak(all + 1, 0);
+  for (const PipelineSlot &s : order) {
+    if (s.pass == PassKind::WeightGrad || s.chunk < 0 || s.chunk >= chunks)
+      continue;
+    uint32_t bit = 1u << s.chunk, rest = all & ~bit;
+    bool forward = s.pass == PassKind::Forward;
+    // Every set holding the chunk: the subsets of the others, with it.
+    for (uint32_t sub = rest;; sub = (sub - 1) & rest) {
+      uint32_t set = sub | bit;
+      if (forward)
+        peak[set] = std::max(peak[set], ++held[set]);
+      else
+        --held[set];
+      if (sub == 0)
+        break;
+    }
+  }
+  return peak;
+}
+
+/// The split with the fewest bytes, given the peak of any set of chunks.
+StashFrames bestFrames(const std::function<int64_t(uint32_t)> &peakOf,
+                       const std::vector<double> &stashBytes) {
   int v = static_cast<int>(stashBytes.size());
   StashFrames best;
   if (v == 0)
@@ -194,52 +229,122 @@ StashFrames planStashFrames(const std::vector<PipelineSlot> &order,
   std::stable_sort(bySize.begin(), bySize.end(), [&](int a, int b) {
     return stashBytes[a] < stashBytes[b];
   });
-  bool found = false;
-  // cut[i]: a new class starts at the i-th chunk in size order.
-  auto evaluate = [&](const std::vector<char> &cut) {
-    StashFrames f;
-    f.classOf.assign(v, 0);
-    f.frameBytes.assign(1, 0);
-    for (int i = 0; i < v; ++i) {
-      if (i > 0 && cut[i])
-        f.frameBytes.push_back(0);
-      f.classOf[bySize[i]] = static_cast<int>(f.frameBytes.size()) - 1;
-      f.frameBytes.back() =
-          std::max(f.frameBytes.back(), stashBytes[bySize[i]]);
+  // cut[i]: a new class starts at the i-th chunk in size order. A class's
+  // frames are the peak of its set of chunks; the bytes are summed class
+  // by class, smallest first, and the first split of the fewest bytes is
+  // kept (in the order below), so the lowering and the cost model agree.
+  auto bytesOf = [&](const std::vector<char> &cut) {
+    double bytes = 0, frame = 0;
+    uint32_t set = 0;
+    for (int i = 0; i <= v; ++i) {
+      if (i == v || (i > 0 && cut[i])) {
+        bytes += frame * static_cast<double>(peakOf(set));
+        if (i == v)
+          break;
+        frame = 0;
+        set = 0;
+      }
+      set |= 1u << bySize[i];
+      frame = std::max(frame, stashBytes[bySize[i]]);
     }
-    size_t classes = f.frameBytes.size();
-    std::vector<int64_t> held(classes, 0);
-    f.frames.assign(classes, 0);
-    for (const PipelineSlot &s : order) {
-      if (s.pass == PassKind::WeightGrad || s.chunk < 0 || s.chunk >= v)
-        continue;
-      int k = f.classOf[s.chunk];
-      held[k] += s.pass == PassKind::Forward ? 1 : -1;
-      f.frames[k] = std::max(f.frames[k], held[k]);
-    }
-    for (size_t k = 0; k < classes; ++k)
-      f.bytes += f.frameBytes[k] * static_cast<double>(f.frames[k]);
-    if (!found || f.bytes < best.bytes) {
-      best = std::move(f);
-      found = true;
+    return bytes;
+  };
+  std::vector<char> cut(v, 0), bestCut;
+  double fewest = 0;
+  auto evaluate = [&] {
+    double bytes = bytesOf(cut);
+    if (bestCut.empty() || bytes < fewest) {
+      fewest = bytes;
+      bestCut = cut;
     }
   };
-  std::vector<char> cut(v, 0);
   if (v <= 16) {
     for (uint32_t mask = 0; mask < (1u << (v - 1)); ++mask) {
       for (int i = 1; i < v; ++i)
         cut[i] = mask >> (i - 1) & 1;
-      evaluate(cut);
+      evaluate();
     }
   } else {
-    evaluate(cut);
+    evaluate();
     for (int i = 1; i < v; ++i) {
       cut[i] = 1;
-      evaluate(cut);
+      evaluate();
       cut[i] = 0;
     }
   }
+  best.classOf.assign(v, 0);
+  std::vector<uint32_t> sets(1, 0);
+  best.frameBytes.assign(1, 0);
+  for (int i = 0; i < v; ++i) {
+    if (i > 0 && bestCut[i]) {
+      best.frameBytes.push_back(0);
+      sets.push_back(0);
+    }
+    best.classOf[bySize[i]] = static_cast<int>(best.frameBytes.size()) - 1;
+    best.frameBytes.back() =
+        std::max(best.frameBytes.back(), stashBytes[bySize[i]]);
+    sets.back() |= 1u << bySize[i];
+  }
+  for (uint32_t set : sets)
+    best.frames.push_back(peakOf(set));
+  best.bytes = fewest;
   return best;
+}
+
+} // namespace
+
+StashFrames planStashFrames(const std::vector<PipelineSlot> &order,
+                            const std::vector<double> &stashBytes) {
+  int v = static_cast<int>(stashBytes.size());
+  if (v <= kTabulatedChunks) {
+    std::vector<int32_t> peaks = chunkSetPeaks(order, v);
+    return bestFrames([&](uint32_t set) { return peaks[set]; }, stashBytes);
+  }
+  // Many chunks: walk the order for each set asked about.
+  return bestFrames(
+      [&](uint32_t set) {
+        int64_t held = 0, peak = 0;
+        for (const PipelineSlot &s : order) {
+          if (s.pass == PassKind::WeightGrad || s.chunk < 0 || s.chunk >= v ||
+              !(set >> s.chunk & 1))
+            continue;
+          held += s.pass == PassKind::Forward ? 1 : -1;
+          peak = std::max(peak, held);
+        }
+        return peak;
+      },
+      stashBytes);
+}
+
+absl::StatusOr<StashFrames>
+planStashFrames(ScheduleKind kind, int stages, int stage, int microbatches,
+                const std::vector<double> &stashBytes) {
+  int v = static_cast<int>(stashBytes.size());
+  if (v > kTabulatedChunks) {
+    absl::StatusOr<std::vector<PipelineSlot>> order =
+        pipelineOrder(kind, stages, stage, microbatches, v);
+    if (!order.ok())
+      return order.status();
+    return planStashFrames(*order, stashBytes);
+  }
+  // A search prices the same (schedule, stage, microbatches, chunks) for
+  // every tp, ZeRO stage and recomputation mode: the order and the peaks
+  // of its chunk sets do not depend on them. One cache per thread, bounded.
+  using Key = std::tuple<int, int, int, int, int>;
+  thread_local std::map<Key, std::vector<int32_t>> cache;
+  Key key{static_cast<int>(kind), stages, stage, microbatches, v};
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    absl::StatusOr<std::vector<PipelineSlot>> order =
+        pipelineOrder(kind, stages, stage, microbatches, v);
+    if (!order.ok())
+      return order.status();
+    if (cache.size() >= 4096)
+      cache.clear();
+    it = cache.emplace(key, chunkSetPeaks(*order, v)).first;
+  }
+  const std::vector<int32_t> &peaks = it->second;
+  return bestFrames([&](uint32_t set) { return peaks[set]; }, stashBytes);
 }
 
 } // namespace cleave::cost

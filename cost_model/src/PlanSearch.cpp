@@ -100,9 +100,27 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
   RejectedPlan closest;
   closest.memoryBytes = HUGE_VAL;
   std::string otherReason;
+  // Plans refused for memory (the rest of the infeasible are invalid).
+  int64_t outOfMemory = 0;
   // Per (tp, pp, cp): the memory error of the plan closest to fitting.
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::pair<double, std::string>>
       shapeClosest;
+  // A plan refused for memory: keep the one that came closest to fitting,
+  // overall and per shape, for the error and --explain; the message reads
+  // "... needs 84.94 GB of ...".
+  auto outOfMemoryAt = [&](const ParallelConfig &plan,
+                           const absl::Status &status) {
+    ++outOfMemory;
+    std::string message(status.message());
+    double bytes = HUGE_VAL;
+    if (auto at = message.find("needs "); at != std::string::npos)
+      bytes = std::atof(message.c_str() + at + 6) * 1e9;
+    if (bytes < closest.memoryBytes)
+      closest = {plan, message, bytes};
+    auto &sc = shapeClosest[{plan.tp, plan.pp, plan.cp}];
+    if (sc.second.empty() || bytes < sc.first)
+      sc = {bytes, planKnobsString(plan) + ": " + message};
+  };
   auto consider = [&](const ParallelConfig &plan) -> bool {
     if (o.admissible && !o.admissible(plan))
       return false;
@@ -112,17 +130,7 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
     if (!scored.ok()) {
       ++result.infeasible;
       if (scored.status().code() == absl::StatusCode::kResourceExhausted) {
-        // Keep the plan that came closest to fitting, for the error; the
-        // message reads "... needs 84.94 GB of ...".
-        std::string message(scored.status().message());
-        double bytes = HUGE_VAL;
-        if (auto at = message.find("needs "); at != std::string::npos)
-          bytes = std::atof(message.c_str() + at + 6) * 1e9;
-        if (bytes < closest.memoryBytes)
-          closest = {plan, message, bytes};
-        auto &sc = shapeClosest[{plan.tp, plan.pp, plan.cp}];
-        if (sc.second.empty() || bytes < sc.first)
-          sc = {bytes, planKnobsString(plan) + ": " + message};
+        outOfMemoryAt(plan, scored.status());
       } else if (otherReason.empty()) {
         otherReason = std::string(scored.status().message());
       }
@@ -130,6 +138,24 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
     }
     feasible.push_back({plan, scored->lowerBoundSeconds});
     return true;
+  };
+
+  // Whether `plan` with recomputation `r` fits, unrecorded: the plans it
+  // stands for are counted when scored.
+  auto fitsWith = [&](ParallelConfig plan, Recompute r) {
+    plan.recompute = r;
+    plan.stageRecompute.clear();
+    if (o.admissible && !o.admissible(plan))
+      return true; // let consider() refuse it as it would
+    auto scored = scoreTransformerPlan(m, capped, plan, profile, nullptr,
+                                       nullptr, /*simulateBelow=*/-1);
+    if (scored.ok() ||
+        scored.status().code() != absl::StatusCode::kResourceExhausted)
+      return true;
+    ++result.candidates;
+    ++result.infeasible;
+    outOfMemoryAt(plan, scored.status());
+    return false;
   };
 
   // Recomputation per stage: under 1F1B the early stages keep more
@@ -277,7 +303,12 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
         else if (o.exhaustive && spPossible)
           sps = {false, true};
         for (int64_t ep : eps)
-          for (bool sp : sps)
+          for (bool sp : sps) {
+            // (schedule, chunks) of which no plan fitted at a smaller
+            // microbatch: a larger one holds more (activations, logits and
+            // buffers grow with it, weights and states do not shrink), so
+            // it fits no better and is not scored.
+            std::set<std::pair<ScheduleKind, int64_t>> outgrown;
             for (int64_t mbs : mbss) {
               if (globalBatch % (dp * mbs))
                 continue;
@@ -300,6 +331,11 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                         chunkOptions.push_back(v);
                 }
                 for (int64_t chunks : chunkOptions) {
+                  if (!o.exhaustive && outgrown.count({schedule, chunks}))
+                    continue;
+                  size_t feasibleBefore = feasible.size();
+                  int64_t triedBefore = result.candidates,
+                          outOfMemoryBefore = outOfMemory;
                   ParallelConfig plan = f;
                   plan.dp = dp;
                   plan.tp = tp;
@@ -322,6 +358,13 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                       continue;
                     plan.zero = z;
                     std::optional<Recompute> fit;
+                    // Recomputing more holds less: where the heaviest mode
+                    // does not fit, no lighter one does (nor a mix), so
+                    // one probe stands for all of them.
+                    if (!o.exhaustive && recomputes.size() > 1 &&
+                        !fitsWith(plan, recomputes.back())) {
+                      continue;
+                    }
                     for (Recompute r : recomputes) {
                       plan.recompute = r;
                       if (consider(plan)) {
@@ -333,9 +376,14 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                     if (pp > 1 && !fixedKnob(o, "recompute"))
                       considerPerStage(plan, fit);
                   }
+                  int64_t tried = result.candidates - triedBefore;
+                  if (feasible.size() == feasibleBefore && tried > 0 &&
+                      outOfMemory - outOfMemoryBefore == tried)
+                    outgrown.insert({schedule, chunks});
                 }
               }
             }
+          }
         if (o.progress)
           o.progress(0.5 * elapsed() / std::max(1e-9, elapsed() + 1));
       }

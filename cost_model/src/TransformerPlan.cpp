@@ -17,12 +17,14 @@
 #include "cleave/cost_model/PipelineSimulation.h"
 #include "cleave/cost_model/Profile.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <cmath>
 
 namespace cleave::cost {
@@ -73,7 +75,7 @@ CollectiveTally &CollectiveTally::operator+=(const CollectiveTally &other) {
 
 CollectiveTally CollectiveTally::scaled(double k) const {
   CollectiveTally out = *this;
-  for (auto &[key, v] : out.byKind) {
+  for (auto &[key, v] : out.byKind.all()) {
     v.calls *= k;
     v.bytes *= k;
   }
@@ -157,11 +159,27 @@ public:
       return 0.0;
     CollectiveOptions options;
     options.concurrentGroups = concurrent;
-    auto cost = estimateCollective(kind, bytesPerRank, group, cluster, profile,
-                                   options);
+    absl::StatusOr<GroupPlacement> placement = place(group);
+    if (!placement.ok())
+      return placement.status();
+    auto cost = estimateCollective(kind, bytesPerRank, *placement, cluster,
+                                   profile, options);
     if (!cost.ok())
       return cost.status();
     return cost->seconds;
+  }
+
+  /// placeGroup, once per group: a plan prices hundreds of collectives
+  /// over its four or five groups, and the search prices thousands of
+  /// plans.
+  absl::StatusOr<GroupPlacement> place(const Group &group) const {
+    for (const auto &[known, placement] : placements)
+      if (known == group.ranks)
+        return placement;
+    absl::StatusOr<GroupPlacement> placement = placeGroup(group, cluster);
+    if (placement.ok())
+      placements.emplace_back(group.ranks, *placement);
+    return placement;
   }
 
   /// Adds `calls` collectives of `bytesEach` over `group` to `tally`,
@@ -170,7 +188,7 @@ public:
              const Group &group, double calls = 1) const {
     if (group.ranks.size() <= 1 || bytesEach <= 0 || calls == 0)
       return;
-    auto placement = placeGroup(group, cluster);
+    auto placement = place(group);
     tally.add(kind, placement.ok() && placement->nodes > 1, calls, bytesEach);
   }
 
@@ -182,6 +200,8 @@ public:
   const Profile *profile;
   DType dtype;
   double bytes;
+  mutable std::vector<std::pair<std::vector<int64_t>, GroupPlacement>>
+      placements;
 };
 
 #define CLEAVE_ASSIGN(lhs, expr)                                               \
@@ -428,9 +448,19 @@ scoreWithSplit(const TransformerModel &m, const Cluster &cluster,
     for (double &f : scale)
       f /= uniform;
   }
-  return scoreOnCluster(m, shared, p, profile, graphOut, timelineOut,
-                        simulateBelow, scale.empty() ? nullptr : &scale,
-                        &graph);
+  absl::StatusOr<PlanPrediction> out =
+      scoreOnCluster(m, shared, p, profile, graphOut, timelineOut,
+                     simulateBelow, scale.empty() ? nullptr : &scale, &graph);
+  // Unsimulated, every task was priced at the average sharing; in a
+  // pipeline's fill and drain tasks run faster than that (unshared). No
+  // task runs faster than alone: that bound holds.
+  if (out.ok() && !first->simulated &&
+      first->lowerBoundSeconds < out->lowerBoundSeconds) {
+    out->lowerBoundSeconds = first->lowerBoundSeconds;
+    if (!out->simulated)
+      out->stepSeconds = out->lowerBoundSeconds;
+  }
+  return out;
 }
 } // namespace
 
@@ -454,7 +484,9 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
   Timeline timeline, evenTimeline;
   absl::StatusOr<PlanPrediction> balanced = scoreWithSplit(
       m, cluster, p, profile, &graph, &timeline, simulateBelow);
-  if (!balanced.ok())
+  // Only a simulated even split can replace the balanced one: a search's
+  // memory pass (nothing simulated) needs no second scoring.
+  if (!balanced.ok() || simulateBelow < 0)
     return balanced;
   ParallelConfig evenPlan = p;
   evenPlan.balanceStages = false;
@@ -783,11 +815,10 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   bool uniformRecompute = true;
   for (int64_t st = 1; st < p.pp; ++st)
     uniformRecompute &= p.recomputeOf(st) == p.recomputeOf(0);
-  if (p.balanceStages && p.pp > 1) {
-    std::vector<double> layerSeconds = layerSecondsUnder(p.recomputeOf(0));
-    double first = embedF.seconds * 3 + embedComm + embedCommBack;
-    double last = head.first.seconds + head.second.seconds +
-                  lossElem.seconds * 1.5 + headComm + headCommBack;
+  // The balanced split of the layers over the chunks (from `even`).
+  auto balancedSplit = [&](const std::vector<double> &layerSeconds,
+                           double first, double last,
+                           std::vector<int64_t> chunkLayers) {
     std::vector<int64_t> balanced =
         balanceLayers(layerSeconds, first, last, chunksTotal);
     auto busiest = [&](const std::vector<int64_t> &split) {
@@ -818,6 +849,39 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         byChunk.push_back(layerSecondsUnder(p.recomputeOf(c % p.pp)));
       chunkLayers =
           refineForChunkCosts(byChunk, first, last, chunkLayers, p.pp);
+    }
+    return chunkLayers;
+  };
+  if (p.balanceStages && p.pp > 1) {
+    std::vector<double> layerSeconds = layerSecondsUnder(p.recomputeOf(0));
+    double first = embedF.seconds * 3 + embedComm + embedCommBack;
+    double last = head.first.seconds + head.second.seconds +
+                  lossElem.seconds * 1.5 + headComm + headCommBack;
+    // The split depends only on the stages, chunks, the extra work at
+    // either end and the layers' seconds under each stage's recomputation:
+    // a search balances the same ones for every ZeRO stage and schedule
+    // (a fifth of its time), so the splits are kept by those inputs.
+    std::vector<double> key = {double(p.pp), double(p.chunks), first, last};
+    std::set<Recompute> modes;
+    for (int64_t st = 0; st < p.pp; ++st) {
+      key.push_back(static_cast<double>(p.recomputeOf(st)));
+      modes.insert(p.recomputeOf(st));
+    }
+    for (Recompute r : modes) {
+      std::vector<double> seconds =
+          r == p.recomputeOf(0) ? layerSeconds : layerSecondsUnder(r);
+      key.insert(key.end(), seconds.begin(), seconds.end());
+    }
+    thread_local absl::flat_hash_map<std::vector<double>,
+                                     std::vector<int64_t>>
+        splits;
+    if (auto it = splits.find(key); it != splits.end()) {
+      chunkLayers = it->second;
+    } else {
+      chunkLayers = balancedSplit(layerSeconds, first, last, chunkLayers);
+      if (splits.size() >= 16384)
+        splits.clear();
+      splits.emplace(std::move(key), chunkLayers);
     }
   }
   std::vector<int64_t> chunkFirstLayer(chunksTotal, 0);
@@ -1216,6 +1280,34 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                                    ? 0.0
                                    : c.sendForward + c.sendBackward));
     out.lowerBoundSeconds = std::max(out.lowerBoundSeconds, busy);
+  }
+  // The pipeline's fill and drain bound it too: stage s runs nothing
+  // before the first microbatch's forward has passed the stages before it
+  // (their first chunk's), and after its last backward the stages before
+  // it still run theirs (not so under zero-bubble schedules, whose W
+  // passes may come last). Between, it runs every microbatch's passes,
+  // then its optimizer step. Sends are left out (on the path, but
+  // possibly overlapped): the bound stays one, and the search simulates
+  // the plans of deep pipelines it used to, a tenth of them.
+  {
+    bool drains = p.schedule != ScheduleKind::ZeroBubbleH1;
+    double head = 0, tail = 0;
+    for (const StageCosts &stage : spec.stages) {
+      double work = 0;
+      for (const ChunkCosts &c : stage.chunks)
+        work += microbatches * (c.forward + c.backward +
+                                (p.overlapTransfers
+                                     ? 0.0
+                                     : c.sendForward + c.sendBackward));
+      out.lowerBoundSeconds =
+          std::max({out.lowerBoundSeconds,
+                    head + work + stage.optimizer + stage.paramGather,
+                    head + work + (drains ? tail : 0.0)});
+      if (stage.chunks.empty())
+        break;
+      head += stage.chunks.front().forward;
+      tail += stage.chunks.front().backward;
+    }
   }
   if (taskScale && scaledGraph && !taskScale->empty())
     out.lowerBoundSeconds *=

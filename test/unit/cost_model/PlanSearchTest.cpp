@@ -369,4 +369,36 @@ TEST(PlanSearch, InterleavedVppSearchMatchesExhaustiveOnRandomLayerCounts) {
   EXPECT_GE(uneven, 3);
 }
 
+TEST(PlanSearch, BoundsHoldWhereRanksShareCores) {
+  // Four CPU ranks on two cores: unsimulated, every task is priced at the
+  // average sharing, but a pipeline's fill and drain run unshared, so only
+  // the unshared bound holds. The pruned search must still find what the
+  // exhaustive one does (it once kept a dp4 plan over a faster pp2 one).
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 8; ++trial) {
+    TransformerModel m;
+    m.name = "small";
+    m.layers = std::uniform_int_distribution<int>(2, 6)(rng);
+    m.heads = 4;
+    m.hidden = 32 << std::uniform_int_distribution<int>(0, 2)(rng);
+    m.seq = 16 << std::uniform_int_distribution<int>(0, 2)(rng);
+    m.vocab = 64 << std::uniform_int_distribution<int>(0, 4)(rng);
+    m.gatedMlp = trial % 2;
+    Cluster c = cluster("cpu-local,devices=4");
+    PlanSearchOptions fast;
+    fast.fixed.precision = DType::Fp32;
+    fast.fixedKnobs = {"precision"};
+    auto pruned = searchTransformerPlans(m, c, 8, fast);
+    PlanSearchOptions all = fast;
+    all.exhaustive = true;
+    auto exhaustive = searchTransformerPlans(m, c, 8, all);
+    ASSERT_TRUE(pruned.ok()) << pruned.status();
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    EXPECT_NEAR(pruned->best[0].stepSeconds, exhaustive->best[0].stepSeconds,
+                1e-9 * exhaustive->best[0].stepSeconds)
+        << "trial " << trial << ": " << planKnobsString(pruned->best[0].plan)
+        << " vs " << planKnobsString(exhaustive->best[0].plan);
+  }
+}
+
 } // namespace

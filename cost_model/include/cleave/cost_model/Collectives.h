@@ -122,6 +122,14 @@ estimateCollective(Collective kind, double bytes, const Group &group,
                    const Cluster &cluster, const Profile *profile = nullptr,
                    const CollectiveOptions &options = {});
 
+/// The same over a group already placed (placeGroup): a planner pricing
+/// many collectives over the same few groups places each once.
+absl::StatusOr<CollectiveCost>
+estimateCollective(Collective kind, double bytes,
+                   const GroupPlacement &placement, const Cluster &cluster,
+                   const Profile *profile = nullptr,
+                   const CollectiveOptions &options = {});
+
 /// What one collective between compute (tensor, context or expert
 /// parallelism's, inside the layers) waits beyond its own time on ranks
 /// that share cores: time-sliced ranks reach it at different times, and the

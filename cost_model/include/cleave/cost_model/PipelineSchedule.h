@@ -85,6 +85,13 @@ struct StashFrames {
 StashFrames planStashFrames(const std::vector<PipelineSlot> &order,
                             const std::vector<double> &stashBytes);
 
+/// The same for pipelineOrder(kind, stages, stage, microbatches,
+/// stashBytes.size()), with the order's peaks cached per thread (the
+/// search prices one order for many plans).
+absl::StatusOr<StashFrames>
+planStashFrames(ScheduleKind kind, int stages, int stage, int microbatches,
+                const std::vector<double> &stashBytes);
+
 } // namespace cleave::cost
 
 #endif // CLEAVE_COST_MODEL_PIPELINESCHEDULE_H
