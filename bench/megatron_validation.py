@@ -18,6 +18,12 @@ embedding and head by default). Its full recomputation runs each layer's whole
 forward pass again (recompute-scope=layer; cleave's lowering recomputes only
 what the backward pass reads, which leaves out the MLP's output GEMM).
 
+A second table scores Megatron-Core r0.8's published H100 weak-scaling
+runs (GPT, sequence 4096, vocabulary 131072, dp 48) with its settings:
+bf16, the distributed optimizer, overlapped gradient reduction and p2p, and
+attention priced unfused (what cleave lowers) and fused (attention=fused,
+FlashAttention-2 as the cost model prices it).
+
 Usage: bench/megatron_validation.py [path/to/cleave]
 """
 import json
@@ -98,5 +104,94 @@ def main():
               f"{within}/{len(errs)} rows within 10%")
 
 
+# Megatron-Core r0.8's published weak scaling on H100 (DGX H100, bf16,
+# sequence 4096, vocabulary 131072, data parallelism 48 in every row):
+# params, heads, hidden, layers, TP, PP, GPUs, global batch, TFLOP/s/GPU.
+H100_ROWS = [
+    ("1.7b", 16, 2048, 24, 1, 1, 48, 192, 408.8),
+    ("7.1b", 32, 4096, 30, 2, 1, 96, 192, 465.9),
+    ("16b", 48, 6144, 32, 4, 1, 192, 192, 489.1),
+    ("32b", 56, 7168, 48, 8, 1, 384, 192, 459.6),
+    ("70b", 64, 8192, 84, 8, 2, 768, 384, 419.7),
+    ("119b", 80, 10240, 92, 8, 4, 1536, 768, 420.5),
+    ("177b", 96, 12288, 96, 8, 6, 2304, 1152, 432.8),
+    ("314b", 128, 16384, 96, 8, 8, 3072, 1536, 474.4),
+    ("462b", 144, 18432, 112, 8, 16, 6144, 3072, 459.9),
+]
+H100_SEQ, H100_VOCAB = 4096, 131072
+
+
+def megatron_core_flops(batch, layers, hidden):
+    """Megatron's count without recomputation (its TFLOP/s report)."""
+    s, l, h, v = H100_SEQ, layers, hidden, H100_VOCAB
+    return 72 * batch * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h))
+
+
+def score_h100(cleave, heads, hidden, layers, tp, pp, gpus, batch,
+               attention, free=False):
+    """Megatron-Core's settings: bf16, the distributed optimizer (ZeRO-1),
+    gradient reduction and pipeline transfers overlapped, sequence
+    parallelism with tp, no recomputation. `free`: the schedule, vpp and
+    microbatch are the search's (Megatron-Core's scripts do not say)."""
+    knobs = (f"tp={tp},pp={pp},dp={gpus // (tp * pp)},cp=1,"
+             f"sp={'on' if tp > 1 else 'off'},zero=1,recompute=none,"
+             f"precision=bf16,overlap-grad=on,overlap-p2p=on,"
+             f"attention={attention}")
+    if not free:
+        knobs += ",microbatch=1,schedule=1f1b"
+    model = (f"zoo:gpt,layers={layers},hidden={hidden},heads={heads},"
+             f"seq={H100_SEQ},vocab={H100_VOCAB}")
+    cmd = [cleave, "compile", model, "--cluster",
+           f"dgx-h100,nodes={gpus // 8}", "--global-batch", str(batch),
+           "--fix", knobs, "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    return json.loads(out.stdout)
+
+
+def h100_table(cleave):
+    print()
+    print("Megatron-Core r0.8, H100 weak scaling (TFLOP/s per GPU by "
+          "Megatron's count)")
+    print(f"{'model':>6} {'GPUs':>5} {'t':>2} {'p':>3} {'measured':>8} | "
+          f"{'unfused':>7} {'err':>7} | {'fused':>7} {'err':>7} | "
+          f"{'searched':>8} {'err':>7} | searched schedule")
+    errs = {"unfused": [], "fused": [], "searched": []}
+    for name, a, h, l, tp, pp, gpus, batch, measured in H100_ROWS:
+        flops = megatron_core_flops(batch, l, h)
+        cells = []
+        schedule = ""
+        for label, attention, free in (("unfused", "unfused", False),
+                                       ("fused", "fused", False),
+                                       ("searched", "fused", True)):
+            found = score_h100(cleave, a, h, l, tp, pp, gpus, batch,
+                               attention, free)
+            if not found:
+                cells.append(f"{'-':>7} {'':>7}")
+                continue
+            tf = flops / found["predicted"]["step_time_s"] / gpus / 1e12
+            err = (tf - measured) / measured * 100
+            errs[label].append(err)
+            cells.append(f"{tf:>7.1f} {err:>+6.1f}%")
+            if free:
+                p = found["plan"]
+                schedule = (f"{p['schedule']}"
+                            f"{'/' + str(p['vpp']) if p['vpp'] > 1 else ''}"
+                            f" mb={p['microbatch_size']}")
+        print(f"{name:>6} {gpus:>5} {tp:>2} {pp:>3} {measured:>8} | "
+              f"{cells[0]} | {cells[1]} | {cells[2]:>16} | {schedule}")
+    for label, e in errs.items():
+        if not e:
+            continue
+        mean_abs = sum(abs(x) for x in e) / len(e)
+        print(f"{label}: mean |error| {mean_abs:.1f}%, mean error "
+              f"{sum(e) / len(e):+.1f}%, worst {max(e, key=abs):+.1f}% "
+              f"({len(e)} rows; aim: mean 5%, worst 10%)")
+
+
 if __name__ == "__main__":
     main()
+    here = os.path.dirname(os.path.abspath(__file__))
+    h100_table(sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        here, "..", "build", "tools", "cleave", "cleave"))

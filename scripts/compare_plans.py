@@ -73,14 +73,18 @@ def compile_json(cleave, model, cluster, batch, extra):
     return data
 
 
-def first_difference(a, b, path=""):
+def first_difference(a, b, path="", ignore=()):
+    if path in ignore:
+        return None
     if type(a) is not type(b):
         return f"{path}: {a!r} vs {b!r}"
     if isinstance(a, dict):
         for k in sorted(set(a) | set(b)):
+            if any(f"{path}/{k}".endswith(i) for i in ignore):
+                continue
             if k not in a or k not in b:
                 return f"{path}/{k}: only in {'new' if k in b else 'old'}"
-            d = first_difference(a[k], b[k], f"{path}/{k}")
+            d = first_difference(a[k], b[k], f"{path}/{k}", ignore)
             if d:
                 return d
         return None
@@ -88,7 +92,7 @@ def first_difference(a, b, path=""):
         if len(a) != len(b):
             return f"{path}: {len(a)} vs {len(b)} items"
         for i, (x, y) in enumerate(zip(a, b)):
-            d = first_difference(x, y, f"{path}[{i}]")
+            d = first_difference(x, y, f"{path}[{i}]", ignore)
             if d:
                 return d
         return None
@@ -99,6 +103,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("old")
     ap.add_argument("new")
+    ap.add_argument("--ignore", action="append", default=[],
+                    metavar="/PATH",
+                    help="JSON paths ending so are not compared (a key the "
+                         "new binary adds, e.g. /plan/attention, wherever "
+                         "it appears); repeatable")
     ap.add_argument("--quick", action="store_true",
                     help=f"only the first {QUICK} zoo cases")
     args = ap.parse_args()
@@ -107,7 +116,7 @@ def main():
     for model, cluster, batch, extra in cases:
         old = compile_json(args.old, model, cluster, batch, extra)
         new = compile_json(args.new, model, cluster, batch, extra)
-        diff = first_difference(old, new)
+        diff = first_difference(old, new, ignore=set(args.ignore))
         name = " ".join([os.path.basename(model[0]), cluster, *extra])
         knobs = old.get("plan", {})
         plan = old.get("error") or ",".join(

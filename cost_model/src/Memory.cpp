@@ -92,8 +92,11 @@ LayerActivations layerTerms(const TransformerMemoryConfig &c) {
   double mlpTensors = c.gatedMlp ? 4 : 2;
   terms.split = d * sbh * (2 + 2 * kv / a + mlpTensors * f / h);
   // Softmax output and its dropout output (2 d), the dropout mask (1 byte),
-  // a s^2 b each: 5 a s^2 b.
-  terms.attentionCore = (d + masks * (d + 1)) * a * s * (s * c.cp) * b;
+  // a s^2 b each: 5 a s^2 b. Fused, the kernel keeps each query row's
+  // log-sum-exp (4 bytes) and regenerates the dropout mask from its seed.
+  terms.attentionCore = c.fusedAttention
+                            ? 4.0 * a * s * b
+                            : (d + masks * (d + 1)) * a * s * (s * c.cp) * b;
   return terms;
 }
 
@@ -394,7 +397,7 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     // rank's columns and adds them to the head's (tied) share.
     out.workspace =
         std::max(out.workspace, c.gradBytes * v * h * (1 + 2 / t));
-  if (c.layersPerStage > 0) {
+  if (c.layersPerStage > 0 && !c.fusedAttention) {
     // The backward of a layer's attention core (unfused: no flash
     // attention) holds two score-sized gradients beside the softmax
     // output it reads: that of the probabilities and that of the scores.

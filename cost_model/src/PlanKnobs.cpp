@@ -83,6 +83,12 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
         status = absl::InvalidArgumentError(absl::StrCat(
             "knob 'recompute-scope' takes needed or layer, got '", value,
             "'"));
+    } else if (key == "attention") {
+      if (value == "fused" || value == "unfused")
+        plan.fusedAttention = value == "fused";
+      else
+        status = absl::InvalidArgumentError(absl::StrCat(
+            "knob 'attention' takes fused or unfused, got '", value, "'"));
     } else if (key == "stages") {
       if (value == "balanced" || value == "even")
         plan.balanceStages = value == "balanced";
@@ -129,7 +135,7 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
           "unknown knob '", key,
           "' (knobs: dp, tp, pp, cp, ep, sp, zero, microbatch, schedule, vpp, "
           "recompute, precision, overlap-grad, overlap-p2p, stages, "
-          "recompute-scope)"));
+          "recompute-scope, attention)"));
     }
     if (!status.ok())
       return status;
@@ -164,7 +170,8 @@ std::string planKnobsString(const ParallelConfig &p) {
                       ",zero=", p.zero, ",microbatch=", p.microbatchSize,
                       ",schedule=", scheduleName(p.schedule), ",vpp=", p.chunks,
                       ",recompute=", recompute, ",precision=",
-                      std::string(precisionName(p.precision)));
+                      std::string(precisionName(p.precision)),
+                      p.fusedAttention ? ",attention=fused" : "");
 }
 
 } // namespace cleave::cost

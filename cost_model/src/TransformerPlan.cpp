@@ -562,6 +562,22 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       CLEAVE_ASSIGN(r, price.gemmTraining(tokens, m.experts, h));
       router = r;
     }
+    if (p.fusedAttention) {
+      // One kernel runs both products tile by tile, the softmax between
+      // them in registers (FlashAttention-2), priced as the GEMMs it runs
+      // at their shape (inner dimension the head size). Causal: the blocks
+      // above the diagonal are skipped, half the work (the FLOPs counted
+      // stay the model's). Backward recomputes the scores from the saved
+      // log-sum-exp: five products to the forward's two, not four.
+      double run = m.causal ? 0.5 : 1.0;
+      scores.first.seconds *= run;
+      context.first.seconds *= run;
+      Work forward = scores.first + context.first;
+      scores.second = forward * 1.5;
+      scores.second.flops = scores.first.flops * 2;
+      context.second = forward;
+      context.second.flops = context.first.flops * 2;
+    }
     Work gemmF = qkv.first + scores.first + context.first + proj.first +
                  up.first + down.first + router.first;
     Work gemmB = qkv.second + scores.second + context.second + proj.second +
@@ -576,10 +592,17 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     double scoreElems = b * a / t * s * S;
     double mlpElems = mlpTokens * f / t;
     CLEAVE_ASSIGN(norms, price.memoryBound(2 * hiddenElems, 2, 8));
-    CLEAVE_ASSIGN(softmax, price.memoryBound(scoreElems, 2, 5));
-    // Attention dropout draws a one-byte mask and applies it: 1 + 2 + 2 + 1
-    // bytes an element, three half-precision passes.
-    CLEAVE_ASSIGN(attnDropout, price.memoryBound(scoreElems, 3, 2));
+    // Fused attention never writes the scores: its softmax and dropout run
+    // inside the kernel priced with the GEMMs above.
+    Work softmax, attnDropout;
+    if (!p.fusedAttention) {
+      CLEAVE_ASSIGN(sm, price.memoryBound(scoreElems, 2, 5));
+      // Attention dropout draws a one-byte mask and applies it: 1 + 2 + 2
+      // + 1 bytes an element, three half-precision passes.
+      CLEAVE_ASSIGN(drop, price.memoryBound(scoreElems, 3, 2));
+      softmax = sm;
+      attnDropout = drop;
+    }
     // Merging the heads back ([b, heads, s, d] -> [s, b, h]) is a copy.
     CLEAVE_ASSIGN(mergeHeads, price.memoryBound(tokens * a * d / t, 2, 0));
     CLEAVE_ASSIGN(gelu, price.memoryBound(mlpElems, 2, 8));
@@ -1189,6 +1212,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.kvHeads = m.kv();
     mc.gatedMlp = m.gatedMlp;
     mc.dropout = m.dropout;
+    mc.fusedAttention = p.fusedAttention;
     mc.layersPerStage = out.layersPerStage[st];
     mc.vocab = (st == 0 || st == p.pp - 1) ? m.vocab : 0;
     mc.tp = p.tp;

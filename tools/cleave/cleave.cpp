@@ -149,7 +149,8 @@ cl::opt<std::string> fixKnobs(
              "microbatch, schedule=gpipe|1f1b|interleaved|zb-h1, vpp, "
              "recompute=none|selective|full, precision, "
              "overlap-grad=on|off, overlap-p2p=on|off, "
-             "stages=balanced|even, recompute-scope=needed|layer (dp "
+             "stages=balanced|even, recompute-scope=needed|layer, "
+             "attention=fused|unfused (dp "
              "defaults to the devices left over, "
              "the rest to 1/off/none)"),
     cl::value_desc("KNOB=VALUE,..."), cl::sub(compileCmd),
@@ -580,6 +581,7 @@ planJson(const cleave::cost::PlanPrediction &p) {
       {"recompute", std::string(cleave::cost::recomputeName(k.recompute))},
       {"stage_recompute", std::move(stageRecompute)},
       {"precision", std::string(cleave::cost::precisionName(k.precision))},
+      {"attention", k.fusedAttention ? "fused" : "unfused"},
       {"stages", std::move(stages)}};
   json::Object predicted{
       {"step_time_s", p.stepSeconds},
@@ -1464,6 +1466,11 @@ int runCompile() {
                     "recomputation (the whole layer forward again); cleave's "
                     "lowering recomputes only what the backward pass reads, "
                     "so a plan written with -o cannot take it");
+  if (!planOut.empty() && plan.fusedAttention)
+    return badUsage("--fix: attention=fused prices a fused attention kernel, "
+                    "which the lowering does not emit yet (it runs the "
+                    "unfused matmul-softmax-matmul ops), so a plan written "
+                    "with -o cannot take it");
   if (!planOut.empty()) {
     // Knobs not fixed yet are the search's, which keeps to what lowers.
     cleave::cost::ParallelConfig asked = plan;

@@ -96,6 +96,12 @@ static bool hasDropout(ModuleOp module) {
   return found;
 }
 
+static bool hasCausalAttention(ModuleOp module) {
+  bool found = false;
+  module.walk([&](graph::SoftmaxOp s) { found |= s.getCausal(); });
+  return found;
+}
+
 static FailureOr<cost::TransformerModel> readTransformerModel(ModuleOp module) {
   auto family = module->getAttrOfType<StringAttr>("cleave.zoo_family");
   auto settings = module->getAttrOfType<StringAttr>("cleave.zoo_settings");
@@ -166,8 +172,10 @@ static FailureOr<cost::TransformerModel> readTransformerModel(ModuleOp module) {
 
 FailureOr<cost::TransformerModel> getTransformerModel(ModuleOp module) {
   FailureOr<cost::TransformerModel> m = readTransformerModel(module);
-  if (succeeded(m))
+  if (succeeded(m)) {
     m->dropout = hasDropout(module);
+    m->causal = hasCausalAttention(module);
+  }
   return m;
 }
 

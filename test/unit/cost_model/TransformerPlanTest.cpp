@@ -88,6 +88,41 @@ TEST(TransformerPlan, RecomputationTradesTimeForMemory) {
   EXPECT_LT(full->tflopsPerDevice, none->tflopsPerDevice);
 }
 
+TEST(TransformerPlan, FusedAttentionKeepsNoScoresAndSkipsMaskedBlocks) {
+  // Sequence 8192: unfused, a layer's stash is dominated by the score-sized
+  // softmax and dropout tensors (5 a s^2 b); fused, only the log-sum-exp of
+  // each query row is kept, and the causal kernel skips half the blocks.
+  TransformerModel m = gpt(8, 4096, 32);
+  m.seq = 8192;
+  ParallelConfig p;
+  p.tp = 8;
+  p.globalBatch = 8;
+  p.microbatchSize = 1;
+  p.precision = DType::Bf16;
+  Cluster c = a100(1);
+  c.device.memoryBytes = 1e15; // compare, do not refuse
+  auto unfused = scoreTransformerPlan(m, c, p);
+  p.fusedAttention = true;
+  auto fused = scoreTransformerPlan(m, c, p);
+  m.causal = false;
+  auto bidirectional = scoreTransformerPlan(m, c, p);
+  ASSERT_TRUE(unfused.ok() && fused.ok() && bidirectional.ok());
+  // Per layer and microbatch, the scores held unfused: softmax output,
+  // dropout output (2 bytes each) and mask (1 byte) over a/t heads.
+  double scores = 5.0 * 32 / 8 * 8192.0 * 8192.0;
+  EXPECT_GT(unfused->memory.activations - fused->memory.activations,
+            0.9 * 8 * scores);
+  EXPECT_LT(fused->memory.activations, unfused->memory.activations / 3);
+  EXPECT_LT(fused->stepSeconds, unfused->stepSeconds);
+  EXPECT_LT(fused->stepSeconds, bidirectional->stepSeconds);
+  // The FLOPs counted are the model's whichever kernel runs them.
+  EXPECT_DOUBLE_EQ(fused->modelFlops, unfused->modelFlops);
+  EXPECT_DOUBLE_EQ(bidirectional->modelFlops, fused->modelFlops);
+  // Knob text and parsing round-trip.
+  EXPECT_NE(planKnobsString(fused->plan).find("attention=fused"),
+            std::string::npos);
+}
+
 TEST(TransformerPlan, ZeroShardsOptimizerState) {
   TransformerModel m = gpt(12, 2048, 16);
   ParallelConfig p;

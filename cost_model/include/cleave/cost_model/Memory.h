@@ -70,6 +70,9 @@ struct TransformerMemoryConfig {
   /// Dropout layers (the paper's model has them; a model without keeps no
   /// masks and no attention-dropout output).
   bool dropout = true;
+  /// Fused attention keeps no score-sized tensors: only the log-sum-exp of
+  /// each query row (fp32) beside Q, K, V and the output.
+  bool fusedAttention = false;
   /// Mixture of experts: `moeLayers` of the stage's layers route each
   /// token to `topK` of `experts` expert MLPs, each taking up to
   /// capacityFactor x tokens x topK / experts tokens.

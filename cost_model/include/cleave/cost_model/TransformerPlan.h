@@ -59,6 +59,9 @@ struct TransformerModel {
   /// attention probabilities (the layers Korthikanti et al. count); without
   /// it, no masks or dropout outputs are kept.
   bool dropout = true;
+  /// Causal (decoder) attention: a fused attention kernel skips the masked
+  /// half of the scores.
+  bool causal = true;
   /// Mixture of experts: every `moeEvery`-th MLP has `experts` experts of
   /// which each token uses `topK`.
   int64_t experts = 0;
@@ -125,6 +128,12 @@ struct ParallelConfig {
   /// (Megatron-LM's activation checkpointing): the layer's whole forward
   /// pass. Pricing only: a plan artifact is always lowered as off.
   bool recomputeWholeLayer = false;
+  /// Attention as one fused kernel (FlashAttention-2: tiled, online
+  /// softmax, the backward recomputing the scores from the saved
+  /// log-sum-exp, fully masked blocks skipped) instead of the unfused
+  /// GEMM-softmax-dropout-GEMM ops. Pricing only for now (`attention=fused`):
+  /// the lowering emits the unfused ops, so a plan artifact refuses it.
+  bool fusedAttention = false;
 };
 
 /// The collectives one device of a stage runs per step, as the cost model
