@@ -1,0 +1,214 @@
+//===- FlashAttention.cpp - Fused attention, forward and backward ---------===//
+//
+// Blocks of queries against blocks of keys, products through cblas (one
+// GEMM per block pair), the softmax in between on the block in cache.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/runtime/kernels/FlashAttention.h"
+
+#include "Gemm.h"
+#include "Support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace cleave::kernels {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct Dims {
+  int64_t batch, heads, kvHeads, queries, keys, dim, shift;
+};
+
+Dims checkDims(ConstTensorRef q, ConstTensorRef k, ConstTensorRef v,
+               const FlashAttentionOptions &o, const char *kernel) {
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
+    throwInvalid(std::string(kernel) +
+                         ": q, k and v must be [batch, heads, seq, dim]");
+  Dims d{q.shape[0], q.shape[1], k.shape[1], q.shape[2],
+         k.shape[2], q.shape[3], 0};
+  if (k.shape[0] != d.batch || k.shape[3] != d.dim)
+    throwInvalid(std::string(kernel) + ": k must be [" +
+                         std::to_string(d.batch) + ", heads, keys, " +
+                         std::to_string(d.dim) + "], got " +
+                         shapeString(k.shape));
+  detail::checkShape(v, k.shape, kernel, "v");
+  if (d.kvHeads <= 0 || d.heads % d.kvHeads)
+    throwInvalid(std::string(kernel) + ": " +
+                         std::to_string(d.kvHeads) +
+                         " key/value heads do not divide " +
+                         std::to_string(d.heads) + " query heads");
+  if (o.blockQueries < 1 || o.blockKeys < 1)
+    throwInvalid(std::string(kernel) + ": blocks must be positive");
+  d.shift = o.causalShift ? *o.causalShift : d.keys - d.queries;
+  return d;
+}
+
+/// Keys a query row may see: [0, visible(i)).
+int64_t visible(const Dims &d, bool causal, int64_t i) {
+  if (!causal)
+    return d.keys;
+  return std::clamp<int64_t>(i + d.shift + 1, 0, d.keys);
+}
+
+} // namespace
+
+void flashAttention(ConstTensorRef q, ConstTensorRef k, ConstTensorRef v,
+                    const FlashAttentionOptions &o, TensorRef out,
+                    TensorRef lse) {
+  const char *kernel = "flash_attention";
+  Dims d = checkDims(q, k, v, o, kernel);
+  detail::checkShape(out, q.shape, kernel, "out");
+  detail::checkShape(lse, {d.batch, d.heads, d.queries}, kernel, "lse");
+  int64_t br = o.blockQueries, bc = o.blockKeys, D = d.dim;
+  std::vector<float> s(br * bc), acc(br * D), rowMax(br), rowSum(br);
+  for (int64_t b = 0; b < d.batch; ++b)
+    for (int64_t h = 0; h < d.heads; ++h) {
+      int64_t kvh = h / (d.heads / d.kvHeads);
+      const float *qh = q.data + (b * d.heads + h) * d.queries * D;
+      const float *kh = k.data + (b * d.kvHeads + kvh) * d.keys * D;
+      const float *vh = v.data + (b * d.kvHeads + kvh) * d.keys * D;
+      float *oh = out.data + (b * d.heads + h) * d.queries * D;
+      float *lh = lse.data + (b * d.heads + h) * d.queries;
+      for (int64_t i0 = 0; i0 < d.queries; i0 += br) {
+        int64_t rows = std::min(br, d.queries - i0);
+        // Keys any row of the block sees: later blocks are wholly masked.
+        int64_t seen = visible(d, o.causal, i0 + rows - 1);
+        std::fill(rowMax.begin(), rowMax.begin() + rows, kNegInf);
+        std::fill(rowSum.begin(), rowSum.begin() + rows, 0.0f);
+        std::fill(acc.begin(), acc.begin() + rows * D, 0.0f);
+        for (int64_t j0 = 0; j0 < seen; j0 += bc) {
+          int64_t cols = std::min(bc, d.keys - j0);
+          // s = q_block k_block^T (rows x cols, leading dimension cols).
+          detail::gemm(false, true, rows, cols, D, qh + i0 * D, kh + j0 * D,
+                       0.0f, s.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            float *row = s.data() + r * cols;
+            int64_t limit = std::min(cols, visible(d, o.causal, i0 + r) - j0);
+            float blockMax = kNegInf;
+            for (int64_t c = 0; c < cols; ++c) {
+              row[c] = c < limit ? row[c] * o.scale : kNegInf;
+              blockMax = std::max(blockMax, row[c]);
+            }
+            float newMax = std::max(rowMax[r], blockMax);
+            if (newMax == kNegInf) { // nothing visible yet
+              std::fill(row, row + cols, 0.0f);
+              continue;
+            }
+            float rescale = std::exp(rowMax[r] - newMax); // 0 at first
+            float sum = 0.0f;
+            for (int64_t c = 0; c < cols; ++c) {
+              row[c] = c < limit ? std::exp(row[c] - newMax) : 0.0f;
+              sum += row[c];
+            }
+            rowSum[r] = rowSum[r] * rescale + sum;
+            rowMax[r] = newMax;
+            float *a = acc.data() + r * D;
+            for (int64_t x = 0; x < D; ++x)
+              a[x] *= rescale;
+          }
+          // acc += p v_block (rows x D).
+          detail::gemm(false, false, rows, D, cols, s.data(), vh + j0 * D,
+                       1.0f, acc.data());
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          float *o_row = oh + (i0 + r) * D;
+          if (rowSum[r] <= 0.0f) {
+            std::fill(o_row, o_row + D, 0.0f);
+            lh[i0 + r] = kNegInf;
+            continue;
+          }
+          float inv = 1.0f / rowSum[r];
+          for (int64_t x = 0; x < D; ++x)
+            o_row[x] = acc[r * D + x] * inv;
+          lh[i0 + r] = rowMax[r] + std::log(rowSum[r]);
+        }
+      }
+    }
+}
+
+void flashAttentionBackward(ConstTensorRef q, ConstTensorRef k,
+                            ConstTensorRef v, ConstTensorRef out,
+                            ConstTensorRef lse, ConstTensorRef dOut,
+                            const FlashAttentionOptions &o, TensorRef dq,
+                            TensorRef dk, TensorRef dv) {
+  const char *kernel = "flash_attention_backward";
+  Dims d = checkDims(q, k, v, o, kernel);
+  detail::checkShape(out, q.shape, kernel, "out");
+  detail::checkShape(dOut, q.shape, kernel, "dOut");
+  detail::checkShape(lse, {d.batch, d.heads, d.queries}, kernel, "lse");
+  detail::checkOptionalShape(dq, q.shape, kernel, "dq");
+  detail::checkOptionalShape(dk, k.shape, kernel, "dk");
+  detail::checkOptionalShape(dv, v.shape, kernel, "dv");
+  detail::zero(dq);
+  detail::zero(dk);
+  detail::zero(dv);
+  int64_t br = o.blockQueries, bc = o.blockKeys, D = d.dim;
+  std::vector<float> p(br * bc), dp(br * bc), delta(d.queries);
+  for (int64_t b = 0; b < d.batch; ++b)
+    for (int64_t h = 0; h < d.heads; ++h) {
+      int64_t kvh = h / (d.heads / d.kvHeads);
+      int64_t qOff = (b * d.heads + h) * d.queries * D;
+      int64_t kvOff = (b * d.kvHeads + kvh) * d.keys * D;
+      const float *qh = q.data + qOff, *oh = out.data + qOff,
+                  *gh = dOut.data + qOff;
+      const float *kh = k.data + kvOff, *vh = v.data + kvOff;
+      const float *lh = lse.data + (b * d.heads + h) * d.queries;
+      float *dqh = dq.data ? dq.data + qOff : nullptr;
+      float *dkh = dk.data ? dk.data + kvOff : nullptr;
+      float *dvh = dv.data ? dv.data + kvOff : nullptr;
+      // delta_i = dOut_i . out_i: the softmax backward's row term.
+      for (int64_t i = 0; i < d.queries; ++i) {
+        float sum = 0.0f;
+        for (int64_t x = 0; x < D; ++x)
+          sum += gh[i * D + x] * oh[i * D + x];
+        delta[i] = sum;
+      }
+      for (int64_t j0 = 0; j0 < d.keys; j0 += bc) {
+        int64_t cols = std::min(bc, d.keys - j0);
+        for (int64_t i0 = 0; i0 < d.queries; i0 += br) {
+          int64_t rows = std::min(br, d.queries - i0);
+          // A block whose every row sees none of these keys: skipped.
+          if (visible(d, o.causal, i0 + rows - 1) <= j0)
+            continue;
+          detail::gemm(false, true, rows, cols, D, qh + i0 * D, kh + j0 * D,
+                       0.0f, p.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            int64_t limit = std::min(cols, visible(d, o.causal, i0 + r) - j0);
+            float l = lh[i0 + r];
+            float *row = p.data() + r * cols;
+            for (int64_t c = 0; c < cols; ++c)
+              row[c] = c < limit && l != kNegInf
+                           ? std::exp(row[c] * o.scale - l)
+                           : 0.0f;
+          }
+          // dv += p^T dOut_block.
+          if (dvh)
+            detail::gemm(true, false, cols, D, rows, p.data(), gh + i0 * D,
+                         1.0f, dvh + j0 * D);
+          if (!dqh && !dkh)
+            continue;
+          // dp = dOut_block v_block^T; ds = p (dp - delta) scale.
+          detail::gemm(false, true, rows, cols, D, gh + i0 * D, vh + j0 * D,
+                       0.0f, dp.data());
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c)
+              dp[r * cols + c] = p[r * cols + c] *
+                                 (dp[r * cols + c] - delta[i0 + r]) * o.scale;
+          // dq_block += ds k_block; dk_block += ds^T q_block.
+          if (dqh)
+            detail::gemm(false, false, rows, D, cols, dp.data(), kh + j0 * D,
+                         1.0f, dqh + i0 * D);
+          if (dkh)
+            detail::gemm(true, false, cols, D, rows, dp.data(), qh + i0 * D,
+                         1.0f, dkh + j0 * D);
+        }
+      }
+    }
+}
+
+} // namespace cleave::kernels

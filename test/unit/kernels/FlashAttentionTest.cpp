@@ -1,0 +1,167 @@
+//===- FlashAttentionTest.cpp - Fused attention against the unfused ops ---===//
+
+#include "cleave/runtime/kernels/FlashAttention.h"
+
+#include "GradCheck.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace cleave::kernels;
+using namespace cleave::kernels::test;
+
+namespace {
+
+/// The unfused ops in double: p = softmax(scale q k^T, masked), out = p v,
+/// and the gradients through them (as graph.matmul, graph.softmax and
+/// their backward rules compute them).
+struct Reference {
+  Tensor out, dq, dk, dv;
+};
+
+Reference unfused(const Tensor &q, const Tensor &k, const Tensor &v,
+                  const Tensor &dOut, const FlashAttentionOptions &o) {
+  int64_t B = q.shape()[0], H = q.shape()[1], S = q.shape()[2],
+          D = q.shape()[3], Hk = k.shape()[1], T = k.shape()[2];
+  int64_t shift = o.causalShift ? *o.causalShift : T - S;
+  Reference r{Tensor(q.shape(), 0.0f), Tensor(q.shape(), 0.0f),
+              Tensor(k.shape(), 0.0f), Tensor(v.shape(), 0.0f)};
+  auto at = [](const Tensor &t, int64_t b, int64_t h, int64_t i, int64_t x) {
+    const Shape &s = t.shape();
+    return ((b * s[1] + h) * s[2] + i) * s[3] + x;
+  };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      int64_t g = h / (H / Hk);
+      std::vector<double> p(S * T, 0.0), dp(S * T, 0.0);
+      for (int64_t i = 0; i < S; ++i) {
+        int64_t seen = o.causal ? std::clamp<int64_t>(i + shift + 1, 0, T) : T;
+        double mx = -1e300, sum = 0;
+        for (int64_t j = 0; j < seen; ++j) {
+          double s = 0;
+          for (int64_t x = 0; x < D; ++x)
+            s += double(q[at(q, b, h, i, x)]) * k[at(k, b, g, j, x)];
+          p[i * T + j] = s * o.scale;
+          mx = std::max(mx, p[i * T + j]);
+        }
+        for (int64_t j = 0; j < seen; ++j)
+          sum += p[i * T + j] = std::exp(p[i * T + j] - mx);
+        for (int64_t j = 0; j < seen; ++j)
+          p[i * T + j] /= sum;
+        for (int64_t x = 0; x < D; ++x) {
+          double acc = 0;
+          for (int64_t j = 0; j < seen; ++j)
+            acc += p[i * T + j] * v[at(v, b, g, j, x)];
+          r.out[at(q, b, h, i, x)] = float(acc);
+        }
+        // dp = dOut v^T; ds = p (dp - sum_j p dp).
+        double dot = 0;
+        for (int64_t j = 0; j < seen; ++j) {
+          double s = 0;
+          for (int64_t x = 0; x < D; ++x)
+            s += double(dOut[at(q, b, h, i, x)]) * v[at(v, b, g, j, x)];
+          dp[i * T + j] = s;
+          dot += p[i * T + j] * s;
+        }
+        for (int64_t j = 0; j < seen; ++j) {
+          double ds = p[i * T + j] * (dp[i * T + j] - dot) * o.scale;
+          for (int64_t x = 0; x < D; ++x) {
+            r.dq[at(q, b, h, i, x)] += float(ds * k[at(k, b, g, j, x)]);
+            r.dk[at(k, b, g, j, x)] += float(ds * q[at(q, b, h, i, x)]);
+            r.dv[at(v, b, g, j, x)] +=
+                float(p[i * T + j] * dOut[at(q, b, h, i, x)]);
+          }
+        }
+      }
+    }
+  return r;
+}
+
+struct Case {
+  int64_t batch, heads, kvHeads, queries, keys, dim;
+  bool causal;
+  std::optional<int64_t> shift;
+  int64_t blockQueries, blockKeys;
+};
+
+void check(const Case &c, uint64_t seed) {
+  SCOPED_TRACE(::testing::Message()
+               << "heads " << c.heads << "/" << c.kvHeads << ", " << c.queries
+               << "x" << c.keys << " dim " << c.dim << (c.causal ? " causal" : "")
+               << ", blocks " << c.blockQueries << "x" << c.blockKeys);
+  Tensor q = randomTensor({c.batch, c.heads, c.queries, c.dim}, seed);
+  Tensor k = randomTensor({c.batch, c.kvHeads, c.keys, c.dim}, seed + 1);
+  Tensor v = randomTensor({c.batch, c.kvHeads, c.keys, c.dim}, seed + 2);
+  Tensor dOut = randomTensor(q.shape(), seed + 3);
+  FlashAttentionOptions o;
+  o.scale = 1.0f / std::sqrt(float(c.dim));
+  o.causal = c.causal;
+  o.causalShift = c.shift;
+  o.blockQueries = c.blockQueries;
+  o.blockKeys = c.blockKeys;
+  Tensor out = poisoned(q.shape()), lse = poisoned({c.batch, c.heads, c.queries});
+  flashAttention(q, k, v, o, out, lse);
+  Tensor dq = poisoned(q.shape()), dk = poisoned(k.shape()),
+         dv = poisoned(v.shape());
+  flashAttentionBackward(q, k, v, out, lse, dOut, o, dq, dk, dv);
+  Reference r = unfused(q, k, v, dOut, o);
+  EXPECT_TRUE(allClose(out, r.out, 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(dq, r.dq, 1e-4, 1e-5));
+  EXPECT_TRUE(allClose(dk, r.dk, 1e-4, 1e-5));
+  EXPECT_TRUE(allClose(dv, r.dv, 1e-4, 1e-5));
+}
+
+TEST(FlashAttention, MatchesTheUnfusedOpsAndTheirGradients) {
+  std::vector<Case> cases = {
+      // Blocks that do not divide the lengths, one block, one row blocks.
+      {2, 2, 2, 13, 13, 8, false, std::nullopt, 4, 5},
+      {1, 3, 3, 7, 11, 4, false, std::nullopt, 64, 64},
+      {1, 2, 2, 9, 9, 16, false, std::nullopt, 1, 1},
+      // Causal, square and with cached keys (keys > queries).
+      {2, 2, 2, 17, 17, 8, true, std::nullopt, 4, 4},
+      {1, 2, 2, 6, 15, 8, true, std::nullopt, 4, 3},
+      // Grouped-query attention: four query heads on two key/value heads.
+      {1, 4, 2, 12, 12, 8, true, std::nullopt, 5, 4},
+      {2, 6, 1, 5, 9, 4, false, std::nullopt, 2, 4},
+  };
+  uint64_t seed = 10;
+  for (const Case &c : cases)
+    check(c, seed += 4);
+}
+
+TEST(FlashAttention, MaskedRowsAndContextParallelBlocks) {
+  // More queries than keys under the causal mask: the first queries see
+  // nothing, get 0 and lse -inf, and pass no gradient.
+  Case c{1, 1, 1, 6, 3, 4, true, std::nullopt, 2, 2};
+  check(c, 3);
+  Tensor q = randomTensor({1, 1, 6, 4}, 3), k = randomTensor({1, 1, 3, 4}, 4),
+         v = randomTensor({1, 1, 3, 4}, 5);
+  FlashAttentionOptions o;
+  o.causal = true;
+  Tensor out = poisoned(q.shape()), lse = poisoned({1, 1, 6});
+  flashAttention(q, k, v, o, out, lse);
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(lse[i], -std::numeric_limits<float>::infinity()) << i;
+    for (int64_t x = 0; x < 4; ++x)
+      EXPECT_EQ(out[i * 4 + x], 0.0f);
+  }
+  // Context parallelism: the third block of 4 queries of a 16-long
+  // sequence sees keys up to its own position (shift 8).
+  check({1, 2, 2, 4, 16, 8, true, std::optional<int64_t>(8), 3, 5}, 21);
+}
+
+TEST(FlashAttention, WrongShapesAreRefused) {
+  Tensor q({1, 4, 8, 16}, 0.0f), k({1, 3, 8, 16}, 0.0f), v({1, 3, 8, 16}, 0.0f);
+  Tensor out({1, 4, 8, 16}, 0.0f), lse({1, 4, 8}, 0.0f);
+  EXPECT_THROW(flashAttention(q, k, v, {}, out, lse), std::invalid_argument);
+  Tensor k2({1, 2, 8, 8}, 0.0f);
+  EXPECT_THROW(flashAttention(q, k2, k2, {}, out, lse), std::invalid_argument);
+  Tensor k4({1, 2, 8, 16}, 0.0f), badLse({1, 4, 7}, 0.0f);
+  EXPECT_THROW(flashAttention(q, k4, k4, {}, out, badLse),
+               std::invalid_argument);
+  FlashAttentionOptions zero;
+  zero.blockKeys = 0;
+  EXPECT_THROW(flashAttention(q, k4, k4, zero, out, lse), std::invalid_argument);
+}
+
+} // namespace
