@@ -1529,25 +1529,15 @@ int runCompile() {
     plan.microbatchSize = *b;
     fixed.insert("microbatch");
   }
-  // Transformers are planned by their layers; other graphs data-parallel.
-  std::string notTransformer;
-  mlir::FailureOr<cleave::cost::TransformerModel> shape = mlir::failure();
-  {
-    mlir::ScopedDiagnosticHandler quiet(&tool.ctx, [&](mlir::Diagnostic &d) {
-      if (notTransformer.empty())
-        notTransformer = d.str();
-      return mlir::success();
-    });
-    shape = cleave::getTransformerModel(*module);
-  }
-  if (failed(shape)) {
-    if (StringRef(notTransformer).contains("no attention layers found") ||
-        StringRef(notTransformer).contains("is not a transformer"))
-      return compileGraph(tool, options, *cluster, plan, fixed, prof,
-                          memoryLimit);
-    (*module)->emitError(notTransformer);
-    return kBadInput;
-  }
+  // Transformers are planned by their layers; other graphs op by op.
+  mlir::FailureOr<std::optional<cleave::cost::TransformerModel>> read =
+      cleave::getTransformerModel(*module);
+  if (failed(read))
+    return kBadInput; // a transformer whose dimensions do not read
+  if (!read->has_value())
+    return compileGraph(tool, options, *cluster, plan, fixed, prof,
+                        memoryLimit);
+  mlir::FailureOr<cleave::cost::TransformerModel> shape = **read;
 
   // Every knob fixed: score exactly that plan. Otherwise search the rest.
   static const char *kKnobs[] = {"dp", "tp", "pp", "cp", "ep", "sp",

@@ -20,7 +20,8 @@ namespace cleave {
 /// the sequence and heads, norms give the width, the MLP's down projection
 /// [ffn, hidden] its width, the embedding table or the last projection the
 /// vocabulary (or classes).
-static FailureOr<cost::TransformerModel> inferFromGraph(ModuleOp module) {
+static FailureOr<std::optional<cost::TransformerModel>>
+inferFromGraph(ModuleOp module) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
     return module.emitError("expected a func.func @forward");
@@ -60,11 +61,11 @@ static FailureOr<cost::TransformerModel> inferFromGraph(ModuleOp module) {
       lastProjection = matmul.getType().getDimSize(matmul.getType().getRank() - 1);
     }
   });
+  // No attention layers: not a transformer (knob-level plan scoring covers
+  // attention softmax over [.., seq, seq] scores and layer norms); the
+  // search plans it op by op.
   if (m.layers == 0 || normWidths.empty())
-    return module.emitError(
-        "no attention layers found: knob-level plan scoring covers "
-        "transformers (attention softmax over [.., seq, seq] scores and layer "
-        "norms); other models are planned op by op by the search");
+    return std::optional<cost::TransformerModel>();
   m.hidden = std::max_element(normWidths.begin(), normWidths.end(),
                               [](auto &a, auto &b) { return a.second < b.second; })
                  ->first;
@@ -87,7 +88,7 @@ static FailureOr<cost::TransformerModel> inferFromGraph(ModuleOp module) {
                             "dimensions off the graph (hidden ")
            << m.hidden << ", heads " << m.heads << ", vocabulary " << m.vocab
            << ")";
-  return m;
+  return std::optional<cost::TransformerModel>(m);
 }
 
 static bool hasDropout(ModuleOp module) {
@@ -102,7 +103,8 @@ static bool hasCausalAttention(ModuleOp module) {
   return found;
 }
 
-static FailureOr<cost::TransformerModel> readTransformerModel(ModuleOp module) {
+static FailureOr<std::optional<cost::TransformerModel>>
+readTransformerModel(ModuleOp module) {
   auto family = module->getAttrOfType<StringAttr>("cleave.zoo_family");
   auto settings = module->getAttrOfType<StringAttr>("cleave.zoo_settings");
   if (!family || !settings)
@@ -157,9 +159,9 @@ static FailureOr<cost::TransformerModel> readTransformerModel(ModuleOp module) {
     m.vocab = integer("classes");
     m.tiedEmbedding = false;
   } else {
-    return module.emitError("zoo family '")
-           << f << "' is not a transformer; knob-level plan scoring covers "
-           << "gpt, switch, llama, moe, bert and vit";
+    // Not a transformer (knob-level plan scoring covers gpt, switch,
+    // llama, moe, bert and vit): planned op by op.
+    return std::optional<cost::TransformerModel>();
   }
   if (kv.count("experts")) {
     m.experts = integer("experts");
@@ -167,14 +169,16 @@ static FailureOr<cost::TransformerModel> readTransformerModel(ModuleOp module) {
     m.moeEvery = std::max<int64_t>(1, integer("moe_every"));
     m.capacityFactor = real("capacity_factor");
   }
-  return m;
+  return std::optional<cost::TransformerModel>(m);
 }
 
-FailureOr<cost::TransformerModel> getTransformerModel(ModuleOp module) {
-  FailureOr<cost::TransformerModel> m = readTransformerModel(module);
-  if (succeeded(m)) {
-    m->dropout = hasDropout(module);
-    m->causal = hasCausalAttention(module);
+FailureOr<std::optional<cost::TransformerModel>>
+getTransformerModel(ModuleOp module) {
+  FailureOr<std::optional<cost::TransformerModel>> m =
+      readTransformerModel(module);
+  if (succeeded(m) && m->has_value()) {
+    (*m)->dropout = hasDropout(module);
+    (*m)->causal = hasCausalAttention(module);
   }
   return m;
 }

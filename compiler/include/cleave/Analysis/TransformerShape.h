@@ -12,11 +12,16 @@
 #include "cleave/cost_model/TransformerPlan.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <optional>
+
 namespace cleave {
 
-/// The transformer dimensions of `module`, or a diagnostic at the module
-/// explaining why there are none (not a zoo transformer).
-mlir::FailureOr<cost::TransformerModel> getTransformerModel(mlir::ModuleOp module);
+/// The transformer dimensions of `module`; none (no diagnostic) when it is
+/// not a transformer (no attention layers, or a zoo family without them),
+/// which the search then plans op by op; failure, with a diagnostic at the
+/// module, when it is one whose dimensions cannot be read consistently.
+mlir::FailureOr<std::optional<cost::TransformerModel>>
+getTransformerModel(mlir::ModuleOp module);
 
 } // namespace cleave
 
