@@ -449,4 +449,53 @@ TEST(OnnxOpConversion, ConvolutionAndPooling) {
         << error;
   }
 
-  } // namespace
+  TEST(OnnxOpConversion, OldOpsetShapeArithmeticIsFoldedForConversion) {
+    // A paddle2onnx-style opset 11 graph: the softmax's input is reshaped
+    // to a shape computed from the input's own (Shape, Gather, Concat).
+    // Converting Softmax 11 -> 13 needs that input's rank, which libonnx
+    // 1.12 cannot infer at opset 11; once --dim binds the inputs the
+    // arithmetic is constant, and the importer folds it first.
+    ModelBuilder m(11);
+    m.input("x", kFloat, {1, 1, 8});
+    auto *dims = m.proto()
+                     .mutable_graph()
+                     ->mutable_input(0)
+                     ->mutable_type()
+                     ->mutable_tensor_type()
+                     ->mutable_shape();
+    dims->mutable_dim(0)->set_dim_param("batch");
+    dims->mutable_dim(1)->set_dim_param("seq");
+    m.ints("lead", {0, 1});
+    m.ints("rest", {-1});
+    m.node("Shape", "shape", {"x"}, {"s"});
+    ModelBuilder::intAttr(m.node("Gather", "gather", {"s", "lead"}, {"g"}),
+                          "axis", 0);
+    ModelBuilder::intAttr(m.node("Concat", "concat", {"g", "rest"}, {"c"}),
+                          "axis", 0);
+    m.node("Reshape", "reshape", {"x", "c"}, {"r"});
+    ModelBuilder::intAttr(m.node("Softmax", "softmax", {"r"}, {"y"}), "axis",
+                          1);
+    m.output("y", 3);
+    MLIRContext ctx;
+    ImportOptions options;
+    options.dims = {{"batch", 2}, {"seq", 5}};
+    Import import = m.import(ctx, options);
+    ASSERT_TRUE(import.module) << import.allErrors();
+    EXPECT_EQ(import.resultShape(), (Dims{2, 5, 8}));
+    // Opset 11's softmax over axis 1 normalises each batch row's
+    // flattened [5 x 8] block: converted, a softmax over the last axis of
+    // that block reshaped.
+    EXPECT_EQ(import.count<graph::SoftmaxOp>(), 1);
+    import.module->walk([&](graph::SoftmaxOp op) {
+      EXPECT_EQ(op.getType().getShape().back(), 40);
+    });
+
+    // Unbound, the same model is refused naming the dimensions.
+    MLIRContext ctx2;
+    Import unbound = m.import(ctx2, ImportOptions());
+    EXPECT_FALSE(unbound.module);
+    EXPECT_NE(unbound.allErrors().find("--dim batch=VALUE"), std::string::npos)
+        << unbound.allErrors();
+  }
+
+} // namespace

@@ -31,6 +31,8 @@
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/version_converter/convert.h"
 
+#include "OnnxShapeArithmetic.h"
+
 #include <climits>
 
 using namespace mlir;
@@ -272,9 +274,22 @@ LogicalResult OnnxFileImporter::convertVersion(int64_t opset) {
   try {
     converted =
         onnx::version_conversion::ConvertVersion(skeleton, kTargetOpset);
-  } catch (const std::exception &e) {
-    return error() << "cannot convert opset " << opset << " to " << kTargetOpset
-                   << ": " << e.what();
+  } catch (const std::exception &first) {
+    // An adapter that found no shape: the shape arithmetic of old exports
+    // is constant once the inputs are bound; fold it and try again.
+    onnx::ModelProto folded = skeleton;
+    if (foldShapeArithmetic(folded) == 0)
+      return error() << "cannot convert opset " << opset << " to "
+                     << kTargetOpset << ": " << first.what();
+    try {
+      onnx::shape_inference::InferShapes(folded);
+      converted =
+          onnx::version_conversion::ConvertVersion(folded, kTargetOpset);
+    } catch (const std::exception &e) {
+      return error() << "cannot convert opset " << opset << " to "
+                     << kTargetOpset << ": " << e.what();
+    }
+    skeleton = std::move(folded);
   }
   prepared = &converted;
   // The converter may turn attributes into new initializers.
