@@ -172,6 +172,7 @@ const ConverterTable &getConverterTable() {
   static const ConverterTable table = [] {
     ConverterTable t;
     addComputeConverters(t);
+    addActivationConverters(t);
     addShapeConverters(t);
     return t;
   }();

@@ -152,6 +152,9 @@ private:
 void addComputeConverters(ConverterTable &table);
 /// Convolution and pooling (OnnxConvConverters.cpp).
 void addConvolutionConverters(ConverterTable &table);
+/// Clip, HardSigmoid, HardSwish, LeakyRelu, PRelu, Elu and Softplus as
+/// chains of graph ops (OnnxActivationConverters.cpp).
+void addActivationConverters(ConverterTable &table);
 /// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
 void addShapeConverters(ConverterTable &table);
 /// Every converter; built once.

@@ -1,0 +1,155 @@
+//===- OnnxActivationConverters.cpp - Activations as graph ops ------------===//
+//
+// The activations of vision, OCR and speech exports (Clip, HardSigmoid,
+// HardSwish, LeakyRelu, PRelu, Elu, Softplus), each written in the
+// graph ops it is made of: every one of those has its shape rule, FLOP
+// count, CPU and CUDA kernels, gradient and sharding rule, so these
+// activations train and shard like any element-wise chain (Mish is opset
+// 18, past what libonnx 1.12 checks; exporters below it write it as
+// x * tanh(softplus(x)), which imports so). The
+// compositions are the numerically stable forms (Softplus as
+// relu(x) + log(1 + exp(-|x|)), which does not overflow).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxGraphImporter.h"
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+
+using namespace mlir;
+using namespace cleave::graph;
+
+namespace cleave::onnx_import {
+namespace {
+
+/// Builds a chain of graph ops for one node: each step returns null once
+/// one failed (its diagnostic already given).
+class Chain {
+public:
+  explicit Chain(NodeContext &ctx) : ctx(ctx) {}
+
+  Value input() {
+    Value x = ctx.getValue(0);
+    if (!x)
+      return {};
+    if (!isa<FloatType>(cast<RankedTensorType>(x.getType()).getElementType())) {
+      ctx.emitError() << "the input must be floating point";
+      return {};
+    }
+    return x;
+  }
+  Value scalar(Value like, double value) {
+    if (!like)
+      return {};
+    auto type = cast<RankedTensorType>(like.getType());
+    return ctx.createSplat(RankedTensorType::get({}, type.getElementType()),
+                           value);
+  }
+  template <typename OpTy, typename... Args> Value op(Args... args) {
+    if ((!args || ...))
+      return {};
+    FailureOr<OpTy> made = ctx.create<OpTy>(args...);
+    return succeeded(made) ? (*made)->getResult(0) : Value();
+  }
+  Value add(Value a, Value b) { return op<AddOp>(a, b); }
+  Value mul(Value a, Value b) { return op<MulOp>(a, b); }
+  Value max(Value a, Value b) { return op<MaxOp>(a, b); }
+  Value min(Value a, Value b) { return op<MinOp>(a, b); }
+  /// max(0, min(1, alpha x + beta)).
+  Value hardSigmoid(Value x, double alpha, double beta) {
+    Value lin = add(mul(x, scalar(x, alpha)), scalar(x, beta));
+    return max(min(lin, scalar(x, 1.0)), scalar(x, 0.0));
+  }
+  /// log(1 + e^x) = relu(x) + log(1 + e^-|x|).
+  Value softplus(Value x) {
+    Value abs = max(x, op<NegOp>(x));
+    Value tail = op<LogOp>(add(scalar(x, 1.0), op<ExpOp>(op<NegOp>(abs))));
+    return add(op<ReluOp>(x), tail);
+  }
+  LogicalResult result(Value v) {
+    return v ? ctx.setResult(0, v) : failure();
+  }
+
+  NodeContext &ctx;
+};
+
+LogicalResult convertClip(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  if (!x)
+    return failure();
+  // Bounds: optional inputs since opset 11 (attributes before; the version
+  // converter has made them inputs). Either may be absent.
+  Value y = x;
+  if (ctx.hasInput(1))
+    y = c.max(y, ctx.getValue(1, ParamUse::Frozen));
+  if (ctx.hasInput(2))
+    y = c.min(y, ctx.getValue(2, ParamUse::Frozen));
+  return c.result(y);
+}
+
+LogicalResult convertHardSigmoid(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  return c.result(c.hardSigmoid(x, ctx.getFloat("alpha", 0.2),
+                                ctx.getFloat("beta", 0.5)));
+}
+
+LogicalResult convertHardSwish(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  return c.result(c.mul(x, c.hardSigmoid(x, 1.0 / 6.0, 0.5)));
+}
+
+LogicalResult convertLeakyRelu(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  if (!x)
+    return failure();
+  // relu(x) + alpha min(x, 0): x where x >= 0, alpha x elsewhere, for any
+  // alpha (max(x, alpha x) would need alpha <= 1).
+  double alpha = ctx.getFloat("alpha", 0.01);
+  return c.result(c.add(c.op<ReluOp>(x),
+                        c.mul(c.min(x, c.scalar(x, 0.0)), c.scalar(x, alpha))));
+}
+
+LogicalResult convertPRelu(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  // The slope is learned (an initializer of the model: a parameter),
+  // broadcast against x.
+  Value slope = ctx.getValue(1);
+  return c.result(
+      c.add(c.op<ReluOp>(x), c.mul(c.min(x, c.scalar(x, 0.0)), slope)));
+}
+
+LogicalResult convertElu(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  if (!x)
+    return failure();
+  // relu(x) + alpha (e^min(x, 0) - 1).
+  double alpha = ctx.getFloat("alpha", 1.0);
+  Value negative = c.op<ExpOp>(c.min(x, c.scalar(x, 0.0)));
+  Value tail = c.mul(c.add(negative, c.scalar(x, -1.0)), c.scalar(x, alpha));
+  return c.result(c.add(c.op<ReluOp>(x), tail));
+}
+
+LogicalResult convertSoftplus(NodeContext &ctx) {
+  Chain c(ctx);
+  return c.result(c.softplus(c.input()));
+}
+
+} // namespace
+
+void addActivationConverters(ConverterTable &table) {
+  table.add("Clip", convertClip);
+  table.add("HardSigmoid", convertHardSigmoid);
+  table.add("HardSwish", convertHardSwish);
+  table.add("LeakyRelu", convertLeakyRelu);
+  table.add("PRelu", convertPRelu);
+  table.add("Elu", convertElu);
+  table.add("Softplus", convertSoftplus);
+}
+
+} // namespace cleave::onnx_import
