@@ -60,6 +60,11 @@ public:
     Value lin = add(mul(x, scalar(x, alpha)), scalar(x, beta));
     return max(min(lin, scalar(x, 1.0)), scalar(x, 0.0));
   }
+  /// relu(x) + slope min(x, 0): x where x >= 0, slope x elsewhere, for any
+  /// slope (max(x, slope x) would need slope <= 1).
+  Value leaky(Value x, Value slope) {
+    return add(op<ReluOp>(x), mul(min(x, scalar(x, 0.0)), slope));
+  }
   /// log(1 + e^x) = relu(x) + log(1 + e^-|x|).
   Value softplus(Value x) {
     Value abs = max(x, op<NegOp>(x));
@@ -104,13 +109,7 @@ LogicalResult convertHardSwish(NodeContext &ctx) {
 LogicalResult convertLeakyRelu(NodeContext &ctx) {
   Chain c(ctx);
   Value x = c.input();
-  if (!x)
-    return failure();
-  // relu(x) + alpha min(x, 0): x where x >= 0, alpha x elsewhere, for any
-  // alpha (max(x, alpha x) would need alpha <= 1).
-  double alpha = ctx.getFloat("alpha", 0.01);
-  return c.result(c.add(c.op<ReluOp>(x),
-                        c.mul(c.min(x, c.scalar(x, 0.0)), c.scalar(x, alpha))));
+  return c.result(c.leaky(x, c.scalar(x, ctx.getFloat("alpha", 0.01))));
 }
 
 LogicalResult convertPRelu(NodeContext &ctx) {
@@ -118,9 +117,7 @@ LogicalResult convertPRelu(NodeContext &ctx) {
   Value x = c.input();
   // The slope is learned (an initializer of the model: a parameter),
   // broadcast against x.
-  Value slope = ctx.getValue(1);
-  return c.result(
-      c.add(c.op<ReluOp>(x), c.mul(c.min(x, c.scalar(x, 0.0)), slope)));
+  return c.result(c.leaky(x, ctx.getValue(1)));
 }
 
 LogicalResult convertElu(NodeContext &ctx) {
