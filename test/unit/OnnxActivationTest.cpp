@@ -113,3 +113,141 @@ TEST(OnnxActivations, IntegerInputsAreRefused) {
 }
 
 } // namespace
+
+namespace {
+
+/// Imports `m`, runs it on x = 0, 1, 2, ... of `shape`, returns the
+/// outputs.
+std::vector<k::Tensor> runOnIota(ModelBuilder &m, const k::Shape &shape) {
+  MLIRContext ctx;
+  Import import = m.import(ctx);
+  EXPECT_TRUE(import.module) << import.allErrors();
+  if (!import.module)
+    return {};
+  k::Tensor x(shape);
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    x[i] = float(i);
+  GraphEvaluator eval;
+  eval.bindings["x"] = x;
+  auto results = eval.run(import.forward());
+  EXPECT_TRUE(succeeded(results));
+  std::vector<k::Tensor> out;
+  if (succeeded(results))
+    for (auto &r : *results)
+      out.push_back(std::get<k::Tensor>(r));
+  return out;
+}
+
+TEST(OnnxLayoutOps, PadTileDepthToSpace) {
+  ModelBuilder m;
+  m.input("x", kFloat, {1, 8, 2, 3});
+  m.ints("pads", {0, 0, 1, 0, 0, 0, 0, 2});
+  m.scalar("pad_value", -1.0f);
+  m.ints("repeats", {1, 1, 2, 3});
+  m.node("Pad", "pad", {"x", "pads", "pad_value"}, {"pad"});
+  m.node("Tile", "tile", {"x", "repeats"}, {"tile"});
+  auto &dcr = m.node("DepthToSpace", "d2s", {"x"}, {"dcr"});
+  ModelBuilder::intAttr(dcr, "blocksize", 2);
+  auto &crd = m.node("DepthToSpace", "d2s_crd", {"x"}, {"crd"});
+  ModelBuilder::intAttr(crd, "blocksize", 2);
+  ModelBuilder::stringAttr(crd, "mode", "CRD");
+  for (const char *o : {"pad", "tile", "dcr", "crd"})
+    m.output(o, 4);
+  std::vector<k::Tensor> out = runOnIota(m, {1, 8, 2, 3});
+  ASSERT_EQ(out.size(), 4u);
+  auto x = [](int64_t c, int64_t h, int64_t w) { return float((c * 2 + h) * 3 + w); };
+  // Pad: one row before on H, two columns after on W, filled with -1.
+  ASSERT_EQ(out[0].shape(), (k::Shape{1, 8, 3, 5}));
+  for (int64_t c = 0; c < 8; ++c)
+    for (int64_t h = 0; h < 3; ++h)
+      for (int64_t w = 0; w < 5; ++w)
+        EXPECT_EQ(out[0][(c * 3 + h) * 5 + w],
+                  h == 0 || w >= 3 ? -1.0f : x(c, h - 1, w));
+  // Tile: y[c, h, w] = x[c, h % 2, w % 3].
+  ASSERT_EQ(out[1].shape(), (k::Shape{1, 8, 4, 9}));
+  for (int64_t c = 0; c < 8; ++c)
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t w = 0; w < 9; ++w)
+        EXPECT_EQ(out[1][(c * 4 + h) * 9 + w], x(c, h % 2, w % 3));
+  // DepthToSpace (ONNX's reference): DCR takes channel (bh * 2 + bw) * 2
+  // + c, CRD takes c * 4 + bh * 2 + bw, for output (c, 2h + bh, 2w + bw).
+  ASSERT_EQ(out[2].shape(), (k::Shape{1, 2, 4, 6}));
+  ASSERT_EQ(out[3].shape(), (k::Shape{1, 2, 4, 6}));
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t w = 0; w < 6; ++w) {
+        int64_t bh = h % 2, bw = w % 2;
+        EXPECT_EQ(out[2][(c * 4 + h) * 6 + w],
+                  x((bh * 2 + bw) * 2 + c, h / 2, w / 2));
+        EXPECT_EQ(out[3][(c * 4 + h) * 6 + w],
+                  x(c * 4 + bh * 2 + bw, h / 2, w / 2));
+      }
+}
+
+TEST(OnnxLayoutOps, InstanceNormalizationAndModInShapes) {
+  ModelBuilder m;
+  m.input("x", kFloat, {2, 3, 4});
+  m.floats("gamma", {3}, 2.0f);
+  m.floats("beta", {3}, 0.5f);
+  auto &in = m.node("InstanceNormalization", "norm", {"x", "gamma", "beta"},
+                    {"norm"});
+  ModelBuilder::floatAttr(in, "epsilon", 1e-5f);
+  // Mod in shape arithmetic, integers taking the divisor's sign: the
+  // reshape target [2, ((-8) mod 5) * 6] = [2, 12].
+  m.ints("seven", {-8});
+  m.ints("five", {5});
+  m.ints("six", {6});
+  m.ints("two", {2});
+  m.node("Mod", "mod", {"seven", "five"}, {"m"});
+  m.node("Mul", "mul", {"m", "six"}, {"cols"});
+  ModelBuilder::intAttr(m.node("Concat", "cat", {"two", "cols"}, {"target"}),
+                        "axis", 0);
+  m.node("Reshape", "flat", {"x", "target"}, {"flat"});
+  m.output("norm", 3);
+  m.output("flat", 2);
+  std::vector<k::Tensor> out = runOnIota(m, {2, 3, 4});
+  ASSERT_EQ(out.size(), 2u);
+  // Each (n, c) row is 4 consecutive values: mean +1.5, variance 1.25.
+  for (int64_t i = 0; i < 24; ++i) {
+    double v = (i % 4 - 1.5) / std::sqrt(1.25 + 1e-5);
+    EXPECT_NEAR(out[0][i], 2.0 * v + 0.5, 1e-5) << i;
+  }
+  EXPECT_EQ(out[1].shape(), (k::Shape{2, 12}));
+  // Gamma and beta are trained.
+  MLIRContext ctx;
+  EXPECT_EQ(m.import(ctx).paramElements(/*trainable=*/true), 6);
+}
+
+TEST(OnnxLayoutOps, BadInputsAreErrors) {
+  struct Bad {
+    const char *op;
+    const char *message;
+  };
+  for (Bad bad : {Bad{"Pad", "mode 'reflect' is not supported"},
+                  Bad{"DepthToSpace", "blocksize^2 divides"},
+                  Bad{"Mod", "known at import time"}}) {
+    ModelBuilder m;
+    m.input("x", kFloat, {1, 3, 2, 2});
+    m.ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+    m.floats("d", {1}, 2.0f);
+    onnx::NodeProto *node = nullptr;
+    if (std::string(bad.op) == "Pad") {
+      node = &m.node("Pad", "p", {"x", "pads"}, {"y"});
+      ModelBuilder::stringAttr(*node, "mode", "reflect");
+    } else if (std::string(bad.op) == "DepthToSpace") {
+      node = &m.node("DepthToSpace", "p", {"x"}, {"y"});
+      ModelBuilder::intAttr(*node, "blocksize", 2);
+    } else {
+      node = &m.node("Mod", "p", {"x", "d"}, {"y"});
+      ModelBuilder::intAttr(*node, "fmod", 1);
+    }
+    m.output("y", 4);
+    MLIRContext ctx;
+    Import import = m.import(ctx);
+    EXPECT_FALSE(import.module) << bad.op;
+    EXPECT_NE(import.allErrors().find(bad.message), std::string::npos)
+        << bad.op << ": " << import.allErrors();
+  }
+}
+
+} // namespace

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OnnxGraphImporter.h"
+#include "OnnxCompose.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 
@@ -28,16 +28,7 @@ class Chain {
 public:
   explicit Chain(NodeContext &ctx) : ctx(ctx) {}
 
-  Value input() {
-    Value x = ctx.getValue(0);
-    if (!x)
-      return {};
-    if (!isa<FloatType>(cast<RankedTensorType>(x.getType()).getElementType())) {
-      ctx.emitError() << "the input must be floating point";
-      return {};
-    }
-    return x;
-  }
+  Value input() { return floatOperand(ctx, 0, "the input"); }
   Value scalar(Value like, double value) {
     if (!like)
       return {};
@@ -46,10 +37,7 @@ public:
                            value);
   }
   template <typename OpTy, typename... Args> Value op(Args... args) {
-    if ((!args || ...))
-      return {};
-    FailureOr<OpTy> made = ctx.create<OpTy>(args...);
-    return succeeded(made) ? (*made)->getResult(0) : Value();
+    return compose<OpTy>(ctx, args...);
   }
   Value add(Value a, Value b) { return op<AddOp>(a, b); }
   Value mul(Value a, Value b) { return op<MulOp>(a, b); }

@@ -93,6 +93,8 @@ static double floatBinary(HostBinaryOp op, double a, double b) {
     return a * b;
   case HostBinaryOp::Div:
     return a / b;
+  case HostBinaryOp::Mod:
+    return std::fmod(a, b);
   case HostBinaryOp::Pow:
     return std::pow(a, b);
   case HostBinaryOp::Max:
@@ -118,6 +120,14 @@ static llvm::Expected<int64_t> intBinary(HostBinaryOp op, int64_t a,
     if (a == std::numeric_limits<int64_t>::min() && b == -1)
       return a;
     return a / b; // truncates towards zero, like ONNX Runtime
+  case HostBinaryOp::Mod: {
+    if (b == 0)
+      return error("integer modulo by zero");
+    if (b == -1)
+      return 0;
+    int64_t r = a % b;
+    return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+  }
   case HostBinaryOp::Pow: {
     if (b < 0)
       return error("integer power with a negative exponent");

@@ -29,6 +29,9 @@ enum class HostBinaryOp {
   Sub,
   Mul,
   Div,
+  /// ONNX Mod: integers take the divisor's sign (Python's %), floats
+  /// the dividend's (C's fmod, which ONNX requires of them: fmod = 1).
+  Mod,
   Pow,
   Max,
   Min,

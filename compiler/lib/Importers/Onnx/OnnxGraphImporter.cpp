@@ -173,6 +173,7 @@ const ConverterTable &getConverterTable() {
     ConverterTable t;
     addComputeConverters(t);
     addActivationConverters(t);
+    addLayoutConverters(t);
     addShapeConverters(t);
     return t;
   }();

@@ -155,6 +155,9 @@ void addConvolutionConverters(ConverterTable &table);
 /// Clip, HardSigmoid, HardSwish, LeakyRelu, PRelu, Elu and Softplus as
 /// chains of graph ops (OnnxActivationConverters.cpp).
 void addActivationConverters(ConverterTable &table);
+/// Pad (constant), Tile, DepthToSpace and InstanceNormalization as graph ops
+/// (OnnxLayoutConverters.cpp).
+void addLayoutConverters(ConverterTable &table);
 /// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
 void addShapeConverters(ConverterTable &table);
 /// Every converter; built once.

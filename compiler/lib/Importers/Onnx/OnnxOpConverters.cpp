@@ -154,8 +154,9 @@ LogicalResult convertHostBinary(NodeContext &ctx) {
   const HostTensor *lhs = ctx.getConstant(0), *rhs = ctx.getConstant(1);
   if (!lhs || !rhs)
     return ctx.emitError()
-           << "is supported only on values known at import time (the graph "
-              "dialect has no comparison or logic ops)";
+           << "is supported only on values known at import time (shape "
+              "arithmetic, masks): the graph dialect computes no comparison, "
+              "logic or modulo at run time";
   llvm::Expected<HostTensor> r = foldBinary(HostOp, *lhs, *rhs);
   if (!r)
     return ctx.fail(r.takeError());
@@ -451,6 +452,9 @@ void addComputeConverters(ConverterTable &table) {
   table.add("Mul", convertBinary<HostBinaryOp::Mul, MulOp>);
   table.add("Div", convertBinary<HostBinaryOp::Div, DivOp>);
   table.add("Pow", convertBinary<HostBinaryOp::Pow, PowOp>);
+  // Mod appears in shape arithmetic (Swin's window shifts), computed at
+  // import.
+  table.add("Mod", convertHostBinary<HostBinaryOp::Mod>);
   table.add("Max", convertBinary<HostBinaryOp::Max, MaxOp>);
   table.add("Min", convertBinary<HostBinaryOp::Min, MinOp>);
   table.add("Equal", convertHostBinary<HostBinaryOp::Equal>);

@@ -1,0 +1,194 @@
+//===- OnnxLayoutConverters.cpp - Pad, Tile, DepthToSpace, norms ----------===//
+//
+// Operators of vision and OCR exports written in the graph ops they are
+// made of, so that each has the shape rules, kernels, gradients and
+// sharding rules of those: constant Pad as a concatenation with constant
+// blocks, Tile as concatenated copies, DepthToSpace as reshape-transpose-
+// reshape, InstanceNormalization from means over the spatial axes, ReduceL2
+// as the square root of a sum of squares.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxCompose.h"
+#include "OnnxShapeRules.h"
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+
+using namespace mlir;
+using namespace cleave::graph;
+
+namespace cleave::onnx_import {
+namespace {
+
+Shape shapeOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return Shape(type.getShape().begin(), type.getShape().end());
+}
+
+Value concat(NodeContext &ctx, SmallVector<Value> parts, int64_t axis) {
+  if (parts.size() == 1)
+    return parts.front();
+  return compose<ConcatOp>(ctx, ValueRange(parts), axis);
+}
+
+LogicalResult convertPad(NodeContext &ctx) {
+  std::string mode = ctx.getString("mode", "constant");
+  if (mode != "constant")
+    return ctx.emitError() << "mode '" << mode
+                           << "' is not supported (only constant padding)";
+  Value x = floatOperand(ctx, 0, "the input");
+  if (!x)
+    return failure();
+  Shape shape = shapeOf(x);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  FailureOr<Shape> pads = ctx.getConstantInts(1, "pads");
+  if (failed(pads))
+    return failure();
+  // Axes (opset 18) are past libonnx 1.12: pads cover every axis.
+  if (static_cast<int64_t>(pads->size()) != 2 * rank)
+    return ctx.emitError() << "pads has " << pads->size()
+                           << " values, the input's rank " << rank
+                           << " needs " << 2 * rank;
+  // The fill: a number known at import, or a one-element initializer (a
+  // frozen value the blocks are multiplied by).
+  double value = 0.0;
+  Value fill;
+  if (ctx.hasInput(2)) {
+    if (const HostTensor *v = ctx.getConstant(2)) {
+      if (v->size() != 1)
+        return ctx.emitError() << "constant_value must hold one value";
+      value = v->getDouble(0);
+    } else {
+      fill = ctx.getValue(2, ParamUse::Frozen);
+      if (!fill)
+        return failure();
+      if (graph::numElements(cast<RankedTensorType>(fill.getType())) != 1)
+        return ctx.emitError() << "constant_value must hold one value";
+      value = 1.0;
+    }
+  }
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  auto block = [&](const Shape &shape) -> Value {
+    Value splat =
+        ctx.createSplat(RankedTensorType::get(shape, element), value);
+    return fill ? compose<MulOp>(ctx, splat, fill) : splat;
+  };
+  Value y = x;
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    int64_t before = (*pads)[axis], after = (*pads)[axis + rank];
+    if (before < 0 || after < 0)
+      return ctx.emitError() << "negative pads (cropping) are not supported";
+    if (before == 0 && after == 0)
+      continue;
+    SmallVector<Value> parts;
+    Shape side = shapeOf(y);
+    if (before > 0) {
+      side[axis] = before;
+      parts.push_back(block(side));
+    }
+    parts.push_back(y);
+    if (after > 0) {
+      side[axis] = after;
+      parts.push_back(block(side));
+    }
+    if (llvm::is_contained(parts, Value()) ||
+        !(y = concat(ctx, parts, axis)))
+      return failure();
+  }
+  return ctx.setResult(0, y);
+}
+
+LogicalResult convertTile(NodeContext &ctx) {
+  Value x = floatOperand(ctx, 0, "the input");
+  if (!x)
+    return failure();
+  FailureOr<Shape> repeats = ctx.getConstantInts(1, "repeats");
+  if (failed(repeats))
+    return failure();
+  Shape shape = shapeOf(x);
+  if (repeats->size() != shape.size())
+    return ctx.emitError() << "repeats has " << repeats->size()
+                           << " values for an input of rank " << shape.size();
+  Value y = x;
+  for (size_t axis = 0; axis < shape.size(); ++axis) {
+    int64_t r = (*repeats)[axis];
+    if (r < 1)
+      return ctx.emitError() << "repeats must be positive, got " << r;
+    if (!(y = concat(ctx, SmallVector<Value>(r, y), axis)))
+      return failure();
+  }
+  return ctx.setResult(0, y);
+}
+
+LogicalResult convertDepthToSpace(NodeContext &ctx) {
+  Value x = floatOperand(ctx, 0, "the input");
+  if (!x)
+    return failure();
+  Shape s = shapeOf(x);
+  int64_t b = ctx.getInt("blocksize", 0);
+  if (s.size() != 4 || b < 1 || s[1] % (b * b))
+    return ctx.emitError() << "needs an [N, C, H, W] input whose channels "
+                              "blocksize^2 divides, got "
+                           << shapeToString(s) << " and blocksize " << b;
+  int64_t n = s[0], c = s[1] / (b * b), h = s[2], w = s[3];
+  bool crd = ctx.getString("mode", "DCR") == "CRD";
+  // DCR: channels are (row offset, column offset, channel); CRD: (channel,
+  // row offset, column offset).
+  Shape split = crd ? Shape{n, c, b, b, h, w} : Shape{n, b, b, c, h, w};
+  SmallVector<int64_t> perm = crd ? SmallVector<int64_t>{0, 1, 4, 2, 5, 3}
+                                  : SmallVector<int64_t>{0, 3, 4, 1, 5, 2};
+  FailureOr<Value> r = ctx.reshape(x, split);
+  if (failed(r))
+    return failure();
+  Value t = compose<TransposeOp>(ctx, *r, ArrayRef<int64_t>(perm));
+  if (!t)
+    return failure();
+  FailureOr<Value> y = ctx.reshape(t, {n, c, h * b, w * b});
+  return failed(y) ? failure() : ctx.setResult(0, *y);
+}
+
+LogicalResult convertInstanceNormalization(NodeContext &ctx) {
+  Value x = floatOperand(ctx, 0, "the input");
+  Value scale = ctx.getValue(1), bias = ctx.getValue(2);
+  if (!x || !scale || !bias)
+    return failure();
+  Shape s = shapeOf(x);
+  if (s.size() < 3)
+    return ctx.emitError() << "needs an [N, C, ...] input with spatial axes, "
+                              "got "
+                           << shapeToString(s);
+  SmallVector<int64_t> spatial;
+  for (int64_t a = 2; a < static_cast<int64_t>(s.size()); ++a)
+    spatial.push_back(a);
+  // Per-channel scale and bias, broadcast over the spatial axes.
+  Shape perChannel(s.size() - 1, 1);
+  perChannel[0] = s[1];
+  FailureOr<Value> gamma = ctx.reshape(scale, perChannel);
+  FailureOr<Value> beta = ctx.reshape(bias, perChannel);
+  if (failed(gamma) || failed(beta))
+    return failure();
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  Value eps = ctx.createSplat(RankedTensorType::get({}, element),
+                              ctx.getFloat("epsilon", 1e-5));
+  ArrayRef<int64_t> axes(spatial);
+  Value mean = compose<ReduceMeanOp>(ctx, x, axes, true);
+  Value centred = mean ? compose<SubOp>(ctx, x, mean) : Value();
+  Value square = centred ? compose<MulOp>(ctx, centred, centred) : Value();
+  Value var = square ? compose<ReduceMeanOp>(ctx, square, axes, true) : Value();
+  Value inv = var ? compose<RsqrtOp>(ctx, compose<AddOp>(ctx, var, eps)) : Value();
+  Value normed = inv ? compose<MulOp>(ctx, centred, inv) : Value();
+  Value scaled = normed ? compose<MulOp>(ctx, normed, *gamma) : Value();
+  Value y = scaled ? compose<AddOp>(ctx, scaled, *beta) : Value();
+  return y ? ctx.setResult(0, y) : failure();
+}
+
+} // namespace
+
+void addLayoutConverters(ConverterTable &table) {
+  table.add("Pad", convertPad);
+  table.add("Tile", convertTile);
+  table.add("DepthToSpace", convertDepthToSpace);
+  table.add("InstanceNormalization", convertInstanceNormalization);
+}
+
+} // namespace cleave::onnx_import
