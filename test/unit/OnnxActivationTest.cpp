@@ -184,7 +184,7 @@ TEST(OnnxLayoutOps, PadTileDepthToSpace) {
       }
 }
 
-TEST(OnnxLayoutOps, InstanceNormalizationAndModInShapes) {
+TEST(OnnxLayoutOps, InstanceNormalizationReductionsAndModInShapes) {
   ModelBuilder m;
   m.input("x", kFloat, {2, 3, 4});
   m.floats("gamma", {3}, 2.0f);
@@ -203,16 +203,32 @@ TEST(OnnxLayoutOps, InstanceNormalizationAndModInShapes) {
   ModelBuilder::intAttr(m.node("Concat", "cat", {"two", "cols"}, {"target"}),
                         "axis", 0);
   m.node("Reshape", "flat", {"x", "target"}, {"flat"});
+  auto &l2 = m.node("ReduceL2", "l2", {"x"}, {"l2"});
+  ModelBuilder::intsAttr(l2, "axes", {-1});
+  ModelBuilder::intAttr(l2, "keepdims", 0);
+  auto &ss = m.node("ReduceSumSquare", "ss", {"x"}, {"ss"});
+  ModelBuilder::intsAttr(ss, "axes", {-1});
+  ModelBuilder::intAttr(ss, "keepdims", 0);
   m.output("norm", 3);
   m.output("flat", 2);
+  m.output("l2", 2);
+  m.output("ss", 2);
   std::vector<k::Tensor> out = runOnIota(m, {2, 3, 4});
-  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out.size(), 4u);
   // Each (n, c) row is 4 consecutive values: mean +1.5, variance 1.25.
   for (int64_t i = 0; i < 24; ++i) {
     double v = (i % 4 - 1.5) / std::sqrt(1.25 + 1e-5);
     EXPECT_NEAR(out[0][i], 2.0 * v + 0.5, 1e-5) << i;
   }
   EXPECT_EQ(out[1].shape(), (k::Shape{2, 12}));
+  // ReduceL2 and ReduceSumSquare over the last axis of x = 0..23.
+  for (int64_t r = 0; r < 6; ++r) {
+    double sum = 0;
+    for (int64_t j = 0; j < 4; ++j)
+      sum += double(r * 4 + j) * (r * 4 + j);
+    EXPECT_NEAR(out[2][r], std::sqrt(sum), 1e-4 * std::sqrt(sum)) << r;
+    EXPECT_NEAR(out[3][r], sum, 1e-5 * sum) << r;
+  }
   // Gamma and beta are trained.
   MLIRContext ctx;
   EXPECT_EQ(m.import(ctx).paramElements(/*trainable=*/true), 6);

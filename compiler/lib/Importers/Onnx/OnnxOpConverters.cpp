@@ -414,7 +414,12 @@ LogicalResult convertBatchNormalization(NodeContext &ctx) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-template <typename OpTy> LogicalResult convertReduce(NodeContext &ctx) {
+/// What a reduction applies around OpTy: ReduceSumSquare sums squares,
+/// ReduceL2 takes the square root of that sum.
+enum class ReduceForm { Plain, SumSquare, L2 };
+
+template <typename OpTy, ReduceForm Form = ReduceForm::Plain>
+LogicalResult convertReduce(NodeContext &ctx) {
   Value input = ctx.getValue(0);
   if (!input || failed(requireFloat(ctx, input, "the input")))
     return failure();
@@ -440,8 +445,20 @@ template <typename OpTy> LogicalResult convertReduce(NodeContext &ctx) {
   if (!normalized)
     return ctx.fail(normalized.takeError());
   llvm::sort(*normalized);
-  return setCreated(ctx, ctx.create<OpTy>(input, ArrayRef<int64_t>(*normalized),
-                                          ctx.getInt("keepdims", 1) != 0));
+  if constexpr (Form != ReduceForm::Plain) {
+    FailureOr<MulOp> square = ctx.create<MulOp>(input, input);
+    if (failed(square))
+      return failure();
+    input = square->getResult();
+  }
+  FailureOr<OpTy> reduced = ctx.create<OpTy>(
+      input, ArrayRef<int64_t>(*normalized), ctx.getInt("keepdims", 1) != 0);
+  if constexpr (Form == ReduceForm::L2) {
+    if (failed(reduced))
+      return failure();
+    return setCreated(ctx, ctx.create<SqrtOp>((*reduced)->getResult(0)));
+  }
+  return setCreated(ctx, reduced);
 }
 
 } // namespace
@@ -487,6 +504,8 @@ void addComputeConverters(ConverterTable &table) {
   table.add("ReduceMean", convertReduce<ReduceMeanOp>);
   table.add("ReduceSum", convertReduce<ReduceSumOp>);
   table.add("ReduceMax", convertReduce<ReduceMaxOp>);
+  table.add("ReduceSumSquare", convertReduce<ReduceSumOp, ReduceForm::SumSquare>);
+  table.add("ReduceL2", convertReduce<ReduceSumOp, ReduceForm::L2>);
   addConvolutionConverters(table);
 }
 
