@@ -23,7 +23,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libabsl-dev
   libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin libopenblas-dev
-  libonnx-dev coinor-libcbc-dev
+  libonnx-dev libonnx-testdata coinor-libcbc-dev
   libxxhash-dev nlohmann-json3-dev python3-venv
 )
 

@@ -1,0 +1,310 @@
+//===- main.cpp - ONNX's node tests through cleave's importer -------------===//
+//
+// cleave-onnx-conformance [DATA_DIR] [--filter TEXT] [--failures]
+//                         [--exceptions FILE]
+//
+// Each directory of ONNX's backend node tests (Debian's libonnx-testdata,
+// /usr/share/libonnx-testdata/data/node by default) holds model.onnx and
+// test_data_set_*/{input,output}_N.pb. Each model is imported; inputs are
+// bound by the graph's input names and @forward is run by the reference
+// evaluator, whose kernels are the CPU runtime's; outputs are compared with
+// ONNX's tolerances (rtol 1e-3, atol 1e-5; integers and booleans exactly).
+// A model the importer refuses is "unsupported" with its first error. One
+// row per op type (the model's first node), then the totals. Exit 1 when a
+// test that imports fails, unless FILE (one test name per line, then why;
+// '#' comments) excuses it: every op cleave supports must pass its tests.
+// Exit 77 (CTest's skip) when the data is not installed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Evaluator/GraphEvaluator.h"
+#include "cleave/Importers/OnnxImporter.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+namespace k = cleave::kernels;
+
+namespace {
+
+template <typename Proto> bool readProto(const fs::path &path, Proto &out) {
+  std::ifstream in(path, std::ios::binary);
+  return in && out.ParseFromIstream(&in);
+}
+
+/// A TensorProto as the evaluator's tensor, for the types node tests use.
+std::optional<cleave::EvalTensor> toEval(const onnx::TensorProto &t,
+                                         std::string &why) {
+  k::Shape shape(t.dims().begin(), t.dims().end());
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  const std::string &raw = t.raw_data();
+  auto fromRaw = [&](auto sample, auto convert) {
+    using T = decltype(sample);
+    std::vector<T> values(n);
+    if (raw.size() == size_t(n) * sizeof(T))
+      std::memcpy(values.data(), raw.data(), raw.size());
+    return convert(values);
+  };
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT: {
+    std::vector<float> v(t.float_data().begin(), t.float_data().end());
+    if (!raw.empty())
+      v = fromRaw(float(), [](std::vector<float> x) { return x; });
+    if (int64_t(v.size()) != n)
+      break;
+    return k::Tensor(shape, v);
+  }
+  case onnx::TensorProto::DOUBLE: {
+    std::vector<double> d(t.double_data().begin(), t.double_data().end());
+    if (!raw.empty())
+      d = fromRaw(double(), [](std::vector<double> x) { return x; });
+    if (int64_t(d.size()) != n)
+      break;
+    return k::Tensor(shape, std::vector<float>(d.begin(), d.end()));
+  }
+  case onnx::TensorProto::INT64: {
+    std::vector<int64_t> v(t.int64_data().begin(), t.int64_data().end());
+    if (!raw.empty())
+      v = fromRaw(int64_t(), [](std::vector<int64_t> x) { return x; });
+    if (int64_t(v.size()) != n)
+      break;
+    return k::IndexTensor(shape, v);
+  }
+  case onnx::TensorProto::INT32: {
+    std::vector<int64_t> v(t.int32_data().begin(), t.int32_data().end());
+    if (!raw.empty())
+      v = fromRaw(int32_t(), [](std::vector<int32_t> x) {
+        return std::vector<int64_t>(x.begin(), x.end());
+      });
+    if (int64_t(v.size()) != n)
+      break;
+    return k::IndexTensor(shape, v);
+  }
+  case onnx::TensorProto::BOOL: {
+    std::vector<uint8_t> v(t.int32_data().begin(), t.int32_data().end());
+    if (!raw.empty())
+      v = fromRaw(uint8_t(), [](std::vector<uint8_t> x) { return x; });
+    if (int64_t(v.size()) != n)
+      break;
+    return k::MaskTensor(shape, v);
+  }
+  default:
+    why = "element type " + std::to_string(t.data_type()) + " of " + t.name();
+    return std::nullopt;
+  }
+  why = "malformed data in " + t.name();
+  return std::nullopt;
+}
+
+/// Empty when `got` matches `want`, else why not.
+std::string compare(const cleave::EvalTensor &got,
+                    const cleave::EvalTensor &want) {
+  if (got.index() != want.index())
+    return "element kinds differ";
+  return std::visit(
+      [&](const auto &w) -> std::string {
+        using T = std::decay_t<decltype(w)>;
+        const T &g = std::get<T>(got);
+        if (g.shape() != w.shape())
+          return "shapes differ";
+        for (int64_t i = 0; i < w.numElements(); ++i) {
+          double a = double(g[i]), b = double(w[i]);
+          bool ok = std::is_same_v<T, k::Tensor>
+                        ? (std::isnan(b) ? std::isnan(a)
+                                         : std::fabs(a - b) <=
+                                               1e-5 + 1e-3 * std::fabs(b))
+                        : a == b;
+          if (!ok)
+            return "element " + std::to_string(i) + ": " + std::to_string(a) +
+                   ", expected " + std::to_string(b);
+        }
+        return "";
+      },
+      want);
+}
+
+struct Row {
+  int passed = 0, failed = 0, unsupported = 0;
+};
+
+enum class Outcome { Passed, Failed, Unsupported };
+
+Outcome runTest(const fs::path &dir, std::string &detail) {
+  mlir::MLIRContext ctx;
+  std::string firstError;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error &&
+        firstError.empty())
+      firstError = d.str();
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      cleave::importOnnxFile(ctx, (dir / "model.onnx").string(), {});
+  if (!module) {
+    detail = firstError.substr(0, firstError.find('\n'));
+    return Outcome::Unsupported;
+  }
+  auto forward = module->lookupSymbol<mlir::func::FuncOp>("forward");
+  onnx::ModelProto model;
+  readProto(dir / "model.onnx", model);
+  std::vector<std::string> inputNames;
+  std::vector<std::string> initializers;
+  for (const onnx::TensorProto &t : model.graph().initializer())
+    initializers.push_back(t.name());
+  for (const onnx::ValueInfoProto &v : model.graph().input())
+    if (std::find(initializers.begin(), initializers.end(), v.name()) ==
+        initializers.end())
+      inputNames.push_back(v.name());
+  int sets = 0;
+  for (const auto &entry : fs::directory_iterator(dir)) {
+    if (!entry.is_directory() ||
+        entry.path().filename().string().rfind("test_data_set_", 0) != 0)
+      continue;
+    ++sets;
+    cleave::GraphEvaluator eval;
+    for (size_t i = 0; i < inputNames.size(); ++i) {
+      onnx::TensorProto t;
+      fs::path file = entry.path() / ("input_" + std::to_string(i) + ".pb");
+      if (!fs::exists(file))
+        continue; // an optional input left out
+      std::string why;
+      std::optional<cleave::EvalTensor> value;
+      if (!readProto(file, t) || !(value = toEval(t, why))) {
+        detail = "input " + std::to_string(i) + ": " + why;
+        return Outcome::Unsupported;
+      }
+      eval.bindings[inputNames[i]] = *value;
+    }
+    firstError.clear();
+    mlir::FailureOr<std::vector<cleave::EvalTensor>> results =
+        eval.run(forward);
+    if (mlir::failed(results)) {
+      detail = "evaluation: " + firstError.substr(0, firstError.find('\n'));
+      return Outcome::Failed;
+    }
+    for (size_t i = 0; i < results->size(); ++i) {
+      onnx::TensorProto t;
+      std::string why;
+      std::optional<cleave::EvalTensor> want;
+      fs::path file = entry.path() / ("output_" + std::to_string(i) + ".pb");
+      if (!readProto(file, t) || !(want = toEval(t, why))) {
+        detail = "output " + std::to_string(i) + ": " + why;
+        return Outcome::Unsupported;
+      }
+      if (std::string diff = compare((*results)[i], *want); !diff.empty()) {
+        detail = entry.path().filename().string() + " output " +
+                 std::to_string(i) + ": " + diff;
+        return Outcome::Failed;
+      }
+    }
+  }
+  if (sets == 0) {
+    detail = "no test data";
+    return Outcome::Unsupported;
+  }
+  return Outcome::Passed;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string dataDir = "/usr/share/libonnx-testdata/data/node", filter;
+  std::string exceptionsFile;
+  bool listFailures = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--filter" && i + 1 < argc)
+      filter = argv[++i];
+    else if (arg == "--failures")
+      listFailures = true;
+    else if (arg == "--exceptions" && i + 1 < argc)
+      exceptionsFile = argv[++i];
+    else if (!arg.empty() && arg[0] != '-')
+      dataDir = arg;
+    else {
+      std::fprintf(stderr,
+                   "usage: cleave-onnx-conformance [DATA_DIR] [--filter "
+                   "TEXT] [--failures] [--exceptions FILE]\n");
+      return 2;
+    }
+  }
+  if (!fs::is_directory(dataDir)) {
+    std::fprintf(stderr,
+                 "cleave-onnx-conformance: error: %s: no such directory "
+                 "(install libonnx-testdata)\n",
+                 dataDir.c_str());
+    return 77;
+  }
+  std::map<std::string, std::string> excused;
+  if (!exceptionsFile.empty()) {
+    std::ifstream in(exceptionsFile);
+    if (!in) {
+      std::fprintf(stderr, "cleave-onnx-conformance: error: %s: cannot read\n",
+                   exceptionsFile.c_str());
+      return 2;
+    }
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#')
+        continue;
+      size_t space = line.find_first_of(" \t");
+      excused[line.substr(0, space)] =
+          space == std::string::npos ? "" : line.substr(space + 1);
+    }
+  }
+  std::vector<std::string> unexcused;
+  std::vector<fs::path> dirs;
+  for (const auto &entry : fs::directory_iterator(dataDir))
+    if (entry.is_directory() &&
+        entry.path().filename().string().find(filter) != std::string::npos)
+      dirs.push_back(entry.path());
+  std::sort(dirs.begin(), dirs.end());
+  std::map<std::string, Row> rows;
+  Row total;
+  for (const fs::path &dir : dirs) {
+    onnx::ModelProto model;
+    if (!readProto(dir / "model.onnx", model) ||
+        model.graph().node_size() == 0)
+      continue;
+    std::string op = model.graph().node(0).op_type();
+    std::string detail;
+    Outcome outcome = runTest(dir, detail);
+    Row &row = rows[op];
+    (outcome == Outcome::Passed   ? row.passed
+     : outcome == Outcome::Failed ? row.failed
+                                  : row.unsupported)++;
+    (outcome == Outcome::Passed   ? total.passed
+     : outcome == Outcome::Failed ? total.failed
+                                  : total.unsupported)++;
+    if (outcome == Outcome::Failed && !excused.count(dir.filename().string()))
+      unexcused.push_back(dir.filename().string() + ": " + detail);
+    if (listFailures && outcome == Outcome::Failed)
+      std::printf("FAILED %s: %s\n", dir.filename().c_str(), detail.c_str());
+  }
+  std::printf("%-28s %7s %7s %12s\n", "op type", "passed", "failed",
+              "unsupported");
+  for (const auto &[op, row] : rows)
+    std::printf("%-28s %7d %7d %12d\n", op.c_str(), row.passed, row.failed,
+                row.unsupported);
+  std::printf("%-28s %7d %7d %12d\n", "total", total.passed, total.failed,
+              total.unsupported);
+  for (const std::string &failure : unexcused)
+    std::fprintf(stderr, "cleave-onnx-conformance: error: %s\n",
+                 failure.c_str());
+  return unexcused.empty() ? 0 : 1;
+}
