@@ -1,7 +1,7 @@
 //===- main.cpp - ONNX's node tests through cleave's importer -------------===//
 //
 // cleave-onnx-conformance [DATA_DIR] [--filter TEXT] [--failures]
-//                         [--exceptions FILE]
+//                         [--unsupported] [--exceptions FILE]
 //
 // Each directory of ONNX's backend node tests (Debian's libonnx-testdata,
 // /usr/share/libonnx-testdata/data/node by default) holds model.onnx and
@@ -226,13 +226,15 @@ Outcome runTest(const fs::path &dir, std::string &detail) {
 int main(int argc, char **argv) {
   std::string dataDir = "/usr/share/libonnx-testdata/data/node", filter;
   std::string exceptionsFile;
-  bool listFailures = false;
+  bool listFailures = false, listUnsupported = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--filter" && i + 1 < argc)
       filter = argv[++i];
     else if (arg == "--failures")
       listFailures = true;
+    else if (arg == "--unsupported")
+      listUnsupported = true;
     else if (arg == "--exceptions" && i + 1 < argc)
       exceptionsFile = argv[++i];
     else if (!arg.empty() && arg[0] != '-')
@@ -240,7 +242,8 @@ int main(int argc, char **argv) {
     else {
       std::fprintf(stderr,
                    "usage: cleave-onnx-conformance [DATA_DIR] [--filter "
-                   "TEXT] [--failures] [--exceptions FILE]\n");
+                   "TEXT] [--failures] [--unsupported] [--exceptions "
+                   "FILE]\n");
       return 2;
     }
   }
@@ -295,6 +298,9 @@ int main(int argc, char **argv) {
       unexcused.push_back(dir.filename().string() + ": " + detail);
     if (listFailures && outcome == Outcome::Failed)
       std::printf("FAILED %s: %s\n", dir.filename().c_str(), detail.c_str());
+    if (listUnsupported && outcome == Outcome::Unsupported)
+      std::printf("UNSUPPORTED %s: %s\n", dir.filename().c_str(),
+                  detail.c_str());
   }
   std::printf("%-28s %7s %7s %12s\n", "op type", "passed", "failed",
               "unsupported");

@@ -1,14 +1,14 @@
 //===- OnnxActivationConverters.cpp - Activations as graph ops ------------===//
 //
 // The activations of vision, OCR and speech exports (Clip, HardSigmoid,
-// HardSwish, LeakyRelu, PRelu, Elu, Softplus), each written in the
-// graph ops it is made of: every one of those has its shape rule, FLOP
+// HardSwish, LeakyRelu, PRelu, Elu, Softplus, LogSoftmax), each written in
+// the graph ops it is made of: every one of those has its shape rule, FLOP
 // count, CPU and CUDA kernels, gradient and sharding rule, so these
-// activations train and shard like any element-wise chain (Mish is opset
-// 18, past what libonnx 1.12 checks; exporters below it write it as
-// x * tanh(softplus(x)), which imports so). The
+// activations train and shard like any element-wise chain. The
 // compositions are the numerically stable forms (Softplus as
-// relu(x) + log(1 + exp(-|x|)), which does not overflow).
+// relu(x) + log(1 + exp(-|x|)), LogSoftmax shifted by the maximum). Mish
+// is opset 18, past what libonnx 1.12 checks; exporters below it write it
+// as x * tanh(softplus(x)), which imports so.
 //
 //===----------------------------------------------------------------------===//
 
@@ -125,9 +125,32 @@ LogicalResult convertSoftplus(NodeContext &ctx) {
   return c.result(c.softplus(c.input()));
 }
 
+LogicalResult convertLogSoftmax(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  if (!x)
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  int64_t axis = ctx.getInt("axis", -1);
+  if (axis < -rank || axis >= rank)
+    return ctx.emitError() << "axis " << axis << " is out of range for rank "
+                           << rank;
+  if (axis < 0)
+    axis += rank;
+  // x - m - log(sum(e^(x - m))), m the row's maximum: no e^x overflows and
+  // no log of an underflowed probability (log(softmax(x)) would give -inf
+  // far from the maximum). m's gradient cancels exactly.
+  ArrayRef<int64_t> axes(axis);
+  Value m = c.op<ReduceMaxOp>(x, axes, true);
+  Value shifted = c.op<SubOp>(x, m);
+  Value sum = c.op<ReduceSumOp>(c.op<ExpOp>(shifted), axes, true);
+  return c.result(c.op<SubOp>(shifted, c.op<LogOp>(sum)));
+}
+
 } // namespace
 
 void addActivationConverters(ConverterTable &table) {
+  table.add("LogSoftmax", convertLogSoftmax);
   table.add("Clip", convertClip);
   table.add("HardSigmoid", convertHardSigmoid);
   table.add("HardSwish", convertHardSwish);

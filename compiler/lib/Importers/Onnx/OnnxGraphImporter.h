@@ -152,8 +152,8 @@ private:
 void addComputeConverters(ConverterTable &table);
 /// Convolution and pooling (OnnxConvConverters.cpp).
 void addConvolutionConverters(ConverterTable &table);
-/// Clip, HardSigmoid, HardSwish, LeakyRelu, PRelu, Elu and Softplus as
-/// chains of graph ops (OnnxActivationConverters.cpp).
+/// Clip, HardSigmoid, HardSwish, LeakyRelu, PRelu, Elu, Softplus and
+/// LogSoftmax as chains of graph ops (OnnxActivationConverters.cpp).
 void addActivationConverters(ConverterTable &table);
 /// Pad (constant), Tile, DepthToSpace and InstanceNormalization as graph ops
 /// (OnnxLayoutConverters.cpp).
