@@ -234,6 +234,42 @@ TEST(OnnxLayoutOps, InstanceNormalizationReductionsAndModInShapes) {
   EXPECT_EQ(m.import(ctx).paramElements(/*trainable=*/true), 6);
 }
 
+TEST(OnnxLayoutOps, TriluOfRunTimeAndImportTimeValues) {
+  // Of x (run time): upper from diagonal 1, lower from diagonal -1. Of a
+  // constant (an exporter's causal mask), computed at import.
+  ModelBuilder m;
+  onnx::NodeProto &c = m.node("Constant", "mask_source", {}, {"ones"});
+  onnx::AttributeProto *value = c.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : {2, 2})
+    value->mutable_t()->add_dims(d);
+  for (int64_t v : {5, 6, 7, 8})
+    value->mutable_t()->add_int64_data(v);
+  ModelBuilder::intAttr(m.node("Trilu", "mask", {"ones"}, {"mask"}), "upper",
+                        0);
+  ModelBuilder::intAttr(m.node("Cast", "mask_f", {"mask"}, {"maskf"}), "to",
+                        onnx::TensorProto::FLOAT);
+  m.input("x", kFloat, {2, 3, 4});
+  m.ints("one", {1});
+  m.ints("minus_one", {-1});
+  m.node("Trilu", "upper", {"x", "one"}, {"upper"});
+  ModelBuilder::intAttr(m.node("Trilu", "lower", {"x", "minus_one"}, {"lower"}),
+                        "upper", 0);
+  m.output("upper", 3);
+  m.output("lower", 3);
+  m.output("maskf", 2);
+  std::vector<k::Tensor> out = runOnIota(m, {2, 3, 4});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[2].values(), (std::vector<float>{5, 0, 7, 8}));
+  for (int64_t e = 0; e < 24; ++e) {
+    int64_t i = (e / 4) % 3, j = e % 4;
+    EXPECT_EQ(out[0][e], j - i >= 1 ? float(e) : 0.0f) << e;
+    EXPECT_EQ(out[1][e], j - i <= -1 ? float(e) : 0.0f) << e;
+  }
+}
+
 TEST(OnnxLayoutOps, BadInputsAreErrors) {
   struct Bad {
     const char *op;

@@ -155,8 +155,8 @@ void addConvolutionConverters(ConverterTable &table);
 /// Clip, HardSigmoid, HardSwish, LeakyRelu, PRelu, Elu, Softplus and
 /// LogSoftmax as chains of graph ops (OnnxActivationConverters.cpp).
 void addActivationConverters(ConverterTable &table);
-/// Pad (constant), Tile, DepthToSpace and InstanceNormalization as graph ops
-/// (OnnxLayoutConverters.cpp).
+/// Pad (constant), Tile, DepthToSpace, InstanceNormalization and Trilu as
+/// graph ops (OnnxLayoutConverters.cpp).
 void addLayoutConverters(ConverterTable &table);
 /// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
 void addShapeConverters(ConverterTable &table);

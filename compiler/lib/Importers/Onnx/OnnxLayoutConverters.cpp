@@ -4,8 +4,8 @@
 // made of, so that each has the shape rules, kernels, gradients and
 // sharding rules of those: constant Pad as a concatenation with constant
 // blocks, Tile as concatenated copies, DepthToSpace as reshape-transpose-
-// reshape, InstanceNormalization from means over the spatial axes, ReduceL2
-// as the square root of a sum of squares.
+// reshape, InstanceNormalization from means over the spatial axes, Trilu
+// as a product with a triangular mask.
 //
 //===----------------------------------------------------------------------===//
 
@@ -182,9 +182,57 @@ LogicalResult convertInstanceNormalization(NodeContext &ctx) {
   return y ? ctx.setResult(0, y) : failure();
 }
 
+/// Trilu: the upper (or lower) triangle of the last two axes from diagonal
+/// k on, the rest 0. Of a tensor known at import (exporters build causal
+/// masks so), computed then; of a run-time float tensor, a product with a
+/// 0/1 mask (exact for every finite value; a masked infinity or NaN would
+/// give NaN).
+LogicalResult convertTrilu(NodeContext &ctx) {
+  const HostTensor *known = ctx.getConstant(0);
+  Value x = known ? Value() : floatOperand(ctx, 0, "the input");
+  if (!known && !x)
+    return failure();
+  Shape s = known ? known->shape : shapeOf(x);
+  if (s.size() < 2)
+    return ctx.emitError() << "needs an input of rank 2 or more, got "
+                           << shapeToString(s);
+  int64_t k = 0;
+  if (ctx.hasInput(1)) {
+    const HostTensor *given = ctx.getConstant(1);
+    if (!given || given->size() != 1)
+      return ctx.emitError() << "k must be one integer known at import time";
+    k = given->getInt(0);
+  }
+  bool upper = ctx.getInt("upper", 1) != 0;
+  int64_t rows = s[s.size() - 2], cols = s.back();
+  auto kept = [&](int64_t i, int64_t j) {
+    return upper ? j - i >= k : j - i <= k;
+  };
+  if (known) {
+    HostTensor out = *known;
+    for (int64_t e = 0; e < out.size(); ++e) {
+      int64_t j = e % cols, i = (e / cols) % rows;
+      if (kept(i, j))
+        continue;
+      if (out.isFloat())
+        out.floats[e] = 0;
+      else
+        out.ints[e] = 0;
+    }
+    return ctx.setResult(0, std::move(out));
+  }
+  HostTensor mask = HostTensor::zeros(onnx::TensorProto::FLOAT, {rows, cols});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      mask.floats[i * cols + j] = kept(i, j) ? 1 : 0;
+  Value y = compose<MulOp>(ctx, x, ctx.createConstant(mask));
+  return y ? ctx.setResult(0, y) : failure();
+}
+
 } // namespace
 
 void addLayoutConverters(ConverterTable &table) {
+  table.add("Trilu", convertTrilu);
   table.add("Pad", convertPad);
   table.add("Tile", convertTile);
   table.add("DepthToSpace", convertDepthToSpace);
