@@ -10,8 +10,9 @@
 #     CUDA's own (cuBLASLt and NCCL are on the device, in /usr/local/cuda
 #     or PyTorch's nvidia-* packages);
 #   - the plans, compiled here (the compiler stays behind): the small zoo
-#     models for one GPU, and the 1.3B GPT that fills an H200 with fp32,
-#     tf32 and bf16 GEMMs;
+#     models for one GPU (LLaMA also with fused attention, and with bf16
+#     storage), and the 1.3B GPT that fills an H200 with fp32, tf32 and
+#     bf16 (bf16 storage; also with fused attention);
 #   - scripts/cuda-device-check.sh and scripts/compare_params.py.
 # The worker runs without MPI there (CLEAVE_NO_MPI=1: one rank, no mpirun
 # or orted). Usage: scripts/cuda-device-bundle.sh [BUILD_DIR] [OUT_DIR]
@@ -57,6 +58,13 @@ for name in gpt llama moe bert vit; do
   compile "${models[$name]}" --cluster hgx-h200,devices=1 --global-batch 8 \
     --optimizer sgd -o "$stage/plans/$name.cleave"
 done
+# Fused attention (graph.attention, grouped-query heads), and bf16 storage
+# (with fused attention).
+compile "${models[llama]}" --cluster hgx-h200,devices=1 --global-batch 8 \
+  --optimizer sgd --fix attention=fused -o "$stage/plans/llama-fused.cleave"
+compile "${models[llama]}" --cluster hgx-h200,devices=1 --global-batch 8 \
+  --optimizer sgd --fix attention=fused,precision=bf16 \
+  -o "$stage/plans/llama-bf16.cleave"
 # 1.3B parameters, 32 sequences of 1024 in 2 microbatches: a 65 GiB arena.
 big="zoo:gpt,layers=24,hidden=2048,heads=16,seq=1024,vocab=50304"
 for precision in fp32 tf32 bf16; do
@@ -64,6 +72,18 @@ for precision in fp32 tf32 bf16; do
     --fix "precision=$precision,microbatch=16" --optimizer adamw \
     -o "$stage/plans/big-$precision.cleave"
 done
+# The same with fused attention: the step time and the arena without the
+# score-sized stash.
+compile "$big" --cluster hgx-h200,devices=1 --global-batch 32 \
+  --fix "precision=bf16,microbatch=16,attention=fused" --optimizer adamw \
+  -o "$stage/plans/big-bf16-fused.cleave"
+# Each big plan's planned arena (GiB), printed by the check beside its
+# step time.
+for p in big-fp32 big-bf16 big-bf16-fused; do
+  "$cleave" inspect "$stage/plans/$p.cleave" --json | python3 -c '
+import json, sys
+print(sys.argv[1], "%.2f GiB" % (max(m["arena_bytes"] for m in json.load(sys.stdin)["memory"]) / 2**30))' "$p"
+done > "$stage/plans/arenas.txt"
 cp "$root/scripts/cuda-device-check.sh" "$root/scripts/compare_params.py" \
   "$stage/"
 

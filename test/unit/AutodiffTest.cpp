@@ -10,6 +10,7 @@
 #include "cleave/Evaluator/GraphEvaluator.h"
 #include "cleave/Importers/ModelZoo.h"
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/Autodiff.h"
 #include "cleave/Transforms/Passes.h"
 
@@ -232,6 +233,16 @@ const GradCase kCases[] = {
   {"softmax_axis0", R"(
   %a = graph.param "a" : tensor<3x4xf32>
   %out = graph.softmax %a axis = 0 : tensor<3x4xf32>)", "tensor<3x4xf32>"},
+  {"attention_causal", R"(
+  %q = graph.param "q" : tensor<2x2x5x4xf32>
+  %k = graph.param "k" : tensor<2x2x7x4xf32>
+  %v = graph.param "v" : tensor<2x2x7x4xf32>
+  %out, %lse = graph.attention %q, %k, %v scale = 0.5 causal : tensor<2x2x5x4xf32>, tensor<2x2x7x4xf32>, tensor<2x2x7x4xf32>)", "tensor<2x2x5x4xf32>"},
+  {"attention_gqa", R"(
+  %q = graph.param "q" : tensor<1x2x3x4x4xf32>
+  %k = graph.param "k" : tensor<1x2x1x6x4xf32>
+  %v = graph.param "v" : tensor<1x2x1x6x4xf32>
+  %out, %lse = graph.attention %q, %k, %v scale = 0.7 : tensor<1x2x3x4x4xf32>, tensor<1x2x1x6x4xf32>, tensor<1x2x1x6x4xf32>)", "tensor<1x2x3x4x4xf32>"},
   {"layer_norm", R"(
   %x = graph.param "x" : tensor<2x3x8xf32>
   %g = graph.param "g" : tensor<8xf32>
@@ -315,12 +326,23 @@ INSTANTIATE_TEST_SUITE_P(
 
 namespace {
 
-/// Whole zoo models, small: every kind of parameter gets a sampled check.
-void checkZooGradients(llvm::StringRef spec, int64_t vocab) {
+/// Whole zoo models, small: every kind of parameter gets a sampled check;
+/// with `fuseAttention`, after cleave-fuse-attention (graph.attention's
+/// gradient inside a whole model).
+void checkZooGradients(llvm::StringRef spec, int64_t vocab,
+                       bool fuseAttention = false) {
   SCOPED_TRACE(spec.str());
   Context context;
   auto module = cleave::buildZooModel(context.ctx, spec, {});
   ASSERT_TRUE(static_cast<bool>(module)) << llvm::toString(module.takeError());
+  if (fuseAttention) {
+    PassManager pm(&context.ctx);
+    pm.nest<func::FuncOp>().addPass(cleave::createFuseAttention());
+    ASSERT_TRUE(succeeded(pm.run(**module)));
+    int64_t fused = 0;
+    (**module).walk([&](cleave::graph::AttentionOp) { ++fused; });
+    ASSERT_GT(fused, 0);
+  }
   Domain d;
   d.lo = -0.5f;
   d.hi = 0.5f;
@@ -338,6 +360,12 @@ TEST(ZooGradients, Llama) {
   checkZooGradients("llama,layers=1,hidden=16,heads=4,kv_heads=2,ffn=24,"
                     "vocab=13,seq=4,batch=2",
                     13);
+}
+
+TEST(ZooGradients, LlamaFusedAttention) {
+  checkZooGradients("llama,layers=1,hidden=16,heads=4,kv_heads=2,ffn=24,"
+                    "vocab=13,seq=4,batch=2",
+                    13, /*fuseAttention=*/true);
 }
 
 TEST(ZooGradients, Mixtral) {

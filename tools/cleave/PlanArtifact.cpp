@@ -49,10 +49,12 @@ void restrictToLowerable(cost::ParallelConfig &plan,
 
 std::string whyNotLowerable(const cost::ParallelConfig &plan) {
   std::vector<std::string> reasons;
-  // Programs hold fp32 tensors (the weights are the fp32 masters); the
-  // precision only says how a GPU multiplies them (tf32 inside the tensor
-  // cores, bf16/fp16 on rounded copies of the operands). fp8 GEMMs need
-  // scaling factors, which the plan does not carry.
+  // bf16 plans store activations, their gradients and the collectives
+  // carrying them in bf16 (fp32 master weights, weight gradients and
+  // optimizer state); tf32 and fp16 plans hold fp32 tensors, the precision
+  // saying how a GPU multiplies them (fp16 storage needs dynamic loss
+  // scaling, not lowered yet). fp8 GEMMs need scaling factors, which the
+  // plan does not carry.
   if (plan.precision == cost::DType::Fp8)
     reasons.push_back("precision=fp8 (no scaling factors in the plan)");
   if (reasons.empty())
@@ -176,6 +178,8 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.ep = knobs.ep;
   lo.zero = knobs.zero;
   lo.overlapGrad = knobs.overlapGradReduce;
+  lo.fusedAttention = knobs.fusedAttention;
+  lo.bf16Storage = knobs.precision == cost::DType::Bf16;
   lo.sequenceParallel = knobs.sequenceParallel;
   lo.recompute = std::string(cost::recomputeName(knobs.recompute));
   for (cost::Recompute mode : knobs.stageRecompute)
@@ -389,6 +393,10 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
   lo.step.eps = t.eps();
   lo.step.weightDecay = t.weight_decay();
   lo.step.momentum = t.momentum();
+  // The same storage precision (what rounds differs only by the order of
+  // the sums); attention stays unfused, so that a fused plan is checked
+  // against the plain ops.
+  lo.bf16Storage = knobs.precision() == "bf16";
   for (const plan::Program &p : partitioned.programs())
     for (const plan::TensorDecl &decl : p.tensors())
       if (decl.kind() == plan::TensorDecl::INPUT && decl.vocab() > 0)

@@ -1466,11 +1466,6 @@ int runCompile() {
                     "recomputation (the whole layer forward again); cleave's "
                     "lowering recomputes only what the backward pass reads, "
                     "so a plan written with -o cannot take it");
-  if (!planOut.empty() && plan.fusedAttention)
-    return badUsage("--fix: attention=fused prices a fused attention kernel, "
-                    "which the lowering does not emit yet (it runs the "
-                    "unfused matmul-softmax-matmul ops), so a plan written "
-                    "with -o cannot take it");
   if (!planOut.empty()) {
     // Knobs not fixed yet are the search's, which keeps to what lowers.
     cleave::cost::ParallelConfig asked = plan;

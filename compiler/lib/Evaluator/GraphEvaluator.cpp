@@ -7,6 +7,7 @@
 #include "cleave/runtime/kernels/Conv.h"
 #include "cleave/runtime/kernels/DataMovement.h"
 #include "cleave/runtime/kernels/Elementwise.h"
+#include "cleave/runtime/kernels/FlashAttention.h"
 #include "cleave/runtime/kernels/Loss.h"
 #include "cleave/runtime/kernels/Matmul.h"
 #include "cleave/runtime/kernels/Moe.h"
@@ -67,6 +68,15 @@ private:
   std::map<std::string, EvalTensor> &bindings;
   llvm::DenseMap<Value, EvalTensor> values;
 };
+
+/// The kernel options of a whole (unpartitioned) attention or its gradient.
+template <typename AttentionLike>
+k::FlashAttentionOptions attentionOptions(AttentionLike op) {
+  k::FlashAttentionOptions o;
+  o.scale = static_cast<float>(op.getScale().convertToDouble());
+  o.causal = op.getCausal();
+  return o;
+}
 
 EvalTensor Run::fromAttr(ElementsAttr attr) {
   auto type = cast<RankedTensorType>(attr.getType());
@@ -212,11 +222,34 @@ LogicalResult Run::execute(Operation *op) {
       })
       .Case([&](gr::CastOp o) -> LogicalResult {
         // Every float type is computed in fp32 here, so a float-to-float
-        // cast copies; other casts have no use in a graph that trains.
-        if (!has(o.getInput()) ||
-            !std::holds_alternative<k::Tensor>(get(o.getInput())))
-          return o.emitOpError("the evaluator casts only between floats");
-        values[o] = get(o.getInput());
+        // cast copies; floats to int64 truncate (indices computed in
+        // floats, ArgMax's) and int64 to floats converts, as the runtime's
+        // cast does.
+        if (!has(o.getInput()))
+          return o.emitOpError("has no evaluated input");
+        Type to = cast<RankedTensorType>(o.getType()).getElementType();
+        if (auto *ints = std::get_if<k::IndexTensor>(&get(o.getInput()))) {
+          if (!isa<FloatType>(to))
+            return o.emitOpError("the evaluator casts int64 to floats only");
+          k::Tensor result(ints->shape());
+          for (int64_t i = 0; i < ints->numElements(); ++i)
+            result[i] = static_cast<float>((*ints)[i]);
+          values[o] = std::move(result);
+          return success();
+        }
+        if (!std::holds_alternative<k::Tensor>(get(o.getInput())))
+          return o.emitOpError("the evaluator casts floats and int64 only");
+        if (isa<FloatType>(to)) {
+          values[o] = get(o.getInput());
+          return success();
+        }
+        if (!to.isInteger(64))
+          return o.emitOpError("the evaluator casts floats to floats or i64");
+        const k::Tensor &in = f(o.getInput());
+        k::IndexTensor result(in.shape());
+        for (int64_t i = 0; i < in.numElements(); ++i)
+          result[i] = static_cast<int64_t>(in[i]);
+        values[o] = std::move(result);
         return success();
       })
       .Case([&](gr::WhereOp o) {
@@ -253,6 +286,24 @@ LogicalResult Run::execute(Operation *op) {
           return o.emitOpError("is one device's block of a partitioned "
                                "softmax; the evaluator runs whole graphs");
         k::softmax(f(o.getInput()), o.getAxis(), o.getCausal(), out(o));
+        return success();
+      })
+      .Case([&](gr::AttentionOp o) -> LogicalResult {
+        if (o.getQueryBlocks())
+          return o.emitOpError("is one device's block of a partitioned "
+                               "attention; the evaluator runs whole graphs");
+        // Results are made aside and stored last: storing one may move the
+        // map's entries that the operand views point into.
+        k::Tensor &q = f(o.getQuery()), &key = f(o.getKey());
+        k::AttentionShapes s = k::attentionShapes(q.shape(), key.shape());
+        k::Tensor result(shapeOf(o.getOut().getType()));
+        k::Tensor lse(shapeOf(o.getLse().getType()));
+        k::flashAttention({q.data(), s.query}, {key.data(), s.key},
+                          {f(o.getValue()).data(), s.key},
+                          attentionOptions(o), {result.data(), s.query},
+                          {lse.data(), s.lse});
+        values[o.getOut()] = std::move(result);
+        values[o.getLse()] = std::move(lse);
         return success();
       })
       .Case([&](gr::LayerNormOp o) {
@@ -475,6 +526,24 @@ LogicalResult Run::execute(Operation *op) {
                    indices.ref());
         k::moeGateBackward(f(o.getLogits()), indices, o.getRenormalize(),
                            f(o.getGrad()), out(o));
+        return success();
+      })
+      .Case([&](gr::AttentionGradOp o) -> LogicalResult {
+        if (o.getQueryBlocks())
+          return o.emitOpError("is one device's block of a partitioned "
+                               "attention; the evaluator runs whole graphs");
+        k::Tensor &q = f(o.getQuery()), &key = f(o.getKey());
+        k::AttentionShapes s = k::attentionShapes(q.shape(), key.shape());
+        k::Tensor dq(q.shape()), dk(key.shape()), dv(key.shape());
+        k::flashAttentionBackward(
+            {q.data(), s.query}, {key.data(), s.key},
+            {f(o.getValue()).data(), s.key}, {f(o.getOut()).data(), s.query},
+            {f(o.getLse()).data(), s.lse}, {f(o.getGrad()).data(), s.query},
+            attentionOptions(o), {dq.data(), s.query}, {dk.data(), s.key},
+            {dv.data(), s.key});
+        values[o.getQueryGrad()] = std::move(dq);
+        values[o.getKeyGrad()] = std::move(dk);
+        values[o.getValueGrad()] = std::move(dv);
         return success();
       })
       .Case([&](gr::MoeCombineGradOp o) {

@@ -12,6 +12,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+
+#include <functional>
 #include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
@@ -157,15 +159,35 @@ void shardParametersOverReplicas(func::FuncOp stage, const LoweringOptions &o) {
 /// sequence parallelism, the norm output that the column-parallel matmul
 /// reads (stashed whole it costs t times its block; Megatron-LM gathers it
 /// again in the backward pass for the same reason).
+///
+/// So too a parameter's bf16 copy under mixed precision (and the gather and
+/// group copy it passes through): cast again from the fp32 master where
+/// the backward pass reads it, as Megatron-LM reads its one bf16 copy,
+/// rather than stashed once per microbatch in flight.
 void regatherForBackward(func::FuncOp step) {
-  // The gathers, and the identity copies into a tensor-parallel group that
+  // A forward op that only gathers, casts or copies a parameter into a
+  // group (the chain is recomputed from the parameter).
+  std::function<bool(Operation *)> viewsParam = [&](Operation *op) {
+    if (!op || op->hasAttr("cleave.phase") ||
+        !isa<gr::AllGatherOp, gr::CastOp, gr::CopyToGroupOp>(op))
+      return false;
+    Operation *def = op->getOperand(0).getDefiningOp();
+    return isa_and_nonnull<gr::ParamOp>(def) || viewsParam(def);
+  };
+  // Such a chain through a cast (mixed precision's bf16 copy).
+  std::function<bool(Operation *)> castsParam = [&](Operation *op) {
+    return viewsParam(op) &&
+           (isa<gr::CastOp>(op) ||
+            castsParam(op->getOperand(0).getDefiningOp()));
+  };
+  // The gathers, the identity copies into a tensor-parallel group that
   // read them (the copy is what the matmul reads, so it is what would be
-  // stashed).
+  // stashed), and the parameters' casts.
   SmallVector<Operation *> roots;
   step.walk([&](Operation *op) {
     if (op->hasAttr("cleave.phase"))
       return;
-    if (isa<gr::AllGatherOp>(op))
+    if (isa<gr::AllGatherOp>(op) || castsParam(op))
       roots.push_back(op);
     else if (auto copy = dyn_cast<gr::CopyToGroupOp>(op))
       if (copy.getInput().getDefiningOp<gr::AllGatherOp>())
@@ -185,11 +207,18 @@ void regatherForBackward(func::FuncOp step) {
       continue;
     b.setInsertionPoint(first);
     auto phase = first->getAttr("cleave.phase");
+    // The chain below the root, source first: a parameter view's back to
+    // the parameter, a group copy's gather.
+    SmallVector<Operation *> chain;
+    for (Operation *def = root->getOperand(0).getDefiningOp();
+         def && (viewsParam(def) ||
+                 (isa<gr::CopyToGroupOp>(root) && chain.empty() &&
+                  isa<gr::AllGatherOp>(def)));
+         def = def->getOperand(0).getDefiningOp())
+      chain.push_back(def);
     IRMapping map;
-    if (isa<gr::CopyToGroupOp>(root)) {
-      Operation *gather = root->getOperand(0).getDefiningOp();
-      b.clone(*gather, map)->setAttr("cleave.phase", phase);
-    }
+    for (Operation *op : llvm::reverse(chain))
+      b.clone(*op, map)->setAttr("cleave.phase", phase);
     Operation *copy = b.clone(*root, map);
     copy->setAttr("cleave.phase", phase);
     root->getResult(0).replaceUsesWithIf(copy->getResult(0), isBackward);
@@ -302,6 +331,33 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
       return failure();
   }
 
+  if (o.fusedAttention) {
+    // Before any partitioning: the sharding search and the partitioners
+    // then see one attention op per layer (its rule splits heads, batch or
+    // queries), and autodiff gives it its fused backward.
+    PassManager pm(ctx);
+    pm.nest<func::FuncOp>().addPass(createFuseAttention());
+    if (failed(pm.run(module)))
+      return failure();
+    int64_t fused = 0, unfused = 0;
+    forward.walk([&](gr::AttentionOp) { ++fused; });
+    forward.walk([&](gr::SoftmaxOp) { ++unfused; });
+    if (fused == 0)
+      return forward.emitError("attention=fused, but no attention in the "
+                               "model has the fusable form (matmul q k^T, a "
+                               "scalar scale, softmax over the keys, no "
+                               "dropout, matmul with v)");
+    if (unfused > 0)
+      forward.emitWarning("attention=fused: ")
+          << fused << " attention ops fused, " << unfused
+          << " softmax ops left unfused (another form, or dropout)";
+  }
+  if (o.bf16Storage) {
+    PassManager pm(ctx);
+    pm.nest<func::FuncOp>().addPass(createMixedPrecision());
+    if (failed(pm.run(module)))
+      return failure();
+  }
   if (o.ep > 1) {
     PassManager pm(ctx);
     ExpertParallelOptions expert;

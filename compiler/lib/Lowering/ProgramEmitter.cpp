@@ -57,14 +57,20 @@ std::string rawBytes(ElementsAttr attr, plan::DType dtype) {
     out.append(static_cast<const char *>(p), n);
   };
   if (dtype == plan::F32 || dtype == plan::BF16 || dtype == plan::F16) {
-    // The CPU runtime computes in fp32; constants are stored as fp32
-    // unless the plan's dtype says otherwise (mixed precision is the CUDA
-    // backend's, which converts on upload).
+    // In the tensor's own storage type: 4 bytes, or the 2 of bf16 / fp16.
+    const llvm::fltSemantics &semantics = dtype == plan::F32    ? APFloat::IEEEsingle()
+                                    : dtype == plan::BF16 ? APFloat::BFloat()
+                                                          : APFloat::IEEEhalf();
     for (APFloat v : attr.getValues<APFloat>()) {
       bool lost;
-      v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
-      float f = v.convertToFloat();
-      append(&f, 4);
+      v.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
+      if (dtype == plan::F32) {
+        float f = v.convertToFloat();
+        append(&f, 4);
+      } else {
+        uint16_t h = static_cast<uint16_t>(v.bitcastToAPInt().getZExtValue());
+        append(&h, 2);
+      }
     }
   } else if (dtype == plan::BOOL) {
     for (bool v : attr.getValues<bool>()) {

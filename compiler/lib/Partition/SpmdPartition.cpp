@@ -324,6 +324,11 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
           softmax && softmax.getCausal() && layout != kReplicated &&
           layout == softmax.getType().getRank() - 2)
         softmax.setQueryBlocksAttr(axes);
+      if (auto attention = dyn_cast<AttentionOp>(op);
+          attention && j == 0 && attention.getCausal() &&
+          layout != kReplicated &&
+          layout == attention.getOut().getType().getRank() - 2)
+        attention.setQueryBlocksAttr(axes);
       // Positions of a sequence block start at its offset.
       if (auto rope = dyn_cast<RopeOp>(op); rope && layout == 1)
         rope.setPositionBlocksAttr(axes);

@@ -41,6 +41,15 @@ Value localIds(OpBuilder &b, Location loc, int64_t whole, const Group &g) {
                               b.getI64IntegerAttr(0));
 }
 
+/// A scalar `v` of element type `type` (the table's, under mixed
+/// precision): an f32 constant, cast where the type differs.
+Value scalarOf(OpBuilder &b, Location loc, float v, Type type) {
+  Value c = scalarConstant(b, loc, v);
+  if (type.isF32())
+    return c;
+  return CastOp::create(b, loc, RankedTensorType::get({}, type), c);
+}
+
 Value reshapeTo(OpBuilder &b, Location loc, Value v,
                 ArrayRef<int64_t> shape) {
   auto type = cast<RankedTensorType>(v.getType()).clone(shape);
@@ -91,7 +100,8 @@ Value expandRowParallelGather(OpBuilder &b, GatherOp gather, Value table,
   SmallVector<int64_t> maskShape(idxType.getShape());
   maskShape.append(tableType.getRank() - 1, 1);
   Value heldRows = reshapeTo(b, loc, held, maskShape);
-  return WhereOp::create(b, loc, heldRows, looked, zero);
+  return WhereOp::create(b, loc, heldRows, looked,
+                         scalarOf(b, loc, 0.0f, tableType.getElementType()));
 }
 
 Value expandClassParallelCrossEntropy(OpBuilder &b, CrossEntropyOp ce,

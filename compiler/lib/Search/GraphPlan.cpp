@@ -109,6 +109,7 @@ absl::Status priceOp(Operation *op, const cost::Cluster &cluster,
   g.flops = counts.getFlops();
   g.bytesRead = counts.getBytesRead();
   g.bytesWritten = counts.getBytesWritten();
+  g.tensorCores = counts.usesTensorCores();
   if (g.flops == 0 && g.bytesRead == 0 && g.bytesWritten == 0)
     return absl::OkStatus();
   if (op->getNumResults())
@@ -124,6 +125,15 @@ absl::Status priceOp(Operation *op, const cost::Cluster &cluster,
   // which W does not count.
   bool conv = isa<graph::Conv2dOp>(op);
   double backward = conv ? 2 : 1;
+  // Fused attention's backward recomputes the scores and runs five block
+  // products to the forward's two (graph.attention_grad's FLOPs).
+  if (auto attention = dyn_cast<graph::AttentionOp>(op)) {
+    double grad = graph::attentionFlops(attention.getQuery().getType(),
+                                        attention.getKey().getType(),
+                                        attention.getCausal(),
+                                        /*backward=*/true);
+    backward = g.flops > 0 ? grad / g.flops : 1;
+  }
   work.forwardSeconds += c->seconds;
   work.backwardSeconds += backward * c->seconds;
   work.forwardFlops += g.flops;

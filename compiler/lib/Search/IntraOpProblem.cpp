@@ -156,6 +156,7 @@ public:
       g.flops = work.getFlops() * s.workShare;
       g.bytesRead = work.getBytesRead() * s.workShare;
       g.bytesWritten = work.getBytesWritten() * s.workShare;
+      g.tensorCores = work.usesTensorCores();
       if (g.flops == 0 && g.bytesRead == 0 && g.bytesWritten == 0)
         return 0.0;
       if (op->getNumResults())

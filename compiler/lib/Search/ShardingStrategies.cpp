@@ -177,6 +177,30 @@ void softmaxRule(Operation *op, int64_t n,
   addPointwise(op, n, out, {int64_t(cast<graph::SoftmaxOp>(op).getAxis())});
 }
 
+/// Fused attention: any batch dimension (batch, heads) splits with no
+/// communication, a key or value broadcast over it (grouped-query heads)
+/// staying whole; the queries split too (context parallelism), reading
+/// whole keys and values and placed for the causal mask by the partitioner
+/// (`query_blocks`). The head size and the keys stay whole.
+void attentionRule(Operation *op, int64_t n,
+                   SmallVectorImpl<ShardingStrategy> &out) {
+  auto attention = cast<graph::AttentionOp>(op);
+  Value res = attention.getOut();
+  int64_t rank = rankOf(res);
+  auto queryType = tensorType(attention.getQuery());
+  auto keyType = tensorType(attention.getKey());
+  for (int64_t d = 0; d < rank - 1; ++d) {
+    if (!splittable(res, d, n))
+      continue;
+    ShardingStrategy s = blank(op, splitName("split", d), 1.0 / n);
+    s.results = {d, d};
+    s.operands[0] = d;
+    if (d < rank - 2 && keyType.getDimSize(d) == queryType.getDimSize(d))
+      s.operands[1] = s.operands[2] = d;
+    out.push_back(std::move(s));
+  }
+}
+
 /// Rotary embedding rotates pairs of the last dimension; a block of the
 /// sequence (dimension 1) learns its first position from the partitioner
 /// (`position_blocks`).
@@ -609,6 +633,7 @@ void registerShardingStrategyExternalModels(DialectRegistry &registry) {
            TanhOp, ErfOp, SigmoidOp, SiluOp, GeluOp, DropoutOp, CastOp, AddOp,
            SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, WhereOp, CompareOp>(ctx);
     attach<softmaxRule, SoftmaxOp>(ctx);
+    attach<attentionRule, AttentionOp>(ctx);
     attach<ropeRule, RopeOp>(ctx);
     attach<layerNormRule, LayerNormOp>(ctx);
     attach<rmsNormRule, RmsNormOp>(ctx);

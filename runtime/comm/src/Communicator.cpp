@@ -2,6 +2,8 @@
 
 #include "cleave/runtime/comm/Communicator.h"
 
+#include "cleave/runtime/comm/Bfloat16.h"
+
 #include "cleave/runtime/comm/Pack.h"
 
 #include <cstring>
@@ -17,6 +19,8 @@ int64_t elementBytes(ElementType type) {
     return 8;
   case ElementType::U8:
     return 1;
+  case ElementType::BF16:
+    return 2;
   }
   return 1;
 }
@@ -198,10 +202,16 @@ void checkShape(const CommTensor &tensor, const std::vector<int64_t> &shape,
 }
 
 void divideFloats(CommTensor tensor, int64_t n) {
+  float scale = 1.0f / static_cast<float>(n);
+  if (tensor.type == ElementType::BF16) {
+    uint16_t *data = static_cast<uint16_t *>(tensor.data);
+    for (int64_t i = 0, e = tensor.numElements(); i < e; ++i)
+      data[i] = floatToBf16(bf16ToFloat(data[i]) * scale);
+    return;
+  }
   if (tensor.type != ElementType::F32)
     throw std::invalid_argument("a mean reduces floats only");
   float *data = static_cast<float *>(tensor.data);
-  float scale = 1.0f / static_cast<float>(n);
   for (int64_t i = 0, e = tensor.numElements(); i < e; ++i)
     data[i] *= scale;
 }

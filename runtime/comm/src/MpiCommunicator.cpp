@@ -1,6 +1,7 @@
 //===- MpiCommunicator.cpp - Collectives over MPI -------------------------===//
 
 #include "cleave/runtime/comm/MpiCommunicator.h"
+#include "cleave/runtime/comm/Bfloat16.h"
 #include "cleave/runtime/comm/MpiWait.h"
 
 #include "cleave/runtime/comm/Pack.h"
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -157,6 +159,8 @@ int count(int64_t n, const char *what) {
   return static_cast<int>(n);
 }
 
+/// bf16 travels as 16-bit words; its reductions are user-defined MPI ops
+/// (below), since MPI has no bfloat16.
 MPI_Datatype mpiType(ElementType type) {
   switch (type) {
   case ElementType::F32:
@@ -165,11 +169,46 @@ MPI_Datatype mpiType(ElementType type) {
     return MPI_INT64_T;
   case ElementType::U8:
     return MPI_UINT8_T;
+  case ElementType::BF16:
+    return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }
 
-MPI_Op mpiOp(Reduction r) { return r == Reduction::Max ? MPI_MAX : MPI_SUM; }
+/// inout[i] = bf16(float(in[i]) + float(inout[i])): each pairwise combine
+/// in fp32, rounded back, as NCCL's bf16 reductions do.
+void bf16Sum(void *in, void *inout, int *len, MPI_Datatype *) {
+  const uint16_t *a = static_cast<const uint16_t *>(in);
+  uint16_t *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; ++i)
+    b[i] = floatToBf16(bf16ToFloat(a[i]) + bf16ToFloat(b[i]));
+}
+
+void bf16Max(void *in, void *inout, int *len, MPI_Datatype *) {
+  const uint16_t *a = static_cast<const uint16_t *>(in);
+  uint16_t *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; ++i)
+    b[i] = floatToBf16(std::fmax(bf16ToFloat(a[i]), bf16ToFloat(b[i])));
+}
+
+MPI_Op mpiOp(Reduction r, ElementType type) {
+  if (type == ElementType::BF16) {
+    // Created once, after MPI_Init (the first bf16 reduction); MPI frees
+    // user ops at MPI_Finalize.
+    static MPI_Op sum = [] {
+      MPI_Op op;
+      check(MPI_Op_create(bf16Sum, /*commute=*/1, &op), "MPI_Op_create");
+      return op;
+    }();
+    static MPI_Op max = [] {
+      MPI_Op op;
+      check(MPI_Op_create(bf16Max, /*commute=*/1, &op), "MPI_Op_create");
+      return op;
+    }();
+    return r == Reduction::Max ? max : sum;
+  }
+  return r == Reduction::Max ? MPI_MAX : MPI_SUM;
+}
 
 /// Started MPI requests, the staging buffers they use, and what completes
 /// the operation once they are done (unpacking, a mean's division).
@@ -268,7 +307,7 @@ public:
     req->requests.resize(1);
     const void *send = in.data == out.data ? MPI_IN_PLACE : in.data;
     check(MPI_Iallreduce(send, out.data, count(out.numElements(), "all_reduce"),
-                         mpiType(out.type), mpiOp(reduction), comm,
+                         mpiType(out.type), mpiOp(reduction, out.type), comm,
                          &req->requests[0]),
           "MPI_Iallreduce");
     if (reduction == Reduction::Mean)
@@ -321,7 +360,7 @@ public:
     }
     check(MPI_Ireduce_scatter_block(
               send, out.data, count(out.numElements(), "reduce_scatter"),
-              mpiType(out.type), mpiOp(reduction), comm, &req->requests[0]),
+              mpiType(out.type), mpiOp(reduction, out.type), comm, &req->requests[0]),
           "MPI_Ireduce_scatter_block");
     if (reduction == Reduction::Mean)
       req->finish = [out, n = n] { divideFloats(out, n); };

@@ -1,4 +1,4 @@
-//===- AttentionOps.cpp - softmax, softmax_grad and rope on the GPU -------===//
+//===- AttentionOps.cpp - Attention, softmax and rope on the GPU ----------===//
 //
 // The host half of the attention family: operands, attributes and shape
 // checks as runtime/executor/src/ComputeKernels.cpp and GradKernels.cpp
@@ -12,6 +12,8 @@
 #include "OpChecks.h"
 #include "Ops.h"
 #include "kernels/Attention.h"
+#include "kernels/FlashAttention.h"
+#include "cleave/runtime/kernels/FlashAttention.h"
 
 #include <stdexcept>
 #include <string>
@@ -57,16 +59,9 @@ void softmaxKernel(OpContext &c) {
   int64_t outer = product(in.shape, 0, axis);
   int64_t inner = product(in.shape, axis + 1, in.shape.size());
   int64_t queries = rank >= 2 ? in.shape[rank - 2] : 1;
-  int64_t shift = n - queries;
-  if (c.has("query_blocks")) {
-    if (rank < 2)
-      fail("softmax", "query_blocks needs a [..., query, key] tensor");
-    // This device's queries are block g of `blocks` along the sequence.
-    comm::Axes axes = c.attrStrings("query_blocks");
-    int64_t blocks = c.comm.groupSize(axes);
-    int64_t g = c.comm.mesh().groupRank(axes);
-    shift = g * queries + n - blocks * queries;
-  }
+  if (c.has("query_blocks") && rank < 2)
+    fail("softmax", "query_blocks needs a [..., query, key] tensor");
+  int64_t shift = c.causalShift(queries, n);
   cudaStream_t stream = context().compute;
   if (inner != 1) {
     launchSoftmaxStrided(in.data, out.data, outer, n, inner, stream);
@@ -121,9 +116,78 @@ void ropeKernel(OpContext &c) {
              context().compute);
 }
 
+/// The kernels' shape of an attention or its gradient: batch dimensions
+/// flattened into heads (kernels::attentionShapes), the causal shift
+/// placed for a block of queries (`query_blocks`).
+FlashAttentionShape attentionShape(OpContext &c, const char *op,
+                                   const Shape &query, const Shape &key,
+                                   const Shape &value) {
+  kernels::AttentionShapes s;
+  try {
+    s = kernels::attentionShapes(query, key);
+  } catch (const std::invalid_argument &e) {
+    fail(op, e.what());
+  }
+  checkSameShape(op, "value", value, key);
+  FlashAttentionShape shape;
+  shape.heads = s.query[1];
+  shape.kvHeads = s.key[1];
+  shape.queries = s.query[2];
+  shape.keys = s.key[2];
+  shape.dim = s.query[3];
+  if (shape.dim > kFlashAttentionMaxDim)
+    fail(op, "head size " + std::to_string(shape.dim) + " is over the " +
+                 std::to_string(kFlashAttentionMaxDim) +
+                 " the kernel holds in registers");
+  if (shape.kvHeads <= 0 || shape.heads % shape.kvHeads)
+    fail(op, "key heads do not divide the query heads");
+  shape.scale = static_cast<float>(c.attrFloat("scale"));
+  shape.causal = c.attrBool("causal");
+  shape.shift = c.causalShift(shape.queries, shape.keys);
+  return shape;
+}
+
+void attentionKernel(OpContext &c) {
+  c.expectArity(3, 2);
+  kernels::ConstTensorRef q = c.in(0), k = c.in(1), v = c.in(2);
+  kernels::TensorRef out = c.out(0), lse = c.out(1);
+  FlashAttentionShape shape =
+      attentionShape(c, "attention", q.shape, k.shape, v.shape);
+  checkSameShape("attention", "out", out.shape, q.shape);
+  checkSameShape("attention", "lse", lse.shape,
+                 Shape(q.shape.begin(), q.shape.end() - 1));
+  launchFlashAttention(q.data, k.data, v.data, out.data, lse.data, shape,
+                       context().compute);
+}
+
+void attentionGradKernel(OpContext &c) {
+  c.expectArity(6, 3);
+  kernels::ConstTensorRef q = c.in(0), k = c.in(1), v = c.in(2);
+  kernels::ConstTensorRef out = c.in(3), lse = c.in(4), dOut = c.in(5);
+  FlashAttentionShape shape =
+      attentionShape(c, "attention_grad", q.shape, k.shape, v.shape);
+  checkSameShape("attention_grad", "out", out.shape, q.shape);
+  checkSameShape("attention_grad", "grad", dOut.shape, q.shape);
+  checkSameShape("attention_grad", "lse", lse.shape,
+                 Shape(q.shape.begin(), q.shape.end() - 1));
+  kernels::TensorRef dq = c.outOpt(0), dk = c.outOpt(1), dv = c.outOpt(2);
+  if (dq)
+    checkSameShape("attention_grad", "query_grad", dq.shape, q.shape);
+  if (dk)
+    checkSameShape("attention_grad", "key_grad", dk.shape, k.shape);
+  if (dv)
+    checkSameShape("attention_grad", "value_grad", dv.shape, k.shape);
+  Scratch delta(flashAttentionBackwardWorkspaceBytes(shape));
+  launchFlashAttentionBackward(q.data, k.data, v.data, out.data, lse.data,
+                               dOut.data, dq.data, dk.data, dv.data, shape,
+                               delta.data(), context().compute);
+}
+
 } // namespace
 
 void registerAttentionOps(Registry &r) {
+  r["graph.attention"] = attentionKernel;
+  r["graph.attention_grad"] = attentionGradKernel;
   r["graph.softmax"] = softmaxKernel;
   r["graph.softmax_grad"] = softmaxGradKernel;
   r["graph.rope"] = ropeKernel;

@@ -4,6 +4,7 @@
 
 #include "Context.h"
 #include "Ops.h"
+#include "kernels/Convert.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -17,6 +18,13 @@ namespace {
 
 /// One backend (one Context) per process at a time.
 bool gStarted = false;
+
+/// Whether a 16-bit storage type is bf16 (else fp16); throws for others.
+bool halfIsBf16(plan::DType dtype) {
+  if (dtype != plan::BF16 && dtype != plan::F16)
+    throw std::invalid_argument("widens and narrows bf16 or fp16 only");
+  return dtype == plan::BF16;
+}
 
 class CudaBackend final : public executor::Backend {
 public:
@@ -73,6 +81,14 @@ public:
   }
   void fillZero(void *dst, int64_t bytes) override {
     CLEAVE_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, context().compute));
+  }
+  void widen(const void *src, plan::DType dtype, float *dst,
+             int64_t n) override {
+    convertFromHalf(src, dst, n, halfIsBf16(dtype), context().compute);
+  }
+  void narrow(const float *src, void *dst, plan::DType dtype,
+              int64_t n) override {
+    convertToHalf(src, dst, n, halfIsBf16(dtype), context().compute);
   }
   void synchronize() override {
     CLEAVE_CUDA_CHECK(cudaStreamSynchronize(context().compute));

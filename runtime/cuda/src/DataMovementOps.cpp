@@ -12,6 +12,7 @@
 #include "Ops.h"
 
 #include "Context.h"
+#include "kernels/Convert.h"
 #include "kernels/DataMovement.h"
 
 #include "cleave/runtime/kernels/DataMovement.h"
@@ -64,8 +65,17 @@ void castKernel(OpContext &c) {
     return castF32ToI64(static_cast<const float *>(in.data),
                         static_cast<int64_t *>(out.data), in.numElements(),
                         context().compute);
-  throw std::invalid_argument("the CUDA backend casts only between floats "
-                              "and between i64 and f32");
+  if (in.dtype == plan::F32 &&
+      (out.dtype == plan::BF16 || out.dtype == plan::F16))
+    return convertToHalf(static_cast<const float *>(in.data), out.data,
+                         in.numElements(), out.dtype == plan::BF16,
+                         context().compute);
+  if (out.dtype == plan::F32 && (in.dtype == plan::BF16 || in.dtype == plan::F16))
+    return convertFromHalf(in.data, static_cast<float *>(out.data),
+                           in.numElements(), in.dtype == plan::BF16,
+                           context().compute);
+  throw std::invalid_argument("the CUDA backend casts between f32 and "
+                              "bf16/f16, and between i64 and f32");
 }
 
 void transposeKernel(OpContext &c) {

@@ -55,6 +55,8 @@ ncclDataType_t ncclType(comm::ElementType type) {
     return ncclInt64;
   case comm::ElementType::U8:
     return ncclUint8;
+  case comm::ElementType::BF16:
+    return ncclBfloat16;
   }
   throw std::invalid_argument("unknown element type");
 }

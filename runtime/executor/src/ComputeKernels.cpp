@@ -9,6 +9,8 @@
 
 #include "Registry.h"
 
+#include "cleave/runtime/comm/Bfloat16.h"
+
 #include "cleave/runtime/kernels/Attention.h"
 #include "cleave/runtime/kernels/Conv.h"
 #include "cleave/runtime/kernels/DataMovement.h"
@@ -77,8 +79,20 @@ void castKernel(OpContext &c) {
       dst[i] = static_cast<int64_t>(src[i]);
     return;
   }
-  throw std::invalid_argument("the CPU executor casts only between floats and "
-                              "between i64 and f32");
+  // Mixed precision: fp32 master weights to their bf16 copies, a bf16
+  // value to fp32 (the loss's logits, a weight's gradient).
+  if (in.dtype == plan::F32 && out.dtype == plan::BF16 &&
+      in.numElements() == out.numElements())
+    return comm::floatsToBf16(static_cast<const float *>(in.data),
+                              static_cast<uint16_t *>(out.data),
+                              in.numElements());
+  if (in.dtype == plan::BF16 && out.dtype == plan::F32 &&
+      in.numElements() == out.numElements())
+    return comm::bf16ToFloats(static_cast<const uint16_t *>(in.data),
+                              static_cast<float *>(out.data),
+                              in.numElements());
+  throw std::invalid_argument("the CPU executor casts between f32 and bf16, "
+                              "and between i64 and f32");
 }
 
 
@@ -167,15 +181,20 @@ void registerComputeKernels(Registry &r) {
     c.expectArity(1, 1);
     std::optional<int64_t> shift;
     if (c.has("query_blocks")) {
-      // This device's queries are block g of n along the sequence.
-      comm::Axes axes = c.attrStrings("query_blocks");
       const TensorView &in = c.input(0);
-      int64_t queries = in.shape[in.shape.size() - 2], keys = in.shape.back();
-      int64_t n = c.comm.groupSize(axes), g = c.comm.mesh().groupRank(axes);
-      shift = g * queries + keys - n * queries;
+      shift = c.causalShift(in.shape[in.shape.size() - 2], in.shape.back());
     }
     k::softmax(c.in(0), c.attrAxis("axis", c.in(0).rank()),
                c.attrBool("causal"), c.out(0), shift);
+  };
+  r["graph.attention"] = [](OpContext &c) {
+    c.expectArity(3, 2);
+    k::ConstTensorRef q = c.in(0), key = c.in(1), v = c.in(2);
+    k::AttentionShapes shapes = k::attentionShapes(q.shape, key.shape);
+    k::FlashAttentionOptions o = attentionOptions(c, shapes);
+    k::flashAttention({q.data, shapes.query}, {key.data, shapes.key},
+                      {v.data, shapes.key}, o, {c.out(0).data, shapes.query},
+                      {c.out(1).data, shapes.lse});
   };
   r["graph.layer_norm"] = [](OpContext &c) {
     c.expectArity(1, 3, 1);

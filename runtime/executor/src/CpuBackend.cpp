@@ -10,6 +10,8 @@
 
 #include "Registry.h"
 
+#include "cleave/runtime/comm/Bfloat16.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -61,6 +63,20 @@ public:
   }
   void fillZero(void *dst, int64_t bytes) override {
     std::memset(dst, 0, bytes);
+  }
+  void widen(const void *src, plan::DType dtype, float *dst,
+             int64_t n) override {
+    if (dtype != plan::BF16)
+      throw std::invalid_argument("the CPU backend stores 16-bit floats as "
+                                  "bf16 only");
+    comm::bf16ToFloats(static_cast<const uint16_t *>(src), dst, n);
+  }
+  void narrow(const float *src, void *dst, plan::DType dtype,
+              int64_t n) override {
+    if (dtype != plan::BF16)
+      throw std::invalid_argument("the CPU backend stores 16-bit floats as "
+                                  "bf16 only");
+    comm::floatsToBf16(src, static_cast<uint16_t *>(dst), n);
   }
   void synchronize() override {}
 };

@@ -4,6 +4,8 @@
 
 #include "cleave/runtime/plan/PlanIO.h"
 
+#include "Widening.h"
+
 #include "absl/strings/str_cat.h"
 
 #include <algorithm>
@@ -50,6 +52,7 @@ Executor::Executor(const plan::Plan &plan, int rank, comm::Communicator &comm,
     ownedBackend_ = createCpuBackend();
     backend_ = ownedBackend_.get();
   }
+  widening_ = std::make_unique<Widening>(*backend_);
 }
 
 Executor::~Executor() {
@@ -60,6 +63,7 @@ Executor::~Executor() {
     backend_->synchronize();
   } catch (const std::exception &) {
   }
+  widening_.reset();
   if (arena_)
     backend_->deallocate(arena_);
   if (scratch_)
@@ -573,12 +577,19 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
     int64_t start = nowNs();
     progress_.instruction = i;
     progress_.startedNs = start;
+    bool widen = needsWidening(inst.op(), context);
     try {
+      if (widen)
+        widening_->widen(context);
       kernels_[firstKernel_[segmentIndex] + i](context);
+      if (widen)
+        widening_->narrow();
       if (options_.trace)
         backend_->synchronize();
     } catch (const std::exception &e) {
       progress_.startedNs = 0;
+      if (widen)
+        widening_->discard();
       return instructionError(segmentIndex, i, e.what());
     }
     progress_.startedNs = 0;
@@ -623,6 +634,14 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
         return context.status();
       contexts.push_back(*std::move(context));
     }
+    // A group on 16-bit tensors runs on fp32 copies of them, fused or op
+    // by op, narrowed back once at its end.
+    bool widen = false;
+    for (int j = 0; j < group.count; ++j)
+      widen |= needsWidening(segment.instructions(i + j).op(), contexts[j]);
+    if (widen)
+      for (OpContext &c : contexts)
+        widening_->widen(c);
     int64_t start = nowNs();
     progress_.instruction = i;
     progress_.startedNs = start;
@@ -654,9 +673,14 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
                        "one by one)"));
     } else {
       for (int j = 0; j < group.count; ++j)
-        if (absl::Status s = runOne(i + j, contexts[j]); !s.ok())
+        if (absl::Status s = runOne(i + j, contexts[j]); !s.ok()) {
+          if (widen)
+            widening_->discard();
           return s;
+        }
     }
+    if (widen)
+      widening_->narrow();
     i += group.count - 1;
   }
   if (options_.trace)

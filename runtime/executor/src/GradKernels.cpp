@@ -76,7 +76,31 @@ void adamwKernel(OpContext &c) {
 
 } // namespace
 
+kernels::FlashAttentionOptions
+attentionOptions(const OpContext &c, const kernels::AttentionShapes &shapes) {
+  kernels::FlashAttentionOptions o;
+  o.scale = static_cast<float>(c.attrFloat("scale"));
+  o.causal = c.attrBool("causal");
+  if (o.causal)
+    o.causalShift = c.causalShift(shapes.query[2], shapes.key[2]);
+  return o;
+}
+
 void registerGradKernels(Registry &r) {
+  r["graph.attention_grad"] = [](OpContext &c) {
+    c.expectArity(6, 3);
+    k::ConstTensorRef q = c.in(0), key = c.in(1), v = c.in(2);
+    k::AttentionShapes shapes = k::attentionShapes(q.shape, key.shape);
+    k::FlashAttentionOptions o = attentionOptions(c, shapes);
+    auto view = [](k::TensorRef t, const k::Shape &shape) {
+      return k::TensorRef(t.data, t.data ? shape : k::Shape());
+    };
+    k::flashAttentionBackward(
+        {q.data, shapes.query}, {key.data, shapes.key}, {v.data, shapes.key},
+        {c.in(3).data, shapes.query}, {c.in(4).data, shapes.lse},
+        {c.in(5).data, shapes.query}, o, view(c.outOpt(0), shapes.query),
+        view(c.outOpt(1), shapes.key), view(c.outOpt(2), shapes.key));
+  };
   r["graph.activation_grad"] = [](OpContext &c) {
     c.expectArity(2, 1);
     k::unaryBackward(activationKind(c.attrString("kind")), c.in(0), c.in(1),

@@ -223,6 +223,9 @@ comm::CommTensor commTensor(const TensorView &view) {
   case plan::BOOL:
     t.type = comm::ElementType::U8;
     break;
+  case plan::BF16:
+    t.type = comm::ElementType::BF16;
+    break;
   default:
     throw std::invalid_argument(std::string("cannot communicate a ") +
                                 dtypeName(view.dtype) + " tensor");
@@ -253,6 +256,14 @@ std::vector<std::string> registeredOps() {
   for (const auto &[name, fn] : registry())
     names.push_back(name);
   return names;
+}
+
+int64_t OpContext::causalShift(int64_t queries, int64_t keys) const {
+  if (!has("query_blocks"))
+    return keys - queries;
+  comm::Axes axes = attrStrings("query_blocks");
+  int64_t n = comm.groupSize(axes), g = comm.mesh().groupRank(axes);
+  return g * queries + keys - n * queries;
 }
 
 } // namespace cleave::executor

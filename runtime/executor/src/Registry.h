@@ -7,6 +7,7 @@
 #include "cleave/runtime/executor/OpAttributes.h"
 #include "cleave/runtime/executor/OpContext.h"
 #include "cleave/runtime/kernels/Conv.h"
+#include "cleave/runtime/kernels/FlashAttention.h"
 
 #include <map>
 #include <string>
@@ -21,6 +22,10 @@ void registerComputeKernels(Registry &registry);
 void registerGradKernels(Registry &registry);
 /// runtime.* and comm.* ops (RuntimeKernels.cpp).
 void registerRuntimeKernels(Registry &registry);
+/// graph.attention's and graph.attention_grad's kernel options from the
+/// instruction (scale, causal, query_blocks) for the kernels' shapes.
+kernels::FlashAttentionOptions
+attentionOptions(const OpContext &c, const kernels::AttentionShapes &shapes);
 /// The CPU backend's kernel for a fused group (CpuFusedKernels.cpp).
 FusedKernelFn cpuFusedKernel(Fusion kind);
 

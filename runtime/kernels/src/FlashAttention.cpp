@@ -57,6 +57,28 @@ int64_t visible(const Dims &d, bool causal, int64_t i) {
 
 } // namespace
 
+AttentionShapes attentionShapes(const Shape &query, const Shape &key) {
+  size_t rank = query.size();
+  if (rank < 3 || key.size() != rank || query.back() != key.back())
+    throwInvalid("attention: query " + shapeString(query) + " and key " +
+                 shapeString(key) + " must be [batch..., seq, dim] alike");
+  int64_t heads = 1, kvHeads = 1;
+  bool broadcasting = false;
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    heads *= query[d];
+    kvHeads *= key[d];
+    if (key[d] == query[d] && !(broadcasting && query[d] != 1))
+      continue;
+    if (key[d] != 1)
+      throwInvalid("attention: key " + shapeString(key) +
+                   " broadcasts over the query " + shapeString(query) +
+                   " other than in a trailing run of batch dimensions");
+    broadcasting = true;
+  }
+  int64_t queries = query[rank - 2], keys = key[rank - 2], dim = query.back();
+  return {{1, heads, queries, dim}, {1, kvHeads, keys, dim}, {1, heads, queries}};
+}
+
 void flashAttention(ConstTensorRef q, ConstTensorRef k, ConstTensorRef v,
                     const FlashAttentionOptions &o, TensorRef out,
                     TensorRef lse) {

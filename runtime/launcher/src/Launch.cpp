@@ -2,7 +2,7 @@
 
 #include "cleave/runtime/launcher/Launch.h"
 
-#include "Subprocess.h"
+#include "cleave/runtime/subprocess/Subprocess.h"
 
 #include <cstdio>
 #include <unistd.h>
@@ -31,9 +31,9 @@ absl::StatusOr<LaunchResult> launch(const LaunchOptions &options) {
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     };
-  profiler::MpiSessionDirectory session;
-  absl::StatusOr<profiler::ProcessOutcome> outcome =
-      profiler::runProcess(launchCommand(options), session.environment(),
+  subprocess::MpiSessionDirectory session;
+  absl::StatusOr<subprocess::ProcessOutcome> outcome =
+      subprocess::runProcess(launchCommand(options), session.environment(),
                            options.timeoutSeconds, onLine);
   if (!outcome.ok())
     return outcome.status();

@@ -2,7 +2,7 @@
 
 #include "cleave/runtime/profiler/CpuProfiler.h"
 
-#include "Subprocess.h"
+#include "cleave/runtime/subprocess/Subprocess.h"
 
 #include "cleave/runtime/kernels/BlasKernels.h"
 
@@ -23,7 +23,7 @@ std::pair<std::string, double> probe(const std::string &worker,
   environment.push_back("OPENBLAS_NUM_THREADS=1");
   environment.push_back("OMP_NUM_THREADS=1");
   std::string last;
-  absl::StatusOr<ProcessOutcome> outcome = runProcess(
+  absl::StatusOr<subprocess::ProcessOutcome> outcome = subprocess::runProcess(
       {worker, "--blas-probe"}, environment, timeoutSeconds,
       [&](const std::string &line) { last = line; });
   if (!outcome.ok() || outcome->exitStatus != 0)

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Measurements.h"
-#include "Subprocess.h"
+#include "cleave/runtime/subprocess/Subprocess.h"
 #include "Timing.h"
 
 #include <algorithm>
@@ -305,12 +305,12 @@ profileCollectives(const CpuProfileOptions &options) {
       options.progress("collectives, launch " + std::to_string(launch) +
                        " of " + std::to_string(launches) + ": " + command);
     }
-    MpiSessionDirectory session;
+    subprocess::MpiSessionDirectory session;
     std::vector<std::string> env = environment;
     for (const std::string &entry : session.environment())
       env.push_back(entry);
-    absl::StatusOr<ProcessOutcome> outcome =
-        runProcess(args, env, options.mpiTimeoutSeconds, onLine);
+    absl::StatusOr<subprocess::ProcessOutcome> outcome =
+        subprocess::runProcess(args, env, options.mpiTimeoutSeconds, onLine);
     if (!outcome.ok())
       return absl::NotFoundError(std::string(outcome.status().message()) +
                                  " (needed to run the MPI worker '" + worker +

@@ -1,6 +1,6 @@
 //===- SubprocessTest.cpp - Child processes and their MPI session dirs ----===//
 
-#include "Subprocess.h"
+#include "cleave/runtime/subprocess/Subprocess.h"
 
 #include "gtest/gtest.h"
 
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-using namespace cleave::profiler;
+using namespace cleave::subprocess;
 namespace fs = std::filesystem;
 
 namespace {

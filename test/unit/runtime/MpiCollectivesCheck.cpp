@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cleave/runtime/comm/Bfloat16.h"
 #include "cleave/runtime/comm/MpiCommunicator.h"
 
 #include <algorithm>
@@ -52,6 +53,18 @@ std::string name(const Axes &axes) {
   return s;
 }
 
+/// Element i of the all-reduce over `ranks` of rank q's values q * 10 + i.
+float reduced(const std::vector<int64_t> &ranks, Reduction r, int64_t i) {
+  float sum = 0, max = -1e30f;
+  for (int64_t q : ranks) {
+    sum += q * 10.0f + i;
+    max = std::max(max, q * 10.0f + i);
+  }
+  return r == Reduction::Sum    ? sum
+         : r == Reduction::Mean ? sum / static_cast<float>(ranks.size())
+                                : max;
+}
+
 /// One collective: started by `start`, checked by `check` after its wait.
 struct Case {
   std::string what;
@@ -61,7 +74,8 @@ struct Case {
 
 std::vector<Case> cases(Communicator &comm, const Axes &axes,
                         std::vector<std::vector<float>> &buffers,
-                        std::vector<std::vector<int64_t>> &indices) {
+                        std::vector<std::vector<int64_t>> &indices,
+                        std::vector<std::vector<uint16_t>> &halves) {
   const MeshInfo &mesh = comm.mesh();
   std::vector<int64_t> ranks = mesh.groupRanks(axes);
   int64_t n = static_cast<int64_t>(ranks.size());
@@ -86,19 +100,60 @@ std::vector<Case> cases(Communicator &comm, const Axes &axes,
            return comm.allReduceAsync(axes, {buffers[in].data(), {2, 3}},
                                       {buffers[out].data(), {2, 3}}, r);
          },
-         [&, out, r, ranks, n, tag, rn] {
+         [&, out, r, ranks, tag, rn] {
            expectValues(buffers[out],
-                        [&](int64_t i) {
-                          float sum = 0, max = -1e30f;
-                          for (int64_t q : ranks) {
-                            sum += q * 10.0f + i;
-                            max = std::max(max, q * 10.0f + i);
-                          }
-                          return r == Reduction::Sum    ? sum
-                                 : r == Reduction::Mean ? sum / n
-                                                        : max;
-                        },
+                        [&](int64_t i) { return reduced(ranks, r, i); },
                         tag + "all_reduce " + rn);
+         }});
+  }
+  // bf16 (a bf16 plan's activations): the user-defined MPI reductions.
+  // Every value here is a small integer or half of one, exact in bf16.
+  for (Reduction r : {Reduction::Sum, Reduction::Mean, Reduction::Max}) {
+    halves.emplace_back(6);
+    for (int64_t i = 0; i < 6; ++i)
+      halves.back()[i] = floatToBf16(me * 10.0f + i);
+    size_t h = halves.size() - 1;
+    const char *rn = r == Reduction::Sum ? "sum" : r == Reduction::Mean ? "mean" : "max";
+    result.push_back(
+        {tag + "all_reduce bf16 " + rn,
+         [&, h, r, axes] {
+           CommTensor t{halves[h].data(), {2, 3}, ElementType::BF16};
+           return comm.allReduceAsync(axes, t, t, r);
+         },
+         [&, h, r, ranks, tag, rn] {
+           std::vector<float> got(6);
+           bf16ToFloats(halves[h].data(), got.data(), 6);
+           expectValues(got,
+                        [&](int64_t i) { return reduced(ranks, r, i); },
+                        tag + "all_reduce bf16 " + rn);
+         }});
+  }
+  {
+    // Reduce-scatter of bf16 along dimension 0: block g of the sum.
+    halves.emplace_back(2 * n * 3);
+    for (int64_t i = 0; i < 2 * n * 3; ++i)
+      halves.back()[i] = floatToBf16(me + i);
+    halves.emplace_back(6);
+    size_t in = halves.size() - 2, out = halves.size() - 1;
+    result.push_back(
+        {tag + "reduce_scatter bf16",
+         [&, in, out, n, axes] {
+           return comm.reduceScatterAsync(
+               axes, {halves[in].data(), {2 * n, 3}, ElementType::BF16},
+               {halves[out].data(), {2, 3}, ElementType::BF16}, 0,
+               Reduction::Sum);
+         },
+         [&, out, ranks, g, tag] {
+           std::vector<float> got(6);
+           bf16ToFloats(halves[out].data(), got.data(), 6);
+           expectValues(got,
+                        [&](int64_t i) {
+                          float sum = 0;
+                          for (int64_t q : ranks)
+                            sum += q + g * 6 + i;
+                          return sum;
+                        },
+                        tag + "reduce_scatter bf16");
          }});
   }
   // In place, on integers.
@@ -268,8 +323,9 @@ int main(int argc, char **argv) {
     {
       std::vector<std::vector<float>> buffers;
       std::vector<std::vector<int64_t>> indices;
+      std::vector<std::vector<uint16_t>> halves;
       buffers.reserve(64);
-      for (Case &c : cases(*comm, axes, buffers, indices)) {
+      for (Case &c : cases(*comm, axes, buffers, indices, halves)) {
         c.start()->wait();
         c.check();
       }
@@ -278,8 +334,9 @@ int main(int argc, char **argv) {
     {
       std::vector<std::vector<float>> buffers;
       std::vector<std::vector<int64_t>> indices;
+      std::vector<std::vector<uint16_t>> halves;
       buffers.reserve(64);
-      std::vector<Case> all = cases(*comm, axes, buffers, indices);
+      std::vector<Case> all = cases(*comm, axes, buffers, indices, halves);
       std::vector<std::unique_ptr<Request>> started;
       for (Case &c : all)
         started.push_back(c.start());

@@ -58,6 +58,14 @@ struct LoweringOptions {
   /// and ZeRO-1's reduce-scatters in the optimizer segment, as the cost
   /// model then prices them.
   bool overlapGrad = true;
+  /// Attention as graph.attention (FlashAttention-2) by
+  /// cleave-fuse-attention before partitioning: the attention=fused knob.
+  bool fusedAttention = false;
+  /// bf16 storage (cleave-mixed-precision, before partitioning):
+  /// activations, their gradients and the collectives carrying them in 2
+  /// bytes; fp32 parameters (the master weights), weight gradients,
+  /// optimizer state and loss. The precision=bf16 knob.
+  bool bf16Storage = false;
   int64_t microbatches = 1;
   /// Activation recomputation: "none", "selective" (attention cores) or
   /// "full" (whole layers from their inputs), by cleave-recompute.

@@ -53,6 +53,61 @@ def AppendLoss : Pass<"cleave-append-loss", "mlir::ModuleOp"> {
   ];
 }
 
+def FuseAttention : Pass<"cleave-fuse-attention", "mlir::func::FuncOp"> {
+  let summary = "Replace matmul-scale-softmax-matmul chains by graph.attention";
+  let description = [{
+    Finds attention written as its unfused ops, scores = q k^T (the
+    matmul's transpose_rhs or an explicit transpose of the last two
+    dimensions), an optional scaling by a scalar constant (multiply or
+    divide), a softmax along the keys (causal or not), an optional dropout
+    of ratio 0, and the product with v, and replaces it by one
+    graph.attention (FlashAttention-2 at run time: the scores are never
+    stored, the backward recomputes them from the saved log-sum-exp).
+    Grouped-query attention written with keys broadcast over the query
+    heads of a group is kept as is. Run on forward graphs, before the
+    training step is built; chains whose scores or probabilities have
+    another reader, a dropout that drops, or an additive mask stay
+    unfused. The rewrite is populateFuseAttentionPatterns
+    (cleave/Transforms/FuseAttention.h).
+  }];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+  let statistics = [
+    Statistic<"numFused", "fused-attentions", "Attention chains fused">,
+  ];
+}
+
+def MixedPrecision : Pass<"cleave-mixed-precision", "mlir::func::FuncOp"> {
+  let summary = "Store activations and their gradients in bf16; fp32 master weights and loss";
+  let description = [{
+    Megatron-LM's bf16 training as types: every fp32 parameter, input and
+    constant is cast to bf16 where it is read (the parameters stay the fp32
+    master weights that the optimizer updates; the cast's gradient casts
+    the bf16 gradient back, so weight gradients, their reduction over data
+    parallelism and the optimizer state stay fp32), and every op computing
+    on bf16 values produces bf16: activations, their gradients, the
+    stash and the tensor-, context- and pipeline-parallel collectives that
+    carry them take 2 bytes an element. The cross-entropy reads its logits
+    cast to fp32 (as Megatron's vocabulary-parallel loss upcasts them), so
+    the loss and what follows it stay fp32; an op that would mix bf16 and
+    fp32 operands reads the bf16 ones cast up; graph.attention's
+    log-sum-exp stays fp32. Results the function returns are cast back to
+    their fp32 types. Kernels compute in fp32 on the 16-bit storage (the
+    runtime widens and rounds around them). Run on forward graphs before
+    partitioning and the training step.
+
+    ```mlir
+    %w = graph.param "h.0.fc.weight" : tensor<64x256xf32>
+    %w16 = graph.cast %w : tensor<64x256xf32> to tensor<64x256xbf16>
+    %y = graph.matmul %x, %w16 : tensor<8x64xbf16>, tensor<64x256xbf16>
+    ```
+  }];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+  let statistics = [
+    Statistic<"numCasts", "casts", "Casts inserted">,
+    Statistic<"numNarrowed", "narrowed-values", "Op results stored in bf16">,
+  ];
+}
+
 def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
   let summary = "Choose every op's sharding on a device mesh of 1-3 axes (ILP)";
   let description = [{

@@ -37,6 +37,22 @@ LogicalResult gradSoftmax(SoftmaxOp op, OpBuilder &b, ValueRange dys,
   return success();
 }
 
+/// Fused attention: one attention_grad from the saved inputs, output and
+/// log-sum-exp. The log-sum-exp is a statistic for the backward pass only;
+/// a graph differentiating through it is refused.
+LogicalResult gradAttention(AttentionOp op, OpBuilder &b, ValueRange dys,
+                            SmallVectorImpl<Value> &dxs) {
+  if (dys[1])
+    return op.emitOpError("the gradient of the log-sum-exp result is not "
+                          "supported (it is kept for the backward pass)");
+  auto grad = AttentionGradOp::create(
+      b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(), op.getOut(),
+      op.getLse(), dys[0], op.getScaleAttr(), op.getCausalAttr(),
+      op.getQueryBlocksAttr());
+  dxs.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
+  return success();
+}
+
 LogicalResult gradLayerNorm(LayerNormOp op, OpBuilder &b, ValueRange dys,
                             SmallVectorImpl<Value> &dxs) {
   auto grad = LayerNormGradOp::create(b, op.getLoc(), op.getInput(), dys[0],
@@ -168,6 +184,7 @@ LogicalResult gradMoeCombine(MoeCombineOp op, OpBuilder &b, ValueRange dys,
 void attachStructuredRules(MLIRContext *ctx) {
   attach<MatmulOp, gradMatmul>(ctx);
   attach<SoftmaxOp, gradSoftmax>(ctx);
+  attach<AttentionOp, gradAttention>(ctx);
   attach<LayerNormOp, gradLayerNorm>(ctx);
   attach<RmsNormOp, gradRmsNorm>(ctx);
   attach<BatchNormOp, gradBatchNorm>(ctx);

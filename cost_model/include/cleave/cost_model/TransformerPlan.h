@@ -131,8 +131,9 @@ struct ParallelConfig {
   /// Attention as one fused kernel (FlashAttention-2: tiled, online
   /// softmax, the backward recomputing the scores from the saved
   /// log-sum-exp, fully masked blocks skipped) instead of the unfused
-  /// GEMM-softmax-dropout-GEMM ops. Pricing only for now (`attention=fused`):
-  /// the lowering emits the unfused ops, so a plan artifact refuses it.
+  /// GEMM-softmax-dropout-GEMM ops (`attention=fused`); the lowering
+  /// rewrites the model's attention into graph.attention
+  /// (cleave-fuse-attention), which needs attention without dropout.
   bool fusedAttention = false;
 };
 

@@ -192,3 +192,41 @@ LogicalResult MoeCombineGradOp::inferReturnTypes(MLIRContext *,
   types.push_back(adaptor.getWeights().getType());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Fused attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  SmallVector<Type> forward;
+  if (failed(inferAttentionResult(loc, adaptor.getQuery().getType(),
+                                  adaptor.getKey().getType(),
+                                  adaptor.getValue().getType(), forward)))
+    return failure();
+  if (adaptor.getOut().getType() != forward[0] ||
+      adaptor.getGrad().getType() != forward[0])
+    return emitOptionalError(loc, "attention_grad: out and grad must be ",
+                             forward[0], ", got ", adaptor.getOut().getType(),
+                             " and ", adaptor.getGrad().getType());
+  if (adaptor.getLse().getType() != forward[1])
+    return emitOptionalError(loc, "attention_grad: lse must be ", forward[1],
+                             ", got ", adaptor.getLse().getType());
+  types.push_back(adaptor.getQuery().getType());
+  types.push_back(adaptor.getKey().getType());
+  types.push_back(adaptor.getValue().getType());
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  return verifyAttentionAttributes(getLoc(), getCausal(),
+                                   getQueryBlocks().value_or(ArrayAttr()),
+                                   getScale().convertToDouble());
+}
+
+double AttentionGradOp::getFlops() {
+  return attentionFlops(getQuery().getType(), getKey().getType(), getCausal(),
+                        /*backward=*/true);
+}

@@ -208,6 +208,26 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferAttentionResult(loc, adaptor.getQuery().getType(),
+                              adaptor.getKey().getType(),
+                              adaptor.getValue().getType(), types);
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttentionAttributes(getLoc(), getCausal(),
+                                   getQueryBlocks().value_or(ArrayAttr()),
+                                   getScale().convertToDouble());
+}
+
+double AttentionOp::getFlops() {
+  return attentionFlops(getQuery().getType(), getKey().getType(), getCausal(),
+                        /*backward=*/false);
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

@@ -122,6 +122,96 @@ LogicalResult inferMatmulResult(std::optional<Location> loc, Type lhsType,
   return success();
 }
 
+LogicalResult inferAttentionResult(std::optional<Location> loc, Type queryType,
+                                   Type keyType, Type valueType,
+                                   SmallVectorImpl<Type> &results) {
+  auto q = cast<RankedTensorType>(queryType);
+  auto k = cast<RankedTensorType>(keyType);
+  auto v = cast<RankedTensorType>(valueType);
+  if (q.getRank() < 3 || k.getRank() != q.getRank() ||
+      v.getRank() != q.getRank())
+    return emitOptionalError(
+        loc, "attention expects query, key and value of one rank >= 3 "
+             "([batch..., seq, dim]), got ",
+        q, ", ", k, ", ", v);
+  if (q.getElementType() != k.getElementType() ||
+      q.getElementType() != v.getElementType())
+    return emitOptionalError(loc, "attention element types differ: ", q, ", ",
+                             k, ", ", v);
+  ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape(), vs = v.getShape();
+  int64_t rank = q.getRank();
+  if (qs.back() != ks.back())
+    return emitOptionalError(loc, "attention query and key head sizes differ: ",
+                             shapeString(qs), " vs ", shapeString(ks));
+  if (ks != vs)
+    return emitOptionalError(loc, "attention key and value shapes differ: ",
+                             shapeString(ks), " vs ", shapeString(vs));
+  // Key batch dimensions equal the query's, then possibly a run of 1s
+  // (grouped-query heads sharing one key head).
+  bool broadcasting = false;
+  for (int64_t d = 0; d < rank - 2; ++d) {
+    if (ks[d] == qs[d] && !(broadcasting && qs[d] != 1))
+      continue;
+    if (ks[d] == 1) {
+      broadcasting = true;
+      continue;
+    }
+    return emitOptionalError(
+        loc, "attention key batch dimensions must equal the query's or be a "
+             "trailing run of 1s (grouped-query heads), got query ",
+        shapeString(qs), " and key ", shapeString(ks));
+  }
+  Shape out(qs.begin(), qs.end());
+  out.back() = vs.back();
+  results.push_back(RankedTensorType::get(out, q.getElementType()));
+  // The log-sum-exp stays fp32 under 16-bit storage: the backward
+  // exponentiates scores against it, and a bf16 lse (8 bits of mantissa)
+  // would put percent errors on every probability.
+  results.push_back(RankedTensorType::get(
+      qs.drop_back(), Float32Type::get(q.getContext())));
+  return success();
+}
+
+LogicalResult verifyAttentionAttributes(std::optional<Location> loc,
+                                        bool causal, ArrayAttr queryBlocks,
+                                        double scale) {
+  if (queryBlocks && !causal)
+    return emitOptionalError(loc, "query_blocks places queries for the "
+                                  "causal mask; it needs `causal`");
+  if (queryBlocks && queryBlocks.empty())
+    return emitOptionalError(loc,
+                             "query_blocks must name at least one mesh axis");
+  if (!(scale > 0))
+    return emitOptionalError(loc, "scale must be positive, got ", scale);
+  return success();
+}
+
+double attentionScores(int64_t queries, int64_t keys, bool causal) {
+  double q = static_cast<double>(queries), k = static_cast<double>(keys);
+  if (!causal)
+    return q * k;
+  // Query i sees min(keys, i + shift + 1) keys, shift = keys - queries, so
+  // the last query sees all of them: sum over i of max(0, i + shift + 1).
+  int64_t shift = keys - queries;
+  if (shift >= 0)
+    return (static_cast<double>(shift + 1) + k) * q / 2;
+  return k * (k + 1) / 2;
+}
+
+double attentionFlops(Type queryType, Type keyType, bool causal,
+                      bool backward) {
+  auto q = cast<RankedTensorType>(queryType);
+  auto k = cast<RankedTensorType>(keyType);
+  int64_t rank = q.getRank();
+  double batch = 1;
+  for (int64_t d = 0; d < rank - 2; ++d)
+    batch *= static_cast<double>(q.getDimSize(d));
+  double scores =
+      attentionScores(q.getDimSize(rank - 2), k.getDimSize(rank - 2), causal);
+  double dim = static_cast<double>(q.getDimSize(rank - 1));
+  return batch * scores * (backward ? 10 * dim + 6 : 4 * dim + 5);
+}
+
 LogicalResult verifyAxis(std::optional<Location> loc, StringRef what,
                          int64_t axis, int64_t rank) {
   if (axis < 0 || axis >= rank)

@@ -25,7 +25,9 @@
 
 namespace cleave::comm {
 
-enum class ElementType { F32, I64, U8 };
+/// BF16: bfloat16 storage (Bfloat16.h); sums and means of it are taken in
+/// fp32 pair by pair and rounded back.
+enum class ElementType { F32, I64, U8, BF16 };
 
 int64_t elementBytes(ElementType type);
 

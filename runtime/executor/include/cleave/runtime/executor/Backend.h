@@ -67,6 +67,15 @@ public:
   virtual void copyOutAsync(void *dst, const void *src, int64_t bytes) = 0;
   /// Zeroes backend memory (ordered with the kernels).
   virtual void fillZero(void *dst, int64_t bytes) = 0;
+  /// n elements of 16-bit float storage (`dtype` BF16) at `src` as fp32 at
+  /// `dst`, and back, rounded to nearest even; both in backend memory and
+  /// ordered with the kernels. How fp32 kernels run on the tensors a bf16
+  /// plan stores in 16 bits (Widening.h); throws std::invalid_argument for
+  /// another dtype.
+  virtual void widen(const void *src, plan::DType dtype, float *dst,
+                     int64_t n) = 0;
+  virtual void narrow(const float *src, void *dst, plan::DType dtype,
+                      int64_t n) = 0;
   /// Waits until all enqueued work is done.
   virtual void synchronize() = 0;
 };

@@ -174,6 +174,9 @@ private:
 
   std::unique_ptr<Backend> ownedBackend_;
   Backend *backend_ = nullptr;
+  /// Runs fp32 kernels on the tensors a bf16 plan stores in 16 bits
+  /// (src/Widening.h).
+  std::unique_ptr<class Widening> widening_;
   /// The program's arena in backend memory, and a few bytes of backend
   /// scratch for the loss reduction (a device collective needs device
   /// buffers).

@@ -99,6 +99,12 @@ public:
   int64_t attrAxis(const std::string &name, int64_t rank) const;
   /// A string list, or a single string as a list of one.
   std::vector<std::string> attrStrings(const std::string &name) const;
+  /// The causal mask's shift for `queries` x `keys` (key j masked for
+  /// query i when j > i + shift): keys - queries, unless `query_blocks`
+  /// says this device holds block g of n of the queries split over those
+  /// mesh axes (context parallelism), which gives
+  /// g * queries + keys - n * queries.
+  int64_t causalShift(int64_t queries, int64_t keys) const;
 };
 
 using KernelFn = void (*)(OpContext &);

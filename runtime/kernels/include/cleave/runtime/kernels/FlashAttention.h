@@ -38,6 +38,17 @@ struct FlashAttentionOptions {
   int64_t blockKeys = 64;
 };
 
+/// The kernels' four-dimensional shapes for graph.attention's operands,
+/// query [B..., Sq, D] and key/value [B'..., Sk, D] with B' equal to B but
+/// for a trailing run of 1s: batch 1, the query's batch dimensions as its
+/// heads and the key's as its key/value heads (head h then reads key head
+/// h / (heads / kvHeads), which is the broadcast). Throws
+/// std::invalid_argument for other shapes.
+struct AttentionShapes {
+  Shape query, key, lse;
+};
+AttentionShapes attentionShapes(const Shape &query, const Shape &key);
+
 /// out = softmax(scale q k^T, masked) v, and each row's log-sum-exp.
 void flashAttention(ConstTensorRef q, ConstTensorRef k, ConstTensorRef v,
                     const FlashAttentionOptions &options, TensorRef out,

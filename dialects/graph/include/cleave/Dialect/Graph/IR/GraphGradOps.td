@@ -51,6 +51,39 @@ def Graph_SoftmaxGradOp : Graph_Op<"softmax_grad", [Pure,
   }];
 }
 
+def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Pure,
+    InferTypeOpAdaptor, AllTypesMatch<["out", "grad"]>, Graph_CostOpInterface]> {
+  let summary = "Fused attention backward: gradients of query, key and value";
+  let description = [{
+    FlashAttention-2's backward: recomputes each block's probabilities from
+    the forward's log-sum-exp `lse` and `out` (for the softmax term
+    rowsum(dout * out)), never storing the scores. Results are like query,
+    key and value; a key or value broadcast over query heads (grouped-query
+    attention) gets the sum over the heads that read it. Attributes as the
+    forward's. FLOPs: the five block products, 10 * Sq * Sk * D
+    per batch entry, and 6 per score, over the unmasked scores only.
+  }];
+  let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
+                       Graph_FloatTensor:$value, Graph_FloatTensor:$out,
+                       Graph_FloatTensor:$lse, Graph_FloatTensor:$grad,
+                       F64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<StrArrayAttr>:$query_blocks);
+  let results = (outs Graph_FloatTensor:$query_grad,
+                      Graph_FloatTensor:$key_grad,
+                      Graph_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad `scale` `=` $scale
+    (`causal` $causal^)? (`query_blocks` $query_blocks^)? attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `,` type($out) `,`
+    type($lse)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    double getFlops();
+    bool usesTensorCores() { return true; }
+  }];
+}
+
 def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure,
     InferTypeOpAdaptor, AllTypesMatch<["input", "grad"]>, Graph_CostOpInterface]> {
   let summary = "Layer-norm backward: gradients of input, scale and bias";

@@ -28,6 +28,10 @@ def Graph_CostOpInterface : OpInterface<"CostOpInterface"> {
       "int64_t", "getBytesWritten", (ins), [{}], [{
         return ::cleave::graph::sumTensorBytes($_op->getResults());
       }]>,
+    InterfaceMethod<[{Whether the math runs on tensor cores at the device's
+      peak for the dtype (fused attention's block products), rather than on
+      CUDA cores at the fp32 vector rate (elementwise, normalisation).}],
+      "bool", "usesTensorCores", (ins), [{}], [{ return false; }]>,
   ];
 }
 

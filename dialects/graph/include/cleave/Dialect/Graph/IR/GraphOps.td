@@ -422,6 +422,54 @@ def Graph_RopeOp : Graph_Op<"rope", [Pure, SameOperandsAndResultType,
   }];
 }
 
+def Graph_AttentionOp : Graph_Op<"attention", [Pure, InferTypeOpAdaptor,
+                                             Graph_CostOpInterface]> {
+  let summary = "Fused scaled dot-product attention (FlashAttention-2)";
+  let description = [{
+    out = softmax(scale * query key^T, masked) value, as one kernel that
+    never holds the score matrix: blocks of queries walk blocks of keys
+    with an online softmax, and `lse` keeps each query row's log-sum-exp,
+    all the backward pass (graph.attention_grad) needs to recompute the
+    probabilities. Made by cleave-fuse-attention from the unfused
+    matmul-scale-softmax-matmul chain.
+
+    Shapes: query `[B..., Sq, D]`, key and value `[B'..., Sk, D]`; out
+    `[B..., Sq, D]`, lse `[B..., Sq]` (natural log, f32 whatever the
+    storage type: the backward exponentiates against it). The key's batch dimensions equal the query's except for a
+    trailing run of 1s that broadcasts: grouped-query attention, query
+    `[b, kv_heads, group, S, D]` against key `[b, kv_heads, 1, S, D]`.
+
+    `causal` masks key j for query i when j > i + (Sk - Sq). FLOPs: the two
+    products, 4 * Sq * Sk * D per batch entry, and 5 per score for
+    the softmax; under a causal mask only the unmasked fraction of the
+    scores, since wholly masked blocks are skipped.
+    `query_blocks` (set by cleave-spmd-partition when the queries are split
+    over mesh axes, as context parallelism does) places this device's block
+    for the mask, as graph.softmax's does.
+
+    ```mlir
+    %o, %lse = graph.attention %q, %k, %v scale = 1.250000e-01 causal
+        : tensor<2x12x128x64xf32>, tensor<2x12x128x64xf32>, tensor<2x12x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
+                       Graph_FloatTensor:$value, F64Attr:$scale,
+                       UnitAttr:$causal,
+                       OptionalAttr<StrArrayAttr>:$query_blocks);
+  let results = (outs Graph_FloatTensor:$out, Graph_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `scale` `=` $scale (`causal` $causal^)?
+    (`query_blocks` $query_blocks^)? attr-dict `:` type($query) `,`
+    type($key) `,` type($value)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    double getFlops();
+    /// The products run on tensor cores (they are GEMM tiles).
+    bool usesTensorCores() { return true; }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

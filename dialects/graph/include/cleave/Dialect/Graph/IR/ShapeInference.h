@@ -45,6 +45,26 @@ llvm::LogicalResult inferMatmulResult(std::optional<mlir::Location> loc,
                                       bool transposeLhs, bool transposeRhs,
                                       llvm::SmallVectorImpl<mlir::Type> &results);
 
+/// Results of graph.attention: out [B..., Sq, D] and lse [B..., Sq], after
+/// checking query [B..., Sq, D], key and value [B'..., Sk, D], B' equal to
+/// B but for a trailing run of 1s.
+llvm::LogicalResult inferAttentionResult(std::optional<mlir::Location> loc,
+                                         mlir::Type query, mlir::Type key,
+                                         mlir::Type value,
+                                         llvm::SmallVectorImpl<mlir::Type> &results);
+
+/// Scores an attention of `queries` x `keys` computes: all of them, or
+/// under a causal mask (key j masked for query i when j > i + shift, shift
+/// defaulting to keys - queries) only the unmasked ones.
+double attentionScores(int64_t queries, int64_t keys, bool causal);
+
+/// FLOPs of graph.attention (forward: q k^T and p v, 4 D per score, and 5
+/// for the softmax) or graph.attention_grad (backward: the scores again,
+/// dv, dp, dq and dk, 10 D per score, and 6 elementwise), over the
+/// unmasked scores.
+double attentionFlops(mlir::Type query, mlir::Type key, bool causal,
+                      bool backward);
+
 llvm::LogicalResult inferReduceResult(std::optional<mlir::Location> loc,
                                       mlir::Type input,
                                       llvm::ArrayRef<int64_t> axes,
@@ -100,6 +120,14 @@ llvm::LogicalResult verifyAxis(std::optional<mlir::Location> loc,
 
 /// Checks that the normalisation parameter `param` (scale or bias) has the
 /// shape input.shape[axis:] and the input's element type.
+/// The attributes graph.attention and graph.attention_grad share: a
+/// positive scale, and query_blocks (naming at least one axis) only with a
+/// causal mask.
+llvm::LogicalResult verifyAttentionAttributes(std::optional<mlir::Location> loc,
+                                              bool causal,
+                                              mlir::ArrayAttr queryBlocks,
+                                              double scale);
+
 llvm::LogicalResult verifyNormParam(std::optional<mlir::Location> loc,
                                     llvm::StringRef what, mlir::Type input,
                                     int64_t axis, mlir::Type param);

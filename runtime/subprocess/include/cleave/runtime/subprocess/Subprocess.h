@@ -1,14 +1,14 @@
 //===- Subprocess.h - Run a program with a timeout --------------*- C++ -*-===//
 //
 // mpirun can hang (a rank that never reaches a collective, a launcher
-// waiting on a network it cannot reach), and the profiler must then fail
-// with a message rather than wait forever. The child runs in its own
+// waiting on a network it cannot reach), and the profiler and the launcher
+// must then fail with a message rather than wait forever. The child runs in its own
 // process group so that a timeout can end it and everything it started.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_RUNTIME_PROFILER_SRC_SUBPROCESS_H
-#define CLEAVE_RUNTIME_PROFILER_SRC_SUBPROCESS_H
+#ifndef CLEAVE_RUNTIME_SUBPROCESS_SUBPROCESS_H
+#define CLEAVE_RUNTIME_SUBPROCESS_SUBPROCESS_H
 
 #include "absl/status/statusor.h"
 
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace cleave::profiler {
+namespace cleave::subprocess {
 
 struct ProcessOutcome {
   /// The exit code, or 128 + the signal that ended it.
@@ -59,6 +59,6 @@ private:
   std::string path;
 };
 
-} // namespace cleave::profiler
+} // namespace cleave::subprocess
 
-#endif // CLEAVE_RUNTIME_PROFILER_SRC_SUBPROCESS_H
+#endif // CLEAVE_RUNTIME_SUBPROCESS_SUBPROCESS_H

@@ -1,6 +1,6 @@
 //===- Subprocess.cpp - Run a program with a timeout ----------------------===//
 
-#include "Subprocess.h"
+#include "cleave/runtime/subprocess/Subprocess.h"
 
 #include <cerrno>
 #include <chrono>
@@ -17,7 +17,7 @@
 
 extern char **environ;
 
-namespace cleave::profiler {
+namespace cleave::subprocess {
 namespace {
 
 constexpr size_t kKeptLines = 20;
@@ -215,4 +215,4 @@ std::vector<std::string> MpiSessionDirectory::environment() const {
   return {"OMPI_MCA_orte_tmpdir_base=" + path};
 }
 
-} // namespace cleave::profiler
+} // namespace cleave::subprocess

@@ -1,0 +1,73 @@
+// RUN: cleave-opt %s -split-input-file -verify-diagnostics
+// Every verifier error of graph.attention and graph.attention_grad.
+
+func.func @rank(%q: tensor<16x8xf32>) {
+  // expected-error @+1 {{attention expects query, key and value of one rank >= 3}}
+  %o, %l = graph.attention %q, %q, %q scale = 1.0 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @head_size(%q: tensor<2x16x8xf32>, %k: tensor<2x16x4xf32>) {
+  // expected-error @+1 {{attention query and key head sizes differ: [2, 16, 8] vs [2, 16, 4]}}
+  %o, %l = graph.attention %q, %k, %k scale = 1.0 : tensor<2x16x8xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>
+  return
+}
+
+// -----
+
+func.func @value_shape(%q: tensor<2x16x8xf32>, %v: tensor<2x12x8xf32>) {
+  // expected-error @+1 {{attention key and value shapes differ: [2, 16, 8] vs [2, 12, 8]}}
+  %o, %l = graph.attention %q, %q, %v scale = 1.0 : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x12x8xf32>
+  return
+}
+
+// -----
+
+// A broadcast key head must be a trailing run of the batch dimensions.
+func.func @leading_broadcast(%q: tensor<2x3x16x8xf32>, %k: tensor<1x3x16x8xf32>) {
+  // expected-error @+1 {{attention key batch dimensions must equal the query's or be a trailing run of 1s (grouped-query heads), got query [2, 3, 16, 8] and key [1, 3, 16, 8]}}
+  %o, %l = graph.attention %q, %k, %k scale = 1.0 : tensor<2x3x16x8xf32>, tensor<1x3x16x8xf32>, tensor<1x3x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @scale(%q: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{scale must be positive, got 0}}
+  %o, %l = graph.attention %q, %q, %q scale = 0.0 : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @blocks_need_causal(%q: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{query_blocks places queries for the causal mask; it needs `causal`}}
+  %o, %l = graph.attention %q, %q, %q scale = 1.0 query_blocks ["cp"] : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @blocks_named(%q: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{query_blocks must name at least one mesh axis}}
+  %o, %l = graph.attention %q, %q, %q scale = 1.0 causal query_blocks [] : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @grad_lse(%q: tensor<2x16x8xf32>, %l: tensor<2x8xf32>) {
+  // expected-error @+1 {{attention_grad: lse must be 'tensor<2x16xf32>', got 'tensor<2x8xf32>'}}
+  %dq, %dk, %dv = graph.attention_grad %q, %q, %q, %q, %l, %q scale = 1.0 : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @grad_scale(%q: tensor<2x16x8xf32>, %l: tensor<2x16xf32>) {
+  // expected-error @+1 {{scale must be positive, got -1}}
+  %dq, %dk, %dv = graph.attention_grad %q, %q, %q, %q, %l, %q scale = -1.0 : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16xf32>
+  return
+}

@@ -1,0 +1,114 @@
+//===- FlashAttentionOpsTest.cpp - graph.attention and its gradient -------===//
+//
+// The CUDA kernels (warp per row, key tiles in shared memory) against the
+// CPU's FlashAttention-2 blocks: head sizes over each register layout (up
+// to 32, 64, 128, 256 elements a row), causal and not, more keys than
+// queries and more queries than keys (rows that see no key), grouped-query
+// heads, and a block of queries placed by query_blocks. The backward runs
+// on the forward's own output and log-sum-exp (a two-instruction case).
+// Both sum in fp32 in different orders, hence the tolerances.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaOpCase.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+using namespace cleave::test;
+
+namespace {
+
+struct AttentionCase {
+  std::vector<int64_t> query, key;
+  bool causal;
+};
+
+std::vector<int64_t> lseShape(std::vector<int64_t> query) {
+  query.pop_back();
+  return query;
+}
+
+void forwardCase(const AttentionCase &c, uint64_t seed) {
+  OpCase t("graph.attention");
+  t.f32(c.query, seed);
+  t.f32(c.key, seed + 1);
+  t.f32(c.key, seed + 2);
+  t.output(c.query);
+  t.output(lseShape(c.query));
+  t.setFloat("scale", 1.0 / std::sqrt(double(c.query.back())));
+  t.setBool("causal", c.causal);
+  t.expectMatch(2e-4, 2e-5);
+}
+
+void backwardCase(const AttentionCase &c, uint64_t seed) {
+  OpCase t("graph.attention");
+  int32_t q = t.f32(c.query, seed);
+  int32_t k = t.f32(c.key, seed + 1);
+  int32_t v = t.f32(c.key, seed + 2);
+  int32_t out = t.output(c.query);
+  int32_t lse = t.output(lseShape(c.query));
+  double scale = 1.0 / std::sqrt(double(c.query.back()));
+  t.setFloat("scale", scale).setBool("causal", c.causal);
+  t.then("graph.attention_grad");
+  t.input(q);
+  t.input(k);
+  t.input(v);
+  t.input(out);
+  t.input(lse);
+  t.f32(c.query, seed + 3);
+  t.output(c.query);
+  t.output(c.key);
+  t.output(c.key);
+  t.setFloat("scale", scale).setBool("causal", c.causal);
+  t.expectMatch(5e-4, 5e-5);
+}
+
+const std::vector<AttentionCase> kCases = {
+    {{2, 3, 17, 16}, {2, 3, 17, 16}, true},
+    {{1, 2, 40, 64}, {1, 2, 40, 64}, false},
+    {{1, 2, 33, 128}, {1, 2, 33, 128}, true},
+    {{1, 1, 20, 256}, {1, 1, 20, 256}, true},
+    // Keys cached ahead of the queries, and queries with no key.
+    {{2, 2, 9, 32}, {2, 2, 25, 32}, true},
+    {{1, 2, 30, 32}, {1, 2, 11, 32}, true},
+    // Grouped-query attention: 2 key heads, groups of 3 query heads.
+    {{2, 2, 3, 21, 48}, {2, 2, 1, 21, 48}, true},
+};
+
+} // namespace
+
+TEST_F(CudaOps, FlashAttentionForwardMatchesCpu) {
+  for (size_t i = 0; i < kCases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    forwardCase(kCases[i], 100 + 10 * i);
+  }
+}
+
+TEST_F(CudaOps, FlashAttentionBackwardMatchesCpu) {
+  for (size_t i = 0; i < kCases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    backwardCase(kCases[i], 300 + 10 * i);
+  }
+}
+
+TEST_F(CudaOps, FlashAttentionWithQueryBlocks) {
+  // One rank on "cp": the shift is keys - queries; the attribute's path
+  // (the executor's causalShift) still runs.
+  cleave::comm::MeshInfo mesh;
+  mesh.axisNames = {"cp"};
+  mesh.axisSizes = {1};
+  mesh.coords = {0};
+  OpCase t("graph.attention");
+  t.f32({1, 2, 8, 32}, 7);
+  t.f32({1, 2, 8, 32}, 8);
+  t.f32({1, 2, 8, 32}, 9);
+  t.output({1, 2, 8, 32});
+  t.output({1, 2, 8});
+  t.setFloat("scale", 0.25).setBool("causal", true);
+  t.setStrings("query_blocks", {"cp"});
+  t.setMesh(mesh);
+  t.expectMatch(2e-4, 2e-5);
+}
