@@ -22,49 +22,6 @@ using namespace cleave::graph;
 namespace cleave::onnx_import {
 namespace {
 
-/// Builds a chain of graph ops for one node: each step returns null once
-/// one failed (its diagnostic already given).
-class Chain {
-public:
-  explicit Chain(NodeContext &ctx) : ctx(ctx) {}
-
-  Value input() { return floatOperand(ctx, 0, "the input"); }
-  Value scalar(Value like, double value) {
-    if (!like)
-      return {};
-    auto type = cast<RankedTensorType>(like.getType());
-    return ctx.createSplat(RankedTensorType::get({}, type.getElementType()),
-                           value);
-  }
-  template <typename OpTy, typename... Args> Value op(Args... args) {
-    return compose<OpTy>(ctx, args...);
-  }
-  Value add(Value a, Value b) { return op<AddOp>(a, b); }
-  Value mul(Value a, Value b) { return op<MulOp>(a, b); }
-  Value max(Value a, Value b) { return op<MaxOp>(a, b); }
-  Value min(Value a, Value b) { return op<MinOp>(a, b); }
-  /// max(0, min(1, alpha x + beta)).
-  Value hardSigmoid(Value x, double alpha, double beta) {
-    Value lin = add(mul(x, scalar(x, alpha)), scalar(x, beta));
-    return max(min(lin, scalar(x, 1.0)), scalar(x, 0.0));
-  }
-  /// relu(x) + slope min(x, 0): x where x >= 0, slope x elsewhere, for any
-  /// slope (max(x, slope x) would need slope <= 1).
-  Value leaky(Value x, Value slope) {
-    return add(op<ReluOp>(x), mul(min(x, scalar(x, 0.0)), slope));
-  }
-  /// log(1 + e^x) = relu(x) + log(1 + e^-|x|).
-  Value softplus(Value x) {
-    Value abs = max(x, op<NegOp>(x));
-    Value tail = op<LogOp>(add(scalar(x, 1.0), op<ExpOp>(op<NegOp>(abs))));
-    return add(op<ReluOp>(x), tail);
-  }
-  LogicalResult result(Value v) {
-    return v ? ctx.setResult(0, v) : failure();
-  }
-
-  NodeContext &ctx;
-};
 
 LogicalResult convertClip(NodeContext &ctx) {
   Chain c(ctx);

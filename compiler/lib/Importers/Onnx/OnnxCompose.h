@@ -11,6 +11,8 @@
 
 #include "OnnxGraphImporter.h"
 
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+
 namespace cleave::onnx_import {
 
 /// Input `i` of the node as a run-time value, which must be floating point
@@ -42,6 +44,50 @@ mlir::Value compose(NodeContext &ctx, Args... args) {
   llvm::FailureOr<OpTy> op = ctx.create<OpTy>(args...);
   return mlir::succeeded(op) ? (*op)->getResult(0) : mlir::Value();
 }
+
+/// Builds a chain of graph ops for one node: each step returns null once
+/// one failed (its diagnostic already given).
+class Chain {
+public:
+  explicit Chain(NodeContext &ctx) : ctx(ctx) {}
+
+  mlir::Value input() { return floatOperand(ctx, 0, "the input"); }
+  mlir::Value scalar(mlir::Value like, double value) {
+    if (!like)
+      return {};
+    auto type = mlir::cast<mlir::RankedTensorType>(like.getType());
+    return ctx.createSplat(mlir::RankedTensorType::get({}, type.getElementType()),
+                           value);
+  }
+  template <typename OpTy, typename... Args> mlir::Value op(Args... args) {
+    return compose<OpTy>(ctx, args...);
+  }
+  mlir::Value add(mlir::Value a, mlir::Value b) { return op<graph::AddOp>(a, b); }
+  mlir::Value mul(mlir::Value a, mlir::Value b) { return op<graph::MulOp>(a, b); }
+  mlir::Value max(mlir::Value a, mlir::Value b) { return op<graph::MaxOp>(a, b); }
+  mlir::Value min(mlir::Value a, mlir::Value b) { return op<graph::MinOp>(a, b); }
+  /// max(0, min(1, alpha x + beta)).
+  mlir::Value hardSigmoid(mlir::Value x, double alpha, double beta) {
+    mlir::Value lin = add(mul(x, scalar(x, alpha)), scalar(x, beta));
+    return max(min(lin, scalar(x, 1.0)), scalar(x, 0.0));
+  }
+  /// relu(x) + slope min(x, 0): x where x >= 0, slope x elsewhere, for any
+  /// slope (max(x, slope x) would need slope <= 1).
+  mlir::Value leaky(mlir::Value x, mlir::Value slope) {
+    return add(op<graph::ReluOp>(x), mul(min(x, scalar(x, 0.0)), slope));
+  }
+  /// log(1 + e^x) = relu(x) + log(1 + e^-|x|).
+  mlir::Value softplus(mlir::Value x) {
+    mlir::Value abs = max(x, op<graph::NegOp>(x));
+    mlir::Value tail = op<graph::LogOp>(add(scalar(x, 1.0), op<graph::ExpOp>(op<graph::NegOp>(abs))));
+    return add(op<graph::ReluOp>(x), tail);
+  }
+  llvm::LogicalResult result(mlir::Value v) {
+    return v ? ctx.setResult(0, v) : mlir::failure();
+  }
+
+  NodeContext &ctx;
+};
 
 } // namespace cleave::onnx_import
 

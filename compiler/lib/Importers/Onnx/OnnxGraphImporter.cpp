@@ -174,6 +174,7 @@ const ConverterTable &getConverterTable() {
     addComputeConverters(t);
     addActivationConverters(t);
     addLayoutConverters(t);
+    addIndexConverters(t);
     addShapeConverters(t);
     return t;
   }();

@@ -158,6 +158,8 @@ void addActivationConverters(ConverterTable &table);
 /// Pad (constant), Tile, DepthToSpace, InstanceNormalization and Trilu as
 /// graph ops (OnnxLayoutConverters.cpp).
 void addLayoutConverters(ConverterTable &table);
+/// ArgMax and ArgMin as graph ops (OnnxIndexConverters.cpp).
+void addIndexConverters(ConverterTable &table);
 /// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
 void addShapeConverters(ConverterTable &table);
 /// Every converter; built once.

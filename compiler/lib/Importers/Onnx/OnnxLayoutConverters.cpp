@@ -5,7 +5,7 @@
 // sharding rules of those: constant Pad as a concatenation with constant
 // blocks, Tile as concatenated copies, DepthToSpace as reshape-transpose-
 // reshape, InstanceNormalization from means over the spatial axes, Trilu
-// as a product with a triangular mask.
+// as a selection by a triangular mask.
 //
 //===----------------------------------------------------------------------===//
 
@@ -184,12 +184,11 @@ LogicalResult convertInstanceNormalization(NodeContext &ctx) {
 
 /// Trilu: the upper (or lower) triangle of the last two axes from diagonal
 /// k on, the rest 0. Of a tensor known at import (exporters build causal
-/// masks so), computed then; of a run-time float tensor, a product with a
-/// 0/1 mask (exact for every finite value; a masked infinity or NaN would
-/// give NaN).
+/// masks so), computed then; of a run-time tensor, selected by a
+/// triangular mask.
 LogicalResult convertTrilu(NodeContext &ctx) {
   const HostTensor *known = ctx.getConstant(0);
-  Value x = known ? Value() : floatOperand(ctx, 0, "the input");
+  Value x = known ? Value() : ctx.getValue(0);
   if (!known && !x)
     return failure();
   Shape s = known ? known->shape : shapeOf(x);
@@ -197,18 +196,20 @@ LogicalResult convertTrilu(NodeContext &ctx) {
     return ctx.emitError() << "needs an input of rank 2 or more, got "
                            << shapeToString(s);
   int64_t k = 0;
-  if (ctx.hasInput(1)) {
-    const HostTensor *given = ctx.getConstant(1);
-    if (!given || given->size() != 1)
-      return ctx.emitError() << "k must be one integer known at import time";
+  const HostTensor *given = ctx.hasInput(1) ? ctx.getConstant(1) : nullptr;
+  if (given) {
+    if (given->size() != 1)
+      return ctx.emitError() << "k must be one integer, got "
+                             << given->size() << " values";
     k = given->getInt(0);
   }
+  bool runTimeK = ctx.hasInput(1) && !given;
   bool upper = ctx.getInt("upper", 1) != 0;
   int64_t rows = s[s.size() - 2], cols = s.back();
   auto kept = [&](int64_t i, int64_t j) {
     return upper ? j - i >= k : j - i <= k;
   };
-  if (known) {
+  if (known && !runTimeK) {
     HostTensor out = *known;
     for (int64_t e = 0; e < out.size(); ++e) {
       int64_t j = e % cols, i = (e / cols) % rows;
@@ -221,12 +222,48 @@ LogicalResult convertTrilu(NodeContext &ctx) {
     }
     return ctx.setResult(0, std::move(out));
   }
-  HostTensor mask = HostTensor::zeros(onnx::TensorProto::FLOAT, {rows, cols});
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      mask.floats[i * cols + j] = kept(i, j) ? 1 : 0;
-  Value y = compose<MulOp>(ctx, x, ctx.createConstant(mask));
-  return y ? ctx.setResult(0, y) : failure();
+  // Run-time values: where(mask, x, 0), which keeps an infinity or NaN
+  // above the diagonal out (a 0/1 product would not). Integer tensors (index
+  // masks) pass through f32 and back, exact below 2^24.
+  if (!x && !(x = ctx.getValue(0)))
+    return failure();
+  auto type = cast<RankedTensorType>(x.getType());
+  bool integer = isa<IntegerType>(type.getElementType());
+  Chain c(ctx);
+  if (integer)
+    x = c.op<CastOp>(type.clone(Float32Type::get(x.getContext())), x);
+  Value mask;
+  if (runTimeK) {
+    // k given at run time: the mask is (j - i >= k) or (j - i <= k),
+    // compared against the offsets of the last two axes.
+    HostTensor offsets = HostTensor::zeros(onnx::TensorProto::FLOAT,
+                                           {rows, cols});
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        offsets.floats[i * cols + j] = double(j - i);
+    Value kValue = ctx.getValue(1);
+    if (!kValue)
+      return failure();
+    auto kType = cast<RankedTensorType>(kValue.getType());
+    if (kType.getNumElements() != 1)
+      return ctx.emitError() << "k must be one integer, got " << kType;
+    Value kf = c.op<CastOp>(
+        RankedTensorType::get({}, Float32Type::get(x.getContext())),
+        kType.getRank() == 0 ? kValue : ctx.reshape(kValue, {}).value_or(Value()));
+    mask = c.op<CompareOp>(StringAttr::get(x.getContext(), upper ? "ge" : "le"),
+                           ctx.createConstant(offsets), kf);
+  } else {
+    HostTensor constant = HostTensor::zeros(onnx::TensorProto::BOOL,
+                                            {rows, cols});
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        constant.ints[i * cols + j] = kept(i, j) ? 1 : 0;
+    mask = ctx.createConstant(constant);
+  }
+  Value y = c.op<WhereOp>(mask, x, c.scalar(x, 0.0));
+  if (integer)
+    y = c.op<CastOp>(type, y);
+  return c.result(y);
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxConstantFolding.h"
+#include "OnnxCompose.h"
 #include "OnnxGraphImporter.h"
 #include "OnnxShapeRules.h"
 
@@ -361,10 +362,31 @@ Value getNormParam(NodeContext &ctx, unsigned i, ArrayRef<int64_t> shape,
   return failed(r) ? Value() : *r;
 }
 
+/// LayerNormalization's optional outputs, the statistics over the
+/// normalized axes [axis, rank) kept as 1s: Mean, and InvStdDev =
+/// 1 / sqrt(mean((x - Mean)^2) + epsilon), in graph ops.
+LogicalResult setLayerNormStatistics(NodeContext &ctx, Value x, int64_t axis,
+                                     double epsilon) {
+  Chain c(ctx);
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d)
+    axes.push_back(d);
+  Value mean = c.op<ReduceMeanOp>(x, ArrayRef<int64_t>(axes), true);
+  Value centered = c.op<SubOp>(x, mean);
+  Value variance = c.op<ReduceMeanOp>(c.mul(centered, centered),
+                                      ArrayRef<int64_t>(axes), true);
+  Value inv = c.op<RsqrtOp>(c.add(variance, c.scalar(x, epsilon)));
+  if (!mean || !inv)
+    return failure();
+  if (ctx.isOutputUsed(1) && failed(ctx.setResult(1, mean)))
+    return failure();
+  if (ctx.isOutputUsed(2) && failed(ctx.setResult(2, inv)))
+    return failure();
+  return success();
+}
+
 LogicalResult convertLayerNormalization(NodeContext &ctx) {
-  if (ctx.isOutputUsed(1) || ctx.isOutputUsed(2))
-    return ctx.emitError() << "the Mean and InvStdDev outputs are not "
-                              "supported";
   Value x = ctx.getValue(0);
   if (!x || failed(requireFloat(ctx, x, "the input")))
     return failure();
@@ -381,9 +403,13 @@ LogicalResult convertLayerNormalization(NodeContext &ctx) {
       !(bias = getNormParam(ctx, 2, normalized, type.getElementType())))
     return failure();
   OpBuilder &b = ctx.getBuilder();
-  return setCreated(ctx, ctx.create<LayerNormOp>(
-                             x, scale, bias, b.getI64IntegerAttr(*axis),
-                             b.getF64FloatAttr(ctx.getFloat("epsilon", 1e-5))));
+  double epsilon = ctx.getFloat("epsilon", 1e-5);
+  if ((ctx.isOutputUsed(1) || ctx.isOutputUsed(2)) &&
+      failed(setLayerNormStatistics(ctx, x, *axis, epsilon)))
+    return failure();
+  return setCreated(ctx, ctx.create<LayerNormOp>(x, scale, bias,
+                                                 b.getI64IntegerAttr(*axis),
+                                                 b.getF64FloatAttr(epsilon)));
 }
 
 /// Inference-mode batch norm: scale and bias are trained, the running mean
