@@ -43,9 +43,8 @@ import sys
 
 import plan_biases
 from runtime_calibration import kendall_tau_b
+from benchlib import DEFAULT_CLEAVE, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CLEAVE = os.path.join(ROOT, "build", "tools", "cleave", "cleave")
 DEFAULT_RUNS = os.path.join(ROOT, "bench", "data", "calibration")
 AIM_TAU, AIM_MEDIAN = 0.8, 15.0
 

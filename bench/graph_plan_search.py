@@ -36,10 +36,9 @@ import sys
 import tempfile
 import time
 
-from search_benchmark import compile_json
+from benchlib import compile_json
+from benchlib import DEFAULT_CLEAVE, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CLEAVE = os.path.join(ROOT, "build", "tools", "cleave", "cleave")
 RESNET50 = os.path.join(ROOT, "test", "models", "resnet50.onnx")
 STEP_RE = re.compile(r"^step\s+(\d+)\s+loss\s+(\S+)\s+time\s+([0-9.]+)\s*ms")
 

@@ -30,7 +30,7 @@ import os
 import tempfile
 
 from graph_plan_search import cli, run_plan
-from search_benchmark import compile_json
+from benchlib import compile_json
 
 
 # (label, model arguments, cluster, global batch)

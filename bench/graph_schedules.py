@@ -35,7 +35,7 @@ import sys
 import tempfile
 
 from graph_plan_search import STEP_RE, cli
-from search_benchmark import compile_json
+from benchlib import compile_json
 
 SCHEDULES = ["1f1b", "gpipe", "interleaved", "zb-h1"]
 

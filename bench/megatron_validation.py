@@ -30,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+from benchlib import DEFAULT_CLEAVE
 
 ROWS = [  # params, hidden, layers, heads, GPUs, TP, PP, DP, batch, TFLOP/s
     ("1.7b", 2304, 24, 24, 32, 1, 1, 32, 512, 137),
@@ -66,9 +67,7 @@ def score(cleave, name, gpus, tp, pp, dp, batch, mbs):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    cleave = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        here, "..", "build", "tools", "cleave", "cleave")
+    cleave = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_CLEAVE
     print(f"{'model':>7} {'GPUs':>5} {'t':>2} {'p':>3} {'d':>3} {'batch':>5} "
           f"{'measured':>8} | {'mbs=1':>6} {'err':>7} | {'best mbs':>8} "
           f"{'TFLOP/s':>7} {'err':>7} | {'step s':>7} {'bubble':>6} {'mem GB':>6}")
@@ -192,6 +191,4 @@ def h100_table(cleave):
 
 if __name__ == "__main__":
     main()
-    here = os.path.dirname(os.path.abspath(__file__))
-    h100_table(sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        here, "..", "build", "tools", "cleave", "cleave"))
+    h100_table(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_CLEAVE)

@@ -51,9 +51,8 @@ import time
 
 from block_effects import plan_times, split_half
 from machine_load import LoadMeter, wait_idle
+from benchlib import DEFAULT_CLEAVE, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CLEAVE = os.path.join(ROOT, "build", "tools", "cleave", "cleave")
 DEFAULT_MODEL = "zoo:gpt,layers=4,hidden=512,heads=8,seq=128,vocab=1024"
 
 # (name, --fix knobs) for 4 ranks and a global batch of 8.

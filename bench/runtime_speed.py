@@ -59,9 +59,8 @@ import tempfile
 import time
 
 from machine_load import LoadMeter, wait_idle
+from benchlib import DEFAULT_CLEAVE, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CLEAVE = os.path.join(ROOT, "build", "tools", "cleave", "cleave")
 STEP_RE = re.compile(r"^step\s+(\d+)\s+loss\s+(\S+)\s+time\s+([0-9.]+)\s*ms")
 
 # ---------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from plan_text import recompute_text
+from benchlib import DEFAULT_CLEAVE, compile_json, recompute_text
 
 ROWS = [  # name, layers, GPUs, TP, PP, DP, batch
     ("1.7b", 24, 32, 1, 1, 32, 512),
@@ -42,26 +42,8 @@ ROWS = [  # name, layers, GPUs, TP, PP, DP, batch
 ]
 
 
-def compile_json(cleave, model_args, cluster, batch, fix=None):
-    """`cleave compile ... --json`: (the JSON or None, wall seconds, the
-    error's last line)."""
-    cmd = [cleave, "compile", *model_args, "--cluster", cluster,
-           "--global-batch", str(batch), "--json"]
-    if fix:
-        cmd += ["--fix", fix]
-    start = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if out.returncode != 0:
-        lines = out.stderr.strip().splitlines()
-        return None, wall, lines[-1] if lines else "exit %d" % out.returncode
-    return json.loads(out.stdout), wall, ""
-
-
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    cleave = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        here, "..", "build", "tools", "cleave", "cleave")
+    cleave = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_CLEAVE
     print(f"{'model':>9} {'layers':>6} {'GPUs':>5} | {'search s':>8} "
           f"{'plans':>6} {'simul.':>6} | {'searched':>8} {'Megatron':>8} "
           f"{'ratio':>6} | searched plan")

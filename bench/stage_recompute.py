@@ -16,10 +16,8 @@ import os
 import subprocess
 import time
 
-from plan_text import recompute_text
+from benchlib import DEFAULT_CLEAVE, ROOT, compile_json, recompute_text
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CLEAVE = os.path.join(ROOT, "build", "tools", "cleave", "cleave")
 
 ROWS = [  # model, cluster, global batch
     ("zoo:megatron-310b", "dgx-a100-80g,nodes=240", 2160),
@@ -28,18 +26,6 @@ ROWS = [  # model, cluster, global batch
     ("zoo:gpt3-175b", "dgx-a100-40g,nodes=64", 1536),
     ("zoo:llama2-70b", "dgx-a100-40g,nodes=8", 512),
 ]
-
-
-def compile_json(cleave, model, cluster, batch, fix=None):
-    cmd = [cleave, "compile", model, "--cluster", cluster, "--global-batch",
-           str(batch), "--json"]
-    if fix:
-        cmd += ["--fix", fix]
-    t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        return None, time.time() - t0
-    return json.loads(p.stdout), time.time() - t0
 
 
 def describe(d):
@@ -57,10 +43,10 @@ def main():
     print(f"{'model':>18} {'cluster':>24} | {'free':>7} {'uniform':>7} "
           f"{'ratio':>6} | {'search s':>8} | plans (free; best uniform)")
     for model, cluster, batch in ROWS:
-        free, secs = compile_json(args.cleave, model, cluster, batch)
+        free, secs, _ = compile_json(args.cleave, model, cluster, batch)
         best = None
         for mode in ("none", "selective", "full"):
-            d, _ = compile_json(args.cleave, model, cluster, batch,
+            d, _, _ = compile_json(args.cleave, model, cluster, batch,
                                 f"recompute={mode}")
             if d and (best is None or d["predicted"]["tflops_per_device"] >
                       best["predicted"]["tflops_per_device"]):

@@ -29,9 +29,8 @@ import re
 import statistics
 import subprocess
 import tempfile
+from benchlib import DEFAULT_CLEAVE, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CLEAVE = os.path.join(ROOT, "build", "tools", "cleave", "cleave")
 STEP_RE = re.compile(r"^step\s+(\d+)\s+loss\s+\S+\s+time\s+([0-9.]+)\s*ms")
 
 PREDICTED = [  # model, cluster, global batch, fixed knobs
@@ -50,17 +49,6 @@ PREDICTED = [  # model, cluster, global batch, fixed knobs
 SMALL_GPT = "zoo:gpt,layers=4,hidden=512,heads=8,seq=128,vocab=8192"
 
 
-def compile_json(cleave, model, cluster, batch, fix):
-    cmd = [cleave, "compile", model, "--cluster", cluster, "--global-batch",
-           str(batch), "--json"]
-    if fix:
-        cmd += ["--fix", fix]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        return None, out.stderr.strip().splitlines()[-1]
-    return json.loads(out.stdout), ""
-
-
 def predicted_table(cleave):
     print("Predicted step time (cost model), overlap-grad on vs off")
     print(f"{'model':>18} {'plan':>34} {'zero':>4} | {'on s':>8} "
@@ -69,7 +57,7 @@ def predicted_table(cleave):
         for zero in (1, 2, 3):
             times = []
             for overlap in ("on", "off"):
-                d, err = compile_json(cleave, model, cluster, batch,
+                d, _, err = compile_json(cleave, model, cluster, batch,
                                       f"{fix},zero={zero},overlap-grad={overlap}")
                 times.append(d["predicted"]["step_time_s"] if d else None)
             on, off = times
@@ -78,7 +66,7 @@ def predicted_table(cleave):
                 continue
             print(f"{model:>18} {fix[:34]:>34} {zero:>4} | {on:8.3f} "
                   f"{off:8.3f} {on / off:6.3f}")
-        d, _ = compile_json(cleave, model, cluster, batch, None)
+        d, _, _ = compile_json(cleave, model, cluster, batch, None)
         if d:
             p = d["plan"]
             knobs = ",".join(f"{k}={p[k]}" for k in (
