@@ -14,9 +14,31 @@ namespace cleave::cost {
 
 std::string_view precisionName(DType dtype) { return dtypeName(dtype); }
 
-absl::StatusOr<std::vector<std::string>>
-applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
-  std::vector<std::string> given;
+namespace {
+
+constexpr std::string_view kKnobNames[kNumKnobs] = {
+    "dp",         "tp",       "pp",          "cp",
+    "ep",         "sp",       "zero",        "microbatch",
+    "schedule",   "vpp",      "recompute",   "recompute-scope",
+    "precision",  "overlap-grad", "overlap-p2p", "stages",
+    "attention"};
+
+} // namespace
+
+std::string_view knobName(Knob knob) {
+  return kKnobNames[static_cast<size_t>(knob)];
+}
+
+std::optional<Knob> knobNamed(std::string_view name) {
+  for (size_t i = 0; i < kNumKnobs; ++i)
+    if (kKnobNames[i] == name)
+      return static_cast<Knob>(i);
+  return std::nullopt;
+}
+
+absl::StatusOr<KnobSet> applyPlanKnobs(std::string_view knobs,
+                                       ParallelConfig &plan) {
+  KnobSet given;
   for (absl::string_view item :
        absl::StrSplit(absl::string_view(knobs.data(), knobs.size()), ',',
                       absl::SkipWhitespace())) {
@@ -27,7 +49,14 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
     if (key.empty() || value.empty())
       return absl::InvalidArgumentError(
           absl::StrCat("expected knob=value, got '", item, "'"));
-    if (std::find(given.begin(), given.end(), key) != given.end())
+    std::optional<Knob> knob = knobNamed(key);
+    if (!knob)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown knob '", key,
+          "' (knobs: dp, tp, pp, cp, ep, sp, zero, microbatch, schedule, vpp, "
+          "recompute, precision, overlap-grad, overlap-p2p, stages, "
+          "recompute-scope, attention)"));
+    if (given.contains(*knob))
       return absl::InvalidArgumentError(
           absl::StrCat("knob '", key, "' is given twice"));
     auto integer = [&](int64_t &out, int64_t lo) -> absl::Status {
@@ -38,30 +67,30 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
       return absl::OkStatus();
     };
     absl::Status status;
-    if (key == "dp")
+    if (*knob == Knob::Dp)
       status = integer(plan.dp, 1);
-    else if (key == "tp")
+    else if (*knob == Knob::Tp)
       status = integer(plan.tp, 1);
-    else if (key == "pp")
+    else if (*knob == Knob::Pp)
       status = integer(plan.pp, 1);
-    else if (key == "cp")
+    else if (*knob == Knob::Cp)
       status = integer(plan.cp, 1);
-    else if (key == "ep")
+    else if (*knob == Knob::Ep)
       status = integer(plan.ep, 1);
-    else if (key == "microbatch")
+    else if (*knob == Knob::Microbatch)
       status = integer(plan.microbatchSize, 1);
-    else if (key == "vpp") {
+    else if (*knob == Knob::Vpp) {
       status = integer(plan.chunks, 1);
       if (status.ok() && plan.chunks > 1)
         plan.schedule = ScheduleKind::Interleaved;
-    } else if (key == "zero") {
+    } else if (*knob == Knob::Zero) {
       int64_t z;
       status = integer(z, 0);
       if (status.ok() && z > 3)
         status = absl::InvalidArgumentError(
             absl::StrCat("knob 'zero' takes 0, 1, 2 or 3, got ", z));
       plan.zero = static_cast<int>(z);
-    } else if (key == "sp") {
+    } else if (*knob == Knob::Sp) {
       if (value == "on" || value == "true" || value == "1")
         plan.sequenceParallel = true;
       else if (value == "off" || value == "false" || value == "0")
@@ -69,38 +98,38 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
       else
         status = absl::InvalidArgumentError(
             absl::StrCat("knob 'sp' takes on or off, got '", value, "'"));
-    } else if (key == "overlap-grad" || key == "overlap-p2p") {
+    } else if (*knob == Knob::OverlapGrad || *knob == Knob::OverlapP2p) {
       bool on = value == "on" || value == "true" || value == "1";
       if (!on && value != "off" && value != "false" && value != "0")
         status = absl::InvalidArgumentError(absl::StrCat(
             "knob '", key, "' takes on or off, got '", value, "'"));
-      (key == "overlap-grad" ? plan.overlapGradReduce : plan.overlapTransfers) =
-          on;
-    } else if (key == "recompute-scope") {
+      (*knob == Knob::OverlapGrad ? plan.overlapGradReduce
+                                  : plan.overlapTransfers) = on;
+    } else if (*knob == Knob::RecomputeScope) {
       if (value == "needed" || value == "layer")
         plan.recomputeWholeLayer = value == "layer";
       else
         status = absl::InvalidArgumentError(absl::StrCat(
             "knob 'recompute-scope' takes needed or layer, got '", value,
             "'"));
-    } else if (key == "attention") {
+    } else if (*knob == Knob::Attention) {
       if (value == "fused" || value == "unfused")
         plan.fusedAttention = value == "fused";
       else
         status = absl::InvalidArgumentError(absl::StrCat(
             "knob 'attention' takes fused or unfused, got '", value, "'"));
-    } else if (key == "stages") {
+    } else if (*knob == Knob::Stages) {
       if (value == "balanced" || value == "even")
         plan.balanceStages = value == "balanced";
       else
         status = absl::InvalidArgumentError(absl::StrCat(
             "knob 'stages' takes balanced or even, got '", value, "'"));
-    } else if (key == "schedule") {
+    } else if (*knob == Knob::Schedule) {
       auto kind = parseSchedule(value);
       if (kind.ok())
         plan.schedule = *kind;
       status = kind.status();
-    } else if (key == "recompute") {
+    } else if (*knob == Knob::Recompute) {
       // One mode for every stage, or one per stage separated by '/'.
       std::vector<Recompute> modes;
       for (absl::string_view part : absl::StrSplit(value, '/')) {
@@ -125,21 +154,15 @@ applyPlanKnobs(std::string_view knobs, ParallelConfig &plan) {
         if (modes.size() > 1)
           plan.stageRecompute = modes;
       }
-    } else if (key == "precision") {
+    } else if (*knob == Knob::Precision) {
       auto dtype = parseDType(value);
       if (dtype.ok())
         plan.precision = *dtype;
       status = dtype.status();
-    } else {
-      status = absl::InvalidArgumentError(absl::StrCat(
-          "unknown knob '", key,
-          "' (knobs: dp, tp, pp, cp, ep, sp, zero, microbatch, schedule, vpp, "
-          "recompute, precision, overlap-grad, overlap-p2p, stages, "
-          "recompute-scope, attention)"));
     }
     if (!status.ok())
       return status;
-    given.push_back(key);
+    given.insert(*knob);
   }
   return given;
 }

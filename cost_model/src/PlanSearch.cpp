@@ -35,8 +35,8 @@ struct Candidate {
   double lowerBound;
 };
 
-bool fixedKnob(const PlanSearchOptions &o, const char *name) {
-  return o.fixedKnobs.count(name) > 0;
+bool fixedKnob(const PlanSearchOptions &o, Knob knob) {
+  return o.fixedKnobs.contains(knob);
 }
 
 } // namespace
@@ -65,31 +65,31 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
   for (int64_t t : divisorsOf(cluster.devicesPerNode, cluster.devicesPerNode))
     if (m.heads % t == 0 && m.kv() % t == 0 && m.mlp() % t == 0)
       tps.push_back(t);
-  if (fixedKnob(o, "tp"))
+  if (fixedKnob(o, Knob::Tp))
     tps = {f.tp};
   for (int64_t c : {1, 2, 4, 8})
     if (m.seq % c == 0 && (c == 1 || m.seq / c >= 1024))
       cps.push_back(c);
-  if (fixedKnob(o, "cp"))
+  if (fixedKnob(o, Knob::Cp))
     cps = {f.cp};
   for (int64_t b : {1, 2, 4, 8, 16, 32})
     mbss.push_back(b);
-  if (fixedKnob(o, "microbatch"))
+  if (fixedKnob(o, Knob::Microbatch))
     mbss = {f.microbatchSize};
   std::vector<ScheduleKind> schedules = {ScheduleKind::OneFOneB,
                                          ScheduleKind::ZeroBubbleH1,
                                          ScheduleKind::Interleaved,
                                          ScheduleKind::GPipe};
-  if (fixedKnob(o, "schedule") || fixedKnob(o, "vpp"))
+  if (fixedKnob(o, Knob::Schedule) || fixedKnob(o, Knob::Vpp))
     schedules = {f.schedule};
   std::vector<Recompute> recomputes = {Recompute::None, Recompute::Selective,
                                        Recompute::Full};
-  if (fixedKnob(o, "recompute"))
+  if (fixedKnob(o, Knob::Recompute))
     recomputes = {f.recompute};
   std::vector<int> zeros = {0, 1, 2, 3};
-  if (fixedKnob(o, "zero"))
+  if (fixedKnob(o, Knob::Zero))
     zeros = {f.zero};
-  DType precision = fixedKnob(o, "precision")
+  DType precision = fixedKnob(o, Knob::Precision)
                         ? f.precision
                         : (cluster.device.peakBf16 > 0 ? DType::Bf16
                                                        : DType::Fp32);
@@ -281,24 +281,24 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
       if (devices % (tp * cp))
         continue;
       std::vector<int64_t> ppOptions =
-          fixedKnob(o, "pp") ? std::vector<int64_t>{f.pp}
+          fixedKnob(o, Knob::Pp) ? std::vector<int64_t>{f.pp}
                              : divisorsOf(devices / (tp * cp), m.layers);
       for (int64_t pp : ppOptions) {
         if (devices % (tp * cp * pp))
           continue;
         int64_t dp = devices / (tp * cp * pp);
-        if (fixedKnob(o, "dp") && f.dp != dp)
+        if (fixedKnob(o, Knob::Dp) && f.dp != dp)
           continue;
         std::vector<int64_t> eps = {1};
-        if (m.experts > 0 && !fixedKnob(o, "ep"))
+        if (m.experts > 0 && !fixedKnob(o, Knob::Ep))
           eps = divisorsOf(std::gcd(m.experts, dp), dp);
-        if (fixedKnob(o, "ep"))
+        if (fixedKnob(o, Knob::Ep))
           eps = {f.ep};
         // Sequence parallelism splits the tokens over tp: only where tp
         // divides them (ViT's patches plus a class token often do not).
         bool spPossible = tp > 1 && m.seq % tp == 0;
         std::vector<bool> sps = {spPossible};
-        if (fixedKnob(o, "sp"))
+        if (fixedKnob(o, Knob::Sp))
           sps = {f.sequenceParallel};
         else if (o.exhaustive && spPossible)
           sps = {false, true};
@@ -315,12 +315,12 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
               int64_t microbatches = globalBatch / (dp * mbs);
               for (ScheduleKind schedule : schedules) {
                 if (pp == 1 && schedule != ScheduleKind::OneFOneB &&
-                    !fixedKnob(o, "schedule"))
+                    !fixedKnob(o, Knob::Schedule))
                   continue; // one stage: every schedule is the same
                 std::vector<int64_t> chunkOptions = {1};
                 if (schedule == ScheduleKind::Interleaved) {
                   chunkOptions.clear();
-                  if (fixedKnob(o, "vpp"))
+                  if (fixedKnob(o, Knob::Vpp))
                     chunkOptions = {f.chunks};
                   else if (pp > 1) // one stage has nothing to interleave
                     // Any layer count: uneven chunks are balanced by
@@ -354,7 +354,7 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                   // and 2 also shrink the optimizer step, ZeRO-3 adds
                   // gathers.
                   for (int z : zeros) {
-                    if (z > 0 && dp == 1 && !fixedKnob(o, "zero"))
+                    if (z > 0 && dp == 1 && !fixedKnob(o, Knob::Zero))
                       continue;
                     plan.zero = z;
                     std::optional<Recompute> fit;
@@ -373,7 +373,7 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                           break;
                       }
                     }
-                    if (pp > 1 && !fixedKnob(o, "recompute"))
+                    if (pp > 1 && !fixedKnob(o, Knob::Recompute))
                       considerPerStage(plan, fit);
                   }
                   int64_t tried = result.candidates - triedBefore;

@@ -32,9 +32,9 @@ using namespace llvm;
 namespace cleave::tool {
 
 void restrictToLowerable(cost::ParallelConfig &plan,
-                         std::set<std::string> &fixed) {
-  auto fix = [&](const char *knob, auto apply) {
-    if (!fixed.count(knob)) {
+                         cost::KnobSet &fixed) {
+  auto fix = [&](cost::Knob knob, auto apply) {
+    if (!fixed.contains(knob)) {
       apply();
       fixed.insert(knob);
     }
@@ -44,7 +44,7 @@ void restrictToLowerable(cost::ParallelConfig &plan,
   // is its filter of admissible plans): every schedule's memory model
   // agrees with its planned arenas within 7% (test/Runtime/
   // memory-agreement.test).
-  fix("precision", [&] { plan.precision = cost::DType::Fp32; });
+  fix(cost::Knob::Precision, [&] { plan.precision = cost::DType::Fp32; });
 }
 
 std::string whyNotLowerable(const cost::ParallelConfig &plan) {

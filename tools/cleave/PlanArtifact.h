@@ -5,6 +5,7 @@
 
 #include "cleave/Importers/ImportOptions.h"
 #include "cleave/Transforms/TrainingStepBuilder.h"
+#include "cleave/cost_model/PlanKnobs.h"
 #include "cleave/cost_model/TransformerPlan.h"
 #include "cleave/runtime/plan/plan.pb.h"
 
@@ -22,7 +23,7 @@ namespace cleave::tool {
 /// write fixes the others to these values, and a plan that sets them
 /// otherwise is refused with the reason.
 void restrictToLowerable(cost::ParallelConfig &plan,
-                         std::set<std::string> &fixed);
+                         cost::KnobSet &fixed);
 /// Empty when `plan` can be lowered, else why not.
 std::string whyNotLowerable(const cost::ParallelConfig &plan);
 

@@ -52,6 +52,7 @@
 #include <set>
 #include <sstream>
 
+using cleave::cost::Knob;
 using namespace llvm;
 
 namespace {
@@ -746,7 +747,7 @@ bool preferGraphPlan(const cleave::cost::PlanPrediction &a,
 /// parallelism, replicas for ZeRO to shard over) or more memory.
 std::string whyNoGraphPlanFits(const cleave::cost::PlanPrediction &closest,
                                const cleave::cost::Cluster &cluster,
-                               const std::set<std::string> &fixed) {
+                               const cleave::cost::KnobSet &fixed) {
   const cleave::cost::MemoryBreakdown &m = closest.memory;
   const cleave::cost::ParallelConfig &p = closest.plan;
   std::string out = formatv(
@@ -766,10 +767,10 @@ std::string whyNoGraphPlanFits(const cleave::cost::PlanPrediction &closest,
   std::vector<std::string> remedies;
   bool activations = m.activations >= states;
   if (activations) {
-    if (fixed.count("microbatch") && p.microbatchSize > 1)
+    if (fixed.contains(Knob::Microbatch) && p.microbatchSize > 1)
       remedies.push_back("a smaller microbatch than the fixed " +
                          std::to_string(p.microbatchSize));
-    if (fixed.count("recompute") &&
+    if (fixed.contains(Knob::Recompute) &&
         p.recomputeOf(closest.peakMemoryStage) ==
             cleave::cost::Recompute::None)
       remedies.push_back("recomputation (recompute=full is fixed off)");
@@ -777,23 +778,23 @@ std::string whyNoGraphPlanFits(const cleave::cost::PlanPrediction &closest,
                        "parallelism to split its activations");
     remedies.push_back("smaller inputs (the model's image size)");
   } else {
-    if (fixed.count("zero") && p.zero < 3)
+    if (fixed.contains(Knob::Zero) && p.zero < 3)
       remedies.push_back("ZeRO-3 (zero=" + std::to_string(p.zero) +
                          " is fixed)");
     remedies.push_back("more devices, for pipeline stages or tensor "
                        "parallelism to split its parameters or more "
                        "replicas for ZeRO to shard them over");
   }
-  for (const char *knob : {"tp", "pp", "dp"})
-    if (fixed.count(knob)) {
-      remedies.push_back(std::string("unfixing ") + knob);
+  for (Knob knob : {Knob::Tp, Knob::Pp, Knob::Dp})
+    if (fixed.contains(knob)) {
+      remedies.push_back("unfixing " + std::string(cleave::cost::knobName(knob)));
       break;
     }
   remedies.push_back("devices with more memory (or a larger --memory-limit)");
   out += activations ? "; its activations dominate" : "; its model states "
                                                       "dominate";
-  out += fixed.count("microbatch") || fixed.count("recompute") ||
-                 fixed.count("zero")
+  out += fixed.contains(Knob::Microbatch) || fixed.contains(Knob::Recompute) ||
+                 fixed.contains(Knob::Zero)
              ? ""
              : " (every microbatch size down to 1, recomputation and ZeRO "
                "0-3 were tried)";
@@ -816,23 +817,23 @@ std::string whyNoGraphPlanFits(const cleave::cost::PlanPrediction &closest,
 int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                  const cleave::cost::Cluster &cluster,
                  cleave::cost::ParallelConfig plan,
-                 const std::set<std::string> &fixed,
+                 const cleave::cost::KnobSet &fixed,
                  const cleave::cost::Profile *prof,
                  std::optional<double> memoryLimit) {
-  for (const char *knob : {"cp", "ep"})
-    if (fixed.count(knob) && (StringRef(knob) == "cp" ? plan.cp : plan.ep) != 1)
-      return badUsage("--fix " + Twine(knob) + "=" +
-                      Twine(StringRef(knob) == "cp" ? plan.cp : plan.ep) +
+  for (Knob knob : {Knob::Cp, Knob::Ep})
+    if (fixed.contains(knob) && (knob == Knob::Cp ? plan.cp : plan.ep) != 1)
+      return badUsage("--fix " + Twine(cleave::cost::knobName(knob)) + "=" +
+                      Twine(knob == Knob::Cp ? plan.cp : plan.ep) +
                       ": " + model + " has no transformer layers; such graphs "
                       "are planned with data, tensor and pipeline parallelism "
                       "of their residual blocks (dp, tp, pp, ZeRO, the "
                       "microbatch and the schedule are searched)");
-  if (fixed.count("sp") && plan.sequenceParallel)
+  if (fixed.contains(Knob::Sp) && plan.sequenceParallel)
     return badUsage("--fix sp=on: sequence parallelism applies to "
                     "transformer layers, which " + model + " has none of");
   // Recomputation checkpoints whole residual blocks (cleave-recompute's
   // residual-blocks numbering), so it is full or none, per stage or for all.
-  if (fixed.count("recompute")) {
+  if (fixed.contains(Knob::Recompute)) {
     bool selective = plan.recompute == cleave::cost::Recompute::Selective;
     for (cleave::cost::Recompute mode : plan.stageRecompute)
       selective |= mode == cleave::cost::Recompute::Selective;
@@ -849,14 +850,14 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   }
   // Chunks per stage interleave stages: two or more of them, over two or
   // more stages.
-  bool interleave = fixed.count("vpp") && plan.chunks > 1;
-  if (fixed.count("schedule") &&
+  bool interleave = fixed.contains(Knob::Vpp) && plan.chunks > 1;
+  if (fixed.contains(Knob::Schedule) &&
       plan.schedule == cleave::cost::ScheduleKind::Interleaved &&
-      fixed.count("vpp") && plan.chunks < 2)
+      fixed.contains(Knob::Vpp) && plan.chunks < 2)
     return badUsage("--fix schedule=interleaved,vpp=" + Twine(plan.chunks) +
                     ": the interleaved schedule runs two or more chunks per "
                     "stage");
-  if (interleave && fixed.count("pp") && plan.pp < 2)
+  if (interleave && fixed.contains(Knob::Pp) && plan.pp < 2)
     return badUsage("--fix pp=" + Twine(plan.pp) + ",vpp=" +
                     Twine(plan.chunks) + ": chunks per stage interleave two "
                     "or more pipeline stages");
@@ -866,12 +867,12 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   // pipeline stages anywhere; a fixed knob is held.
   std::vector<std::pair<int64_t, int64_t>> degrees;
   for (int64_t tp = 1; tp <= devices; ++tp) {
-    if (devices % tp || (fixed.count("tp") ? tp != plan.tp
+    if (devices % tp || (fixed.contains(Knob::Tp) ? tp != plan.tp
                                            : tp > cluster.devicesPerNode))
       continue;
     for (int64_t pp = 1; pp <= devices / tp; ++pp) {
-      if ((devices / tp) % pp || (fixed.count("pp") && pp != plan.pp) ||
-          (fixed.count("dp") && devices / tp / pp != plan.dp) ||
+      if ((devices / tp) % pp || (fixed.contains(Knob::Pp) && pp != plan.pp) ||
+          (fixed.contains(Knob::Dp) && devices / tp / pp != plan.dp) ||
           (interleave && pp < 2))
         continue;
       degrees.push_back({tp, pp});
@@ -879,12 +880,13 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   }
   if (degrees.empty()) {
     std::string knobs;
-    for (const char *k : {"dp", "tp", "pp"})
-      if (fixed.count(k))
-        knobs += (knobs.empty() ? "" : ",") + std::string(k) + "=" +
-                 std::to_string(StringRef(k) == "dp"   ? plan.dp
-                                : StringRef(k) == "tp" ? plan.tp
-                                                       : plan.pp);
+    for (Knob k : {Knob::Dp, Knob::Tp, Knob::Pp})
+      if (fixed.contains(k))
+        knobs += (knobs.empty() ? "" : ",") +
+                 std::string(cleave::cost::knobName(k)) + "=" +
+                 std::to_string(k == Knob::Dp   ? plan.dp
+                                : k == Knob::Tp ? plan.tp
+                                                : plan.pp);
     if (interleave)
       knobs += std::string(knobs.empty() ? "" : ",") + "vpp=" +
                std::to_string(plan.chunks);
@@ -896,7 +898,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                                 : ""));
   }
   std::vector<cleave::cost::ScheduleKind> schedules = {plan.schedule};
-  if (!fixed.count("schedule"))
+  if (!fixed.contains(Knob::Schedule))
     schedules = {cleave::cost::ScheduleKind::OneFOneB,
                  cleave::cost::ScheduleKind::GPipe,
                  cleave::cost::ScheduleKind::Interleaved,
@@ -909,7 +911,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
     std::vector<int64_t> chunks;
     if (schedule != cleave::cost::ScheduleKind::Interleaved)
       return std::vector<int64_t>{1};
-    if (fixed.count("vpp"))
+    if (fixed.contains(Knob::Vpp))
       return std::vector<int64_t>{plan.chunks};
     for (int64_t v : {2, 3, 4})
       if (pp * v <= blocks && microbatches % pp == 0)
@@ -918,13 +920,13 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   };
   plan.cp = plan.ep = 1;
   plan.sequenceParallel = false;
-  if (!fixed.count("recompute")) {
+  if (!fixed.contains(Knob::Recompute)) {
     plan.recompute = cleave::cost::Recompute::None;
     plan.stageRecompute.clear();
   }
-  if (!fixed.count("vpp"))
+  if (!fixed.contains(Knob::Vpp))
     plan.chunks = 1;
-  if (!fixed.count("precision") && cluster.device.peakFlops(plan.precision) <= 0)
+  if (!fixed.contains(Knob::Precision) && cluster.device.peakFlops(plan.precision) <= 0)
     plan.precision = cleave::cost::DType::Fp32;
   cleave::cost::Cluster capped = cluster;
   if (memoryLimit)
@@ -940,7 +942,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
     if (globalBatch % dp)
       continue;
     int64_t perReplica = globalBatch / dp;
-    if (fixed.count("microbatch")) {
+    if (fixed.contains(Knob::Microbatch)) {
       if (perReplica % plan.microbatchSize == 0)
         microbatches.insert(plan.microbatchSize);
       continue;
@@ -960,7 +962,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
     std::string replicas = std::to_string(*dps.begin());
     if (dps.size() > 1)
       replicas += " to " + std::to_string(*dps.rbegin());
-    if (fixed.count("microbatch") || fileBatch)
+    if (fixed.contains(Knob::Microbatch) || fileBatch)
       return badUsage(
           (fileBatch ? model + " fixes its batch at " + Twine(*fileBatch) +
                            ", which"
@@ -972,7 +974,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                     "multiple of the " + replicas + " data-parallel replicas");
   }
   std::vector<int> zeros = {plan.zero};
-  if (!fixed.count("zero"))
+  if (!fixed.contains(Knob::Zero))
     zeros = {0, 1, 2, 3};
   // Recomputation for pp stages: none; every stage's blocks; or, since
   // under 1F1B the first stages hold the most microbatches in flight, the
@@ -982,7 +984,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
     using cleave::cost::Recompute;
     std::vector<std::pair<Recompute, std::vector<Recompute>>> choices = {
         {plan.recompute, plan.stageRecompute}};
-    if (fixed.count("recompute") || planOptimizer == "none")
+    if (fixed.contains(Knob::Recompute) || planOptimizer == "none")
       return choices;
     choices.push_back({Recompute::Full, {}});
     for (int64_t k = 1; k < pp; ++k) {
@@ -1083,7 +1085,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
         auto measured = cleave::search::measureGraphWork(
             *module, b, capped, prof, tp, planOptimizer != "none");
         if (!measured.ok()) {
-          if (tp == 1 || fixed.count("tp")) {
+          if (tp == 1 || fixed.contains(Knob::Tp)) {
             WithColor::error(errs(), "cleave")
                 << model << ": " << (tp > 1 ? "tp=" + std::to_string(tp) + ": "
                                             : std::string())
@@ -1120,20 +1122,20 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                         " has " + Twine(blocks) + " residual block(s), too "
                         "few for two or more stages of " +
                         Twine(plan.chunks) + " chunks");
-      if (blocks == 0 && fixed.count("recompute") &&
+      if (blocks == 0 && fixed.contains(Knob::Recompute) &&
           (plan.recompute != cleave::cost::Recompute::None ||
            !plan.stageRecompute.empty()))
         return badUsage("--fix recompute: " + model + " has no residual "
                         "blocks to recompute");
       if (pp > 1 && pp > blocks) {
-        if (fixed.count("pp"))
+        if (fixed.contains(Knob::Pp))
           return badUsage("--fix pp=" + Twine(pp) + ": " + model + " has " +
                           Twine(blocks) + " residual block(s) to cut into "
                           "pipeline stages");
         continue;
       }
-      if (pp > 1 && fixed.count("vpp") && pp * plan.chunks > blocks) {
-        if (fixed.count("pp"))
+      if (pp > 1 && fixed.contains(Knob::Vpp) && pp * plan.chunks > blocks) {
+        if (fixed.contains(Knob::Pp))
           return badUsage("--fix pp=" + Twine(pp) + ",vpp=" +
                           Twine(plan.chunks) + ": " + model + " has " +
                           Twine(blocks) + " residual block(s), too few for " +
@@ -1157,7 +1159,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
           // ZeRO shards over replicas: one replica has ZeRO 0 only, and a
           // ZeRO stage fixed needs some.
           if (dp == 1 && (zero != zeros.front() ||
-                          (fixed.count("zero") && zero > 0)))
+                          (fixed.contains(Knob::Zero) && zero > 0)))
             continue;
           cleave::cost::ParallelConfig candidate = plan;
           candidate.dp = dp;
@@ -1167,7 +1169,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
           candidate.zero = dp > 1 ? zero : 0;
           candidate.schedule = schedule;
           candidate.chunks = chunks;
-          if (!fixed.count("recompute")) {
+          if (!fixed.contains(Knob::Recompute)) {
             // Nothing to recompute, or its stash unknown: not a choice.
             if (recompute.first != cleave::cost::Recompute::None &&
                 (blocks == 0 || work->pieces[1].recomputedActivationBytes < 0))
@@ -1449,17 +1451,17 @@ int runCompile() {
   auto given = cleave::cost::applyPlanKnobs(fixKnobs, plan);
   if (!given.ok())
     return badUsage("--fix: " + Twine(std::string(given.status().message())));
-  std::set<std::string> fixed(given->begin(), given->end());
-  if (fixed.count("vpp"))
-    fixed.insert("schedule");
+  cleave::cost::KnobSet fixed = *given;
+  if (fixed.contains(Knob::Vpp))
+    fixed.insert(Knob::Schedule);
   // dp is given, or fixed by tp x pp x cp filling the devices.
-  bool dpGiven = fixed.count("dp") > 0;
-  if (dpGiven || (fixed.count("tp") && fixed.count("pp") && fixed.count("cp"))) {
+  bool dpGiven = fixed.contains(Knob::Dp);
+  if (dpGiven || (fixed.contains(Knob::Tp) && fixed.contains(Knob::Pp) && fixed.contains(Knob::Cp))) {
     if (auto status = cleave::cost::inferDataParallel(cluster->numDevices(),
                                                       dpGiven, plan);
         !status.ok())
       return badUsage("--fix: " + Twine(std::string(status.message())));
-    fixed.insert("dp");
+    fixed.insert(Knob::Dp);
   }
   if (!planOut.empty() && plan.recomputeWholeLayer)
     return badUsage("--fix: recompute-scope=layer prices Megatron-LM's full "
@@ -1469,12 +1471,13 @@ int runCompile() {
   if (!planOut.empty()) {
     // Knobs not fixed yet are the search's, which keeps to what lowers.
     cleave::cost::ParallelConfig asked = plan;
-    if (!fixed.count("precision"))
+    if (!fixed.contains(Knob::Precision))
       asked.precision = cleave::cost::DType::Fp32;
     if (std::string why = cleave::tool::whyNotLowerable(asked); !why.empty())
-      for (const char *knob : {"cp", "ep", "schedule", "precision"})
-        if (fixed.count(knob) && why.find(knob) != std::string::npos)
-          return badUsage("-o: --fix " + std::string(knob) +
+      for (Knob knob : {Knob::Cp, Knob::Ep, Knob::Schedule, Knob::Precision})
+        if (fixed.contains(knob) &&
+            why.find(cleave::cost::knobName(knob)) != std::string::npos)
+          return badUsage("-o: --fix " + std::string(cleave::cost::knobName(knob)) +
                           " asks for what the lowering to programs does not "
                           "support yet (" + why + ")");
     cleave::tool::restrictToLowerable(plan, fixed);
@@ -1516,13 +1519,13 @@ int runCompile() {
   // that batch, not a knob to search.
   if (std::optional<int64_t> b = fixedBatch(tool, options, *module)) {
     fileBatch = b;
-    if (fixed.count("microbatch") && plan.microbatchSize != *b)
+    if (fixed.contains(Knob::Microbatch) && plan.microbatchSize != *b)
       return badUsage("--fix microbatch=" + Twine(plan.microbatchSize) +
                       ": " + model + " fixes its batch at " + Twine(*b) +
                       " (the leading dimension of its first input), so "
                       "each microbatch holds " + Twine(*b) + " samples");
     plan.microbatchSize = *b;
-    fixed.insert("microbatch");
+    fixed.insert(Knob::Microbatch);
   }
   // Transformers are planned by their layers; other graphs op by op.
   mlir::FailureOr<std::optional<cleave::cost::TransformerModel>> read =
@@ -1535,11 +1538,12 @@ int runCompile() {
   mlir::FailureOr<cleave::cost::TransformerModel> shape = **read;
 
   // Every knob fixed: score exactly that plan. Otherwise search the rest.
-  static const char *kKnobs[] = {"dp", "tp", "pp", "cp", "ep", "sp",
-                                 "zero", "microbatch", "schedule",
-                                 "recompute"};
-  bool allFixed = llvm::all_of(kKnobs, [&](const char *k) {
-    return fixed.count(k) || (StringRef(k) == "ep" && shape->experts == 0);
+  static const Knob kKnobs[] = {Knob::Dp,   Knob::Tp,         Knob::Pp,
+                                Knob::Cp,   Knob::Ep,         Knob::Sp,
+                                Knob::Zero, Knob::Microbatch, Knob::Schedule,
+                                Knob::Recompute};
+  bool allFixed = llvm::all_of(kKnobs, [&](Knob k) {
+    return fixed.contains(k) || (k == Knob::Ep && shape->experts == 0);
   });
   std::vector<cleave::cost::PlanPrediction> plans;
   std::optional<cleave::cost::PlanSearchResult> search;

@@ -88,7 +88,7 @@ TEST(PlanSearch, FixedKnobsAreKept) {
   PlanSearchOptions o;
   o.fixed.tp = 2;
   o.fixed.recompute = Recompute::Full;
-  o.fixedKnobs = {"tp", "recompute"};
+  o.fixedKnobs = {Knob::Tp, Knob::Recompute};
   auto found = searchTransformerPlans(m, c, 64, o);
   ASSERT_TRUE(found.ok()) << found.status();
   EXPECT_EQ(found->best[0].plan.tp, 2);
@@ -152,8 +152,9 @@ struct RecomputeCase {
                                       bool exhaustive = false) const {
     PlanSearchOptions o;
     o.fixed = p;
-    o.fixedKnobs = {"dp", "tp", "pp", "cp", "sp", "zero", "microbatch",
-                    "schedule"};
+    o.fixedKnobs = {Knob::Dp,   Knob::Tp,         Knob::Pp,      Knob::Cp,
+                    Knob::Sp,   Knob::Zero,       Knob::Microbatch,
+                    Knob::Schedule};
     o.memoryLimit = memoryLimit;
     o.exhaustive = exhaustive;
     auto found = searchTransformerPlans(m, c, 64, o);
@@ -301,7 +302,7 @@ TEST(PlanSearch, InterleavesLayerCountsNoChunkCountDivides) {
   m.tiedEmbedding = false;
   m.dropout = false;
   Cluster c = cluster("dgx-h100,nodes=128");
-  auto search = [&](std::set<std::string> fixed, ParallelConfig f) {
+  auto search = [&](KnobSet fixed, ParallelConfig f) {
     PlanSearchOptions o;
     o.fixed = f;
     o.fixedKnobs = std::move(fixed);
@@ -311,16 +312,16 @@ TEST(PlanSearch, InterleavesLayerCountsNoChunkCountDivides) {
   };
   ParallelConfig f;
   f.pp = 16;
-  PlanSearchResult free = search({"pp"}, f);
+  PlanSearchResult free = search({Knob::Pp}, f);
   f.schedule = ScheduleKind::Interleaved;
-  PlanSearchResult interleaved = search({"pp", "schedule"}, f);
+  PlanSearchResult interleaved = search({Knob::Pp, Knob::Schedule}, f);
   EXPECT_GE(interleaved.best[0].plan.chunks, 2);
   EXPECT_NE(m.layers % (16 * interleaved.best[0].plan.chunks), 0);
   f.chunks = 4;
-  PlanSearchResult byHand = search({"pp", "schedule", "vpp"}, f);
+  PlanSearchResult byHand = search({Knob::Pp, Knob::Schedule, Knob::Vpp}, f);
   f.schedule = ScheduleKind::OneFOneB;
   f.chunks = 1;
-  PlanSearchResult oneF1B = search({"pp", "schedule"}, f);
+  PlanSearchResult oneF1B = search({Knob::Pp, Knob::Schedule}, f);
   EXPECT_LE(free.best[0].stepSeconds, byHand.best[0].stepSeconds * 1.0001);
   EXPECT_LE(free.best[0].stepSeconds,
             interleaved.best[0].stepSeconds * 1.0001);
@@ -348,7 +349,7 @@ TEST(PlanSearch, InterleavedVppSearchMatchesExhaustiveOnRandomLayerCounts) {
     int64_t batch = 64 * (1 + trial % 2);
     PlanSearchOptions fast;
     fast.fixed.schedule = ScheduleKind::Interleaved;
-    fast.fixedKnobs = {"schedule"};
+    fast.fixedKnobs = {Knob::Schedule};
     auto pruned = searchTransformerPlans(m, c, batch, fast);
     PlanSearchOptions all = fast;
     all.exhaustive = true;
@@ -387,7 +388,7 @@ TEST(PlanSearch, BoundsHoldWhereRanksShareCores) {
     Cluster c = cluster("cpu-local,devices=4");
     PlanSearchOptions fast;
     fast.fixed.precision = DType::Fp32;
-    fast.fixedKnobs = {"precision"};
+    fast.fixedKnobs = {Knob::Precision};
     auto pruned = searchTransformerPlans(m, c, 8, fast);
     PlanSearchOptions all = fast;
     all.exhaustive = true;

@@ -203,6 +203,14 @@ TEST(PlanKnobs, ParseAndPrint) {
       "selective,zero=1,sp=on,precision=fp16",
       p);
   ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_TRUE(given->contains(Knob::Tp) && given->contains(Knob::Vpp) &&
+              given->contains(Knob::Precision));
+  EXPECT_FALSE(given->contains(Knob::Dp) || given->contains(Knob::Cp));
+  for (size_t i = 0; i < kNumKnobs; ++i) {
+    Knob k = static_cast<Knob>(i);
+    EXPECT_EQ(knobNamed(knobName(k)), k) << knobName(k);
+  }
+  EXPECT_EQ(knobNamed("tq"), std::nullopt);
   ASSERT_TRUE(inferDataParallel(1024, false, p).ok());
   EXPECT_EQ(p.dp, 8);
   EXPECT_EQ(planKnobsString(p),

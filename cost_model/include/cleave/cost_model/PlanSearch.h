@@ -20,6 +20,7 @@
 #ifndef CLEAVE_COST_MODEL_PLANSEARCH_H
 #define CLEAVE_COST_MODEL_PLANSEARCH_H
 
+#include "cleave/cost_model/PlanKnobs.h"
 #include "cleave/cost_model/TransformerPlan.h"
 
 #include <functional>
@@ -30,10 +31,9 @@
 namespace cleave::cost {
 
 struct PlanSearchOptions {
-  /// Values of the fixed knobs (names as in PlanKnobs: dp, tp, pp, cp, ep,
-  /// sp, zero, microbatch, schedule, vpp, recompute, precision).
+  /// Values of the fixed knobs, and which they are (PlanKnobs.h).
   ParallelConfig fixed;
-  std::set<std::string> fixedKnobs;
+  KnobSet fixedKnobs;
   /// Per-device memory cap in bytes (0: the device's capacity).
   double memoryLimit = 0;
   /// Stop after this many seconds (0: no limit); the result then carries
