@@ -5,7 +5,9 @@
 //
 // Each directory of ONNX's backend node tests (Debian's libonnx-testdata,
 // /usr/share/libonnx-testdata/data/node by default) holds model.onnx and
-// test_data_set_*/{input,output}_N.pb. Each model is imported; inputs are
+// test_data_set_*/{input,output}_N.pb. Each model is imported (its integer
+// inputs, which fix shapes, made initializers from the test's data where
+// every set agrees); inputs are
 // bound by the graph's input names and @forward is run by the reference
 // evaluator, whose kernels are the CPU runtime's; outputs are compared with
 // ONNX's tolerances (rtol 1e-3, atol 1e-5; integers and booleans exactly).
@@ -35,6 +37,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 namespace k = cleave::kernels;
@@ -145,6 +149,70 @@ struct Row {
 
 enum class Outcome { Passed, Failed, Unsupported };
 
+/// The test's data sets, in order.
+std::vector<fs::path> dataSets(const fs::path &dir) {
+  std::vector<fs::path> sets;
+  for (const auto &entry : fs::directory_iterator(dir))
+    if (entry.is_directory() &&
+        entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(entry.path());
+  std::sort(sets.begin(), sets.end());
+  return sets;
+}
+
+/// The model with its integer inputs (shapes, axes, pads, repeats, k) made
+/// initializers from the test's data, where every data set gives the same
+/// values: cleave plans static shapes, so such inputs must be known at
+/// import, as exporters write them (constants). Written next to the other
+/// temporary files; empty when there is nothing to promote.
+std::string withIntegerInputsKnown(const fs::path &dir,
+                                   const std::vector<fs::path> &sets) {
+  onnx::ModelProto model;
+  if (!readProto(dir / "model.onnx", model) || sets.empty())
+    return "";
+  std::vector<std::string> initializers;
+  for (const onnx::TensorProto &t : model.graph().initializer())
+    initializers.push_back(t.name());
+  onnx::GraphProto *graph = model.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> kept;
+  bool promoted = false;
+  int index = 0;
+  for (const onnx::ValueInfoProto &v : graph->input()) {
+    if (std::find(initializers.begin(), initializers.end(), v.name()) !=
+        initializers.end()) {
+      *kept.Add() = v;
+      continue;
+    }
+    std::string file = "input_" + std::to_string(index++) + ".pb";
+    onnx::TensorProto first;
+    bool integer = readProto(sets[0] / file, first) &&
+                   (first.data_type() == onnx::TensorProto::INT64 ||
+                    first.data_type() == onnx::TensorProto::INT32);
+    for (size_t s = 1; integer && s < sets.size(); ++s) {
+      onnx::TensorProto other;
+      integer = readProto(sets[s] / file, other) &&
+                other.SerializeAsString() == first.SerializeAsString();
+    }
+    if (!integer) {
+      *kept.Add() = v;
+      continue;
+    }
+    first.set_name(v.name());
+    *graph->add_initializer() = first;
+    promoted = true;
+  }
+  if (!promoted)
+    return "";
+  graph->mutable_input()->Swap(&kept);
+  fs::path out = fs::temp_directory_path() /
+                 ("cleave-conformance-" + std::to_string(::getpid()) + "-" +
+                  dir.filename().string() + ".onnx");
+  std::ofstream os(out, std::ios::binary);
+  if (!model.SerializeToOstream(&os))
+    return "";
+  return out.string();
+}
+
 Outcome runTest(const fs::path &dir, std::string &detail) {
   mlir::MLIRContext ctx;
   std::string firstError;
@@ -154,33 +222,48 @@ Outcome runTest(const fs::path &dir, std::string &detail) {
       firstError = d.str();
     return mlir::success();
   });
+  std::vector<fs::path> sets = dataSets(dir);
+  std::string promotedPath = withIntegerInputsKnown(dir, sets);
+  std::string modelPath =
+      promotedPath.empty() ? (dir / "model.onnx").string() : promotedPath;
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      cleave::importOnnxFile(ctx, (dir / "model.onnx").string(), {});
+      cleave::importOnnxFile(ctx, modelPath, {});
+  onnx::ModelProto model;
+  readProto(modelPath, model);
+  if (!promotedPath.empty())
+    fs::remove(promotedPath);
   if (!module) {
     detail = firstError.substr(0, firstError.find('\n'));
     return Outcome::Unsupported;
   }
   auto forward = module->lookupSymbol<mlir::func::FuncOp>("forward");
-  onnx::ModelProto model;
-  readProto(dir / "model.onnx", model);
-  std::vector<std::string> inputNames;
-  std::vector<std::string> initializers;
-  for (const onnx::TensorProto &t : model.graph().initializer())
+  // The inputs left, by their index in the original model (the data
+  // files' numbering).
+  onnx::ModelProto original;
+  readProto(dir / "model.onnx", original);
+  std::vector<std::string> initializers, remaining;
+  for (const onnx::TensorProto &t : original.graph().initializer())
     initializers.push_back(t.name());
   for (const onnx::ValueInfoProto &v : model.graph().input())
-    if (std::find(initializers.begin(), initializers.end(), v.name()) ==
+    remaining.push_back(v.name());
+  std::vector<std::pair<std::string, int>> inputs;
+  int index = 0;
+  for (const onnx::ValueInfoProto &v : original.graph().input()) {
+    if (std::find(initializers.begin(), initializers.end(), v.name()) !=
         initializers.end())
-      inputNames.push_back(v.name());
-  int sets = 0;
-  for (const auto &entry : fs::directory_iterator(dir)) {
-    if (!entry.is_directory() ||
-        entry.path().filename().string().rfind("test_data_set_", 0) != 0)
       continue;
-    ++sets;
+    if (std::find(remaining.begin(), remaining.end(), v.name()) !=
+        remaining.end())
+      inputs.push_back({v.name(), index});
+    ++index;
+  }
+  int count = 0;
+  for (const fs::path &set : sets) {
+    ++count;
     cleave::GraphEvaluator eval;
-    for (size_t i = 0; i < inputNames.size(); ++i) {
+    for (const auto &[name, i] : inputs) {
       onnx::TensorProto t;
-      fs::path file = entry.path() / ("input_" + std::to_string(i) + ".pb");
+      fs::path file = set / ("input_" + std::to_string(i) + ".pb");
       if (!fs::exists(file))
         continue; // an optional input left out
       std::string why;
@@ -189,7 +272,7 @@ Outcome runTest(const fs::path &dir, std::string &detail) {
         detail = "input " + std::to_string(i) + ": " + why;
         return Outcome::Unsupported;
       }
-      eval.bindings[inputNames[i]] = *value;
+      eval.bindings[name] = *value;
     }
     firstError.clear();
     mlir::FailureOr<std::vector<cleave::EvalTensor>> results =
@@ -202,19 +285,19 @@ Outcome runTest(const fs::path &dir, std::string &detail) {
       onnx::TensorProto t;
       std::string why;
       std::optional<cleave::EvalTensor> want;
-      fs::path file = entry.path() / ("output_" + std::to_string(i) + ".pb");
+      fs::path file = set / ("output_" + std::to_string(i) + ".pb");
       if (!readProto(file, t) || !(want = toEval(t, why))) {
         detail = "output " + std::to_string(i) + ": " + why;
         return Outcome::Unsupported;
       }
       if (std::string diff = compare((*results)[i], *want); !diff.empty()) {
-        detail = entry.path().filename().string() + " output " +
+        detail = set.filename().string() + " output " +
                  std::to_string(i) + ": " + diff;
         return Outcome::Failed;
       }
     }
   }
-  if (sets == 0) {
+  if (count == 0) {
     detail = "no test data";
     return Outcome::Unsupported;
   }

@@ -222,9 +222,9 @@ LogicalResult Run::execute(Operation *op) {
       })
       .Case([&](gr::CastOp o) -> LogicalResult {
         // Every float type is computed in fp32 here, so a float-to-float
-        // cast copies; floats to int64 truncate (indices computed in
-        // floats, ArgMax's) and int64 to floats converts, as the runtime's
-        // cast does.
+        // cast copies; floats to integers truncate (indices computed in
+        // floats, ArgMax's; Pow of an integer base) and integers to floats
+        // convert, as the runtime's cast does.
         if (!has(o.getInput()))
           return o.emitOpError("has no evaluated input");
         Type to = cast<RankedTensorType>(o.getType()).getElementType();
@@ -243,8 +243,9 @@ LogicalResult Run::execute(Operation *op) {
           values[o] = get(o.getInput());
           return success();
         }
-        if (!to.isInteger(64))
-          return o.emitOpError("the evaluator casts floats to floats or i64");
+        if (!isa<IntegerType>(to) || to.isInteger(1))
+          return o.emitOpError("the evaluator casts floats to floats or "
+                               "integers");
         const k::Tensor &in = f(o.getInput());
         k::IndexTensor result(in.shape());
         for (int64_t i = 0; i < in.numElements(); ++i)

@@ -94,6 +94,7 @@ static double floatBinary(HostBinaryOp op, double a, double b) {
   case HostBinaryOp::Div:
     return a / b;
   case HostBinaryOp::Mod:
+  case HostBinaryOp::FMod:
     return std::fmod(a, b);
   case HostBinaryOp::Pow:
     return std::pow(a, b);
@@ -128,6 +129,10 @@ static llvm::Expected<int64_t> intBinary(HostBinaryOp op, int64_t a,
     int64_t r = a % b;
     return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
   }
+  case HostBinaryOp::FMod:
+    if (b == 0)
+      return error("integer modulo by zero");
+    return b == -1 ? 0 : a % b; // truncated: the dividend's sign
   case HostBinaryOp::Pow: {
     if (b < 0)
       return error("integer power with a negative exponent");

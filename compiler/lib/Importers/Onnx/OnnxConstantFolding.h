@@ -32,6 +32,8 @@ enum class HostBinaryOp {
   /// ONNX Mod: integers take the divisor's sign (Python's %), floats
   /// the dividend's (C's fmod, which ONNX requires of them: fmod = 1).
   Mod,
+  /// ONNX Mod with fmod = 1: the dividend's sign for integers too (C's %).
+  FMod,
   Pow,
   Max,
   Min,

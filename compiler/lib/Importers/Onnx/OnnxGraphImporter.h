@@ -155,8 +155,8 @@ void addConvolutionConverters(ConverterTable &table);
 /// Clip, HardSigmoid, HardSwish, LeakyRelu, PRelu, Elu, Softplus and
 /// LogSoftmax as chains of graph ops (OnnxActivationConverters.cpp).
 void addActivationConverters(ConverterTable &table);
-/// Pad (constant), Tile, DepthToSpace, InstanceNormalization and Trilu as
-/// graph ops (OnnxLayoutConverters.cpp).
+/// Pad (constant), Tile, DepthToSpace, InstanceNormalization, Trilu and
+/// CumSum as graph ops (OnnxLayoutConverters.cpp).
 void addLayoutConverters(ConverterTable &table);
 /// ArgMax and ArgMin as graph ops (OnnxIndexConverters.cpp).
 void addIndexConverters(ConverterTable &table);

@@ -5,7 +5,8 @@
 // sharding rules of those: constant Pad as a concatenation with constant
 // blocks, Tile as concatenated copies, DepthToSpace as reshape-transpose-
 // reshape, InstanceNormalization from means over the spatial axes, Trilu
-// as a selection by a triangular mask.
+// as a selection by a triangular mask, CumSum as a product with a
+// triangular matrix.
 //
 //===----------------------------------------------------------------------===//
 
@@ -268,8 +269,76 @@ LogicalResult convertTrilu(NodeContext &ctx) {
 
 } // namespace
 
+/// CumSum along a constant axis as a product with a triangular 0/1 matrix
+/// T [n, n] over that axis moved last: y[.., i] = sum_j x[.., j] T[j, i],
+/// T[j, i] = 1 where j <= i (j >= i with `reverse`; strictly with
+/// `exclusive`). n^2 work instead of n, but every step is a GEMM or a
+/// transpose, so it trains and shards like them. Integer inputs pass
+/// through f32 (exact below 2^24).
+LogicalResult convertCumSum(NodeContext &ctx) {
+  Value x = ctx.getValue(0);
+  if (!x)
+    return failure();
+  const HostTensor *axisGiven = ctx.getConstant(1);
+  if (!axisGiven || axisGiven->size() != 1)
+    return ctx.emitError() << "the axis must be one integer known at import "
+                              "time";
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank(), axis = axisGiven->getInt(0);
+  if (axis < -rank || axis >= rank)
+    return ctx.emitError() << "axis " << axis << " is out of range for rank "
+                           << rank;
+  if (axis < 0)
+    axis += rank;
+  bool exclusive = ctx.getInt("exclusive", 0) != 0;
+  bool reverse = ctx.getInt("reverse", 0) != 0;
+  int64_t n = type.getDimSize(axis);
+  HostTensor triangle = HostTensor::zeros(onnx::TensorProto::FLOAT, {n, n});
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < n; ++i) {
+      bool before = reverse ? j > i : j < i;
+      triangle.floats[j * n + i] = before || (!exclusive && i == j) ? 1 : 0;
+    }
+  bool integer = isa<IntegerType>(type.getElementType());
+  Chain c(ctx);
+  if (integer)
+    x = c.op<CastOp>(type.clone(Float32Type::get(x.getContext())), x);
+  // The axis last, and back.
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      perm.push_back(d);
+  perm.push_back(axis);
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    inverse[perm[d]] = d;
+  bool moved = axis != rank - 1;
+  Value last = moved ? c.op<TransposeOp>(x, ArrayRef<int64_t>(perm)) : x;
+  Value t = ctx.createConstant(triangle);
+  if (x && t &&
+      cast<RankedTensorType>(t.getType()).getElementType() !=
+          cast<RankedTensorType>(x.getType()).getElementType())
+    t = c.op<CastOp>(
+        RankedTensorType::get({n, n},
+                              cast<RankedTensorType>(x.getType())
+                                  .getElementType()),
+        t);
+  // A vector is one row of a matrix.
+  if (rank == 1 && last)
+    last = ctx.reshape(last, {1, n}).value_or(Value());
+  Value y = c.op<MatmulOp>(last, t, false, false);
+  if (rank == 1 && y)
+    y = ctx.reshape(y, {n}).value_or(Value());
+  if (moved)
+    y = c.op<TransposeOp>(y, ArrayRef<int64_t>(inverse));
+  if (integer)
+    y = c.op<CastOp>(type, y);
+  return c.result(y);
+}
+
 void addLayoutConverters(ConverterTable &table) {
   table.add("Trilu", convertTrilu);
+  table.add("CumSum", convertCumSum);
   table.add("Pad", convertPad);
   table.add("Tile", convertTile);
   table.add("DepthToSpace", convertDepthToSpace);

@@ -146,8 +146,21 @@ LogicalResult convertBinary(NodeContext &ctx) {
       return failure();
     acc = op->getResult();
   }
+  // Pow's result has its base's type: an integer base raised to a float
+  // exponent (computed in floats here) is truncated back.
+  if (HostOp == HostBinaryOp::Pow)
+    if (RankedTensorType base = ctx.getType(0);
+        base && isa<IntegerType>(base.getElementType())) {
+      FailureOr<CastOp> truncated = ctx.create<CastOp>(
+          cast<RankedTensorType>(acc.getType()).clone(base.getElementType()),
+          acc);
+      if (failed(truncated))
+        return failure();
+      acc = truncated->getResult();
+    }
   return ctx.setResult(0, acc);
 }
+
 
 /// Equal, Less, Greater, Not, And, Or: masks, computed on the host only.
 template <HostBinaryOp HostOp>
@@ -162,6 +175,14 @@ LogicalResult convertHostBinary(NodeContext &ctx) {
   if (!r)
     return ctx.fail(r.takeError());
   return ctx.setResult(0, std::move(*r));
+}
+
+/// Mod of values known at import: the divisor's sign, or with fmod = 1 the
+/// dividend's.
+LogicalResult convertMod(NodeContext &ctx) {
+  return ctx.getInt("fmod", 0) != 0
+             ? convertHostBinary<HostBinaryOp::FMod>(ctx)
+             : convertHostBinary<HostBinaryOp::Mod>(ctx);
 }
 
 template <HostUnaryOp HostOp, typename OpTy>
@@ -497,7 +518,7 @@ void addComputeConverters(ConverterTable &table) {
   table.add("Pow", convertBinary<HostBinaryOp::Pow, PowOp>);
   // Mod appears in shape arithmetic (Swin's window shifts), computed at
   // import.
-  table.add("Mod", convertHostBinary<HostBinaryOp::Mod>);
+  table.add("Mod", convertMod);
   table.add("Max", convertBinary<HostBinaryOp::Max, MaxOp>);
   table.add("Min", convertBinary<HostBinaryOp::Min, MinOp>);
   table.add("Equal", convertHostBinary<HostBinaryOp::Equal>);
