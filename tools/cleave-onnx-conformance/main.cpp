@@ -7,7 +7,8 @@
 // /usr/share/libonnx-testdata/data/node by default) holds model.onnx and
 // test_data_set_*/{input,output}_N.pb. Each model is imported (its integer
 // inputs, which fix shapes, made initializers from the test's data where
-// every set agrees); inputs are
+// every set agrees; short float vectors too where an op needs them at
+// import, as Resize's scales); inputs are
 // bound by the graph's input names and @forward is run by the reference
 // evaluator, whose kernels are the CPU runtime's; outputs are compared with
 // ONNX's tolerances (rtol 1e-3, atol 1e-5; integers and booleans exactly).
@@ -163,10 +164,13 @@ std::vector<fs::path> dataSets(const fs::path &dir) {
 /// The model with its integer inputs (shapes, axes, pads, repeats, k) made
 /// initializers from the test's data, where every data set gives the same
 /// values: cleave plans static shapes, so such inputs must be known at
-/// import, as exporters write them (constants). Written next to the other
-/// temporary files; empty when there is nothing to promote.
+/// import, as exporters write them (constants). With `smallFloatVectors`,
+/// float vectors of up to 8 values too (Resize's scales), for a model
+/// refused for want of them. Written to a temporary file; empty when there
+/// is nothing to promote.
 std::string withIntegerInputsKnown(const fs::path &dir,
-                                   const std::vector<fs::path> &sets) {
+                                   const std::vector<fs::path> &sets,
+                                   bool smallFloatVectors) {
   onnx::ModelProto model;
   if (!readProto(dir / "model.onnx", model) || sets.empty())
     return "";
@@ -187,7 +191,10 @@ std::string withIntegerInputsKnown(const fs::path &dir,
     onnx::TensorProto first;
     bool integer = readProto(sets[0] / file, first) &&
                    (first.data_type() == onnx::TensorProto::INT64 ||
-                    first.data_type() == onnx::TensorProto::INT32);
+                    first.data_type() == onnx::TensorProto::INT32 ||
+                    (smallFloatVectors && first.dims_size() == 1 &&
+                     first.dims(0) <= 8 &&
+                     first.data_type() == onnx::TensorProto::FLOAT));
     for (size_t s = 1; integer && s < sets.size(); ++s) {
       onnx::TensorProto other;
       integer = readProto(sets[s] / file, other) &&
@@ -223,11 +230,24 @@ Outcome runTest(const fs::path &dir, std::string &detail) {
     return mlir::success();
   });
   std::vector<fs::path> sets = dataSets(dir);
-  std::string promotedPath = withIntegerInputsKnown(dir, sets);
+  std::string promotedPath = withIntegerInputsKnown(dir, sets, false);
   std::string modelPath =
       promotedPath.empty() ? (dir / "model.onnx").string() : promotedPath;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       cleave::importOnnxFile(ctx, modelPath, {});
+  if (!module &&
+      firstError.find("known at import time") != std::string::npos) {
+    // An op that needs a float vector at import (Resize's scales): give
+    // the test's short float vectors as initializers too.
+    if (!promotedPath.empty())
+      fs::remove(promotedPath);
+    promotedPath = withIntegerInputsKnown(dir, sets, true);
+    if (!promotedPath.empty()) {
+      modelPath = promotedPath;
+      firstError.clear();
+      module = cleave::importOnnxFile(ctx, modelPath, {});
+    }
+  }
   onnx::ModelProto model;
   readProto(modelPath, model);
   if (!promotedPath.empty())

@@ -36,6 +36,10 @@ const HostTensor *NodeContext::getConstant(unsigned i) {
   return hasInput(i) ? importer.getConstant(node.input(i)) : nullptr;
 }
 
+const HostTensor *NodeContext::getImportValue(unsigned i) {
+  return hasInput(i) ? importer.getImportValue(node.input(i)) : nullptr;
+}
+
 std::shared_ptr<const HostTensor> NodeContext::getConstantRef(unsigned i) {
   return hasInput(i) ? importer.getConstantRef(node.input(i)) : nullptr;
 }
@@ -462,6 +466,26 @@ GraphImporter::Entry *GraphImporter::lookup(StringRef name) {
 const HostTensor *GraphImporter::getConstant(StringRef name) {
   Entry *entry = lookup(name);
   return entry ? entry->constant.get() : nullptr;
+}
+
+const HostTensor *GraphImporter::getImportValue(StringRef name) {
+  Entry *entry = lookup(name);
+  if (!entry)
+    return nullptr;
+  if (entry->constant)
+    return entry->constant.get();
+  if (!entry->paramValue && entry->param &&
+      entry->param->data_location() != onnx::TensorProto::EXTERNAL &&
+      product(Shape(entry->param->dims().begin(),
+                    entry->param->dims().end())) <= kMaxHostElements) {
+    llvm::Expected<HostTensor> host = readTensor(*entry->param);
+    if (!host) {
+      llvm::consumeError(host.takeError());
+      return nullptr;
+    }
+    entry->paramValue = std::make_shared<const HostTensor>(std::move(*host));
+  }
+  return entry->paramValue.get();
 }
 
 std::shared_ptr<const HostTensor>

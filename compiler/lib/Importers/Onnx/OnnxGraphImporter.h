@@ -65,6 +65,9 @@ public:
   bool hasInput(unsigned i) const;
   /// The value of input `i` when it is known at import time, else null.
   const HostTensor *getConstant(unsigned i);
+  /// The same, or the values of a small float initializer (a weight to
+  /// every other reader): for inputs that fix a shape, as Resize's scales.
+  const HostTensor *getImportValue(unsigned i);
   std::shared_ptr<const HostTensor> getConstantRef(unsigned i);
   /// Whether every given input is known at import time.
   bool allInputsConstant();
@@ -192,6 +195,9 @@ public:
 
   const HostTensor *getConstant(llvm::StringRef name);
   std::shared_ptr<const HostTensor> getConstantRef(llvm::StringRef name);
+  /// getConstant, or a small float initializer's values (what an op reads
+  /// as a parameter of its own, such as Resize's scales, not as a weight).
+  const HostTensor *getImportValue(llvm::StringRef name);
   mlir::RankedTensorType getType(llvm::StringRef name);
   mlir::Value getValue(llvm::StringRef name, ParamUse use);
   void bind(llvm::StringRef name, mlir::Value value);
@@ -215,6 +221,8 @@ private:
     mlir::Value value;
     /// A parameter whose graph.param is created on first use.
     const onnx::TensorProto *param = nullptr;
+    /// A small parameter's values, read when an op needs them at import.
+    std::shared_ptr<const HostTensor> paramValue;
   };
 
   llvm::LogicalResult checkSupported();

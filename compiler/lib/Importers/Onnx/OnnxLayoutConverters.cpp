@@ -15,6 +15,9 @@
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 
+#include <algorithm>
+#include <cmath>
+
 using namespace mlir;
 using namespace cleave::graph;
 
@@ -336,9 +339,129 @@ LogicalResult convertCumSum(NodeContext &ctx) {
   return c.result(y);
 }
 
+/// Resize (nearest, linear) as one product per resized axis with an
+/// interpolation matrix A [out, in] computed at import: y = x A^T along the
+/// axis. Row x of A holds the weights ONNX's reference gives output x: its
+/// coordinate in the input (coordinate_transformation_mode), then the
+/// nearest pixel (nearest_mode) or the two around it (linear), indices
+/// clamped to the edge. Every step is a transpose or a GEMM, so Resize
+/// trains and shards like them; work is out x in per axis instead of out.
+LogicalResult convertResize(NodeContext &ctx) {
+  Value x = floatOperand(ctx, 0, "the input");
+  if (!x)
+    return failure();
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  std::string mode = ctx.getString("mode", "nearest");
+  std::string transform =
+      ctx.getString("coordinate_transformation_mode", "half_pixel");
+  std::string nearest = ctx.getString("nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear")
+    return ctx.emitError() << "mode '" << mode
+                           << "' is not supported (nearest, linear)";
+  if (transform != "half_pixel" && transform != "pytorch_half_pixel" &&
+      transform != "align_corners" && transform != "asymmetric" &&
+      transform != "tf_half_pixel_for_nn")
+    return ctx.emitError() << "coordinate_transformation_mode '" << transform
+                           << "' is not supported";
+  if (nearest != "round_prefer_floor" && nearest != "round_prefer_ceil" &&
+      nearest != "floor" && nearest != "ceil")
+    return ctx.emitError() << "nearest_mode '" << nearest
+                           << "' is not supported";
+  // Output sizes and scales per axis, from `sizes` (input 3) or `scales`
+  // (input 2), which must be known at import (they fix the shape).
+  std::vector<int64_t> out(type.getShape().begin(), type.getShape().end());
+  std::vector<double> scale(rank, 1.0);
+  const HostTensor *sizes = ctx.hasInput(3) ? ctx.getImportValue(3) : nullptr;
+  const HostTensor *scales = ctx.hasInput(2) ? ctx.getImportValue(2) : nullptr;
+  if ((ctx.hasInput(3) && !sizes) || (ctx.hasInput(2) && !scales))
+    return ctx.emitError() << "scales and sizes must be known at import "
+                              "time (they fix the output's shape)";
+  if (scales && scales->size() == 0)
+    scales = nullptr;
+  if (sizes && sizes->size() == rank) {
+    for (int64_t d = 0; d < rank; ++d) {
+      out[d] = sizes->getInt(d);
+      scale[d] = double(out[d]) / double(type.getDimSize(d));
+    }
+  } else if (scales && scales->size() == rank) {
+    for (int64_t d = 0; d < rank; ++d) {
+      scale[d] = scales->getDouble(d);
+      out[d] = static_cast<int64_t>(std::floor(type.getDimSize(d) * scale[d]));
+    }
+  } else {
+    return ctx.emitError() << "needs scales or sizes with one value per "
+                              "axis of the rank-" << rank << " input";
+  }
+  Chain c(ctx);
+  Value y = x;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t in = type.getDimSize(d), n = out[d];
+    if (n <= 0 || scale[d] <= 0)
+      return ctx.emitError() << "axis " << d << " resizes to " << n;
+    if (n == in && scale[d] == 1.0)
+      continue;
+    // The output's length as the reference computes coordinates with it:
+    // in x scale, unrounded (scales given), or the size given.
+    double length = double(in) * scale[d];
+    auto source = [&](int64_t i) {
+      double s = scale[d];
+      if (transform == "half_pixel")
+        return (i + 0.5) / s - 0.5;
+      if (transform == "pytorch_half_pixel")
+        return length > 1 ? (i + 0.5) / s - 0.5 : 0.0;
+      if (transform == "align_corners")
+        return length == 1 ? 0.0
+                           : double(i) * double(in - 1) / (length - 1);
+      if (transform == "tf_half_pixel_for_nn")
+        return (i + 0.5) / s;
+      return i / s; // asymmetric
+    };
+    auto clamp = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+    // A^T [in, n], the product's right operand.
+    HostTensor at = HostTensor::zeros(onnx::TensorProto::FLOAT, {in, n});
+    for (int64_t i = 0; i < n; ++i) {
+      double xo = source(i), lo = std::floor(xo), r = xo - lo;
+      int64_t i0 = clamp(int64_t(lo)), i1 = clamp(int64_t(lo) + 1);
+      if (r == 0) {
+        at.floats[i0 * n + i] = 1;
+      } else if (mode == "linear") {
+        at.floats[i0 * n + i] += 1 - r;
+        at.floats[i1 * n + i] += r;
+      } else {
+        bool up = nearest == "round_prefer_floor"  ? r > 0.5
+                  : nearest == "round_prefer_ceil" ? r >= 0.5
+                                                   : nearest == "ceil";
+        at.floats[(up ? i1 : i0) * n + i] = 1;
+      }
+    }
+    // The axis last (a matrix for a vector), the product, and back.
+    SmallVector<int64_t> perm, inverse(rank);
+    for (int64_t e = 0; e < rank; ++e)
+      if (e != d)
+        perm.push_back(e);
+    perm.push_back(d);
+    for (int64_t e = 0; e < rank; ++e)
+      inverse[perm[e]] = e;
+    bool moved = d != rank - 1;
+    Value last = moved ? c.op<TransposeOp>(y, ArrayRef<int64_t>(perm)) : y;
+    if (rank == 1 && last)
+      last = ctx.reshape(last, {1, in}).value_or(Value());
+    Value product = c.op<MatmulOp>(last, ctx.createConstant(at), false, false);
+    if (rank == 1 && product)
+      product = ctx.reshape(product, {n}).value_or(Value());
+    y = moved ? c.op<TransposeOp>(product, ArrayRef<int64_t>(inverse))
+              : product;
+    if (!y)
+      return failure();
+  }
+  return c.result(y);
+}
+
 void addLayoutConverters(ConverterTable &table) {
   table.add("Trilu", convertTrilu);
   table.add("CumSum", convertCumSum);
+  table.add("Resize", convertResize);
   table.add("Pad", convertPad);
   table.add("Tile", convertTile);
   table.add("DepthToSpace", convertDepthToSpace);
