@@ -288,6 +288,10 @@ const GradCase kCases[] = {
   %w = graph.param "w" : tensor<6x2x3x3xf32>
   %b = graph.param "b" : tensor<6xf32>
   %out = graph.conv2d %x, %w bias(%b : tensor<6xf32>) strides [2, 1] padding [1, 0, 1, 1] dilations [1, 1] groups = 2 : tensor<1x4x5x5xf32>, tensor<6x2x3x3xf32>)", "tensor<1x6x3x4xf32>"},
+  {"conv_transpose", R"(
+  %x = graph.param "x" : tensor<1x4x3x3xf32>
+  %w = graph.param "w" : tensor<4x3x3x3xf32>
+  %out = graph.conv2d_input_grad %x, %w strides [2, 2] padding [1, 0, 1, 1] dilations [1, 1] groups = 2 : tensor<1x4x3x3xf32>, tensor<4x3x3x3xf32> -> tensor<1x6x5x6xf32>)", "tensor<1x6x5x6xf32>"},
   {"pooling", R"(
   %x = graph.param "x" : tensor<1x2x5x5xf32>
   %m = graph.max_pool2d %x kernel [3, 3] strides [2, 2] padding [1, 1, 1, 1] : tensor<1x2x5x5xf32>

@@ -83,19 +83,33 @@ FailureOr<Shape> getPadding(NodeContext &ctx, ArrayRef<int64_t> inputHW,
   return pads;
 }
 
-LogicalResult convertConv(NodeContext &ctx) {
+/// The image input and the 4-D filter of Conv or ConvTranspose, the filter
+/// checked against kernel_shape; nulls after an error.
+std::pair<Value, Value> getImageAndFilter(NodeContext &ctx) {
   Value x = getImageInput(ctx);
   Value w = x ? ctx.getValue(1) : Value();
+  if (!w)
+    return {};
+  auto wType = cast<RankedTensorType>(w.getType());
+  if (wType.getRank() != 4) {
+    ctx.emitError() << "the filter must have rank 4, got " << wType;
+    return {};
+  }
+  if (std::optional<Shape> kernel = ctx.getInts("kernel_shape"))
+    if (ArrayRef<int64_t>(*kernel) != wType.getShape().drop_front(2)) {
+      ctx.emitError() << "kernel_shape " << shapeToString(*kernel)
+                      << " disagrees with the filter " << wType;
+      return {};
+    }
+  return {x, w};
+}
+
+LogicalResult convertConv(NodeContext &ctx) {
+  auto [x, w] = getImageAndFilter(ctx);
   if (!w)
     return failure();
   auto xType = cast<RankedTensorType>(x.getType());
   auto wType = cast<RankedTensorType>(w.getType());
-  if (wType.getRank() != 4)
-    return ctx.emitError() << "the filter must be OIHW, got " << wType;
-  if (std::optional<Shape> kernel = ctx.getInts("kernel_shape"))
-    if (ArrayRef<int64_t>(*kernel) != wType.getShape().drop_front(2))
-      return ctx.emitError() << "kernel_shape " << shapeToString(*kernel)
-                             << " disagrees with the filter " << wType;
   FailureOr<Shape> strides = getPair(ctx, "strides");
   if (failed(strides))
     return failure();
@@ -116,6 +130,102 @@ LogicalResult convertConv(NodeContext &ctx) {
   if (failed(op))
     return failure();
   return ctx.setResult(0, op->getResult());
+}
+
+/// ConvTranspose as graph.conv2d_input_grad: a transposed convolution is
+/// the gradient of a convolution for its input, with ONNX's [C_in,
+/// C_out/group, kH, kW] filter in the place of the convolution's [C_out,
+/// C_in/group, ...] (the same layout read the other way round). The output
+/// is stride (H - 1) + output_padding + dilation (k - 1) + 1 - pads, or
+/// output_shape (under auto_pad SAME, input x stride) with the pads it
+/// implies; a bias is added per channel.
+/// Trains through conv2d_input_grad's own derivative (a convolution and a
+/// filter gradient).
+LogicalResult convertConvTranspose(NodeContext &ctx) {
+  auto [x, w] = getImageAndFilter(ctx);
+  if (!w)
+    return failure();
+  auto xType = cast<RankedTensorType>(x.getType());
+  auto wType = cast<RankedTensorType>(w.getType());
+  int64_t group = ctx.getInt("group", 1);
+  if (group < 1 || wType.getDimSize(0) != xType.getDimSize(1) ||
+      xType.getDimSize(1) % group != 0)
+    return ctx.emitError() << "the filter must be [C_in = "
+                           << xType.getDimSize(1)
+                           << ", C_out / group, kH, kW], got " << wType;
+  FailureOr<Shape> strides = getPair(ctx, "strides");
+  FailureOr<Shape> dilations = getPair(ctx, "dilations");
+  if (failed(strides) || failed(dilations))
+    return failure();
+  Shape outputPadding = ctx.getInts("output_padding").value_or(Shape{0, 0});
+  Shape pads = ctx.getInts("pads").value_or(Shape{0, 0, 0, 0});
+  std::string autoPad = ctx.getString("auto_pad", "NOTSET");
+  if (outputPadding.size() != 2 || pads.size() != 4)
+    return ctx.emitError() << "needs 2-D output_padding and pads";
+  std::optional<Shape> outputShape = ctx.getInts("output_shape");
+  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    // SAME: the output is the input times the stride.
+    if (!outputShape)
+      outputShape = Shape{xType.getDimSize(2) * (*strides)[0],
+                          xType.getDimSize(3) * (*strides)[1]};
+  } else if (autoPad != "NOTSET") {
+    return ctx.emitError() << "auto_pad " << autoPad << " is not supported";
+  }
+  Shape out(2);
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = xType.getDimSize(2 + i), k = wType.getDimSize(2 + i);
+    int64_t full = (*strides)[i] * (in - 1) + outputPadding[i] +
+                   (*dilations)[i] * (k - 1) + 1;
+    if (outputShape) {
+      if (outputShape->size() < 2)
+        return ctx.emitError() << "output_shape needs H and W";
+      int64_t target = (*outputShape)[outputShape->size() - 2 + i];
+      // SAME_UPPER puts the odd pixel at the end, otherwise at the start;
+      // halves rounded down (a negative total pads the end negatively: the
+      // output runs past what the input reaches, in zeros).
+      int64_t total = full - target;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      pads[i] = autoPad == "SAME_UPPER" ? half : total - half;
+      pads[i + 2] = total - pads[i];
+    }
+    out[i] = full - pads[i] - pads[i + 2];
+    if (pads[i] < 0)
+      return ctx.emitError() << "output_shape needs negative padding at the "
+                                "start of axis "
+                             << i << ", which is not supported";
+    // A negative end pad is output padding (rows no input reaches).
+    if (pads[i + 2] < 0) {
+      outputPadding[i] -= pads[i + 2];
+      pads[i + 2] = 0;
+    }
+    if (out[i] <= 0 || outputPadding[i] >= std::max((*strides)[i],
+                                                     (*dilations)[i]))
+      return ctx.emitError() << "axis " << i << " of the output would be "
+                             << out[i] << " (output_padding must be below "
+                                          "the stride)";
+  }
+  int64_t channels = wType.getDimSize(1) * group;
+  auto resultType = RankedTensorType::get(
+      {xType.getDimSize(0), channels, out[0], out[1]}, xType.getElementType());
+  FailureOr<Conv2dInputGradOp> op = ctx.create<Conv2dInputGradOp>(
+      resultType, x, w, ArrayRef<int64_t>(*strides), ArrayRef<int64_t>(pads),
+      ArrayRef<int64_t>(*dilations), group);
+  if (failed(op))
+    return failure();
+  Value y = op->getResult();
+  if (ctx.hasInput(2)) {
+    Value bias = ctx.getValue(2);
+    if (!bias)
+      return failure();
+    FailureOr<Value> b = ctx.reshape(bias, {1, channels, 1, 1});
+    if (failed(b))
+      return failure();
+    FailureOr<AddOp> add = ctx.create<AddOp>(y, *b);
+    if (failed(add))
+      return failure();
+    y = add->getResult();
+  }
+  return ctx.setResult(0, y);
 }
 
 /// MaxPool and AveragePool.
@@ -184,6 +294,7 @@ LogicalResult convertGlobalAveragePool(NodeContext &ctx) {
 
 void addConvolutionConverters(ConverterTable &table) {
   table.add("Conv", convertConv);
+  table.add("ConvTranspose", convertConvTranspose);
   table.add("MaxPool", convertPool<MaxPool2dOp>);
   table.add("AveragePool", convertPool<AvgPool2dOp>);
   table.add("GlobalAveragePool", convertGlobalAveragePool);

@@ -30,6 +30,24 @@ LogicalResult gradMatmul(MatmulOp op, OpBuilder &b, ValueRange dys,
   return success();
 }
 
+/// y = K(W)^T g, a transposed convolution (ONNX ConvTranspose): linear in
+/// g, so dg = K(W) dy, the forward convolution; and since <y, dy> =
+/// <g, K(W) dy>, dW is the filter gradient of a convolution of dy whose
+/// output gradient is g.
+LogicalResult gradConv2dInputGrad(Conv2dInputGradOp op, OpBuilder &b,
+                                  ValueRange dys,
+                                  SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  dxs.push_back(Conv2dOp::create(b, loc, dys[0], op.getFilter(), Value(),
+                                 op.getStridesAttr(), op.getPaddingAttr(),
+                                 op.getDilationsAttr(), op.getGroupsAttr()));
+  dxs.push_back(Conv2dFilterGradOp::create(
+      b, loc, op.getFilter().getType(), dys[0], op.getGrad(),
+      op.getStridesAttr(), op.getPaddingAttr(), op.getDilationsAttr(),
+      op.getGroupsAttr()));
+  return success();
+}
+
 LogicalResult gradSoftmax(SoftmaxOp op, OpBuilder &b, ValueRange dys,
                           SmallVectorImpl<Value> &dxs) {
   dxs.push_back(SoftmaxGradOp::create(b, op.getLoc(), op.getType(), op,
@@ -190,6 +208,7 @@ void attachStructuredRules(MLIRContext *ctx) {
   attach<BatchNormOp, gradBatchNorm>(ctx);
   attach<RopeOp, gradRope>(ctx);
   attach<Conv2dOp, gradConv2d>(ctx);
+  attach<Conv2dInputGradOp, gradConv2dInputGrad>(ctx);
   attach<MaxPool2dOp, gradPool<MaxPool2dOp>>(ctx);
   attach<AvgPool2dOp, gradPool<AvgPool2dOp>>(ctx);
   attach<GlobalAvgPoolOp, gradGlobalAvgPool>(ctx);
