@@ -161,7 +161,8 @@ void addActivationConverters(ConverterTable &table);
 /// Pad (constant), Tile, DepthToSpace, InstanceNormalization, Trilu and
 /// CumSum as graph ops (OnnxLayoutConverters.cpp).
 void addLayoutConverters(ConverterTable &table);
-/// ArgMax and ArgMin as graph ops (OnnxIndexConverters.cpp).
+/// ArgMax, ArgMin, and GatherElements, GatherND, ScatterElements and
+/// ScatterND of constant indices, as graph ops (OnnxIndexConverters.cpp).
 void addIndexConverters(ConverterTable &table);
 /// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
 void addShapeConverters(ConverterTable &table);

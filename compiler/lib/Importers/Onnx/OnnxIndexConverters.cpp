@@ -1,6 +1,7 @@
-//===- OnnxIndexConverters.cpp - ArgMax and ArgMin as graph ops -----------===//
+//===- OnnxIndexConverters.cpp - Index arithmetic as graph ops ------------===//
 //
-// The index of the largest (smallest) element along an axis, written in
+// ArgMax and ArgMin: the index of the largest (smallest) element along an
+// axis, written in
 // graph ops that all have kernels on both backends, shape rules and
 // sharding rules: the extreme by reduce_max, the positions equal to it by
 // compare, their indices (an iota along the axis) kept by where, and the
@@ -8,6 +9,14 @@
 // select_last_index, by a maximum), cast to int64. Ties go to the first
 // index as ONNX specifies. There is no gradient (the result is integers),
 // as in any framework.
+//
+// GatherElements, GatherND, ScatterElements and ScatterND with indices
+// known at import (as exporters give them: Swin's window shifts, fixed
+// permutations): the source element of every output element is computed
+// then, and the op becomes one graph.gather of the flattened source by that
+// constant map (a scatter selects by a constant mask between the gathered
+// updates and the data). Both have gradients (gather's is a scatter-add,
+// where's a selection), so these ops train and shard like them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,11 +86,242 @@ LogicalResult convertArgMin(NodeContext &ctx) {
   return convertArgExtreme(ctx, /*largest=*/false);
 }
 
+Shape stridesOf(ArrayRef<int64_t> shape) {
+  Shape strides(shape.size(), 1);
+  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// Coordinates of flat element `e` of `shape`.
+Shape coordsOf(int64_t e, ArrayRef<int64_t> shape) {
+  Shape coords(shape.size());
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    coords[d] = shape[d] ? e % shape[d] : 0;
+    e = shape[d] ? e / shape[d] : 0;
+  }
+  return coords;
+}
+
+/// The constant integer indices (input `i`); null after an error.
+const HostTensor *indicesOf(NodeContext &ctx, unsigned i) {
+  const HostTensor *idx = ctx.getConstant(i);
+  if (!idx || idx->isFloat()) {
+    ctx.emitError() << "the indices must be integers known at import time";
+    return nullptr;
+  }
+  return idx;
+}
+
+/// An index in [-dim, dim) as a non-negative one, or an error.
+FailureOr<int64_t> normalized(NodeContext &ctx, int64_t index, int64_t dim) {
+  if (index < -dim || index >= dim) {
+    ctx.emitError() << "index " << index << " is out of range for a dimension "
+                    << "of " << dim;
+    return failure();
+  }
+  return index < 0 ? index + dim : index;
+}
+
+/// out[e] = flat(src)[map[e]], out of `shape`: one gather of the flattened
+/// source by a constant map.
+Value gatherByMap(NodeContext &ctx, Value src, const std::vector<int64_t> &map,
+                  ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(src.getType());
+  FailureOr<Value> flat = ctx.reshape(src, {type.getNumElements()});
+  if (failed(flat))
+    return {};
+  HostTensor indices;
+  indices.dtype = onnx::TensorProto::INT64;
+  indices.shape.assign(shape.begin(), shape.end());
+  indices.ints = map;
+  return compose<GatherOp>(ctx, *flat, ctx.createConstant(indices),
+                           int64_t(0));
+}
+
+/// A scatter's result: where `mask`, the updates at `map`, else the data.
+LogicalResult scatterByMap(NodeContext &ctx, Value data, Value updates,
+                           const std::vector<int64_t> &map,
+                           const std::vector<int64_t> &mask) {
+  auto type = cast<RankedTensorType>(data.getType());
+  std::vector<int64_t> clamped(map);
+  for (int64_t &m : clamped)
+    m = std::max<int64_t>(m, 0);
+  Value gathered = gatherByMap(ctx, updates, clamped, type.getShape());
+  HostTensor keep;
+  keep.dtype = onnx::TensorProto::BOOL;
+  keep.shape.assign(type.getShape().begin(), type.getShape().end());
+  keep.ints = mask;
+  Chain c(ctx);
+  return c.result(c.op<WhereOp>(ctx.createConstant(keep), gathered, data));
+}
+
+/// GatherElements' and ScatterElements' addressing: for every element of
+/// `idx` (the data's rank), the flat address in the data of `type` it
+/// names, its coordinate along the node's `axis` replaced by the index.
+FailureOr<std::vector<int64_t>> elementAddresses(NodeContext &ctx,
+                                                 const HostTensor &idx,
+                                                 RankedTensorType type) {
+  FailureOr<int64_t> axisOr = ctx.getAxis(0, type.getRank());
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
+  if (int64_t(idx.shape.size()) != type.getRank())
+    return ctx.emitError() << "indices must have the data's rank";
+  Shape strides = stridesOf(type.getShape());
+  std::vector<int64_t> addresses(idx.size());
+  for (int64_t e = 0; e < idx.size(); ++e) {
+    Shape at = coordsOf(e, idx.shape);
+    FailureOr<int64_t> i = normalized(ctx, idx.getInt(e), type.getDimSize(axis));
+    if (failed(i))
+      return failure();
+    at[axis] = *i;
+    int64_t flat = 0;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      flat += at[d] * strides[d];
+    addresses[e] = flat;
+  }
+  return addresses;
+}
+
+LogicalResult convertGatherElements(NodeContext &ctx) {
+  Value data = floatOperand(ctx, 0, "the data");
+  const HostTensor *idx = data ? indicesOf(ctx, 1) : nullptr;
+  if (!idx)
+    return failure();
+  auto type = cast<RankedTensorType>(data.getType());
+  FailureOr<std::vector<int64_t>> map = elementAddresses(ctx, *idx, type);
+  if (failed(map))
+    return failure();
+  Value y = gatherByMap(ctx, data, *map, idx->shape);
+  return y ? ctx.setResult(0, y) : failure();
+}
+
+/// GatherND's and ScatterND's addressing: for every index tuple (the last
+/// axis of `idx`, after `batch` leading batch axes shared with `shape`),
+/// the flat offset of the slice it selects in a tensor of `shape`, and that
+/// slice's size.
+FailureOr<std::pair<std::vector<int64_t>, int64_t>>
+sliceOffsets(NodeContext &ctx, const HostTensor &idx, ArrayRef<int64_t> shape,
+             int64_t batch) {
+  int64_t rank = shape.size(), q = idx.shape.size();
+  int64_t k = q ? idx.shape.back() : 0;
+  if (q < 1 || k < 1 || batch + k > rank || batch > q - 1)
+    return ctx.emitError() << "indices " << shapeToString(idx.shape)
+                           << " do not address data " << shapeToString(shape);
+  for (int64_t d = 0; d < batch; ++d)
+    if (idx.shape[d] != shape[d])
+      return ctx.emitError() << "batch dimension " << d << " differs";
+  Shape strides = stridesOf(shape);
+  int64_t slice = 1;
+  for (int64_t d = batch + k; d < rank; ++d)
+    slice *= shape[d];
+  int64_t tuples = idx.size() / k;
+  std::vector<int64_t> offsets(tuples);
+  // Tuples per batch entry: the index axes between the batch axes and k.
+  int64_t perBatch = 1;
+  for (int64_t d = batch; d < q - 1; ++d)
+    perBatch *= idx.shape[d];
+  for (int64_t t = 0; t < tuples; ++t) {
+    Shape b = coordsOf(t / perBatch, ArrayRef<int64_t>(shape).take_front(batch));
+    int64_t flat = 0;
+    for (int64_t d = 0; d < batch; ++d)
+      flat += b[d] * strides[d];
+    for (int64_t j = 0; j < k; ++j) {
+      FailureOr<int64_t> i =
+          normalized(ctx, idx.getInt(t * k + j), shape[batch + j]);
+      if (failed(i))
+        return failure();
+      flat += *i * strides[batch + j];
+    }
+    offsets[t] = flat;
+  }
+  return std::make_pair(std::move(offsets), slice);
+}
+
+LogicalResult convertGatherND(NodeContext &ctx) {
+  Value data = floatOperand(ctx, 0, "the data");
+  const HostTensor *idx = data ? indicesOf(ctx, 1) : nullptr;
+  if (!idx)
+    return failure();
+  auto type = cast<RankedTensorType>(data.getType());
+  int64_t batch = ctx.getInt("batch_dims", 0);
+  auto addressed = sliceOffsets(ctx, *idx, type.getShape(), batch);
+  if (failed(addressed))
+    return failure();
+  auto &[offsets, slice] = *addressed;
+  Shape out(idx->shape.begin(), idx->shape.end() - 1);
+  for (int64_t d = batch + idx->shape.back(); d < type.getRank(); ++d)
+    out.push_back(type.getDimSize(d));
+  std::vector<int64_t> map;
+  map.reserve(offsets.size() * slice);
+  for (int64_t offset : offsets)
+    for (int64_t r = 0; r < slice; ++r)
+      map.push_back(offset + r);
+  Value y = gatherByMap(ctx, data, map, out);
+  return y ? ctx.setResult(0, y) : failure();
+}
+
+/// A scatter's data, constant indices and updates (null indices after an
+/// error); only reduction none (the last update of an element wins).
+const HostTensor *scatterOperands(NodeContext &ctx, Value &data,
+                                  Value &updates) {
+  std::string reduction = ctx.getString("reduction", "none");
+  if (reduction != "none") {
+    ctx.emitError() << "reduction '" << reduction << "' is not supported";
+    return nullptr;
+  }
+  data = floatOperand(ctx, 0, "the data");
+  updates = data ? floatOperand(ctx, 2, "the updates") : Value();
+  return updates ? indicesOf(ctx, 1) : nullptr;
+}
+
+LogicalResult convertScatterND(NodeContext &ctx) {
+  Value data, updates;
+  const HostTensor *idx = scatterOperands(ctx, data, updates);
+  if (!idx)
+    return failure();
+  auto type = cast<RankedTensorType>(data.getType());
+  auto addressed = sliceOffsets(ctx, *idx, type.getShape(), 0);
+  if (failed(addressed))
+    return failure();
+  auto &[offsets, slice] = *addressed;
+  std::vector<int64_t> map(type.getNumElements(), -1), mask(map.size(), 0);
+  for (size_t t = 0; t < offsets.size(); ++t)
+    for (int64_t r = 0; r < slice; ++r) {
+      map[offsets[t] + r] = int64_t(t) * slice + r;
+      mask[offsets[t] + r] = 1;
+    }
+  return scatterByMap(ctx, data, updates, map, mask);
+}
+
+LogicalResult convertScatterElements(NodeContext &ctx) {
+  Value data, updates;
+  const HostTensor *idx = scatterOperands(ctx, data, updates);
+  if (!idx)
+    return failure();
+  auto type = cast<RankedTensorType>(data.getType());
+  FailureOr<std::vector<int64_t>> addresses =
+      elementAddresses(ctx, *idx, type);
+  if (failed(addresses))
+    return failure();
+  std::vector<int64_t> map(type.getNumElements(), -1), mask(map.size(), 0);
+  for (int64_t e = 0; e < int64_t(addresses->size()); ++e) {
+    map[(*addresses)[e]] = e;
+    mask[(*addresses)[e]] = 1;
+  }
+  return scatterByMap(ctx, data, updates, map, mask);
+}
+
 } // namespace
 
 void addIndexConverters(ConverterTable &table) {
   table.add("ArgMax", convertArgMax);
   table.add("ArgMin", convertArgMin);
+  table.add("GatherElements", convertGatherElements);
+  table.add("GatherND", convertGatherND);
+  table.add("ScatterElements", convertScatterElements);
+  table.add("ScatterND", convertScatterND);
 }
 
 } // namespace cleave::onnx_import
