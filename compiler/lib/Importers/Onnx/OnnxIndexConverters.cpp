@@ -184,17 +184,31 @@ FailureOr<std::vector<int64_t>> elementAddresses(NodeContext &ctx,
   return addresses;
 }
 
-LogicalResult convertGatherElements(NodeContext &ctx) {
+/// Output `shape` of a gather whose element e is element map[e] of the
+/// flattened data (input 0): computed at import when the data is known
+/// (shape arithmetic), else one graph.gather.
+LogicalResult setGathered(NodeContext &ctx, const std::vector<int64_t> &map,
+                          ArrayRef<int64_t> shape) {
+  if (const HostTensor *known = ctx.getConstant(0)) {
+    HostTensor out = HostTensor::zeros(known->dtype, shape);
+    for (int64_t e = 0; e < out.size(); ++e)
+      out.copyElement(e, *known, map[e]);
+    return ctx.setResult(0, std::move(out));
+  }
   Value data = floatOperand(ctx, 0, "the data");
-  const HostTensor *idx = data ? indicesOf(ctx, 1) : nullptr;
+  Value y = data ? gatherByMap(ctx, data, map, shape) : Value();
+  return y ? ctx.setResult(0, y) : failure();
+}
+
+LogicalResult convertGatherElements(NodeContext &ctx) {
+  RankedTensorType type = ctx.getType(0);
+  const HostTensor *idx = type ? indicesOf(ctx, 1) : nullptr;
   if (!idx)
     return failure();
-  auto type = cast<RankedTensorType>(data.getType());
   FailureOr<std::vector<int64_t>> map = elementAddresses(ctx, *idx, type);
   if (failed(map))
     return failure();
-  Value y = gatherByMap(ctx, data, *map, idx->shape);
-  return y ? ctx.setResult(0, y) : failure();
+  return setGathered(ctx, *map, idx->shape);
 }
 
 /// GatherND's and ScatterND's addressing: for every index tuple (the last
@@ -240,11 +254,10 @@ sliceOffsets(NodeContext &ctx, const HostTensor &idx, ArrayRef<int64_t> shape,
 }
 
 LogicalResult convertGatherND(NodeContext &ctx) {
-  Value data = floatOperand(ctx, 0, "the data");
-  const HostTensor *idx = data ? indicesOf(ctx, 1) : nullptr;
+  RankedTensorType type = ctx.getType(0);
+  const HostTensor *idx = type ? indicesOf(ctx, 1) : nullptr;
   if (!idx)
     return failure();
-  auto type = cast<RankedTensorType>(data.getType());
   int64_t batch = ctx.getInt("batch_dims", 0);
   auto addressed = sliceOffsets(ctx, *idx, type.getShape(), batch);
   if (failed(addressed))
@@ -258,8 +271,7 @@ LogicalResult convertGatherND(NodeContext &ctx) {
   for (int64_t offset : offsets)
     for (int64_t r = 0; r < slice; ++r)
       map.push_back(offset + r);
-  Value y = gatherByMap(ctx, data, map, out);
-  return y ? ctx.setResult(0, y) : failure();
+  return setGathered(ctx, map, out);
 }
 
 /// A scatter's data, constant indices and updates (null indices after an
