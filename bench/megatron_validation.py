@@ -19,10 +19,15 @@ forward pass again (recompute-scope=layer; cleave's lowering recomputes only
 what the backward pass reads, which leaves out the MLP's output GEMM).
 
 A second table scores Megatron-Core r0.8's published H100 weak-scaling
-runs (GPT, sequence 4096, vocabulary 131072, dp 48) with its settings:
-bf16, the distributed optimizer, overlapped gradient reduction and p2p, and
-attention priced unfused (what cleave lowers) and fused (attention=fused,
-FlashAttention-2 as the cost model prices it).
+runs (GPT, sequence 4096, vocabulary 131072, dp 48) with the settings its
+README states: bf16 (gradients reduced in fp32, Megatron's default for
+bf16), the distributed optimizer with its gradient and parameter buckets
+(zero=1, zero-bucket=40: 40 M elements a bucket), overlapped gradient
+reduction, parameter gathers and p2p, and --tp-comm-overlap (overlap-tp=on:
+Transformer Engine's collective GEMMs); attention priced unfused and fused
+(attention=fused: cuDNN's fused attention at the rate the dgx-h100 preset
+states). overlap-tp and zero-bucket price how Megatron-Core runs; cleave's
+own lowering does neither, so `-o` refuses them.
 
 Usage: bench/megatron_validation.py [path/to/cleave]
 """
@@ -128,14 +133,16 @@ def megatron_core_flops(batch, layers, hidden):
 
 def score_h100(cleave, heads, hidden, layers, tp, pp, gpus, batch,
                attention, free=False):
-    """Megatron-Core's settings: bf16, the distributed optimizer (ZeRO-1),
-    gradient reduction and pipeline transfers overlapped, sequence
+    """Megatron-Core's settings: bf16, the distributed optimizer (ZeRO-1,
+    40 M-element buckets), gradient reduction, parameter gathers, pipeline
+    transfers and tensor-parallel collectives overlapped, sequence
     parallelism with tp, no recomputation. `free`: the schedule, vpp and
     microbatch are the search's (Megatron-Core's scripts do not say)."""
     knobs = (f"tp={tp},pp={pp},dp={gpus // (tp * pp)},cp=1,"
              f"sp={'on' if tp > 1 else 'off'},zero=1,recompute=none,"
              f"precision=bf16,overlap-grad=on,overlap-p2p=on,"
-             f"attention={attention}")
+             f"attention={attention},zero-bucket=40,"
+             f"overlap-tp={'on' if tp > 1 else 'off'}")
     if not free:
         knobs += ",microbatch=1,schedule=1f1b"
     model = (f"zoo:gpt,layers={layers},hidden={hidden},heads={heads},"

@@ -117,6 +117,14 @@ const std::vector<Field> &fields() {
                   efficiency.gemmExposedMemory,
                   "fraction of a GEMM's memory time not overlapped with "
                   "its math"),
+      CLEAVE_REAL("efficiency.attention_forward", Fraction,
+                  efficiency.attentionForward,
+                  "fraction of peak fused attention reaches forward (0: "
+                  "priced as its GEMMs)"),
+      CLEAVE_REAL("efficiency.attention_backward", Fraction,
+                  efficiency.attentionBackward,
+                  "fraction of peak fused attention reaches backward (0: "
+                  "priced as its GEMMs)"),
       CLEAVE_REAL("efficiency.memory", Fraction, efficiency.memory,
                   "achieved over nominal memory bandwidth"),
       CLEAVE_REAL("efficiency.nccl_intra_node", Fraction,
@@ -310,6 +318,10 @@ absl::Status validateCluster(const Cluster &c) {
   fraction(e.memory, "efficiency.memory");
   fraction(e.ncclIntraNode, "efficiency.nccl_intra_node");
   fraction(e.ncclInterNode, "efficiency.nccl_inter_node");
+  require(e.attentionForward >= 0 && e.attentionForward <= 1,
+          "efficiency.attention_forward", "in [0, 1]", e.attentionForward);
+  require(e.attentionBackward >= 0 && e.attentionBackward <= 1,
+          "efficiency.attention_backward", "in [0, 1]", e.attentionBackward);
   require(e.gemmHalfDim >= 0, "efficiency.gemm_half_dim", "0 or more",
           e.gemmHalfDim);
   require(e.gemmExposedMemory >= 0 && e.gemmExposedMemory <= 1,

@@ -115,6 +115,12 @@ Cluster dgxH100(std::string name, double memoryBytes, double memoryBandwidth,
   c.efficiency.gemmMax = 0.80;
   c.efficiency.gemmHalfDim = kGemmHalfDim;
   c.efficiency.gemmExposedMemory = kGemmExposedMemory;
+  // Fused attention on Hopper (cuDNN 9's, which Transformer Engine runs):
+  // about 560 TFLOP/s forward and 460 backward at head size 128, causal,
+  // sequence 4096, bf16, as read from Shah et al., FlashAttention-3 (2024),
+  // figures 5 and 7 (FlashAttention-2 itself reaches about 330 and 300).
+  c.efficiency.attentionForward = 560.0 / 989.4;
+  c.efficiency.attentionBackward = 460.0 / 989.4;
   c.efficiency.memory = kHbmEfficiency;
   // nccl-tests all_reduce_perf inside a DGX H100: about 370 GB/s bus
   // bandwidth over 450 GB/s per direction.

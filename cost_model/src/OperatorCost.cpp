@@ -116,10 +116,14 @@ absl::StatusOr<OpCost> estimateGeneric(const GenericOp &op,
     if (op.tensorCores) {
       if (absl::Status status = checkSupported(op.dtype, cluster); !status.ok())
         return status;
-      // Tensor-core kernels other than GEMMs (fused attention) saturate
-      // like large GEMMs.
+      // Tensor-core kernels other than GEMMs (fused attention) reach what
+      // the cluster states for attention, else saturate like large GEMMs.
       peak = cluster.device.peakFlops(op.dtype);
-      cost.efficiency = cluster.efficiency.gemmMax;
+      double attention = op.backwardPass
+                             ? cluster.efficiency.attentionBackward
+                             : cluster.efficiency.attentionForward;
+      cost.efficiency =
+          attention > 0 ? attention : cluster.efficiency.gemmMax;
     }
     cost.computeSeconds =
         op.flops * sharing(cluster, profile) / (peak * cost.efficiency);

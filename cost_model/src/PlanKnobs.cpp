@@ -21,7 +21,7 @@ constexpr std::string_view kKnobNames[kNumKnobs] = {
     "ep",         "sp",       "zero",        "microbatch",
     "schedule",   "vpp",      "recompute",   "recompute-scope",
     "precision",  "overlap-grad", "overlap-p2p", "stages",
-    "attention"};
+    "attention",  "overlap-tp", "zero-bucket"};
 
 } // namespace
 
@@ -54,8 +54,8 @@ absl::StatusOr<KnobSet> applyPlanKnobs(std::string_view knobs,
       return absl::InvalidArgumentError(absl::StrCat(
           "unknown knob '", key,
           "' (knobs: dp, tp, pp, cp, ep, sp, zero, microbatch, schedule, vpp, "
-          "recompute, precision, overlap-grad, overlap-p2p, stages, "
-          "recompute-scope, attention)"));
+          "recompute, precision, overlap-grad, overlap-p2p, overlap-tp, "
+          "zero-bucket, stages, recompute-scope, attention)"));
     if (given.contains(*knob))
       return absl::InvalidArgumentError(
           absl::StrCat("knob '", key, "' is given twice"));
@@ -98,13 +98,27 @@ absl::StatusOr<KnobSet> applyPlanKnobs(std::string_view knobs,
       else
         status = absl::InvalidArgumentError(
             absl::StrCat("knob 'sp' takes on or off, got '", value, "'"));
-    } else if (*knob == Knob::OverlapGrad || *knob == Knob::OverlapP2p) {
+    } else if (*knob == Knob::OverlapGrad || *knob == Knob::OverlapP2p ||
+               *knob == Knob::OverlapTp) {
       bool on = value == "on" || value == "true" || value == "1";
       if (!on && value != "off" && value != "false" && value != "0")
         status = absl::InvalidArgumentError(absl::StrCat(
             "knob '", key, "' takes on or off, got '", value, "'"));
-      (*knob == Knob::OverlapGrad ? plan.overlapGradReduce
-                                  : plan.overlapTransfers) = on;
+      (*knob == Knob::OverlapGrad  ? plan.overlapGradReduce
+       : *knob == Knob::OverlapP2p ? plan.overlapTransfers
+                                   : plan.overlapTpComm) = on;
+    } else if (*knob == Knob::ZeroBucket) {
+      // "tensor", or a bucket size in millions of elements.
+      int64_t millions = 0;
+      if (value == "tensor")
+        plan.zeroBucketElements = 0;
+      else if ((status = integer(millions, 1)).ok())
+        plan.zeroBucketElements = millions * 1000000;
+      else
+        status = absl::InvalidArgumentError(absl::StrCat(
+            "knob 'zero-bucket' takes tensor or a bucket size in millions "
+            "of elements (40), got '",
+            value, "'"));
     } else if (*knob == Knob::RecomputeScope) {
       if (value == "needed" || value == "layer")
         plan.recomputeWholeLayer = value == "layer";
@@ -194,7 +208,12 @@ std::string planKnobsString(const ParallelConfig &p) {
                       ",schedule=", scheduleName(p.schedule), ",vpp=", p.chunks,
                       ",recompute=", recompute, ",precision=",
                       std::string(precisionName(p.precision)),
-                      p.fusedAttention ? ",attention=fused" : "");
+                      p.fusedAttention ? ",attention=fused" : "",
+                      p.overlapTpComm ? ",overlap-tp=on" : "",
+                      p.zeroBucketElements > 0
+                          ? absl::StrCat(",zero-bucket=",
+                                         p.zeroBucketElements / 1000000)
+                          : std::string());
 }
 
 } // namespace cleave::cost

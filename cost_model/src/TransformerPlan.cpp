@@ -103,6 +103,20 @@ Work operator*(Work w, double k) {
   return w;
 }
 
+/// What a collective of `comm` seconds adds to a GEMM of `gemm` seconds
+/// when both run as a ring of `tp` steps (Transformer Engine's collective
+/// GEMM, after Wang et al., ASPLOS'23): the GEMM is cut into tp chunks;
+/// while one chunk computes, the next moves, so the pair takes the first
+/// chunk's GEMM (nothing arrived to overlap it with) and then tp - 1 steps
+/// of whichever is slower, the GEMM chunk or one chunk's transfer.
+double ringOverlap(double gemm, double comm, double tp) {
+  if (tp <= 1 || comm <= 0)
+    return comm;
+  double steps = tp - 1;
+  double pair = gemm / tp + steps * std::max(gemm / tp, comm / steps);
+  return std::max(0.0, pair - gemm);
+}
+
 /// Prices the pieces of a plan on a cluster.
 class Pricer {
 public:
@@ -121,6 +135,22 @@ public:
     if (!cost.ok())
       return cost.status();
     return Work{cost->seconds, g.flops()};
+  }
+
+  /// Seconds of a fused attention kernel running `flops` and moving
+  /// `bytes` (efficiency.attention_forward or _backward).
+  absl::StatusOr<double> attention(double flops, double bytes,
+                                   bool backward) {
+    GenericOp op;
+    op.flops = flops;
+    op.bytesRead = bytes;
+    op.dtype = dtype;
+    op.tensorCores = true;
+    op.backwardPass = backward;
+    auto cost = estimateGeneric(op, cluster, profile);
+    if (!cost.ok())
+      return cost.status();
+    return cost->seconds;
   }
 
   /// GEMM forward, and its backward (two GEMMs of the same size).
@@ -269,6 +299,12 @@ absl::Status checkPlan(const TransformerModel &m, const Cluster &c,
                 " needs a mixture-of-experts model whose expert count it "
                 "divides, and must divide dp = ",
                 p.dp);
+  if (p.zeroBucketElements < 0)
+    return fail("the ZeRO bucket size must not be negative, got ",
+                p.zeroBucketElements);
+  if (p.overlapTpComm && p.tp > 1 && !p.sequenceParallel)
+    return fail("overlap-tp=on needs sp=on: the overlap splits the "
+                "sequence-parallel all-gathers and reduce-scatters");
   if (p.schedule == ScheduleKind::Interleaved && p.chunks < 2)
     return fail("the interleaved schedule needs chunks >= 2");
   if (p.schedule != ScheduleKind::Interleaved && p.chunks != 1)
@@ -524,6 +560,11 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
 
   Pricer price(cluster, profile, p.precision);
   const double e = price.bytes;
+  // Bytes of a weight gradient: fp32 under bf16 (cleave-mixed-precision
+  // keeps weight gradients and their reductions in fp32, as Megatron-Core
+  // does for bf16: accumulate_allreduce_grads_in_fp32), the storage type
+  // otherwise (fp16 as Megatron-LM ran it in 2021, reducing fp16).
+  const double gradE = p.precision == DType::Bf16 ? 4.0 : e;
   const double b = p.microbatchSize, s = double(m.seq) / p.cp,
                S = double(m.seq), h = m.hidden, a = m.heads, kv = m.kv(),
                d = h / a, t = p.tp, f = m.mlp(), V = m.vocab;
@@ -577,6 +618,24 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       scores.second.flops = scores.first.flops * 2;
       context.second = forward;
       context.second.flops = context.first.flops * 2;
+      if (cluster.efficiency.attentionForward > 0 ||
+          cluster.efficiency.attentionBackward > 0) {
+        // The cluster states what its attention kernels reach: one kernel
+        // each way over the FLOPs they run. Forward reads q, k, v and
+        // writes the output; backward reads those, the output gradient
+        // and the log-sum-exp and writes three gradients.
+        double qBytes = b * a / t * s * d * e, kvBytes = b * kv / t * S * d * e;
+        CLEAVE_ASSIGN(fwdKernel,
+                      price.attention(forward.flops * run,
+                                      2 * qBytes + 2 * kvBytes, false));
+        CLEAVE_ASSIGN(bwdKernel,
+                      price.attention(2.5 * forward.flops * run,
+                                      4 * qBytes + 4 * kvBytes, true));
+        scores.first.seconds = fwdKernel;
+        context.first.seconds = 0;
+        scores.second.seconds = bwdKernel;
+        context.second.seconds = 0;
+      }
     }
     Work gemmF = qkv.first + scores.first + context.first + proj.first +
                  up.first + down.first + router.first;
@@ -623,6 +682,9 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     // column-parallel GEMMs all-gather them again (Megatron-LM does the
     // same; the lowering waits on these gathers, as on the others).
     double tpRegather = 0;
+    // The backward pass's other tensor-parallel time where it differs from
+    // the forward's (overlap-tp); negative: the forward's (tpComm).
+    double tpBackward = -1;
     // The reduction after the MLP's row-parallel output GEMM (a
     // reduce-scatter with sequence parallelism, else an all-reduce).
     double mlpOutReduce = 0;
@@ -635,6 +697,35 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         tpComm = 2 * (ag + rs);
         tpRegather = 2 * ag;
         mlpOutReduce = rs;
+        if (p.overlapTpComm) {
+          // What each collective adds to the GEMM it overlaps. Forward:
+          // the gathered norm output feeds the QKV and MLP-input GEMMs,
+          // the attention and MLP output GEMMs feed the reduce-scatters;
+          // each pair runs as a ring (ringOverlap). Backward: a column-
+          // parallel GEMM's input re-gather runs beside its data-gradient
+          // GEMM and that gradient's reduce-scatter beside its weight-
+          // gradient GEMM, each pair whole (Transformer Engine's bulk
+          // overlap); a row-parallel GEMM's output-gradient gather is a
+          // ring beside its data-gradient GEMM. Half of a backward pair is
+          // its data gradient.
+          double exposedF = ringOverlap(qkv.first.seconds, ag, t) +
+                            ringOverlap(proj.first.seconds, rs, t) +
+                            ringOverlap(up.first.seconds, ag, t) +
+                            ringOverlap(down.first.seconds, rs, t);
+          auto bulk = [](double gemm, double comm) {
+            return std::max(0.0, comm - gemm);
+          };
+          double colB = bulk(qkv.second.seconds / 2, ag) +
+                        bulk(up.second.seconds / 2, ag);
+          double colScatter = bulk(qkv.second.seconds / 2, rs) +
+                              bulk(up.second.seconds / 2, rs);
+          double rowB = ringOverlap(proj.second.seconds / 2, ag, t) +
+                        ringOverlap(down.second.seconds / 2, ag, t);
+          tpComm = exposedF;
+          tpRegather = colB;
+          tpBackward = colScatter + rowB;
+          mlpOutReduce = ringOverlap(down.first.seconds, rs, t);
+        }
         price.count(L.forwardComm, Collective::AllGather, act, tpGroup, 2);
         price.count(L.forwardComm, Collective::ReduceScatter, act, tpGroup, 2);
         price.count(L.backwardComm, Collective::AllGather, act, tpGroup, 4);
@@ -683,6 +774,8 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     double wait = price.inStepWait();
     if (p.tp > 1) {
       tpComm += (sp ? 4 : 2) * wait;
+      if (tpBackward >= 0)
+        tpBackward += 4 * wait;
       tpRegather += (sp ? 2 : 0) * wait;
       mlpOutReduce += wait;
     }
@@ -694,7 +787,8 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     L.forward = gemmF + elemF;
     L.forward.seconds += commF;
     L.backward = gemmB + elemB;
-    L.backward.seconds += tpComm + tpRegather + 2 * cpComm + epComm;
+    L.backward.seconds += (tpBackward < 0 ? tpComm : tpBackward) +
+                          tpRegather + 2 * cpComm + epComm;
     // Recomputation runs (part of) the forward again inside the backward
     // (added per stage, which may recompute or not).
     L.recomputeFull = L.forward;
@@ -1052,6 +1146,13 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         if (!m.tiedEmbedding || p.pp > 1)
           params += V * h / t;
       }
+      if (p.zeroBucketElements > 0) {
+        // Parameters packed in buckets: one collective per bucket.
+        double buckets =
+            std::max(1.0, std::ceil(params / double(p.zeroBucketElements)));
+        stageTensors[st] += buckets - tensors;
+        tensors = buckets;
+      }
       cc.forward = fwd.seconds;
       cc.backward = bwd.seconds;
       // The first chunk sends no gradient back: the lowering runs its whole
@@ -1081,14 +1182,15 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         reduceConcurrent = p.tp;
       } else if (p.cp > 1) {
         CLEAVE_ASSIGN(cpSum, price.collective(Collective::AllReduce,
-                                              params * e, cpGroup,
+                                              params * gradE, cpGroup,
                                               p.dp * p.tp));
         cc.backward += cpSum;
-        price.count(stageComm, Collective::AllReduce, params * e, cpGroup,
-                    double(microbatches));
+        price.count(stageComm, Collective::AllReduce, params * gradE,
+                    cpGroup, double(microbatches));
       }
-      CLEAVE_ASSIGN(reduce, price.collective(Collective::AllReduce, params * e,
-                                             reduceGroup, reduceConcurrent));
+      CLEAVE_ASSIGN(reduce,
+                    price.collective(Collective::AllReduce, params * gradE,
+                                     reduceGroup, reduceConcurrent));
       cc.gradReduce = reduce;
       // Overlapped in buckets where the device's communication runs beside
       // its compute; otherwise at once after the backward pass.
@@ -1099,10 +1201,11 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       bool zeroSharded = p.zero >= 1 && p.dp > 1;
       if (!zeroSharded)
         price.count(stageComm, Collective::AllReduce,
-                    params * e / cc.gradBuckets, reduceGroup,
+                    params * gradE / cc.gradBuckets, reduceGroup,
                     cc.gradBuckets);
       // ZeRO's collectives, one per parameter tensor (perTensor).
       double tensorBytes = tensors > 0 ? params * e / tensors : 0;
+      double tensorGradBytes = tensors > 0 ? params * gradE / tensors : 0;
       if (zeroSharded) {
         // ZeRO-1 reduce-scatters each accumulated gradient once, as the
         // last backward pass finishes it: beside the backward pass where
@@ -1117,7 +1220,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         // optimizer step (StageCosts::paramGather), carried into the next
         // step's first forward pass where overlap-grad is on.
         CLEAVE_ASSIGN(scatter, perTensor(Collective::ReduceScatter,
-                                         params * e, tensors));
+                                         params * gradE, tensors));
         double gather = 0;
         if (p.zero == 3) {
           CLEAVE_ASSIGN(g,
@@ -1135,7 +1238,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
           cc.carriedBeside = cluster.commOverlapsCompute;
         }
         double perMicrobatch = double(microbatches);
-        price.count(stageComm, Collective::ReduceScatter, tensorBytes,
+        price.count(stageComm, Collective::ReduceScatter, tensorGradBytes,
                     dpGroup, tensors * (p.zero == 1 ? 1 : perMicrobatch));
         if (p.zero == 3)
           price.count(stageComm, Collective::AllGather, tensorBytes, dpGroup,
@@ -1244,7 +1347,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.dp = p.dp;
     mc.activationBytes = e;
     mc.paramBytes = e;
-    mc.gradBytes = e;
+    mc.gradBytes = gradE;
     // Adam's two fp32 moments, and an fp32 master copy only when the
     // parameters themselves are 16-bit.
     mc.optimizerBytes = e >= 4 ? 8 : 12;
@@ -1256,11 +1359,11 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     MemoryBreakdown mb = *memory;
     ModelStateBytes states =
         modelStateBytes(stageParams[st] - stageExpertParams[st], p.zero, p.dp,
-                        e, e, mc.optimizerBytes);
+                        e, gradE, mc.optimizerBytes);
     if (stageExpertParams[st] > 0) {
       ModelStateBytes experts =
-          modelStateBytes(stageExpertParams[st], p.zero, p.dp / p.ep, e, e,
-                          mc.optimizerBytes);
+          modelStateBytes(stageExpertParams[st], p.zero, p.dp / p.ep, e,
+                          gradE, mc.optimizerBytes);
       states.params += experts.params;
       states.grads += experts.grads;
       states.optimizer += experts.optimizer;

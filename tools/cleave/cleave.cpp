@@ -149,7 +149,8 @@ cl::opt<std::string> fixKnobs(
     cl::desc("Plan knobs: dp, tp, pp, cp, ep, sp=on|off, zero=0-3, "
              "microbatch, schedule=gpipe|1f1b|interleaved|zb-h1, vpp, "
              "recompute=none|selective|full, precision, "
-             "overlap-grad=on|off, overlap-p2p=on|off, "
+             "overlap-grad=on|off, overlap-p2p=on|off, overlap-tp=on|off, "
+             "zero-bucket=tensor|M, "
              "stages=balanced|even, recompute-scope=needed|layer, "
              "attention=fused|unfused (dp "
              "defaults to the devices left over, "
@@ -831,6 +832,11 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   if (fixed.contains(Knob::Sp) && plan.sequenceParallel)
     return badUsage("--fix sp=on: sequence parallelism applies to "
                     "transformer layers, which " + model + " has none of");
+  for (Knob knob : {Knob::OverlapTp, Knob::ZeroBucket})
+    if (fixed.contains(knob))
+      return badUsage("--fix " + Twine(cleave::cost::knobName(knob)) +
+                      ": it prices Megatron-Core's transformer layers, which " +
+                      model + " has none of");
   // Recomputation checkpoints whole residual blocks (cleave-recompute's
   // residual-blocks numbering), so it is full or none, per stage or for all.
   if (fixed.contains(Knob::Recompute)) {
@@ -1468,6 +1474,17 @@ int runCompile() {
                     "recomputation (the whole layer forward again); cleave's "
                     "lowering recomputes only what the backward pass reads, "
                     "so a plan written with -o cannot take it");
+  if (!planOut.empty() && plan.overlapTpComm)
+    return badUsage("--fix: overlap-tp=on prices Transformer Engine's "
+                    "collective GEMMs (Megatron-Core's --tp-comm-overlap); "
+                    "cleave's runtime runs each tensor-parallel collective "
+                    "between its GEMMs, so a plan written with -o cannot "
+                    "take it");
+  if (!planOut.empty() && plan.zeroBucketElements > 0)
+    return badUsage("--fix: zero-bucket prices ZeRO collectives over packed "
+                    "buckets (Megatron-Core's distributed optimizer); "
+                    "cleave's lowering runs one per parameter tensor, so a "
+                    "plan written with -o cannot take it");
   if (!planOut.empty()) {
     // Knobs not fixed yet are the search's, which keeps to what lowers.
     cleave::cost::ParallelConfig asked = plan;

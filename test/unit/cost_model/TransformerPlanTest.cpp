@@ -1090,3 +1090,141 @@ TEST(TransformerPlan, ExpertWeightsSplitOverEpAndShardOverItsDataGroup) {
   EXPECT_NEAR(mem.optimizer, 12 * (dense / 8 + experts / 4 / 2),
               1e-4 * mem.optimizer);
 }
+
+namespace {
+
+Cluster h100(int64_t nodes) {
+  auto c = parseCluster("dgx-h100,nodes=" + std::to_string(nodes));
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+/// Megatron-Core's 32B weak-scaling row: tp=8 inside a node, dp=48.
+ParallelConfig megatronCore32b() {
+  ParallelConfig p;
+  p.tp = 8;
+  p.dp = 48;
+  p.sequenceParallel = true;
+  p.zero = 1;
+  p.globalBatch = 192;
+  p.fusedAttention = true;
+  return p;
+}
+
+TransformerModel gpt32b() {
+  TransformerModel m = gpt(48, 7168, 56);
+  m.seq = 4096;
+  m.vocab = 131072;
+  return m;
+}
+
+} // namespace
+
+TEST(TransformerPlan, OverlappedTensorParallelismHidesItsCollectives) {
+  TransformerModel m = gpt32b();
+  ParallelConfig off = megatronCore32b();
+  ParallelConfig on = off;
+  on.overlapTpComm = true;
+  auto a = scoreTransformerPlan(m, h100(48), off);
+  auto b = scoreTransformerPlan(m, h100(48), on);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  // Each collective hides behind its GEMM but for the ring's first chunk:
+  // the layer's forward shrinks by most of its tensor-parallel time.
+  EXPECT_GT(b->layerTensorCommSeconds, 0);
+  EXPECT_LT(b->layerTensorCommSeconds, 0.5 * a->layerTensorCommSeconds);
+  EXPECT_DOUBLE_EQ(b->layerGemmSeconds, a->layerGemmSeconds);
+  EXPECT_LT(b->stepSeconds, a->stepSeconds);
+  // The same collectives run: only their time is hidden.
+  EXPECT_NEAR(b->hardwareFlops, a->hardwareFlops, 1e-6 * a->hardwareFlops);
+
+  // Without sequence parallelism there is nothing to split into a ring.
+  ParallelConfig noSp = on;
+  noSp.sequenceParallel = false;
+  auto c = scoreTransformerPlan(m, h100(48), noSp);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("overlap-tp=on needs sp=on"),
+            std::string::npos);
+  // At tp = 1 the knob changes nothing.
+  ParallelConfig tp1 = off;
+  tp1.tp = 1;
+  tp1.dp = 384;
+  tp1.sequenceParallel = false;
+  tp1.globalBatch = 384;
+  ParallelConfig tp1On = tp1;
+  tp1On.overlapTpComm = true;
+  auto d = scoreTransformerPlan(gpt(24, 2048, 16), h100(48), tp1);
+  auto e = scoreTransformerPlan(gpt(24, 2048, 16), h100(48), tp1On);
+  ASSERT_TRUE(d.ok() && e.ok());
+  EXPECT_DOUBLE_EQ(d->stepSeconds, e->stepSeconds);
+}
+
+TEST(TransformerPlan, ZeroBucketsPayOneLatencyPerBucket) {
+  // 772 parameter tensors each pay a ring's latency over 48 nodes; packed
+  // in 40 M-element buckets about a hundred do.
+  TransformerModel m = gpt32b();
+  ParallelConfig perTensor = megatronCore32b();
+  ParallelConfig bucketed = perTensor;
+  bucketed.zeroBucketElements = 40000000;
+  auto a = scoreTransformerPlan(m, h100(48), perTensor);
+  auto b = scoreTransformerPlan(m, h100(48), bucketed);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_LT(b->stepSeconds, a->stepSeconds);
+  // The bytes reduce-scattered are the same; the calls are fewer.
+  // Reduce-scatters over the network: calls and bytes.
+  auto scatters = [](const PlanPrediction &p) {
+    CollectiveTally::Volume sum;
+    for (const auto &[key, v] : p.stageCollectives[0].byKind)
+      if (key.first == Collective::ReduceScatter && key.second) {
+        sum.calls += v.calls;
+        sum.bytes += v.bytes;
+      }
+    return sum;
+  };
+  EXPECT_LT(scatters(*b).calls, scatters(*a).calls / 5);
+  EXPECT_NEAR(scatters(*b).bytes, scatters(*a).bytes,
+              1e-6 * scatters(*a).bytes);
+  ParallelConfig bad = perTensor;
+  bad.zeroBucketElements = -1;
+  EXPECT_FALSE(scoreTransformerPlan(m, h100(48), bad).ok());
+}
+
+TEST(TransformerPlan, Bf16ReducesFp32Gradients) {
+  // Weight gradients stay fp32 under bf16 storage, so the data-parallel
+  // reduction moves 4 bytes a parameter; fp16 (as Megatron-LM ran it)
+  // reduces 2.
+  TransformerModel m = gpt32b();
+  m.layers = 8;
+  ParallelConfig p = megatronCore32b();
+  p.zero = 0;
+  auto bytes = [&](DType precision) {
+    ParallelConfig q = p;
+    q.precision = precision;
+    auto r = scoreTransformerPlan(m, h100(48), q);
+    EXPECT_TRUE(r.ok()) << r.status();
+    double n = 0;
+    for (const auto &[key, v] : r->stageCollectives[0].byKind)
+      if (key.first == Collective::AllReduce && key.second)
+        n += v.bytes;
+    return n;
+  };
+  EXPECT_NEAR(bytes(DType::Bf16) / bytes(DType::Fp16), 2.0, 1e-9);
+}
+
+TEST(PlanKnobs, MegatronPricingKnobs) {
+  ParallelConfig p;
+  auto given = applyPlanKnobs("overlap-tp=on,zero-bucket=40", p);
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_TRUE(p.overlapTpComm);
+  EXPECT_EQ(p.zeroBucketElements, 40000000);
+  EXPECT_TRUE(given->contains(Knob::OverlapTp));
+  EXPECT_NE(planKnobsString(p).find(",overlap-tp=on,zero-bucket=40"),
+            std::string::npos);
+  ParallelConfig q;
+  ASSERT_TRUE(applyPlanKnobs("zero-bucket=tensor", q).ok());
+  EXPECT_EQ(q.zeroBucketElements, 0);
+  auto bad = applyPlanKnobs("zero-bucket=0", q);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("zero-bucket"), std::string::npos);
+  EXPECT_FALSE(applyPlanKnobs("overlap-tp=maybe", q).ok());
+}

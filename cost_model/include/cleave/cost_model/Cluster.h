@@ -78,6 +78,14 @@ struct Efficiency {
   double gemmHalfDim = 32;
   /// The fraction of a GEMM's memory time that does not overlap its math.
   double gemmExposedMemory = 0.25;
+  /// The fraction of peak a fused attention kernel (FlashAttention) reaches
+  /// over the FLOPs it runs, forward and backward; 0: priced as the GEMMs it
+  /// runs at their shape (inner dimension the head size). Attention kernels
+  /// are not GEMMs: the softmax between the two products and, backward,
+  /// five products sharing one pass with atomics or a second kernel keep
+  /// them further below peak, and differently per generation.
+  double attentionForward = 0;
+  double attentionBackward = 0;
   /// Achieved over nominal memory bandwidth (stream-like kernels).
   double memory = 0.85;
   /// NCCL bus bandwidth inside a node over intra-node link bandwidth.

@@ -82,6 +82,9 @@ struct GenericOp {
   /// are (16-bit vector math may be up to twice that; these kernels are
   /// bandwidth-bound anyway).
   bool tensorCores = false;
+  /// A tensor-core kernel of a backward pass (fused attention's gradient),
+  /// priced at efficiency.attention_backward rather than _forward.
+  bool backwardPass = false;
 };
 
 using Operator = std::variant<Gemm, GenericOp>;

@@ -135,6 +135,22 @@ struct ParallelConfig {
   /// rewrites the model's attention into graph.attention
   /// (cleave-fuse-attention), which needs attention without dropout.
   bool fusedAttention = false;
+  /// Tensor-parallel collectives overlapped with the GEMMs beside them
+  /// (`overlap-tp`, Megatron-Core's --tp-comm-overlap: Transformer
+  /// Engine splits each sequence-parallel all-gather and reduce-scatter
+  /// into a ring of tp chunks and runs the adjacent GEMM chunk by chunk
+  /// while the next chunk moves). Needs sequence parallelism. Pricing
+  /// only: cleave's runtime runs each collective between its GEMMs, so
+  /// `cleave compile -o` refuses a plan with it on.
+  bool overlapTpComm = false;
+  /// ZeRO's gradient reduce-scatters and parameter all-gathers: 0, one
+  /// collective per parameter tensor (cleave's lowering); else parameters
+  /// packed into buckets of this many elements, one collective each
+  /// (`zero-bucket`, in millions; Megatron-Core's distributed optimizer
+  /// packs 40 M at least). Each collective pays NCCL's latency, which at
+  /// hundreds of tensors over a data-parallel ring of many nodes is most
+  /// of the time. Pricing only, like overlap-tp.
+  int64_t zeroBucketElements = 0;
 };
 
 /// The collectives one device of a stage runs per step, as the cost model
