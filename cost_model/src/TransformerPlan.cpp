@@ -1346,11 +1346,18 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.zeroStage = p.zero;
     mc.dp = p.dp;
     mc.activationBytes = e;
-    mc.paramBytes = e;
+    // bf16 storage: without ZeRO (or replicas) the parameters are the fp32 master
+    // weights themselves, read through casts (cleave-mixed-precision);
+    // under ZeRO 1-2 they are bf16 and each replica keeps its block of
+    // fp32 master weights with the optimizer state (the lowering's
+    // ProgramContext::bf16Parameters, Megatron's distributed optimizer).
+    bool fp32Masters =
+        p.precision == DType::Bf16 && (p.zero == 0 || p.dp == 1);
+    mc.paramBytes = fp32Masters ? 4.0 : e;
     mc.gradBytes = gradE;
     // Adam's two fp32 moments, and an fp32 master copy only when the
     // parameters themselves are 16-bit.
-    mc.optimizerBytes = e >= 4 ? 8 : 12;
+    mc.optimizerBytes = e >= 4 || fp32Masters ? 8 : 12;
     auto memory = estimateTransformerMemory(mc);
     if (!memory.ok())
       return memory.status();
@@ -1359,11 +1366,11 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     MemoryBreakdown mb = *memory;
     ModelStateBytes states =
         modelStateBytes(stageParams[st] - stageExpertParams[st], p.zero, p.dp,
-                        e, gradE, mc.optimizerBytes);
+                        mc.paramBytes, gradE, mc.optimizerBytes);
     if (stageExpertParams[st] > 0) {
       ModelStateBytes experts =
-          modelStateBytes(stageExpertParams[st], p.zero, p.dp / p.ep, e,
-                          gradE, mc.optimizerBytes);
+          modelStateBytes(stageExpertParams[st], p.zero, p.dp / p.ep,
+                          mc.paramBytes, gradE, mc.optimizerBytes);
       states.params += experts.params;
       states.grads += experts.grads;
       states.optimizer += experts.optimizer;

@@ -155,13 +155,25 @@ int exportCheckpoint(const std::string &dir, const std::string &out) {
   const checkpoint::Manifest &m = ckpt->manifest;
   std::vector<checkpoint::SafeTensorOut> tensors;
   const checkpoint::Checkpoint &c = *ckpt;
-  for (int i = 0; i < m.tensors_size(); ++i) {
-    const checkpoint::TensorInfo &t = m.tensors(i);
-    if (!t.state().empty())
+  // A bf16 parameter's fp32 master weights (ZeRO with bf16 storage) are
+  // exported in its place: the exact values the optimizer holds.
+  std::map<std::string, int> masters;
+  for (int i = 0; i < m.tensors_size(); ++i)
+    if (m.tensors(i).state() == "master" &&
+        m.tensors(i).dtype() == plan::F32)
+      masters[m.tensors(i).name()] = i;
+  for (int j = 0; j < m.tensors_size(); ++j) {
+    if (!m.tensors(j).state().empty())
       continue;
+    int i = j;
+    if (m.tensors(j).dtype() == plan::BF16 && masters.count(m.tensors(j).name()))
+      i = masters[m.tensors(j).name()];
+    const checkpoint::TensorInfo &t = m.tensors(i);
     if (t.dtype() != plan::F32)
       return error(absl::InvalidArgumentError(absl::StrCat(
-                       "tensor '", t.name(), "' is not f32")),
+                       "tensor '", t.name(), "' is ",
+                       plan::DType_Name(static_cast<plan::DType>(t.dtype())),
+                       " with no fp32 master weights")),
                    1);
     checkpoint::SafeTensorOut o;
     o.name = t.name();

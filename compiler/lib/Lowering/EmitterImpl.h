@@ -60,6 +60,12 @@ private:
   int paramIndex(gr::ParamOp param);
   void setParamDims(plan::TensorDecl &t, int index);
   LogicalResult declareSource(Operation *op);
+  /// The dimension ZeRO splits `param`'s update along, -1 if it does not.
+  int64_t zeroDimOf(gr::ParamOp param) const;
+  /// Whether `param` is held in bf16 with fp32 master blocks
+  /// (ProgramContext::bf16Parameters): ZeRO splits its update, one stage
+  /// holds it, and it is read only through casts to bf16 and by its update.
+  bool holdsBf16(gr::ParamOp param) const;
   /// Whether the per-microbatch "cp" sum of a parameter's gradient is left
   /// to the step's buckets (see ProgramContext::cp).
   bool foldsIntoBuckets(graph::AllReduceOp sum) const;

@@ -186,20 +186,41 @@ LogicalResult Emitter::placeInBackward(const plan::Instruction &collective,
   return success();
 }
 
+int64_t Emitter::zeroDimOf(gr::ParamOp param) const {
+  // A ZeRO-3 parameter is already a shard whose gradient the backward
+  // pass reduce-scattered (the all-gather's gradient).
+  int64_t n = replicasOf(param, ctx).count;
+  if (ctx.zero < 1 || n <= 1 || param->hasAttr("cleave.zero_sharded"))
+    return -1;
+  return zeroDim(cast<RankedTensorType>(param.getType()).getShape(), n);
+}
+
+bool Emitter::holdsBf16(gr::ParamOp param) const {
+  if (!ctx.bf16Parameters || zeroDimOf(param) < 0 ||
+      !cast<RankedTensorType>(param.getType()).getElementType().isF32())
+    return false;
+  // A tied parameter's copies are exchanged between stages in fp32.
+  auto holders = ctx.paramStages.find(param.getName().str());
+  if (holders != ctx.paramStages.end() && holders->second.size() > 1)
+    return false;
+  return llvm::all_of(param->getUses(), [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (isa<gr::SgdUpdateOp, gr::AdamwUpdateOp>(user))
+      return use.getOperandNumber() == 0;
+    auto castOp = dyn_cast<gr::CastOp>(user);
+    return castOp && cast<RankedTensorType>(castOp.getType())
+                         .getElementType()
+                         .isBF16();
+  });
+}
+
 LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
   // The dimension ZeRO splits each parameter's update along (-1: the
   // update is not split).
   SmallVector<int64_t> zeroDims;
-  for (Operation *update : updates) {
-    auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
-    // A ZeRO-3 parameter is already a shard whose gradient the backward
-    // pass reduce-scattered (the all-gather's gradient).
-    bool alreadySharded = param->hasAttr("cleave.zero_sharded");
-    int64_t dim = -1, n = replicasOf(param, ctx).count;
-    if (ctx.zero >= 1 && n > 1 && !alreadySharded)
-      dim = zeroDim(cast<RankedTensorType>(param.getType()).getShape(), n);
-    zeroDims.push_back(dim);
-  }
+  for (Operation *update : updates)
+    zeroDims.push_back(
+        zeroDimOf(cast<gr::ParamOp>(update->getOperand(0).getDefiningOp())));
 
   // Gradients: each microbatch's is accumulated into the GRADIENT tensor
   // right after the backward pass writes it, so that it dies there rather
@@ -369,6 +390,17 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
       if (update->getOperand(k).getDefiningOp<gr::OptimizerStateOp>())
         states.push_back(ids.lookup(update->getOperand(k)));
     int paramIn = paramId, gradIn = g;
+    // This replica's block of the parameter, kept with the optimizer
+    // state as `state`.
+    auto replicaBlock = [&](const char *state, Type type) {
+      int id = addTensor(Value(), param.getName().str() + "." + state,
+                         plan::TensorDecl::OPTIMIZER_STATE, type);
+      plan::TensorDecl &block = *program.mutable_tensors(id);
+      setParamDims(block, program.tensors(paramId).param_index());
+      block.set_state(state);
+      shardOverReplicas(block, dim, replicas);
+      return id;
+    };
     if (dim >= 0) {
       // ZeRO-1/2: each replica reduces, updates and keeps the optimizer
       // state of one block of the parameter, then the blocks are gathered.
@@ -378,18 +410,22 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
         shardOverReplicas(*program.mutable_tensors(s), dim, replicas);
       if (!gradSharded[i])
         gradIn = gradShards[i];
-      // The updated block outlives the step: its gather runs beside the
-      // next step's forward pass (carryParameterGathers,
-      // CollectiveOverlap.h), so the block is kept with the optimizer
-      // state. Sliced from the gathered parameter every step, it needs no
-      // initial value of its own.
-      paramIn = addTensor(Value(), param.getName().str() + ".shard",
-                          plan::TensorDecl::OPTIMIZER_STATE, param.getType());
-      plan::TensorDecl &block = *program.mutable_tensors(paramIn);
-      setParamDims(block, program.tensors(paramId).param_index());
-      block.set_state("shard");
-      shardOverReplicas(block, dim, replicas);
-      collective("comm.shard_slice", paramId, paramIn, dim, replicas);
+      bool bf16Param = program.tensors(paramId).dtype() == plan::BF16;
+      if (bf16Param) {
+        // The fp32 master weights of this replica's block: the update's
+        // parameter, kept and checkpointed with the optimizer state (the
+        // runtime fills it from the parameter's initial values; it is
+        // never sliced from the bf16 parameter, which would round it).
+        paramIn = replicaBlock("master", param.getType());
+      } else {
+        // The updated block outlives the step: its gather runs beside the
+        // next step's forward pass (carryParameterGathers,
+        // CollectiveOverlap.h), so the block is kept with the optimizer
+        // state. Sliced from the gathered parameter every step, it needs
+        // no initial value of its own.
+        paramIn = replicaBlock("shard", param.getType());
+        collective("comm.shard_slice", paramId, paramIn, dim, replicas);
+      }
     }
 
     // The update runs in place: its results alias the parameter (block)
@@ -409,8 +445,20 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
         if (toPlanAttr(a.getValue(), value))
           (*inst.mutable_attrs())[a.getName().str()] = value;
       }
-    if (dim >= 0)
+    if (dim >= 0 && program.tensors(paramId).dtype() == plan::BF16) {
+      // The updated master block rounded to bf16, which the gather (carried
+      // into the next step's forward pass) reads: kept like ZeRO's fp32
+      // ".shard" block, at half its bytes.
+      auto type = cast<RankedTensorType>(param.getType());
+      int block = replicaBlock(
+          "shard", type.clone(Builder(type.getContext()).getBF16Type()));
+      plan::Instruction &narrow = append(kOptimizer, "graph.cast");
+      narrow.add_inputs(paramIn);
+      narrow.add_outputs(block);
+      collective("comm.all_gather", block, paramId, dim, replicas);
+    } else if (dim >= 0) {
       collective("comm.all_gather", paramIn, paramId, dim, replicas);
+    }
   }
   return success();
 }

@@ -407,6 +407,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   pc.ep = o.ep;
   pc.zero = o.zero;
   pc.overlapGrad = o.overlapGrad;
+  pc.bf16Parameters = o.bf16Storage && (o.zero == 1 || o.zero == 2);
   pc.cp = o.cp;
   pc.inference = inference;
   pc.schedule = o.schedule;

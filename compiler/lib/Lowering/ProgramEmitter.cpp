@@ -224,8 +224,12 @@ void Emitter::setParamDims(plan::TensorDecl &t, int index) {
 
 LogicalResult Emitter::declareSource(Operation *op) {
   if (auto param = dyn_cast<gr::ParamOp>(op)) {
+    Type type = param.getType();
+    if (holdsBf16(param))
+      type = cast<RankedTensorType>(type).clone(
+          Builder(op->getContext()).getBF16Type());
     int id = addTensor(param, param.getName().str(), plan::TensorDecl::PARAMETER,
-                       param.getType());
+                       type);
     setParamDims(*program.mutable_tensors(id), paramIndex(param));
     return success();
   }
@@ -354,6 +358,19 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
                                plan::TensorDecl::PARAMETER) {
       ids[copy.getResult()] = it->second;
       return success();
+    }
+  }
+  // A bf16 parameter's cast to bf16 (ProgramContext::bf16Parameters) is
+  // the parameter itself.
+  if (auto castOp = dyn_cast<gr::CastOp>(op)) {
+    auto it = ids.find(castOp.getInput());
+    if (it != ids.end()) {
+      const plan::TensorDecl &in = program.tensors(it->second);
+      if (in.kind() == plan::TensorDecl::PARAMETER &&
+          in.dtype() == dtypeOf(castOp.getType())) {
+        ids[castOp.getResult()] = it->second;
+        return success();
+      }
     }
   }
   // A parameter's gradient summed over "cp" or "tp" in every microbatch:

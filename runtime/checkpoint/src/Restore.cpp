@@ -4,12 +4,14 @@
 
 #include "cleave/runtime/checkpoint/Directory.h"
 #include "cleave/runtime/checkpoint/Files.h"
+#include "cleave/runtime/comm/Bfloat16.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -26,6 +28,60 @@ std::map<std::string, int> tensorIndex(const Manifest &m) {
   for (int i = 0; i < m.tensors_size(); ++i)
     index[tensorKey(m.tensors(i))] = i;
   return index;
+}
+
+/// Where a plan block's values come from: the checkpoint's tensor of the
+/// same key and dtype, or, across precisions, what stands for it. A plan
+/// whose bf16 parameters keep fp32 master weights (ZeRO with bf16 storage)
+/// and one with fp32 parameters load each other's checkpoints: an fp32
+/// parameter reads the master weights (exact), a master block reads the
+/// fp32 parameter, a bf16 parameter the fp32 one rounded; only where no
+/// fp32 copy was saved is a bf16 parameter widened.
+struct Source {
+  int tensor = -1;
+  plan::DType from = plan::F32;
+};
+
+Source sourceOf(const Block &b, const Manifest &m,
+                const std::map<std::string, int> &index) {
+  auto find = [&](const std::string &key) {
+    auto it = index.find(key);
+    return it == index.end() ? -1 : it->second;
+  };
+  auto dtype = [&](int i) { return static_cast<plan::DType>(m.tensors(i).dtype()); };
+  int same = find(b.key());
+  if (same >= 0 && dtype(same) == b.dtype)
+    return {same, b.dtype};
+  bool param = b.state.empty(), master = b.state == "master";
+  if (!param && !master)
+    return {same, same >= 0 ? dtype(same) : b.dtype};
+  int fp32 = -1, bf16 = -1;
+  for (int i : {find(b.name + ".master"), find(b.name)}) {
+    if (i >= 0 && dtype(i) == plan::F32 && fp32 < 0)
+      fp32 = i;
+    if (i >= 0 && dtype(i) == plan::BF16 && bf16 < 0)
+      bf16 = i;
+  }
+  if ((b.dtype == plan::F32 || b.dtype == plan::BF16) && fp32 >= 0)
+    return {fp32, plan::F32};
+  if (b.dtype == plan::F32 && bf16 >= 0)
+    return {bf16, plan::BF16};
+  return {same, same >= 0 ? dtype(same) : b.dtype};
+}
+
+/// Converts `n` values of `from` in `src` into `to` in `dst`.
+void convert(const char *src, plan::DType from, char *dst, plan::DType to,
+             int64_t n) {
+  std::vector<float> values(static_cast<size_t>(n));
+  if (from == plan::BF16)
+    comm::bf16ToFloats(reinterpret_cast<const uint16_t *>(src), values.data(),
+                       n);
+  else
+    std::memcpy(values.data(), src, static_cast<size_t>(n) * 4);
+  if (to == plan::BF16)
+    comm::floatsToBf16(values.data(), reinterpret_cast<uint16_t *>(dst), n);
+  else
+    std::memcpy(dst, values.data(), static_cast<size_t>(n) * 4);
 }
 
 } // namespace
@@ -46,24 +102,28 @@ absl::Status checkPlanMatches(const Checkpoint &ckpt, const plan::Plan &plan,
   const Manifest &m = ckpt.manifest;
   std::map<std::string, int> index = tensorIndex(m);
   std::vector<std::string> problems;
-  std::set<std::string> needed, planParams;
+  std::set<std::string> needed, planParams, used;
   for (int r = 0; r < plan.ranks_size(); ++r)
     for (const Block &b : blocksOfRank(plan, r)) {
       if (!needed.insert(b.key()).second)
         continue;
       if (b.state.empty())
         planParams.insert(b.name);
-      auto it = index.find(b.key());
-      if (it == index.end()) {
+      Source src = sourceOf(b, m, index);
+      if (src.tensor < 0) {
         problems.push_back(absl::StrCat(
             "tensor '", b.key(), "' (", shapeText(b.globalShape),
             ") is not in the checkpoint"));
         continue;
       }
-      const TensorInfo &t = m.tensors(it->second);
+      const TensorInfo &t = m.tensors(src.tensor);
+      used.insert(tensorKey(t));
+      bool converts = (b.state.empty() || b.state == "master") &&
+                      (t.dtype() == plan::F32 || t.dtype() == plan::BF16) &&
+                      (b.dtype == plan::F32 || b.dtype == plan::BF16);
       std::vector<int64_t> shape(t.global_shape().begin(),
                                  t.global_shape().end());
-      if (shape != b.globalShape || t.dtype() != b.dtype)
+      if (shape != b.globalShape || (t.dtype() != b.dtype && !converts))
         problems.push_back(absl::StrCat(
             "tensor '", b.key(), "' is ", shapeText(shape), " ",
             plan::DType_Name(static_cast<plan::DType>(t.dtype())),
@@ -72,7 +132,11 @@ absl::Status checkPlanMatches(const Checkpoint &ckpt, const plan::Plan &plan,
     }
   std::vector<std::string> dropped;
   for (const TensorInfo &t : m.tensors()) {
-    if (needed.count(tensorKey(t)))
+    if (needed.count(tensorKey(t)) || used.count(tensorKey(t)))
+      continue;
+    // Master weights of parameters the plan holds in fp32 are read as
+    // those parameters where it needs them; otherwise they are redundant.
+    if (t.state() == "master" && planParams.count(t.name()))
       continue;
     if (t.state().empty())
       problems.push_back(absl::StrCat("tensor '", t.name(),
@@ -155,16 +219,23 @@ absl::StatusOr<LoadReport> restoreRank(const Checkpoint &ckpt,
   LoadReport report;
   report.step = ckpt.manifest.step();
   std::string buffer;
+  std::string converted;
   for (const Block &b : blocksOfRank(plan, rank)) {
-    auto it = index.find(b.key());
-    if (it == index.end())
+    Source src = sourceOf(b, ckpt.manifest, index);
+    if (src.tensor < 0)
       return absl::NotFoundError(absl::StrCat(
           ckpt.dir, ": tensor '", b.key(), "' is not in the checkpoint"));
-    buffer.assign(static_cast<size_t>(b.bytes()), '\0');
+    int64_t n = b.box.numElements();
+    buffer.assign(static_cast<size_t>(n * plan::dtypeBytes(src.from)), '\0');
     if (absl::Status s =
-            readBox(ckpt, it->second, b.box, buffer.data(), &report.bytesRead);
+            readBox(ckpt, src.tensor, b.box, buffer.data(), &report.bytesRead);
         !s.ok())
       return s;
+    if (src.from != b.dtype) {
+      converted.assign(static_cast<size_t>(b.bytes()), '\0');
+      convert(buffer.data(), src.from, converted.data(), b.dtype, n);
+      buffer.swap(converted);
+    }
     executor.writeTensorBytes(b.tensorId, buffer.data(), b.bytes());
   }
   report.seconds = std::chrono::duration<double>(

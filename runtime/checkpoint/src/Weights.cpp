@@ -2,6 +2,8 @@
 
 #include "cleave/runtime/checkpoint/Weights.h"
 
+#include "cleave/runtime/comm/Bfloat16.h"
+
 #include "cleave/runtime/checkpoint/Blocks.h"
 
 #include "absl/strings/str_cat.h"
@@ -69,7 +71,10 @@ absl::Status loadWeightsIntoRank(const SafeTensorsReader &weights,
                                  executor::Executor &executor) {
   std::string buffer;
   for (const Block &b : blocksOfRank(plan, rank)) {
-    if (!b.state.empty())
+    // Parameters, and the fp32 master weights a bf16 parameter keeps
+    // (ZeRO with bf16 storage), take the file's values; a bf16 parameter
+    // holds them rounded.
+    if (!b.state.empty() && b.state != "master")
       continue;
     const SafeTensorInfo *t = weights.find(b.name);
     if (!t)
@@ -78,13 +83,21 @@ absl::Status loadWeightsIntoRank(const SafeTensorsReader &weights,
     absl::StatusOr<std::vector<float>> whole = weights.readF32(*t);
     if (!whole.ok())
       return whole.status();
-    if (b.dtype != plan::F32)
+    if (b.dtype != plan::F32 && b.dtype != plan::BF16)
       return absl::InvalidArgumentError(absl::StrCat(
-          "parameter '", b.name, "' is not f32 in the plan"));
+          "parameter '", b.name, "' is ", plan::DType_Name(b.dtype),
+          " in the plan (f32 or bf16 expected)"));
     Box all{std::vector<int64_t>(b.globalShape.size(), 0), b.globalShape};
-    buffer.assign(static_cast<size_t>(b.bytes()), '\0');
+    int64_t n = b.box.numElements();
+    buffer.assign(static_cast<size_t>(n * 4), '\0');
     copyRegion(reinterpret_cast<const char *>(whole->data()), all,
                buffer.data(), b.box, b.box, 4);
+    if (b.dtype == plan::BF16) {
+      std::string half(static_cast<size_t>(n * 2), '\0');
+      comm::floatsToBf16(reinterpret_cast<const float *>(buffer.data()),
+                         reinterpret_cast<uint16_t *>(half.data()), n);
+      buffer.swap(half);
+    }
     executor.writeTensorBytes(b.tensorId, buffer.data(), b.bytes());
   }
   return absl::OkStatus();

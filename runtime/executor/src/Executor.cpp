@@ -2,6 +2,7 @@
 
 #include "cleave/runtime/executor/Executor.h"
 
+#include "cleave/runtime/comm/Bfloat16.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "Widening.h"
@@ -366,13 +367,25 @@ absl::Status Executor::initialize() {
   // Values are made in host memory and copied in, one tensor at a time
   // (a large model's parameters need not fit in host memory twice).
   std::vector<float> values;
+  std::vector<uint16_t> halves;
   for (const TensorDecl &t : p.tensors()) {
     void *data = tensor(t.id()).data;
-    if (t.kind() == TensorDecl::PARAMETER) {
-      if (t.dtype() != plan::F32)
+    // Parameters, and the fp32 master weights of a bf16 parameter (ZeRO's
+    // block of it, optimizer state "master"), start from the parameter's
+    // initial values; a bf16 parameter holds them rounded.
+    bool master = t.kind() == TensorDecl::OPTIMIZER_STATE &&
+                  t.state() == "master";
+    if (t.kind() == TensorDecl::PARAMETER || master) {
+      bool half = t.kind() == TensorDecl::PARAMETER && t.dtype() == plan::BF16;
+      if (t.dtype() != plan::F32 && !half)
         return absl::InvalidArgumentError(absl::StrCat(
-            "rank ", rank_, ": parameter tensor '", t.name(),
-            "' is not f32 (the executor trains in fp32)"));
+            "rank ", rank_, ": parameter tensor '", t.name(), "' is ",
+            plan::DType_Name(t.dtype()),
+            " (parameters are f32, or bf16 with f32 master weights)"));
+      if (t.param_index() < 0 || t.param_index() >= plan_.parameters_size())
+        return absl::InvalidArgumentError(absl::StrCat(
+            "rank ", rank_, ": tensor '", t.name(),
+            "' names no parameter of the plan"));
       values.assign(numElements(t), 0.0f);
       if (absl::Status s = initializeParameter(
               plan_.parameters(t.param_index()), t, comm_.mesh(), seed_,
@@ -380,7 +393,14 @@ absl::Status Executor::initialize() {
           !s.ok())
         return absl::InvalidArgumentError(
             absl::StrCat("rank ", rank_, ": ", s.message()));
-      backend_->copyIn(data, values.data(), values.size() * sizeof(float));
+      if (half) {
+        halves.resize(values.size());
+        comm::floatsToBf16(values.data(), halves.data(),
+                           static_cast<int64_t>(values.size()));
+        backend_->copyIn(data, halves.data(), halves.size() * 2);
+      } else {
+        backend_->copyIn(data, values.data(), values.size() * sizeof(float));
+      }
       backend_->synchronize();
     } else if (t.kind() == TensorDecl::CONSTANT) {
       int64_t size = numElements(t) * plan::dtypeBytes(t.dtype());
@@ -460,9 +480,16 @@ std::string Executor::outputBytes(int index, int64_t microbatch) const {
 std::vector<float> Executor::tensorValues(int32_t id,
                                           int64_t microbatch) const {
   TensorView view = tensor(id, microbatch);
-  if (view.dtype != plan::F32)
+  if (view.dtype != plan::F32 && view.dtype != plan::BF16)
     return {};
   std::vector<float> values(view.numElements());
+  if (view.dtype == plan::BF16) {
+    std::vector<uint16_t> halves(values.size());
+    backend_->copyOut(halves.data(), view.data, view.numBytes());
+    comm::bf16ToFloats(halves.data(), values.data(),
+                       static_cast<int64_t>(values.size()));
+    return values;
+  }
   backend_->copyOut(values.data(), view.data, view.numBytes());
   return values;
 }

@@ -132,11 +132,15 @@ TEST(TransformerPlan, ZeroShardsOptimizerState) {
   p.zero = 1;
   auto z1 = scoreTransformerPlan(m, a100(1), p);
   ASSERT_TRUE(z0.ok() && z1.ok());
-  // ZeRO-1: 12 bytes of optimizer state per parameter split eight ways,
-  // and the updated block of the 2-byte parameters, kept until the next
-  // step gathers it.
-  EXPECT_NEAR(z1->memory.optimizer,
-              (z0->memory.optimizer + z0->memory.params) / 8, 1.0);
+  // bf16 (the default precision) without ZeRO: the parameters are the
+  // fp32 masters (4 bytes) beside Adam's two moments (8). ZeRO-1: bf16
+  // parameters (2 bytes), and split eight ways the fp32 masters, the
+  // moments and the updated bf16 block kept until the next step gathers
+  // it: 14 bytes a parameter.
+  double params = z0->memory.params / 4;
+  EXPECT_NEAR(z0->memory.optimizer, 8 * params, 1.0);
+  EXPECT_NEAR(z1->memory.params, 2 * params, 1.0);
+  EXPECT_NEAR(z1->memory.optimizer, 14 * params / 8, 1.0);
 }
 
 TEST(TransformerPlan, PipelineBubbleShrinksWithMicrobatches) {

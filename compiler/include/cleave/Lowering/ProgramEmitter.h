@@ -37,6 +37,12 @@ struct ProgramContext {
   int zero = 0;
   /// Collectives beside compute (LoweringOptions::overlapGrad).
   bool overlapGrad = true;
+  /// bf16 storage under ZeRO 1-2: a parameter whose update ZeRO splits is
+  /// held in bf16 (what its casts read, so they vanish) and its fp32
+  /// master weights are this replica's block, kept with the optimizer
+  /// state, as Megatron-LM's distributed optimizer holds them: 2 bytes a
+  /// parameter plus 4 / dp, not 4.
+  bool bf16Parameters = false;
   /// Context-parallel group size: parameters are whole on every "cp" rank
   /// and their gradients partial sums over it. Without ZeRO those sums join
   /// the data-parallel buckets (one reduction over "dp,cp" a step instead

@@ -120,8 +120,8 @@ public:
   /// The raw bytes of tensor `id` (any dtype), copied out of the backend's
   /// memory.
   std::string tensorBytes(int32_t id, int64_t microbatch = 0) const;
-  /// Local values of a PARAMETER (or any f32) tensor (copied out of the
-  /// backend's memory).
+  /// Local values of a PARAMETER (or any f32 or bf16) tensor, as floats
+  /// (copied out of the backend's memory); empty for other dtypes.
   std::vector<float> tensorValues(int32_t id, int64_t microbatch = 0) const;
   /// Overwrites tensor `id` (slot 0) with `bytes` raw bytes of its dtype,
   /// copied into the backend's memory (a checkpoint or weights loaded
