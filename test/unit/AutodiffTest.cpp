@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OnnxTestUtil.h"
+
 #include "cleave/Evaluator/GraphEvaluator.h"
 #include "cleave/Importers/ModelZoo.h"
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
@@ -376,6 +378,37 @@ TEST(ZooGradients, Mixtral) {
   checkZooGradients("moe,layers=1,hidden=8,heads=2,kv_heads=1,ffn=12,vocab=7,"
                     "seq=6,batch=1,experts=4,top_k=2,capacity_factor=2.0",
                     4);
+}
+
+} // namespace
+
+namespace {
+
+/// ONNX training losses, imported (OnnxLossConverters.cpp): their composed
+/// ops' gradients with respect to the scores, against finite differences.
+void checkImportedLoss(const char *op, const char *reduction) {
+  SCOPED_TRACE(std::string(op) + " " + reduction);
+  cleave::testing::ModelBuilder m;
+  m.floats("scores", {4, 5});
+  m.ints("targets", {2, 1, 3, 0});
+  m.floats("weights", {5}, 1.5f);
+  auto &node = m.node(op, "loss", {"scores", "targets", "weights"}, {"loss"});
+  cleave::testing::ModelBuilder::stringAttr(node, "reduction", reduction);
+  cleave::testing::ModelBuilder::intAttr(node, "ignore_index", 3);
+  m.output("loss", 0);
+  Context context;
+  cleave::testing::Import import = m.import(context.ctx);
+  ASSERT_TRUE(import.module) << import.allErrors();
+  checkModuleGradients(*import.module, Domain{});
+}
+
+TEST(ImportedLossGradients, SoftmaxCrossEntropy) {
+  checkImportedLoss("SoftmaxCrossEntropyLoss", "mean");
+  checkImportedLoss("SoftmaxCrossEntropyLoss", "sum");
+}
+
+TEST(ImportedLossGradients, NegativeLogLikelihood) {
+  checkImportedLoss("NegativeLogLikelihoodLoss", "mean");
 }
 
 } // namespace

@@ -7,9 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OnnxTestUtil.h"
-
-#include "cleave/Evaluator/GraphEvaluator.h"
+#include "OnnxEvalUtil.h"
 
 #include <cmath>
 #include <functional>
@@ -119,23 +117,10 @@ namespace {
 /// Imports `m`, runs it on x = 0, 1, 2, ... of `shape`, returns the
 /// outputs.
 std::vector<k::Tensor> runOnIota(ModelBuilder &m, const k::Shape &shape) {
-  MLIRContext ctx;
-  Import import = m.import(ctx);
-  EXPECT_TRUE(import.module) << import.allErrors();
-  if (!import.module)
-    return {};
   k::Tensor x(shape);
   for (int64_t i = 0; i < x.numElements(); ++i)
     x[i] = float(i);
-  GraphEvaluator eval;
-  eval.bindings["x"] = x;
-  auto results = eval.run(import.forward());
-  EXPECT_TRUE(succeeded(results));
-  std::vector<k::Tensor> out;
-  if (succeeded(results))
-    for (auto &r : *results)
-      out.push_back(std::get<k::Tensor>(r));
-  return out;
+  return runWithX(m, x);
 }
 
 TEST(OnnxLayoutOps, PadTileDepthToSpace) {

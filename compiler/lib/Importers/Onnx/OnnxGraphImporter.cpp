@@ -179,6 +179,7 @@ const ConverterTable &getConverterTable() {
     addActivationConverters(t);
     addLayoutConverters(t);
     addIndexConverters(t);
+    addLossConverters(t);
     addShapeConverters(t);
     return t;
   }();

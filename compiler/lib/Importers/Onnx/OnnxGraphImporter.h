@@ -161,9 +161,12 @@ void addActivationConverters(ConverterTable &table);
 /// Pad (constant), Tile, DepthToSpace, InstanceNormalization, Trilu and
 /// CumSum as graph ops (OnnxLayoutConverters.cpp).
 void addLayoutConverters(ConverterTable &table);
-/// ArgMax, ArgMin, and GatherElements, GatherND, ScatterElements and
-/// ScatterND of constant indices, as graph ops (OnnxIndexConverters.cpp).
+/// ArgMax, ArgMin, Hardmax, and GatherElements, GatherND, ScatterElements
+/// and ScatterND of constant indices, as graph ops (OnnxIndexConverters.cpp).
 void addIndexConverters(ConverterTable &table);
+/// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss as chains of graph
+/// ops (OnnxLossConverters.cpp).
+void addLossConverters(ConverterTable &table);
 /// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
 void addShapeConverters(ConverterTable &table);
 /// Every converter; built once.

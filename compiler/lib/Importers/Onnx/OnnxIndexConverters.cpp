@@ -8,7 +8,8 @@
 // first of them by a maximum of the negated indices (the last, with
 // select_last_index, by a maximum), cast to int64. Ties go to the first
 // index as ONNX specifies. There is no gradient (the result is integers),
-// as in any framework.
+// as in any framework. Hardmax is the same chain compared with the index
+// it finds: 1 at the first largest element, 0 elsewhere.
 //
 // GatherElements, GatherND, ScatterElements and ScatterND with indices
 // known at import (as exporters give them: Swin's window shifts, fixed
@@ -30,24 +31,24 @@ using namespace cleave::graph;
 namespace cleave::onnx_import {
 namespace {
 
-LogicalResult convertArgExtreme(NodeContext &ctx, bool largest) {
-  Chain c(ctx);
-  Value x = c.input();
-  if (!x)
-    return failure();
+/// Where x's extreme along `axis` lies: `kept` holds -i at the positions
+/// of the extreme (i if `last`) and -n elsewhere; `found`, its maximum
+/// along the axis (kept as a dimension of 1 when `keepdims`), names the
+/// first (last) of them. Null after an error.
+struct Extreme {
+  Value kept, found;
+};
+Extreme locateExtreme(NodeContext &ctx, Chain &c, Value x, int64_t axis,
+                      bool largest, bool last, bool keepdims) {
   auto type = cast<RankedTensorType>(x.getType());
-  FailureOr<int64_t> axis = ctx.getAxis(0, type.getRank());
-  if (failed(axis))
-    return failure();
-  bool keepdims = ctx.getInt("keepdims", 1) != 0;
-  bool last = ctx.getInt("select_last_index", 0) != 0;
-  int64_t n = type.getDimSize(*axis);
-  if (n <= 0)
-    return ctx.emitError() << "axis " << *axis << " of " << type
-                           << " is empty";
+  int64_t n = type.getDimSize(axis);
+  if (n <= 0) {
+    ctx.emitError() << "axis " << axis << " of " << type << " is empty";
+    return {};
+  }
   // For ArgMin, the largest of -x.
   Value v = largest ? x : c.op<NegOp>(x);
-  SmallVector<int64_t> axes{*axis};
+  SmallVector<int64_t> axes{axis};
   Value extreme = c.op<ReduceMaxOp>(v, ArrayRef<int64_t>(axes), true);
   Value hit = c.op<CompareOp>(StringAttr::get(x.getContext(), "eq"), v,
                               extreme);
@@ -55,7 +56,7 @@ LogicalResult convertArgExtreme(NodeContext &ctx, bool largest) {
   HostTensor iota;
   iota.dtype = onnx::TensorProto::FLOAT;
   iota.shape.assign(type.getRank(), 1);
-  iota.shape[*axis] = n;
+  iota.shape[axis] = n;
   for (int64_t i = 0; i < n; ++i)
     iota.floats.push_back(last ? double(i) : -double(i));
   Value indices = ctx.createConstant(iota);
@@ -67,7 +68,22 @@ LogicalResult convertArgExtreme(NodeContext &ctx, bool largest) {
   // Positions that are not the extreme lose to every index: -n below the
   // smallest of -i (first) or of i (last).
   Value kept = c.op<WhereOp>(hit, indices, c.scalar(x, -double(n)));
-  Value found = c.op<ReduceMaxOp>(kept, ArrayRef<int64_t>(axes), keepdims);
+  return {kept, c.op<ReduceMaxOp>(kept, ArrayRef<int64_t>(axes), keepdims)};
+}
+
+LogicalResult convertArgExtreme(NodeContext &ctx, bool largest) {
+  Chain c(ctx);
+  Value x = c.input();
+  if (!x)
+    return failure();
+  auto type = cast<RankedTensorType>(x.getType());
+  FailureOr<int64_t> axis = ctx.getAxis(0, type.getRank());
+  if (failed(axis))
+    return failure();
+  bool last = ctx.getInt("select_last_index", 0) != 0;
+  Value found = locateExtreme(ctx, c, x, *axis, largest, last,
+                              ctx.getInt("keepdims", 1) != 0)
+                    .found;
   if (!last)
     found = c.op<NegOp>(found);
   if (!found)
@@ -77,6 +93,25 @@ LogicalResult convertArgExtreme(NodeContext &ctx, bool largest) {
       RankedTensorType::get(foundType.getShape(),
                             IntegerType::get(x.getContext(), 64)),
       found));
+}
+
+/// Hardmax: 1 at the first largest element along the axis, 0 elsewhere
+/// (the positions ArgMax's chain keeps, compared with the one it finds).
+LogicalResult convertHardmax(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  if (!x)
+    return failure();
+  FailureOr<int64_t> axis =
+      ctx.getAxis(-1, cast<RankedTensorType>(x.getType()).getRank());
+  if (failed(axis))
+    return failure();
+  Extreme e = locateExtreme(ctx, c, x, *axis, /*largest=*/true,
+                            /*last=*/false, /*keepdims=*/true);
+  Value first = c.op<CompareOp>(StringAttr::get(x.getContext(), "eq"), e.kept,
+                                e.found);
+  return c.result(
+      c.op<WhereOp>(first, c.scalar(x, 1.0), c.scalar(x, 0.0)));
 }
 
 LogicalResult convertArgMax(NodeContext &ctx) {
@@ -329,6 +364,7 @@ LogicalResult convertScatterElements(NodeContext &ctx) {
 
 void addIndexConverters(ConverterTable &table) {
   table.add("ArgMax", convertArgMax);
+  table.add("Hardmax", convertHardmax);
   table.add("ArgMin", convertArgMin);
   table.add("GatherElements", convertGatherElements);
   table.add("GatherND", convertGatherND);

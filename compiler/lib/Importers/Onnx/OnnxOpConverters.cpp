@@ -461,9 +461,11 @@ LogicalResult convertBatchNormalization(NodeContext &ctx) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-/// What a reduction applies around OpTy: ReduceSumSquare sums squares,
-/// ReduceL2 takes the square root of that sum.
-enum class ReduceForm { Plain, SumSquare, L2 };
+/// What a reduction applies around its graph reduction: SumSquare and L2
+/// square first (L2 takes the root after), L1 takes |x| first, Min negates
+/// before and after a maximum, LogSum takes the log after, LogSumExp is
+/// m + log(sum(e^(x - m))) with m the maximum (no e^x overflows).
+enum class ReduceForm { Plain, SumSquare, L2, L1, Min, LogSum, LogSumExp };
 
 template <typename OpTy, ReduceForm Form = ReduceForm::Plain>
 LogicalResult convertReduce(NodeContext &ctx) {
@@ -492,20 +494,52 @@ LogicalResult convertReduce(NodeContext &ctx) {
   if (!normalized)
     return ctx.fail(normalized.takeError());
   llvm::sort(*normalized);
-  if constexpr (Form != ReduceForm::Plain) {
-    FailureOr<MulOp> square = ctx.create<MulOp>(input, input);
-    if (failed(square))
-      return failure();
-    input = square->getResult();
+  ArrayRef<int64_t> reduceAxes(*normalized);
+  bool keepdims = ctx.getInt("keepdims", 1) != 0;
+  Chain c(ctx);
+  switch (Form) {
+  case ReduceForm::SumSquare:
+  case ReduceForm::L2:
+    input = c.mul(input, input);
+    break;
+  case ReduceForm::L1:
+    input = c.max(input, c.op<NegOp>(input));
+    break;
+  case ReduceForm::Min:
+    input = c.op<NegOp>(input);
+    break;
+  case ReduceForm::LogSumExp: {
+    Value m = c.op<ReduceMaxOp>(input, reduceAxes, true);
+    Value sum = c.op<ReduceSumOp>(c.op<ExpOp>(c.op<SubOp>(input, m)),
+                                  reduceAxes, keepdims);
+    return c.result(c.add(c.op<LogOp>(sum),
+                          c.op<ReduceMaxOp>(input, reduceAxes, keepdims)));
   }
-  FailureOr<OpTy> reduced = ctx.create<OpTy>(
-      input, ArrayRef<int64_t>(*normalized), ctx.getInt("keepdims", 1) != 0);
-  if constexpr (Form == ReduceForm::L2) {
-    if (failed(reduced))
-      return failure();
-    return setCreated(ctx, ctx.create<SqrtOp>((*reduced)->getResult(0)));
+  default:
+    break;
   }
-  return setCreated(ctx, reduced);
+  Value reduced = c.op<OpTy>(input, reduceAxes, keepdims);
+  switch (Form) {
+  case ReduceForm::L2:
+    return c.result(c.op<SqrtOp>(reduced));
+  case ReduceForm::Min:
+    return c.result(c.op<NegOp>(reduced));
+  case ReduceForm::LogSum:
+    return c.result(c.op<LogOp>(reduced));
+  default:
+    return c.result(reduced);
+  }
+}
+
+/// Sum and Mean of any number of inputs, broadcasting.
+template <bool Mean> LogicalResult convertVariadicSum(NodeContext &ctx) {
+  Chain c(ctx);
+  Value total = floatOperand(ctx, 0, "input 0");
+  for (unsigned i = 1; i < ctx.getNumInputs(); ++i)
+    total = c.add(total, floatOperand(ctx, i, "every input"));
+  if (Mean && ctx.getNumInputs() > 1)
+    total = c.mul(total, c.scalar(total, 1.0 / ctx.getNumInputs()));
+  return c.result(total);
 }
 
 } // namespace
@@ -553,6 +587,13 @@ void addComputeConverters(ConverterTable &table) {
   table.add("ReduceMax", convertReduce<ReduceMaxOp>);
   table.add("ReduceSumSquare", convertReduce<ReduceSumOp, ReduceForm::SumSquare>);
   table.add("ReduceL2", convertReduce<ReduceSumOp, ReduceForm::L2>);
+  table.add("ReduceL1", convertReduce<ReduceSumOp, ReduceForm::L1>);
+  table.add("ReduceMin", convertReduce<ReduceMaxOp, ReduceForm::Min>);
+  table.add("ReduceLogSum", convertReduce<ReduceSumOp, ReduceForm::LogSum>);
+  table.add("ReduceLogSumExp",
+            convertReduce<ReduceSumOp, ReduceForm::LogSumExp>);
+  table.add("Sum", convertVariadicSum<false>);
+  table.add("Mean", convertVariadicSum<true>);
   addConvolutionConverters(table);
 }
 

@@ -140,8 +140,7 @@ LogicalResult convertSize(NodeContext &ctx) {
   return ctx.setResult(0, std::move(out));
 }
 
-LogicalResult convertCast(NodeContext &ctx) {
-  int32_t to = ctx.getInt("to", 0);
+LogicalResult castTo(NodeContext &ctx, int32_t to) {
   if (const HostTensor *input = ctx.getConstant(0)) {
     llvm::Expected<HostTensor> r = foldCast(*input, to);
     if (!r)
@@ -166,6 +165,29 @@ LogicalResult convertCast(NodeContext &ctx) {
   if (failed(op))
     return failure();
   return ctx.setResult(0, op->getResult());
+}
+
+LogicalResult convertCast(NodeContext &ctx) {
+  return castTo(ctx, ctx.getInt("to", 0));
+}
+
+/// Cast to the element type of input 1 (only its type is read).
+LogicalResult convertCastLike(NodeContext &ctx) {
+  RankedTensorType like = ctx.getType(1);
+  if (!like)
+    return ctx.emitError() << "the second input's type is unknown";
+  Type e = like.getElementType();
+  int32_t to = e.isF32()    ? onnx::TensorProto::FLOAT
+               : e.isF16()  ? onnx::TensorProto::FLOAT16
+               : e.isBF16() ? onnx::TensorProto::BFLOAT16
+               : e.isF64()  ? onnx::TensorProto::DOUBLE
+               : e.isInteger(64) ? onnx::TensorProto::INT64
+               : e.isInteger(32) ? onnx::TensorProto::INT32
+               : e.isInteger(1)  ? onnx::TensorProto::BOOL
+                                 : onnx::TensorProto::UNDEFINED;
+  if (to == onnx::TensorProto::UNDEFINED)
+    return ctx.emitError() << "cannot cast like " << like;
+  return castTo(ctx, to);
 }
 
 LogicalResult convertConstantOfShape(NodeContext &ctx) {
@@ -594,6 +616,7 @@ void addShapeConverters(ConverterTable &table) {
   table.add("Shape", convertShape);
   table.add("Size", convertSize);
   table.add("Cast", convertCast);
+  table.add("CastLike", convertCastLike);
   table.add("ConstantOfShape", convertConstantOfShape);
   table.add("Range", convertRange);
   table.add("Reshape", convertReshape);
