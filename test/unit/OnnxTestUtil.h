@@ -220,6 +220,17 @@ private:
   onnx::ModelProto model;
 };
 
+/// Expects that importing `m` fails with an error containing `message`
+/// (`what` names the case in the failure).
+inline void expectImportError(ModelBuilder &m, llvm::StringRef message,
+                              llvm::StringRef what) {
+  mlir::MLIRContext ctx;
+  Import import = m.import(ctx);
+  EXPECT_FALSE(import.module) << what.str();
+  EXPECT_NE(import.allErrors().find(message.str()), std::string::npos)
+      << what.str() << ": " << import.allErrors();
+}
+
 } // namespace cleave::testing
 
 #endif // CLEAVE_TEST_UNIT_ONNXTESTUTIL_H

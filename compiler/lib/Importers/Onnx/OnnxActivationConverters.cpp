@@ -1,7 +1,8 @@
 //===- OnnxActivationConverters.cpp - Activations as graph ops ------------===//
 //
 // The activations of vision, OCR and speech exports (Clip, HardSigmoid,
-// HardSwish, LeakyRelu, PRelu, Elu, Softplus, LogSoftmax), each written in
+// HardSwish, LeakyRelu, PRelu, Elu, Softplus, LogSoftmax, ThresholdedRelu,
+// Shrink, and the hyperbolic functions and their inverses), each written in
 // the graph ops it is made of: every one of those has its shape rule, FLOP
 // count, CPU and CUDA kernels, gradient and sharding rule, so these
 // activations train and shard like any element-wise chain. The
@@ -104,9 +105,79 @@ LogicalResult convertLogSoftmax(NodeContext &ctx) {
   return c.result(c.op<SubOp>(shifted, c.op<LogOp>(sum)));
 }
 
+/// The hyperbolic functions and their inverses, in exp, log and sqrt:
+/// sinh = (e^x - e^-x) / 2, cosh = (e^x + e^-x) / 2,
+/// asinh = log(x + sqrt(x^2 + 1)) (odd: taken on |x| and given x's sign,
+/// so that large negative x does not cancel), acosh = log(x + sqrt(x^2 - 1)),
+/// atanh = log((1 + x) / (1 - x)) / 2.
+enum class Hyperbolic { Sinh, Cosh, Asinh, Acosh, Atanh };
+
+template <Hyperbolic F> LogicalResult convertHyperbolic(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  if (!x)
+    return failure();
+  Value half = c.scalar(x, 0.5), one = c.scalar(x, 1.0);
+  switch (F) {
+  case Hyperbolic::Sinh:
+  case Hyperbolic::Cosh: {
+    Value up = c.op<ExpOp>(x), down = c.op<ExpOp>(c.op<NegOp>(x));
+    Value sum = F == Hyperbolic::Sinh ? c.op<SubOp>(up, down) : c.add(up, down);
+    return c.result(c.mul(sum, half));
+  }
+  case Hyperbolic::Asinh: {
+    Value abs = c.max(x, c.op<NegOp>(x));
+    Value root = c.op<SqrtOp>(c.add(c.mul(abs, abs), one));
+    Value magnitude = c.op<LogOp>(c.add(abs, root));
+    Value negative = c.op<CompareOp>(StringAttr::get(ctx.getContext(), "lt"),
+                                     x, c.scalar(x, 0.0));
+    return c.result(
+        c.op<WhereOp>(negative, c.op<NegOp>(magnitude), magnitude));
+  }
+  case Hyperbolic::Acosh: {
+    Value root = c.op<SqrtOp>(c.op<SubOp>(c.mul(x, x), one));
+    return c.result(c.op<LogOp>(c.add(x, root)));
+  }
+  case Hyperbolic::Atanh: {
+    Value ratio = c.op<DivOp>(c.add(one, x), c.op<SubOp>(one, x));
+    return c.result(c.mul(c.op<LogOp>(ratio), half));
+  }
+  }
+  return failure();
+}
+
+/// x where x > alpha, else 0.
+LogicalResult convertThresholdedRelu(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  Value above = c.op<CompareOp>(StringAttr::get(ctx.getContext(), "gt"), x,
+                                c.scalar(x, ctx.getFloat("alpha", 1.0)));
+  return c.result(c.op<WhereOp>(above, x, c.scalar(x, 0.0)));
+}
+
+/// x + bias where x < -lambd, x - bias where x > lambd, else 0.
+LogicalResult convertShrink(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  double lambd = ctx.getFloat("lambd", 0.5), bias = ctx.getFloat("bias", 0.0);
+  MLIRContext *m = ctx.getContext();
+  Value low = c.op<CompareOp>(StringAttr::get(m, "lt"), x, c.scalar(x, -lambd));
+  Value high = c.op<CompareOp>(StringAttr::get(m, "gt"), x, c.scalar(x, lambd));
+  Value zero = c.scalar(x, 0.0);
+  Value y = c.op<WhereOp>(high, c.add(x, c.scalar(x, -bias)), zero);
+  return c.result(c.op<WhereOp>(low, c.add(x, c.scalar(x, bias)), y));
+}
+
 } // namespace
 
 void addActivationConverters(ConverterTable &table) {
+  table.add("Sinh", convertHyperbolic<Hyperbolic::Sinh>);
+  table.add("Cosh", convertHyperbolic<Hyperbolic::Cosh>);
+  table.add("Asinh", convertHyperbolic<Hyperbolic::Asinh>);
+  table.add("Acosh", convertHyperbolic<Hyperbolic::Acosh>);
+  table.add("Atanh", convertHyperbolic<Hyperbolic::Atanh>);
+  table.add("ThresholdedRelu", convertThresholdedRelu);
+  table.add("Shrink", convertShrink);
   table.add("LogSoftmax", convertLogSoftmax);
   table.add("Clip", convertClip);
   table.add("HardSigmoid", convertHardSigmoid);

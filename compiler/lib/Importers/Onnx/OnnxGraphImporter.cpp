@@ -180,6 +180,7 @@ const ConverterTable &getConverterTable() {
     addLayoutConverters(t);
     addIndexConverters(t);
     addLossConverters(t);
+    addEinsumConverter(t);
     addShapeConverters(t);
     return t;
   }();

@@ -167,6 +167,9 @@ void addIndexConverters(ConverterTable &table);
 /// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss as chains of graph
 /// ops (OnnxLossConverters.cpp).
 void addLossConverters(ConverterTable &table);
+/// Einsum of one or two operands as transposes, sums and one batched
+/// matmul (OnnxEinsumConverter.cpp).
+void addEinsumConverter(ConverterTable &table);
 /// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
 void addShapeConverters(ConverterTable &table);
 /// Every converter; built once.

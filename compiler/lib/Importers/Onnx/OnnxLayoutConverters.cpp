@@ -3,8 +3,8 @@
 // Operators of vision and OCR exports written in the graph ops they are
 // made of, so that each has the shape rules, kernels, gradients and
 // sharding rules of those: constant Pad as a concatenation with constant
-// blocks, Tile as concatenated copies, DepthToSpace as reshape-transpose-
-// reshape, InstanceNormalization from means over the spatial axes, Trilu
+// blocks, Tile as concatenated copies, DepthToSpace and SpaceToDepth as
+// reshape-transpose-reshape, InstanceNormalization from means over the spatial axes, Trilu
 // as a selection by a triangular mask, CumSum as a product with a
 // triangular matrix.
 //
@@ -148,6 +148,30 @@ LogicalResult convertDepthToSpace(NodeContext &ctx) {
   if (!t)
     return failure();
   FailureOr<Value> y = ctx.reshape(t, {n, c, h * b, w * b});
+  return failed(y) ? failure() : ctx.setResult(0, *y);
+}
+
+/// SpaceToDepth, DepthToSpace's inverse (DCR order): [N, C, H, W] ->
+/// [N, C, H/b, b, W/b, b] -> [N, b, b, C, H/b, W/b] -> [N, C b^2, H/b, W/b].
+LogicalResult convertSpaceToDepth(NodeContext &ctx) {
+  Value x = floatOperand(ctx, 0, "the input");
+  if (!x)
+    return failure();
+  Shape s = shapeOf(x);
+  int64_t b = ctx.getInt("blocksize", 0);
+  if (s.size() != 4 || b < 1 || s[2] % b || s[3] % b)
+    return ctx.emitError() << "needs an [N, C, H, W] input whose height and "
+                              "width blocksize divides, got "
+                           << shapeToString(s) << " and blocksize " << b;
+  int64_t n = s[0], c = s[1], h = s[2] / b, w = s[3] / b;
+  FailureOr<Value> r = ctx.reshape(x, {n, c, h, b, w, b});
+  if (failed(r))
+    return failure();
+  SmallVector<int64_t> perm{0, 3, 5, 1, 2, 4};
+  Value t = compose<TransposeOp>(ctx, *r, ArrayRef<int64_t>(perm));
+  if (!t)
+    return failure();
+  FailureOr<Value> y = ctx.reshape(t, {n, c * b * b, h, w});
   return failed(y) ? failure() : ctx.setResult(0, *y);
 }
 
@@ -339,12 +363,13 @@ LogicalResult convertCumSum(NodeContext &ctx) {
   return c.result(y);
 }
 
-/// Resize (nearest, linear) as one product per resized axis with an
+/// Resize (nearest, linear, cubic) as one product per resized axis with an
 /// interpolation matrix A [out, in] computed at import: y = x A^T along the
 /// axis. Row x of A holds the weights ONNX's reference gives output x: its
 /// coordinate in the input (coordinate_transformation_mode), then the
-/// nearest pixel (nearest_mode) or the two around it (linear), indices
-/// clamped to the edge. Every step is a transpose or a GEMM, so Resize
+/// nearest pixel (nearest_mode), the two around it (linear) or the four
+/// (cubic: Keys' kernel with cubic_coeff_a; exclude_outside drops the taps
+/// past the edge and renormalises), indices clamped to the edge. Every step is a transpose or a GEMM, so Resize
 /// trains and shards like them; work is out x in per axis instead of out.
 LogicalResult convertResize(NodeContext &ctx) {
   Value x = floatOperand(ctx, 0, "the input");
@@ -356,9 +381,11 @@ LogicalResult convertResize(NodeContext &ctx) {
   std::string transform =
       ctx.getString("coordinate_transformation_mode", "half_pixel");
   std::string nearest = ctx.getString("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear")
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return ctx.emitError() << "mode '" << mode
-                           << "' is not supported (nearest, linear)";
+                           << "' is not supported (nearest, linear, cubic)";
+  double a = ctx.getFloat("cubic_coeff_a", -0.75);
+  bool excludeOutside = ctx.getInt("exclude_outside", 0) != 0;
   if (transform != "half_pixel" && transform != "pytorch_half_pixel" &&
       transform != "align_corners" && transform != "asymmetric" &&
       transform != "tf_half_pixel_for_nn")
@@ -428,6 +455,25 @@ LogicalResult convertResize(NodeContext &ctx) {
       } else if (mode == "linear") {
         at.floats[i0 * n + i] += 1 - r;
         at.floats[i1 * n + i] += r;
+      } else if (mode == "cubic") {
+        // Taps at lo - 1 .. lo + 2, distances 1 + r, r, 1 - r, 2 - r.
+        double s = 1 - r;
+        double w[4] = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) -
+                           4 * a,
+                       ((a + 2) * r - (a + 3)) * r * r + 1,
+                       ((a + 2) * s - (a + 3)) * s * s + 1,
+                       ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) -
+                           4 * a};
+        double kept = 0;
+        for (int t = 0; t < 4; ++t) {
+          int64_t tap = int64_t(lo) - 1 + t;
+          if (excludeOutside && (tap < 0 || tap >= in))
+            w[t] = 0;
+          kept += w[t];
+        }
+        for (int t = 0; t < 4; ++t)
+          at.floats[clamp(int64_t(lo) - 1 + t) * n + i] +=
+              excludeOutside ? w[t] / kept : w[t];
       } else {
         bool up = nearest == "round_prefer_floor"  ? r > 0.5
                   : nearest == "round_prefer_ceil" ? r >= 0.5
@@ -465,6 +511,7 @@ void addLayoutConverters(ConverterTable &table) {
   table.add("Pad", convertPad);
   table.add("Tile", convertTile);
   table.add("DepthToSpace", convertDepthToSpace);
+  table.add("SpaceToDepth", convertSpaceToDepth);
   table.add("InstanceNormalization", convertInstanceNormalization);
 }
 

@@ -171,23 +171,49 @@ LogicalResult convertCast(NodeContext &ctx) {
   return castTo(ctx, ctx.getInt("to", 0));
 }
 
+/// The ONNX data type of MLIR element type `e` (UNDEFINED for others).
+int32_t onnxTypeOf(Type e) {
+  return e.isF32()           ? onnx::TensorProto::FLOAT
+         : e.isF16()         ? onnx::TensorProto::FLOAT16
+         : e.isBF16()        ? onnx::TensorProto::BFLOAT16
+         : e.isF64()         ? onnx::TensorProto::DOUBLE
+         : e.isInteger(64)   ? onnx::TensorProto::INT64
+         : e.isInteger(32)   ? onnx::TensorProto::INT32
+         : e.isInteger(1)    ? onnx::TensorProto::BOOL
+                             : onnx::TensorProto::UNDEFINED;
+}
+
 /// Cast to the element type of input 1 (only its type is read).
 LogicalResult convertCastLike(NodeContext &ctx) {
   RankedTensorType like = ctx.getType(1);
   if (!like)
     return ctx.emitError() << "the second input's type is unknown";
-  Type e = like.getElementType();
-  int32_t to = e.isF32()    ? onnx::TensorProto::FLOAT
-               : e.isF16()  ? onnx::TensorProto::FLOAT16
-               : e.isBF16() ? onnx::TensorProto::BFLOAT16
-               : e.isF64()  ? onnx::TensorProto::DOUBLE
-               : e.isInteger(64) ? onnx::TensorProto::INT64
-               : e.isInteger(32) ? onnx::TensorProto::INT32
-               : e.isInteger(1)  ? onnx::TensorProto::BOOL
-                                 : onnx::TensorProto::UNDEFINED;
+  int32_t to = onnxTypeOf(like.getElementType());
   if (to == onnx::TensorProto::UNDEFINED)
     return ctx.emitError() << "cannot cast like " << like;
   return castTo(ctx, to);
+}
+
+/// EyeLike: ones on the k-th diagonal of a matrix shaped like the input,
+/// known at import (only the input's type is read).
+LogicalResult convertEyeLike(NodeContext &ctx) {
+  RankedTensorType type = ctx.getType(0);
+  if (!type || type.getRank() != 2 || !type.hasStaticShape())
+    return ctx.emitError() << "needs a 2-D input of known shape";
+  int32_t dtype = ctx.getInt("dtype", onnxTypeOf(type.getElementType()));
+  if (dtype == onnx::TensorProto::UNDEFINED)
+    return ctx.emitError() << "cannot make an identity of " << type;
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  int64_t k = ctx.getInt("k", 0);
+  HostTensor eye = HostTensor::zeros(dtype, {rows, cols});
+  for (int64_t i = 0; i < rows; ++i)
+    if (i + k >= 0 && i + k < cols) {
+      if (eye.isFloat())
+        eye.floats[i * cols + i + k] = 1.0;
+      else
+        eye.ints[i * cols + i + k] = 1;
+    }
+  return ctx.setResult(0, std::move(eye));
 }
 
 LogicalResult convertConstantOfShape(NodeContext &ctx) {
@@ -617,6 +643,7 @@ void addShapeConverters(ConverterTable &table) {
   table.add("Size", convertSize);
   table.add("Cast", convertCast);
   table.add("CastLike", convertCastLike);
+  table.add("EyeLike", convertEyeLike);
   table.add("ConstantOfShape", convertConstantOfShape);
   table.add("Range", convertRange);
   table.add("Reshape", convertReshape);

@@ -1,6 +1,6 @@
-//===- OnnxLossTest.cpp - ONNX training losses against their definitions --===//
+//===- OnnxLossAndEinsumTest.cpp - ONNX losses and Einsum by definition ---===//
 //
-// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss imported from small
+// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss and Einsum imported from small
 // ONNX models and run by the graph evaluator, against the ONNX spec's
 // definitions computed in double: weights, ignore_index and the three
 // reductions; and the inputs they refuse.
@@ -115,14 +115,51 @@ TEST(OnnxLosses, BadInputsAreErrors) {
     if (what == "reduction")
       ModelBuilder::stringAttr(node, "reduction", "max");
     m.output("y", 0);
-    MLIRContext ctx;
-    Import import = m.import(ctx);
-    EXPECT_FALSE(import.module) << bad.what;
-    EXPECT_NE(import.allErrors().find(bad.message), std::string::npos)
-        << bad.what << ": " << import.allErrors();
-    EXPECT_NE(import.allErrors().find("node 'nll' (NegativeLogLikelihoodLoss)"),
-              std::string::npos)
-        << import.allErrors();
+    expectImportError(m, std::string("node 'nll' (NegativeLogLikelihoodLoss): ") +
+                             bad.message,
+                      bad.what);
+  }
+}
+
+} // namespace
+
+namespace {
+
+TEST(OnnxEinsum, ContractsAndRefusesWhatItCannot) {
+  // "ij,kj->ik" (x against a constant matrix of 0.5s): each output is half
+  // the row's sum.
+  ModelBuilder m;
+  m.input("x", kFloat, {kN, kC});
+  m.floats("w", {2, kC}, 0.5f);
+  auto &node = m.node("Einsum", "e", {"x", "w"}, {"y"});
+  ModelBuilder::stringAttr(node, "equation", "ij,kj->ik");
+  m.output("y", 2);
+  std::vector<k::Tensor> y = run(m);
+  ASSERT_EQ(y.size(), 1u);
+  for (int64_t n = 0; n < kN; ++n) {
+    double row = 0;
+    for (int64_t c = 0; c < kC; ++c)
+      row += kScores[n * kC + c];
+    EXPECT_NEAR(y[0][n * 2], 0.5 * row, 1e-5);
+    EXPECT_NEAR(y[0][n * 2 + 1], 0.5 * row, 1e-5);
+  }
+  struct Bad {
+    const char *equation;
+    const char *message;
+  };
+  for (Bad bad : {Bad{"...j,kj->...k", "ellipses are not supported"},
+                  Bad{"ii,kj->ik", "repeats within operand 0 (a diagonal)"},
+                  Bad{"ij,kl->iz", "output index 'z' names no operand's"},
+                  Bad{"ij,jk->ik", "index 'j' is 4 in operand 0 and 2 in "
+                                   "operand 1"},
+                  Bad{"ijk,kj->ik", "operand 0 has 3 indices"}}) {
+    ModelBuilder b;
+    b.input("x", kFloat, {kN, kC});
+    b.floats("w", {2, kC}, 0.5f);
+    auto &e = b.node("Einsum", "e", {"x", "w"}, {"y"});
+    ModelBuilder::stringAttr(e, "equation", bad.equation);
+    b.output("y", 2);
+    expectImportError(b, bad.message, bad.equation);
   }
 }
 
