@@ -165,7 +165,7 @@ def export_to_proto(model, args, opset, input_names, output_names,
     return proto
 
 
-def save_without_weights(proto, path):
+def save_without_weights(proto, path, max_bytes=MAX_GRAPH_BYTES):
     data_name = os.path.basename(path) + ".data"
     data_path = os.path.join(os.path.dirname(path), data_name)
     # onnx appends to an existing .data file, which would shift offsets and
@@ -177,8 +177,8 @@ def save_without_weights(proto, path):
                     size_threshold=0)
     os.remove(data_path)
     size = os.path.getsize(path)
-    if size >= MAX_GRAPH_BYTES:
-        sys.exit(f"{path}: graph file is {size} bytes, limit {MAX_GRAPH_BYTES}")
+    if size >= max_bytes:
+        sys.exit(f"{path}: graph file is {size} bytes, limit {max_bytes}")
 
 
 def save_inline(proto, path):
@@ -266,15 +266,25 @@ GPT = dict(layers=4, hidden=256, heads=4, vocab=1000, max_seq=128)
 TINY_GPT = dict(layers=2, hidden=32, heads=2, vocab=64, max_seq=16)
 
 
-def make_resnet50(out_dir):
+def export_classifier(name, out_dir, max_bytes=MAX_GRAPH_BYTES):
+    """A torchvision classifier (weights=None) at opset 17 with a symbolic
+    batch, its weights dropped; returns the model."""
     torch.manual_seed(0)
-    model = torchvision.models.resnet50(weights=None).eval()
+    model = getattr(torchvision.models, name)(weights=None).eval()
     break_constant_tensors_(model)
     x = torch.randn(1, 3, 224, 224)
+    # No torch.no_grad() here: under no_grad, nn.MultiheadAttention in eval
+    # mode takes the fused fast path, which torch 1.13 cannot export.
     proto = export_to_proto(
         model, (x,), 17, ["input"], ["logits"],
         {"input": {0: "batch"}, "logits": {0: "batch"}})
-    save_without_weights(proto, os.path.join(out_dir, "resnet50.onnx"))
+    save_without_weights(proto, os.path.join(out_dir, name + ".onnx"),
+                         max_bytes)
+    return model
+
+
+def make_resnet50(out_dir):
+    model = export_classifier("resnet50", out_dir)
     return model, {
         "file": "resnet50.onnx", "opset": 17, "weights": "dropped",
         "note": "torchvision resnet50(weights=None), eval. The exporter folds "
@@ -286,16 +296,7 @@ def make_resnet50(out_dir):
 
 
 def make_vit_b_16(out_dir):
-    torch.manual_seed(0)
-    model = torchvision.models.vit_b_16(weights=None).eval()
-    break_constant_tensors_(model)
-    x = torch.randn(1, 3, 224, 224)
-    # No torch.no_grad() here: under no_grad, nn.MultiheadAttention in eval
-    # mode takes the fused fast path, which torch 1.13 cannot export.
-    proto = export_to_proto(
-        model, (x,), 17, ["input"], ["logits"],
-        {"input": {0: "batch"}, "logits": {0: "batch"}})
-    save_without_weights(proto, os.path.join(out_dir, "vit_b_16.onnx"))
+    model = export_classifier("vit_b_16", out_dir)
     return model, {
         "file": "vit_b_16.onnx", "opset": 17, "weights": "dropped",
         "note": "torchvision vit_b_16(weights=None), eval; attention via "
@@ -373,18 +374,134 @@ def make_tiny_gpt(out_dir):
     }
 
 
+def make_swin_t(out_dir):
+    # With a symbolic batch the exporter writes each block's window
+    # partitioning as run-time shape arithmetic (the Mod and ScatterND the
+    # importer must fold): 6,357 nodes, 1.3 MB without weights.
+    model = export_classifier("swin_t", out_dir, max_bytes=2 << 20)
+    return model, {
+        "file": "swin_t.onnx", "opset": 17, "weights": "dropped",
+        "note": "torchvision swin_t(weights=None), eval: shifted windows "
+                "(torch.roll as Slice/Concat), the shifted-window attention "
+                "mask built from shapes (ScatterND, Mod, Equal, Where on "
+                "values known at import). The exporter folds each block's "
+                "relative-position bias table, gathered by its index buffer, "
+                "into one [heads, 49, 49] initializer, so the ONNX file holds "
+                "more elements than torch's parameters.",
+    }
+
+
+# PaddleOCR's text detector (DBNet, ppocr det): a MobileNetV3 backbone, the
+# DB FPN neck (1x1 lateral convolutions, nearest 2x upsampling and adds, 3x3
+# convolutions, the four maps upsampled to 1/4 and concatenated) and the DB
+# head (3x3 convolution, two 2x2 stride-2 transposed convolutions back to
+# full resolution, a sigmoid). Exported at opset 11 as paddle2onnx does, so
+# HardSigmoid, HardSwish, Resize and ConvTranspose appear as PaddleOCR's
+# ONNX files have them.
+class DBFPN(nn.Module):
+    def __init__(self, in_channels, out_channels=96):
+        super().__init__()
+        self.lateral = nn.ModuleList(
+            [nn.Conv2d(c, out_channels, 1, bias=False) for c in in_channels])
+        self.smooth = nn.ModuleList(
+            [nn.Conv2d(out_channels, out_channels // 4, 3, padding=1,
+                       bias=False) for _ in in_channels])
+
+    def forward(self, features):
+        laterals = [conv(f) for conv, f in zip(self.lateral, features)]
+        for i in range(len(laterals) - 1, 0, -1):
+            laterals[i - 1] = laterals[i - 1] + nn.functional.interpolate(
+                laterals[i], scale_factor=2, mode="nearest")
+        maps = [conv(l) for conv, l in zip(self.smooth, laterals)]
+        maps = [nn.functional.interpolate(m, scale_factor=2 ** i,
+                                          mode="nearest") if i else m
+                for i, m in enumerate(maps)]
+        return torch.cat(maps[::-1], dim=1)
+
+
+class DBHead(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(channels, channels // 4, 3, padding=1, bias=False),
+            nn.BatchNorm2d(channels // 4), nn.ReLU(),
+            nn.ConvTranspose2d(channels // 4, channels // 4, 2, stride=2),
+            nn.BatchNorm2d(channels // 4), nn.ReLU(),
+            nn.ConvTranspose2d(channels // 4, 1, 2, stride=2), nn.Sigmoid())
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class TextDetector(nn.Module):
+    # Where torchvision's mobilenet_v3_small features reach strides 4, 8,
+    # 16 and 32, and their channels.
+    TAPS = (1, 3, 8, 12)
+    CHANNELS = (16, 24, 48, 576)
+
+    def __init__(self):
+        super().__init__()
+        self.backbone = torchvision.models.mobilenet_v3_small(
+            weights=None).features
+        self.neck = DBFPN(self.CHANNELS)
+        self.head = DBHead(96)
+
+    def forward(self, x):
+        features = []
+        for i, layer in enumerate(self.backbone):
+            x = layer(x)
+            if i in self.TAPS:
+                features.append(x)
+        return self.head(self.neck(features))
+
+
+def make_ocr_det(out_dir):
+    torch.manual_seed(0)
+    model = TextDetector().eval()
+    break_constant_tensors_(model)
+    x = torch.randn(1, 3, 320, 320)
+    proto = export_to_proto(
+        model, (x,), 11, ["image"], ["probability_map"],
+        {"image": {0: "batch"}, "probability_map": {0: "batch"}})
+    save_without_weights(proto, os.path.join(out_dir, "ocr_det_db.onnx"))
+    return model, {
+        "file": "ocr_det_db.onnx", "opset": 11, "weights": "dropped",
+        "note": "PaddleOCR-style DBNet text detector (MobileNetV3-small "
+                "backbone, DB FPN neck with nearest upsampling, DB head with "
+                "transposed convolutions), exported at opset 11 as "
+                "paddle2onnx writes PaddleOCR's models: HardSigmoid, "
+                "HardSwish, Resize, ConvTranspose. The exporter folds "
+                "BatchNorm into the preceding convolutions.",
+    }
+
+
 MODELS = [make_resnet50, make_vit_b_16, make_gpt_decoder, make_tiny_mlp,
-          make_tiny_gpt]
+          make_tiny_gpt, make_swin_t, make_ocr_det]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--only", action="append", default=[],
+                    help="export only this file (repeatable); the other "
+                         "models' entries in models.json are kept")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
     entries = []
+    kept = {}
+    meta_path = os.path.join(args.out, "models.json")
+    if args.only and os.path.exists(meta_path):
+        with open(meta_path) as f:
+            kept = {e["file"]: e for e in json.load(f)["models"]}
     for make in MODELS:
+        name = make.__name__[len("make_"):]
+        if args.only and not any(o.startswith(name) or name in o
+                                 for o in args.only):
+            entry = kept.get(next((k for k in kept if k.startswith(name)), ""))
+            if entry:
+                entries.append(entry)
+            continue
         model, entry = make(args.out)
         # Describe the file as committed (not the in-memory export), which
         # also proves the weight-less graphs load without their .data file.

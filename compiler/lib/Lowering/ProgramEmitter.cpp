@@ -10,6 +10,8 @@
 
 #include "EmitterImpl.h"
 
+#include <cmath>
+
 #include "cleave/cost_model/PipelineSchedule.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -96,10 +98,21 @@ std::string rawBytes(ElementsAttr attr, plan::DType dtype) {
 plan::InitSpec initFor(StringRef name, RankedTensorType type) {
   plan::InitSpec init;
   bool norm = name.contains("ln") || name.contains("norm");
-  if (name.ends_with("bias")) {
+  // Batch-norm statistics (frozen parameters of imported models): a
+  // variance drawn from a normal could be negative, and its square root NaN.
+  if (name.ends_with("running_var")) {
+    init.set_kind(plan::InitSpec::ONES);
+  } else if (name.ends_with("bias") || name.ends_with("running_mean")) {
     init.set_kind(plan::InitSpec::ZEROS);
   } else if (norm && type.getRank() == 1) {
     init.set_kind(plan::InitSpec::ONES);
+  } else if (type.getRank() == 4) {
+    // Convolution filters [out, in / groups, kh, kw]: LeCun's normal,
+    // 1 / sqrt(fan-in), so that a deep CNN's activations keep their scale
+    // (at 0.02 a 50-layer MobileNet's output is a constant).
+    int64_t fanIn = type.getDimSize(1) * type.getDimSize(2) * type.getDimSize(3);
+    init.set_kind(plan::InitSpec::NORMAL);
+    init.set_std(1.0 / std::sqrt(double(std::max<int64_t>(1, fanIn))));
   } else {
     init.set_kind(plan::InitSpec::NORMAL);
     init.set_std(0.02);

@@ -174,10 +174,24 @@ Value gatherByMap(NodeContext &ctx, Value src, const std::vector<int64_t> &map,
                            int64_t(0));
 }
 
-/// A scatter's result: where `mask`, the updates at `map`, else the data.
-LogicalResult scatterByMap(NodeContext &ctx, Value data, Value updates,
-                           const std::vector<int64_t> &map,
+/// A scatter's result: where `mask`, the updates at `map`, else the data
+/// (inputs 0 and 2). Computed at import when both are known (Swin's
+/// attention mask, built from shapes), else a gather and a where.
+LogicalResult scatterByMap(NodeContext &ctx, const std::vector<int64_t> &map,
                            const std::vector<int64_t> &mask) {
+  const HostTensor *knownData = ctx.getConstant(0);
+  const HostTensor *knownUpdates = knownData ? ctx.getConstant(2) : nullptr;
+  if (knownUpdates && knownUpdates->isFloat() == knownData->isFloat()) {
+    HostTensor out = *knownData;
+    for (size_t e = 0; e < map.size(); ++e)
+      if (mask[e])
+        out.copyElement(e, *knownUpdates, map[e]);
+    return ctx.setResult(0, std::move(out));
+  }
+  Value data = floatOperand(ctx, 0, "the data");
+  Value updates = data ? floatOperand(ctx, 2, "the updates") : Value();
+  if (!updates)
+    return failure();
   auto type = cast<RankedTensorType>(data.getType());
   std::vector<int64_t> clamped(map);
   for (int64_t &m : clamped)
@@ -309,26 +323,27 @@ LogicalResult convertGatherND(NodeContext &ctx) {
   return setGathered(ctx, map, out);
 }
 
-/// A scatter's data, constant indices and updates (null indices after an
-/// error); only reduction none (the last update of an element wins).
-const HostTensor *scatterOperands(NodeContext &ctx, Value &data,
-                                  Value &updates) {
+/// A scatter's constant indices (null after an error) and its data's type;
+/// only reduction none (the last update of an element wins).
+const HostTensor *scatterIndices(NodeContext &ctx, RankedTensorType &type) {
   std::string reduction = ctx.getString("reduction", "none");
   if (reduction != "none") {
     ctx.emitError() << "reduction '" << reduction << "' is not supported";
     return nullptr;
   }
-  data = floatOperand(ctx, 0, "the data");
-  updates = data ? floatOperand(ctx, 2, "the updates") : Value();
-  return updates ? indicesOf(ctx, 1) : nullptr;
+  type = ctx.getType(0);
+  if (!type || !type.hasStaticShape()) {
+    ctx.emitError() << "the data's shape must be known";
+    return nullptr;
+  }
+  return indicesOf(ctx, 1);
 }
 
 LogicalResult convertScatterND(NodeContext &ctx) {
-  Value data, updates;
-  const HostTensor *idx = scatterOperands(ctx, data, updates);
+  RankedTensorType type;
+  const HostTensor *idx = scatterIndices(ctx, type);
   if (!idx)
     return failure();
-  auto type = cast<RankedTensorType>(data.getType());
   auto addressed = sliceOffsets(ctx, *idx, type.getShape(), 0);
   if (failed(addressed))
     return failure();
@@ -339,15 +354,14 @@ LogicalResult convertScatterND(NodeContext &ctx) {
       map[offsets[t] + r] = int64_t(t) * slice + r;
       mask[offsets[t] + r] = 1;
     }
-  return scatterByMap(ctx, data, updates, map, mask);
+  return scatterByMap(ctx, map, mask);
 }
 
 LogicalResult convertScatterElements(NodeContext &ctx) {
-  Value data, updates;
-  const HostTensor *idx = scatterOperands(ctx, data, updates);
+  RankedTensorType type;
+  const HostTensor *idx = scatterIndices(ctx, type);
   if (!idx)
     return failure();
-  auto type = cast<RankedTensorType>(data.getType());
   FailureOr<std::vector<int64_t>> addresses =
       elementAddresses(ctx, *idx, type);
   if (failed(addresses))
@@ -357,7 +371,7 @@ LogicalResult convertScatterElements(NodeContext &ctx) {
     map[(*addresses)[e]] = e;
     mask[(*addresses)[e]] = 1;
   }
-  return scatterByMap(ctx, data, updates, map, mask);
+  return scatterByMap(ctx, map, mask);
 }
 
 } // namespace
