@@ -260,16 +260,22 @@ TEST(OnnxLayoutOps, BadInputsAreErrors) {
     const char *op;
     const char *message;
   };
-  for (Bad bad : {Bad{"Pad", "mode 'reflect' is not supported"},
+  for (Bad bad : {Bad{"Pad", "mode 'wrap' is not supported"},
+                  Bad{"PadReflect", "reflect pads of 2 and 2 need more than "
+                                    "2 elements along axis 2"},
                   Bad{"DepthToSpace", "blocksize^2 divides"},
                   Bad{"Mod", "known at import time"}}) {
     ModelBuilder m;
     m.input("x", kFloat, {1, 3, 2, 2});
     m.ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+    m.ints("wide", {0, 0, 2, 0, 0, 0, 2, 0});
     m.floats("d", {1}, 2.0f);
     onnx::NodeProto *node = nullptr;
     if (std::string(bad.op) == "Pad") {
       node = &m.node("Pad", "p", {"x", "pads"}, {"y"});
+      ModelBuilder::stringAttr(*node, "mode", "wrap");
+    } else if (std::string(bad.op) == "PadReflect") {
+      node = &m.node("Pad", "p", {"x", "wide"}, {"y"});
       ModelBuilder::stringAttr(*node, "mode", "reflect");
     } else if (std::string(bad.op) == "DepthToSpace") {
       node = &m.node("DepthToSpace", "p", {"x"}, {"y"});
@@ -280,6 +286,53 @@ TEST(OnnxLayoutOps, BadInputsAreErrors) {
     }
     m.output("y", 4);
     expectImportError(m, bad.message, bad.op);
+  }
+}
+
+} // namespace
+
+namespace {
+
+TEST(OnnxConvolutionOps, OneDimensionalConvAndPoolAsTwoDimensional) {
+  // Conv1d (a filter of 0.5s, kernel 3, stride 2, pads 1) then a 1-D max
+  // pool (kernel 2), on x = 0 .. 9 over one channel.
+  ModelBuilder m;
+  m.input("x", kFloat, {1, 1, 10});
+  m.floats("w", {2, 1, 3}, 0.5f);
+  auto &conv = m.node("Conv", "c", {"x", "w"}, {"c"});
+  ModelBuilder::intsAttr(conv, "strides", {2});
+  ModelBuilder::intsAttr(conv, "pads", {1, 1});
+  auto &pool = m.node("MaxPool", "p", {"c"}, {"y"});
+  ModelBuilder::intsAttr(pool, "kernel_shape", {2});
+  m.output("c", 3);
+  m.output("y", 3);
+  std::vector<k::Tensor> out = runOnIota(m, {1, 1, 10});
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out[0].shape(), (k::Shape{1, 2, 5}));
+  for (int64_t o = 0; o < 5; ++o) {
+    double sum = 0;
+    for (int64_t t = 0; t < 3; ++t) {
+      int64_t i = 2 * o - 1 + t;
+      if (i >= 0 && i < 10)
+        sum += 0.5 * i;
+    }
+    EXPECT_NEAR(out[0][o], sum, 1e-5) << o;
+    EXPECT_NEAR(out[0][5 + o], sum, 1e-5) << o;
+  }
+  ASSERT_EQ(out[1].shape(), (k::Shape{1, 2, 4}));
+  for (int64_t o = 0; o < 4; ++o)
+    EXPECT_NEAR(out[1][o], std::max(out[0][o], out[0][o + 1]), 1e-6);
+
+  for (auto [input, filter, message] :
+       {std::tuple<k::Shape, k::Shape, const char *>{
+            {1, 1, 4, 4, 4}, {1, 1, 3, 3, 3}, "only 1-D (NCL) and 2-D (NCHW)"},
+        {{1, 1, 10}, {1, 1, 3, 3}, "the filter must have rank 3"}}) {
+    ModelBuilder b;
+    b.input("x", kFloat, input);
+    b.floats("w", filter, 0.5f);
+    b.node("Conv", "c", {"x", "w"}, {"y"});
+    b.output("y", int(input.size()));
+    expectImportError(b, message, message);
   }
 }
 

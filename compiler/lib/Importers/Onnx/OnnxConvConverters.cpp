@@ -1,16 +1,23 @@
 //===- OnnxConvConverters.cpp - ONNX convolution and pooling --------------===//
 //
-// 2-D (NCHW) Conv, MaxPool, AveragePool and GlobalAveragePool. ONNX pads
-// are [x1_begin, x2_begin, x1_end, x2_end], which is the graph dialect's
-// [top, left, bottom, right]. auto_pad and ceil_mode are turned into
-// explicit padding here, so the graph ops need only one output-size rule.
+// 2-D (NCHW) Conv, ConvTranspose, MaxPool, AveragePool and
+// GlobalAveragePool, and their 1-D (NCL) forms as 2-D ones over a height
+// of 1 (speech and sequence models' Conv1d): the input and filter gain a
+// unit axis, the window attributes an entry of 1 (or 0 padding) before
+// theirs, and the result loses the axis again. ONNX pads are [x1_begin,
+// x2_begin, x1_end, x2_end], which is the graph dialect's [top, left,
+// bottom, right]. auto_pad and ceil_mode are turned into explicit padding
+// here, so the graph ops need only one output-size rule.
 //
 //===----------------------------------------------------------------------===//
 
 #include "OnnxGraphImporter.h"
+#include "OnnxTensors.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "llvm/ADT/STLExtras.h"
+
+#include <type_traits>
 
 using namespace mlir;
 using namespace cleave::graph;
@@ -18,26 +25,64 @@ using namespace cleave::graph;
 namespace cleave::onnx_import {
 namespace {
 
-/// The NCHW input of a 2-D window op.
-Value getImageInput(NodeContext &ctx) {
+/// Whether the node works on 1-D (NCL) data, lifted to a height of 1.
+struct Lift {
+  bool oneD = false;
+  /// A 1-D window attribute as a 2-D one: `fill` for the height first.
+  Shape pair(Shape v, int64_t fill) const {
+    if (oneD && v.size() == 1)
+      v.insert(v.begin(), fill);
+    return v;
+  }
+  /// 1-D pads [begin, end] as [0, begin, 0, end].
+  Shape pads(Shape v) const {
+    return oneD && v.size() == 2 ? Shape{0, v[0], 0, v[1]} : v;
+  }
+  /// `v` [A, B, L] as [A, B, 1, L]; unchanged for 2-D.
+  Value up(NodeContext &ctx, Value v) const {
+    if (!oneD || !v)
+      return v;
+    auto s = cast<RankedTensorType>(v.getType()).getShape();
+    return ctx.reshape(v, {s[0], s[1], 1, s[2]}).value_or(Value());
+  }
+  /// A result [N, C, 1, L] back to [N, C, L], set as the node's output.
+  LogicalResult result(NodeContext &ctx, Value y) const {
+    if (!y)
+      return failure();
+    if (oneD) {
+      auto s = cast<RankedTensorType>(y.getType()).getShape();
+      FailureOr<Value> r = ctx.reshape(y, {s[0], s[1], s[3]});
+      if (failed(r))
+        return failure();
+      y = *r;
+    }
+    return ctx.setResult(0, y);
+  }
+};
+
+/// The NCHW input of a 2-D window op (an NCL one lifted to NC1L).
+Value getImageInput(NodeContext &ctx, Lift &lift) {
   Value x = ctx.getValue(0);
   if (!x)
     return {};
   auto type = cast<RankedTensorType>(x.getType());
-  if (type.getRank() != 4) {
-    ctx.emitError() << "only 2-D (NCHW) inputs are supported, got " << type;
+  if (type.getRank() != 4 && type.getRank() != 3) {
+    ctx.emitError() << "only 1-D (NCL) and 2-D (NCHW) inputs are supported, "
+                       "got "
+                    << type;
     return {};
   }
   if (!isa<FloatType>(type.getElementType())) {
     ctx.emitError() << "the input must be floating point, got " << type;
     return {};
   }
-  return x;
+  lift.oneD = type.getRank() == 3;
+  return lift.up(ctx, x);
 }
 
 /// A 2-entry window attribute (strides, dilations), default all ones.
-FailureOr<Shape> getPair(NodeContext &ctx, StringRef name) {
-  Shape values = ctx.getInts(name).value_or(Shape{1, 1});
+FailureOr<Shape> getPair(NodeContext &ctx, StringRef name, const Lift &lift) {
+  Shape values = lift.pair(ctx.getInts(name).value_or(Shape{1, 1}), 1);
   if (values.size() != 2 ||
       llvm::any_of(values, [](int64_t v) { return v <= 0; })) {
     ctx.emitError() << "'" << name << "' must hold 2 positive values, got "
@@ -50,10 +95,10 @@ FailureOr<Shape> getPair(NodeContext &ctx, StringRef name) {
 /// Explicit padding from `pads` and `auto_pad`.
 FailureOr<Shape> getPadding(NodeContext &ctx, ArrayRef<int64_t> inputHW,
                             ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
-                            ArrayRef<int64_t> dilations) {
+                            ArrayRef<int64_t> dilations, const Lift &lift) {
   std::string autoPad = ctx.getString("auto_pad", "NOTSET");
   if (autoPad == "NOTSET") {
-    Shape pads = ctx.getInts("pads").value_or(Shape{0, 0, 0, 0});
+    Shape pads = lift.pads(ctx.getInts("pads").value_or(Shape{0, 0, 0, 0}));
     if (pads.size() != 4 ||
         llvm::any_of(pads, [](int64_t p) { return p < 0; })) {
       ctx.emitError() << "'pads' must hold 4 non-negative values, got "
@@ -83,21 +128,28 @@ FailureOr<Shape> getPadding(NodeContext &ctx, ArrayRef<int64_t> inputHW,
   return pads;
 }
 
-/// The image input and the 4-D filter of Conv or ConvTranspose, the filter
-/// checked against kernel_shape; nulls after an error.
-std::pair<Value, Value> getImageAndFilter(NodeContext &ctx) {
-  Value x = getImageInput(ctx);
+/// The image input and the 4-D filter of Conv or ConvTranspose (3-D for
+/// 1-D data, lifted), the filter checked against kernel_shape; nulls after
+/// an error.
+std::pair<Value, Value> getImageAndFilter(NodeContext &ctx, Lift &lift) {
+  Value x = getImageInput(ctx, lift);
   Value w = x ? ctx.getValue(1) : Value();
   if (!w)
     return {};
   auto wType = cast<RankedTensorType>(w.getType());
-  if (wType.getRank() != 4) {
-    ctx.emitError() << "the filter must have rank 4, got " << wType;
+  if (wType.getRank() != (lift.oneD ? 3 : 4)) {
+    ctx.emitError() << "the filter must have rank " << (lift.oneD ? 3 : 4)
+                    << ", got " << wType;
     return {};
   }
-  if (std::optional<Shape> kernel = ctx.getInts("kernel_shape"))
-    if (ArrayRef<int64_t>(*kernel) != wType.getShape().drop_front(2)) {
-      ctx.emitError() << "kernel_shape " << shapeToString(*kernel)
+  w = lift.up(ctx, w);
+  if (!w)
+    return {};
+  wType = cast<RankedTensorType>(w.getType());
+  if (std::optional<Shape> given = ctx.getInts("kernel_shape"))
+    if (Shape kernel = lift.pair(*given, 1);
+        ArrayRef<int64_t>(kernel) != wType.getShape().drop_front(2)) {
+      ctx.emitError() << "kernel_shape " << shapeToString(*given)
                       << " disagrees with the filter " << wType;
       return {};
     }
@@ -105,20 +157,21 @@ std::pair<Value, Value> getImageAndFilter(NodeContext &ctx) {
 }
 
 LogicalResult convertConv(NodeContext &ctx) {
-  auto [x, w] = getImageAndFilter(ctx);
+  Lift lift;
+  auto [x, w] = getImageAndFilter(ctx, lift);
   if (!w)
     return failure();
   auto xType = cast<RankedTensorType>(x.getType());
   auto wType = cast<RankedTensorType>(w.getType());
-  FailureOr<Shape> strides = getPair(ctx, "strides");
+  FailureOr<Shape> strides = getPair(ctx, "strides", lift);
   if (failed(strides))
     return failure();
-  FailureOr<Shape> dilations = getPair(ctx, "dilations");
+  FailureOr<Shape> dilations = getPair(ctx, "dilations", lift);
   if (failed(dilations))
     return failure();
   FailureOr<Shape> pads =
       getPadding(ctx, xType.getShape().drop_front(2),
-                 wType.getShape().drop_front(2), *strides, *dilations);
+                 wType.getShape().drop_front(2), *strides, *dilations, lift);
   if (failed(pads))
     return failure();
   Value bias;
@@ -129,7 +182,7 @@ LogicalResult convertConv(NodeContext &ctx) {
       ArrayRef<int64_t>(*dilations), ctx.getInt("group", 1));
   if (failed(op))
     return failure();
-  return ctx.setResult(0, op->getResult());
+  return lift.result(ctx, op->getResult());
 }
 
 /// ConvTranspose as graph.conv2d_input_grad: a transposed convolution is
@@ -142,7 +195,8 @@ LogicalResult convertConv(NodeContext &ctx) {
 /// Trains through conv2d_input_grad's own derivative (a convolution and a
 /// filter gradient).
 LogicalResult convertConvTranspose(NodeContext &ctx) {
-  auto [x, w] = getImageAndFilter(ctx);
+  Lift lift;
+  auto [x, w] = getImageAndFilter(ctx, lift);
   if (!w)
     return failure();
   auto xType = cast<RankedTensorType>(x.getType());
@@ -153,16 +207,20 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
     return ctx.emitError() << "the filter must be [C_in = "
                            << xType.getDimSize(1)
                            << ", C_out / group, kH, kW], got " << wType;
-  FailureOr<Shape> strides = getPair(ctx, "strides");
-  FailureOr<Shape> dilations = getPair(ctx, "dilations");
+  FailureOr<Shape> strides = getPair(ctx, "strides", lift);
+  FailureOr<Shape> dilations = getPair(ctx, "dilations", lift);
   if (failed(strides) || failed(dilations))
     return failure();
-  Shape outputPadding = ctx.getInts("output_padding").value_or(Shape{0, 0});
-  Shape pads = ctx.getInts("pads").value_or(Shape{0, 0, 0, 0});
+  Shape outputPadding =
+      lift.pair(ctx.getInts("output_padding").value_or(Shape{0, 0}), 0);
+  Shape pads = lift.pads(ctx.getInts("pads").value_or(Shape{0, 0, 0, 0}));
   std::string autoPad = ctx.getString("auto_pad", "NOTSET");
   if (outputPadding.size() != 2 || pads.size() != 4)
     return ctx.emitError() << "needs 2-D output_padding and pads";
   std::optional<Shape> outputShape = ctx.getInts("output_shape");
+  if (outputShape && lift.oneD)
+    outputShape = lift.pair(Shape(outputShape->end() - 1, outputShape->end()),
+                            1);
   if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     // SAME: the output is the input times the stride.
     if (!outputShape)
@@ -225,37 +283,44 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
       return failure();
     y = add->getResult();
   }
-  return ctx.setResult(0, y);
+  return lift.result(ctx, y);
 }
 
 /// MaxPool and AveragePool.
 template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
-  Value x = getImageInput(ctx);
+  Lift lift;
+  Value x = getImageInput(ctx, lift);
   if (!x)
     return failure();
   if (ctx.isOutputUsed(1))
     return ctx.emitError() << "the Indices output is not supported";
   auto xType = cast<RankedTensorType>(x.getType());
   std::optional<Shape> kernel = ctx.getInts("kernel_shape");
+  if (kernel)
+    kernel = lift.pair(*kernel, 1);
   if (!kernel || kernel->size() != 2)
-    return ctx.emitError() << "needs a 2-entry kernel_shape";
-  FailureOr<Shape> strides = getPair(ctx, "strides");
+    return ctx.emitError() << "needs a kernel_shape of the input's "
+                              "spatial rank";
+  FailureOr<Shape> strides = getPair(ctx, "strides", lift);
   if (failed(strides))
     return failure();
-  FailureOr<Shape> dilations = getPair(ctx, "dilations");
+  FailureOr<Shape> dilations = getPair(ctx, "dilations", lift);
   if (failed(dilations))
     return failure();
   if ((*dilations)[0] != 1 || (*dilations)[1] != 1)
     return ctx.emitError() << "dilated pooling is not supported";
   ArrayRef<int64_t> inputHW = xType.getShape().drop_front(2);
   FailureOr<Shape> pads =
-      getPadding(ctx, inputHW, *kernel, *strides, *dilations);
+      getPadding(ctx, inputHW, *kernel, *strides, *dilations, lift);
   if (failed(pads))
     return failure();
-  if (ctx.getInt("count_include_pad", 0) != 0 &&
-      llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
-    return ctx.emitError() << "count_include_pad = 1 with padding is not "
-                              "supported (graph.avg_pool2d excludes padding)";
+  // graph.avg_pool2d averages over the window's elements inside the
+  // input; count_include_pad = 1 divides by those inside the padded input
+  // instead: the same sums, rescaled per output position below.
+  bool includePad = std::is_same_v<OpTy, AvgPool2dOp> &&
+                    ctx.getInt("count_include_pad", 0) != 0 &&
+                    llvm::any_of(*pads, [](int64_t p) { return p != 0; });
+  Shape explicitPads = *pads;
   if (ctx.getInt("ceil_mode", 0) != 0) {
     // Extra padding at the end yields the ceil-mode output size; a last
     // window that would start in the end padding is dropped, as PyTorch
@@ -277,17 +342,49 @@ template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
                        ArrayRef<int64_t>(*strides), ArrayRef<int64_t>(*pads));
   if (failed(op))
     return failure();
-  return ctx.setResult(0, op->getResult());
+  Value y = op->getResult();
+  if (includePad) {
+    auto yType = cast<RankedTensorType>(y.getType());
+    int64_t out[2] = {yType.getDimSize(2), yType.getDimSize(3)};
+    // Per axis and output position: window elements inside the input, and
+    // inside the explicitly padded input.
+    auto counts = [&](int axis, int64_t o) {
+      int64_t start = o * (*strides)[axis] - (*pads)[axis];
+      int64_t end = start + (*kernel)[axis];
+      auto inside = [&](int64_t lo, int64_t hi) {
+        return std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
+      };
+      int64_t n = inputHW[axis];
+      return std::make_pair(
+          inside(0, n),
+          inside(-explicitPads[axis], n + explicitPads[axis + 2]));
+    };
+    HostTensor scale = HostTensor::zeros(onnx::TensorProto::FLOAT,
+                                         {1, 1, out[0], out[1]});
+    for (int64_t i = 0; i < out[0]; ++i)
+      for (int64_t j = 0; j < out[1]; ++j) {
+        auto [rowsIn, rowsPadded] = counts(0, i);
+        auto [colsIn, colsPadded] = counts(1, j);
+        scale.floats[i * out[1] + j] =
+            double(rowsIn * colsIn) / double(rowsPadded * colsPadded);
+      }
+    FailureOr<MulOp> mul = ctx.create<MulOp>(y, ctx.createConstant(scale));
+    if (failed(mul))
+      return failure();
+    y = mul->getResult();
+  }
+  return lift.result(ctx, y);
 }
 
 LogicalResult convertGlobalAveragePool(NodeContext &ctx) {
-  Value x = getImageInput(ctx);
+  Lift lift;
+  Value x = getImageInput(ctx, lift);
   if (!x)
     return failure();
   FailureOr<GlobalAvgPoolOp> op = ctx.create<GlobalAvgPoolOp>(x);
   if (failed(op))
     return failure();
-  return ctx.setResult(0, op->getResult());
+  return lift.result(ctx, op->getResult());
 }
 
 } // namespace

@@ -3,7 +3,7 @@
 // Operators of vision and OCR exports written in the graph ops they are
 // made of, so that each has the shape rules, kernels, gradients and
 // sharding rules of those: constant Pad as a concatenation with constant
-// blocks, Tile as concatenated copies, DepthToSpace and SpaceToDepth as
+// blocks (reflect and edge Pad as a gather by indices computed at import), Tile as concatenated copies, DepthToSpace and SpaceToDepth as
 // reshape-transpose-reshape, InstanceNormalization from means over the spatial axes, Trilu
 // as a selection by a triangular mask, CumSum as a product with a
 // triangular matrix.
@@ -35,11 +35,45 @@ Value concat(NodeContext &ctx, SmallVector<Value> parts, int64_t axis) {
   return compose<ConcatOp>(ctx, ValueRange(parts), axis);
 }
 
+/// Reflect and edge padding: along each padded axis one gather of the
+/// input's slices by indices computed at import (edge: the nearest slice;
+/// reflect: mirrored about the first and last slice, which are not
+/// repeated), so the padding has gather's gradient (a scatter-add).
+LogicalResult padByGather(NodeContext &ctx, Value x, ArrayRef<int64_t> pads,
+                          bool reflect) {
+  Shape shape = shapeOf(x);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  Value y = x;
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    int64_t before = pads[axis], after = pads[axis + rank], n = shape[axis];
+    if (before < 0 || after < 0)
+      return ctx.emitError() << "negative pads (cropping) are not supported";
+    if (before == 0 && after == 0)
+      continue;
+    if (reflect && (before >= n || after >= n))
+      return ctx.emitError() << "reflect pads of " << before << " and "
+                             << after << " need more than " << n
+                             << " elements along axis " << axis;
+    HostTensor idx = HostTensor::zeros(onnx::TensorProto::INT64,
+                                       {n + before + after});
+    for (int64_t o = 0; o < n + before + after; ++o) {
+      int64_t i = o - before;
+      if (reflect)
+        i = i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i;
+      idx.ints[o] = std::clamp<int64_t>(i, 0, n - 1);
+    }
+    y = compose<GatherOp>(ctx, y, ctx.createConstant(idx), axis);
+    if (!y)
+      return failure();
+  }
+  return ctx.setResult(0, y);
+}
+
 LogicalResult convertPad(NodeContext &ctx) {
   std::string mode = ctx.getString("mode", "constant");
-  if (mode != "constant")
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
     return ctx.emitError() << "mode '" << mode
-                           << "' is not supported (only constant padding)";
+                           << "' is not supported (constant, reflect, edge)";
   Value x = floatOperand(ctx, 0, "the input");
   if (!x)
     return failure();
@@ -53,6 +87,8 @@ LogicalResult convertPad(NodeContext &ctx) {
     return ctx.emitError() << "pads has " << pads->size()
                            << " values, the input's rank " << rank
                            << " needs " << 2 * rank;
+  if (mode != "constant")
+    return padByGather(ctx, x, *pads, mode == "reflect");
   // The fill: a number known at import, or a one-element initializer (a
   // frozen value the blocks are multiplied by).
   double value = 0.0;
