@@ -169,12 +169,40 @@ LogicalResult convertHostBinary(NodeContext &ctx) {
   if (!lhs || !rhs)
     return ctx.emitError()
            << "is supported only on values known at import time (shape "
-              "arithmetic, masks): the graph dialect computes no comparison, "
-              "logic or modulo at run time";
+              "arithmetic, masks): the graph dialect computes no logic or "
+              "modulo, and compares only floating-point values, at run time";
   llvm::Expected<HostTensor> r = foldBinary(HostOp, *lhs, *rhs);
   if (!r)
     return ctx.fail(r.takeError());
   return ctx.setResult(0, std::move(*r));
+}
+
+template <HostUnaryOp HostOp, typename OpTy>
+LogicalResult convertUnary(NodeContext &ctx);
+
+/// A comparison: folded when both sides are known at import (shape
+/// arithmetic), else graph.compare on floating-point values (a bool
+/// tensor, as ONNX's).
+template <HostBinaryOp HostOp>
+LogicalResult convertComparison(NodeContext &ctx, StringRef predicate) {
+  if (ctx.getConstant(0) && ctx.getConstant(1))
+    return convertHostBinary<HostOp>(ctx);
+  RankedTensorType lhs = ctx.getType(0), rhs = ctx.getType(1);
+  if (!lhs || !rhs || !isa<FloatType>(lhs.getElementType()) ||
+      !isa<FloatType>(rhs.getElementType()))
+    return convertHostBinary<HostOp>(ctx);
+  Chain c(ctx);
+  return c.result(c.op<CompareOp>(StringAttr::get(ctx.getContext(), predicate),
+                                  ctx.getValue(0), ctx.getValue(1)));
+}
+
+/// Abs: folded when known at import, else max(x, -x).
+LogicalResult convertAbs(NodeContext &ctx) {
+  if (ctx.getConstant(0))
+    return convertUnary<HostUnaryOp::Abs, void>(ctx);
+  Chain c(ctx);
+  Value x = c.input();
+  return c.result(c.max(x, c.op<NegOp>(x)));
 }
 
 /// Mod of values known at import: the divisor's sign, or with fmod = 1 the
@@ -555,16 +583,26 @@ void addComputeConverters(ConverterTable &table) {
   table.add("Mod", convertMod);
   table.add("Max", convertBinary<HostBinaryOp::Max, MaxOp>);
   table.add("Min", convertBinary<HostBinaryOp::Min, MinOp>);
-  table.add("Equal", convertHostBinary<HostBinaryOp::Equal>);
-  table.add("Less", convertHostBinary<HostBinaryOp::Less>);
-  table.add("Greater", convertHostBinary<HostBinaryOp::Greater>);
-  table.add("LessOrEqual", convertHostBinary<HostBinaryOp::LessOrEqual>);
-  table.add("GreaterOrEqual", convertHostBinary<HostBinaryOp::GreaterOrEqual>);
+  table.add("Equal", [](NodeContext &ctx) {
+    return convertComparison<HostBinaryOp::Equal>(ctx, "eq");
+  });
+  table.add("Less", [](NodeContext &ctx) {
+    return convertComparison<HostBinaryOp::Less>(ctx, "lt");
+  });
+  table.add("Greater", [](NodeContext &ctx) {
+    return convertComparison<HostBinaryOp::Greater>(ctx, "gt");
+  });
+  table.add("LessOrEqual", [](NodeContext &ctx) {
+    return convertComparison<HostBinaryOp::LessOrEqual>(ctx, "le");
+  });
+  table.add("GreaterOrEqual", [](NodeContext &ctx) {
+    return convertComparison<HostBinaryOp::GreaterOrEqual>(ctx, "ge");
+  });
   table.add("And", convertHostBinary<HostBinaryOp::And>);
   table.add("Or", convertHostBinary<HostBinaryOp::Or>);
   table.add("Xor", convertHostBinary<HostBinaryOp::Xor>);
   table.add("Not", convertUnary<HostUnaryOp::Not, void>);
-  table.add("Abs", convertUnary<HostUnaryOp::Abs, void>);
+  table.add("Abs", convertAbs);
   table.add("Floor", convertUnary<HostUnaryOp::Floor, void>);
   table.add("Ceil", convertUnary<HostUnaryOp::Ceil, void>);
   table.add("Neg", convertUnary<HostUnaryOp::Neg, NegOp>);
