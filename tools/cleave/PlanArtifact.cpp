@@ -181,12 +181,11 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.fusedAttention = knobs.fusedAttention;
   lo.bf16Storage = knobs.precision == cost::DType::Bf16;
   lo.sequenceParallel = knobs.sequenceParallel;
-  lo.recompute = std::string(cost::recomputeName(knobs.recompute));
-  for (cost::Recompute mode : knobs.stageRecompute)
-    lo.stageRecompute.push_back(std::string(cost::recomputeName(mode)));
+  lo.recompute = knobs.recompute;
+  lo.stageRecompute = knobs.stageRecompute;
   lo.microbatchSize = b;
   lo.microbatches = replicaBatch / b;
-  lo.schedule = cost::scheduleName(knobs.schedule);
+  lo.schedule = knobs.schedule;
   lo.virtualStages = knobs.chunks;
   lo.chunkLayers = r.prediction.layersPerChunk;
   lo.residualBlocks = !r.transformer;

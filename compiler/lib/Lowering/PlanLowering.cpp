@@ -432,13 +432,14 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
         stage, ("stage" + std::to_string(c) + "_step"), step);
     if (failed(built))
       return failure();
-    const std::string &mode = s < int64_t(o.stageRecompute.size())
-                                  ? o.stageRecompute[s]
-                                  : o.recompute;
-    if (mode != "none") {
+    cost::Recompute mode = s < int64_t(o.stageRecompute.size())
+                               ? o.stageRecompute[s]
+                               : o.recompute;
+    if (mode != cost::Recompute::None) {
       PassManager pm(ctx, func::FuncOp::getOperationName());
       RecomputeOptions recompute;
-      recompute.mode = mode;
+      // The pass's option is its textual form (cleave-opt spells it).
+      recompute.mode = std::string(cost::recomputeName(mode));
       recompute.residualBlocks = o.residualBlocks;
       pm.addPass(createRecompute(recompute));
       if (failed(pm.run(*built)))
@@ -472,11 +473,11 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   k->set_ep(o.ep);
   k->set_microbatch_size(o.microbatchSize);
   k->set_num_microbatches(o.microbatches);
-  k->set_schedule(o.schedule);
+  k->set_schedule(cost::scheduleName(o.schedule));
   k->set_virtual_stages(o.virtualStages);
-  k->set_recompute(o.recompute);
-  for (const std::string &mode : o.stageRecompute)
-    k->add_stage_recompute(mode);
+  k->set_recompute(std::string(cost::recomputeName(o.recompute)));
+  for (cost::Recompute mode : o.stageRecompute)
+    k->add_stage_recompute(std::string(cost::recomputeName(mode)));
   k->set_precision("fp32");
   plan::TrainingConfig *t = plan.mutable_training();
   t->set_global_batch(o.microbatchSize * o.microbatches * o.dp);

@@ -461,10 +461,7 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
 }
 
 LogicalResult Emitter::buildSchedule() {
-  absl::StatusOr<cost::ScheduleKind> kind = cost::parseSchedule(ctx.schedule);
-  bool interleaved = kind.ok() && *kind == cost::ScheduleKind::Interleaved;
-  if (!kind.ok())
-    return step.emitOpError(std::string(kind.status().message()));
+  bool interleaved = ctx.schedule == cost::ScheduleKind::Interleaved;
   if (interleaved != (numChunks() > 1))
     return step.emitOpError("the interleaved schedule runs several model "
                             "chunks per stage, the others one; this stage "
@@ -478,13 +475,13 @@ LogicalResult Emitter::buildSchedule() {
     }
     return success();
   }
-  auto order = cost::pipelineOrder(*kind, ctx.stages, ctx.stage,
+  auto order = cost::pipelineOrder(ctx.schedule, ctx.stages, ctx.stage,
                                    static_cast<int>(ctx.microbatches),
                                    numChunks());
   if (!order.ok())
     return step.emitOpError(std::string(order.status().message()));
   absl::StatusOr<cost::SendSlots> sends = cost::minimalSendSlots(
-      *kind, ctx.stages, static_cast<int>(ctx.microbatches), numChunks());
+      ctx.schedule, ctx.stages, static_cast<int>(ctx.microbatches), numChunks());
   if (!sends.ok())
     return step.emitOpError(std::string(sends.status().message()));
   sendSlots = *std::move(sends);

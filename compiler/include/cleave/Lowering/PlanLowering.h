@@ -25,6 +25,8 @@
 
 #include "cleave/Transforms/TrainingStepBuilder.h"
 #include "cleave/cost_model/Cluster.h"
+#include "cleave/cost_model/Memory.h"
+#include "cleave/cost_model/PipelineSchedule.h"
 #include "cleave/runtime/plan/plan.pb.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -67,16 +69,16 @@ struct LoweringOptions {
   /// optimizer state and loss. The precision=bf16 knob.
   bool bf16Storage = false;
   int64_t microbatches = 1;
-  /// Activation recomputation: "none", "selective" (attention cores) or
-  /// "full" (whole layers from their inputs), by cleave-recompute.
-  std::string recompute = "none";
+  /// Activation recomputation: none, selective (attention cores) or full
+  /// (whole layers from their inputs), by cleave-recompute.
+  cost::Recompute recompute = cost::Recompute::None;
   /// Per pipeline stage (pp entries), or empty: every stage `recompute`.
-  std::vector<std::string> stageRecompute;
+  std::vector<cost::Recompute> stageRecompute;
   /// Samples per microbatch and replica (the imported batch).
   int64_t microbatchSize = 1;
-  /// "gpipe", "1f1b" or "interleaved" (with virtualStages > 1 model chunks
-  /// per stage, Narayanan et al. 2021).
-  std::string schedule = "1f1b";
+  /// The pipeline schedule; interleaved runs virtualStages > 1 model chunks
+  /// per stage (Narayanan et al. 2021).
+  cost::ScheduleKind schedule = cost::ScheduleKind::OneFOneB;
   int64_t virtualStages = 1;
   /// Layers of each of the pp x virtualStages model chunks, in model order
   /// (the cost model's balanced split, PlanPrediction::layersPerChunk);

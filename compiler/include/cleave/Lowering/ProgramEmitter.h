@@ -10,6 +10,7 @@
 #ifndef CLEAVE_LOWERING_PROGRAMEMITTER_H
 #define CLEAVE_LOWERING_PROGRAMEMITTER_H
 
+#include "cleave/cost_model/PipelineSchedule.h"
 #include "cleave/runtime/plan/plan.pb.h"
 
 #include "mlir/IR/Operation.h"
@@ -52,8 +53,7 @@ struct ProgramContext {
   /// backward, no optimizer), microbatches run forward only, and the last
   /// stage's results become Program.output_tensors.
   bool inference = false;
-  /// "gpipe" or "1f1b".
-  std::string schedule = "1f1b";
+  cost::ScheduleKind schedule = cost::ScheduleKind::OneFOneB;
   /// Vocabulary size for synthetic token ids (0: not a language model).
   int64_t vocab = 0;
   /// Stages holding each parameter, by name (two for tied embeddings):
