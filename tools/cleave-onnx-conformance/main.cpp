@@ -1,7 +1,7 @@
 //===- main.cpp - ONNX's node tests through cleave's importer -------------===//
 //
 // cleave-onnx-conformance [DATA_DIR] [--filter TEXT] [--failures]
-//                         [--unsupported] [--exceptions FILE]
+//                         [--unsupported] [--exceptions FILE] [--runtime]
 //
 // Each directory of ONNX's backend node tests (Debian's libonnx-testdata,
 // /usr/share/libonnx-testdata/data/node by default) holds model.onnx and
@@ -10,8 +10,13 @@
 // every set agrees; short float vectors too where an op needs them at
 // import, as Resize's scales); inputs are
 // bound by the graph's input names and @forward is run by the reference
-// evaluator, whose kernels are the CPU runtime's; outputs are compared with
-// ONNX's tolerances (rtol 1e-3, atol 1e-5; integers and booleans exactly).
+// evaluator; with --runtime the model is also lowered to an inference plan
+// (one CPU rank) and run by the runtime's executor on the same inputs, as
+// `cleave compile --optimizer none` and `cleave run --input` do (not yet
+// the CTest gate: the lowering batches every input along its first
+// dimension, which many node tests' operands are not). Results are
+// compared with ONNX's tolerances (rtol 1e-3, atol 1e-5; integers and
+// booleans exactly).
 // A model the importer refuses is "unsupported" with its first error. One
 // row per op type (the model's first node), then the totals. Exit 1 when a
 // test that imports fails, unless FILE (one test name per line, then why;
@@ -22,6 +27,11 @@
 
 #include "cleave/Evaluator/GraphEvaluator.h"
 #include "cleave/Importers/OnnxImporter.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Lowering/PlanLowering.h"
+#include "cleave/cost_model/Cluster.h"
+#include "cleave/runtime/comm/Communicator.h"
+#include "cleave/runtime/executor/Executor.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -37,6 +47,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <unistd.h>
@@ -220,7 +232,114 @@ std::string withIntegerInputsKnown(const fs::path &dir,
   return out.string();
 }
 
-Outcome runTest(const fs::path &dir, std::string &detail) {
+/// The raw bytes the executor reads for an input of `t`'s values (its
+/// INPUT tensor's dtype: fp32, or int64 for integers).
+std::string rawInput(const cleave::EvalTensor &t) {
+  return std::visit(
+      [](const auto &tensor) {
+        const auto &v = tensor.values();
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        if constexpr (std::is_same_v<T, uint8_t>)
+          return std::string(v.begin(), v.end());
+        else
+          return std::string(reinterpret_cast<const char *>(v.data()),
+                             v.size() * sizeof(T));
+      },
+      t);
+}
+
+/// Output `i` of the executor as an evaluator tensor.
+std::optional<cleave::EvalTensor>
+runtimeOutput(const cleave::executor::Executor &ex, int i) {
+  const cleave::plan::TensorDecl &decl =
+      ex.program().tensors(ex.program().output_tensors(i));
+  k::Shape shape(decl.shape().begin(), decl.shape().end());
+  std::string bytes = ex.outputBytes(i, 0);
+  auto values = [&](auto sample) {
+    std::vector<decltype(sample)> v(bytes.size() / sizeof(sample));
+    std::memcpy(v.data(), bytes.data(), v.size() * sizeof(sample));
+    return v;
+  };
+  switch (decl.dtype()) {
+  case cleave::plan::F32:
+    return k::Tensor(shape, values(float()));
+  case cleave::plan::I64:
+    return k::IndexTensor(shape, values(int64_t()));
+  case cleave::plan::BOOL:
+    return k::MaskTensor(shape, values(uint8_t()));
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Runs `module` (consumed) as an inference plan on one CPU rank, with
+/// each input read from a raw file as `cleave run --input` does; the
+/// outputs, or empty with `why`.
+std::vector<cleave::EvalTensor>
+runOnRuntime(mlir::ModuleOp module,
+             const std::map<std::string, cleave::EvalTensor> &inputs,
+             const fs::path &scratch, std::string &why) {
+  cleave::lowering::LoweringOptions lo;
+  absl::StatusOr<cleave::cost::Cluster> cluster =
+      cleave::cost::parseCluster("cpu-local,devices=1");
+  if (!cluster.ok()) {
+    why = std::string(cluster.status().message());
+    return {};
+  }
+  lo.cluster = *cluster;
+  lo.clusterSpec = "cpu-local,devices=1";
+  lo.step.optimizer = "none";
+  lo.residualBlocks = true;
+  // The batch is the inputs' first dimension (the importer's static shape):
+  // one microbatch of all of it.
+  module.walk([&](cleave::graph::InputOp input) {
+    auto type = mlir::cast<mlir::RankedTensorType>(input.getType());
+    if (lo.microbatchSize == 1 && type.getRank() > 0)
+      lo.microbatchSize = type.getDimSize(0);
+  });
+  llvm::FailureOr<cleave::plan::Plan> plan =
+      cleave::lowering::lowerToPlan(module, lo);
+  if (mlir::failed(plan)) {
+    why.clear(); // the diagnostics say why
+    return {};
+  }
+  cleave::executor::ExecutorOptions options;
+  for (const auto &[name, value] : inputs) {
+    fs::path file = scratch / (name + ".bin");
+    std::ofstream(file, std::ios::binary) << rawInput(value);
+    options.inputFiles[name] = file.string();
+  }
+  cleave::comm::MeshInfo mesh;
+  for (const cleave::plan::MeshAxis &axis : plan->mesh().axes()) {
+    mesh.axisNames.push_back(axis.name());
+    mesh.axisSizes.push_back(axis.size());
+    mesh.coords.push_back(0);
+  }
+  std::unique_ptr<cleave::comm::Communicator> comm =
+      cleave::comm::createLocalCommunicator(mesh);
+  auto ex = cleave::executor::Executor::create(*plan, 0, *comm, options);
+  if (!ex.ok()) {
+    why = std::string(ex.status().message());
+    return {};
+  }
+  if (auto step = (*ex)->runStep(1); !step.ok()) {
+    why = std::string(step.status().message());
+    return {};
+  }
+  std::vector<cleave::EvalTensor> out;
+  for (int i = 0; i < (*ex)->program().output_tensors_size(); ++i) {
+    std::optional<cleave::EvalTensor> t = runtimeOutput(**ex, i);
+    if (!t) {
+      why = "output " + std::to_string(i) + " has an unread dtype";
+      return {};
+    }
+    out.push_back(std::move(*t));
+  }
+  return out;
+}
+
+Outcome runTest(const fs::path &dir, bool throughRuntime,
+                std::string &detail) {
   mlir::MLIRContext ctx;
   std::string firstError;
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
@@ -278,6 +397,16 @@ Outcome runTest(const fs::path &dir, std::string &detail) {
     ++index;
   }
   int count = 0;
+  fs::path scratch = fs::temp_directory_path() /
+                     ("cleave-conformance-" + std::to_string(getpid()));
+  fs::create_directories(scratch);
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{scratch};
   for (const fs::path &set : sets) {
     ++count;
     cleave::GraphEvaluator eval;
@@ -301,6 +430,19 @@ Outcome runTest(const fs::path &dir, std::string &detail) {
       detail = "evaluation: " + firstError.substr(0, firstError.find('\n'));
       return Outcome::Failed;
     }
+    // The same through a compiled inference plan and the executor.
+    std::vector<cleave::EvalTensor> ran;
+    std::string why;
+    if (throughRuntime) {
+      mlir::OwningOpRef<mlir::ModuleOp> copy = module->clone();
+      ran = runOnRuntime(*copy, eval.bindings, scratch, why);
+    }
+    if (throughRuntime && ran.size() != results->size()) {
+      detail = set.filename().string() + " runtime: " +
+               (why.empty() ? firstError.substr(0, firstError.find('\n'))
+                            : why);
+      return Outcome::Failed;
+    }
     for (size_t i = 0; i < results->size(); ++i) {
       onnx::TensorProto t;
       std::string why;
@@ -312,6 +454,12 @@ Outcome runTest(const fs::path &dir, std::string &detail) {
       }
       if (std::string diff = compare((*results)[i], *want); !diff.empty()) {
         detail = set.filename().string() + " output " +
+                 std::to_string(i) + ": " + diff;
+        return Outcome::Failed;
+      }
+      if (std::string diff = throughRuntime ? compare(ran[i], *want) : "";
+          !diff.empty()) {
+        detail = set.filename().string() + " runtime output " +
                  std::to_string(i) + ": " + diff;
         return Outcome::Failed;
       }
@@ -329,7 +477,7 @@ Outcome runTest(const fs::path &dir, std::string &detail) {
 int main(int argc, char **argv) {
   std::string dataDir = "/usr/share/libonnx-testdata/data/node", filter;
   std::string exceptionsFile;
-  bool listFailures = false, listUnsupported = false;
+  bool listFailures = false, listUnsupported = false, throughRuntime = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--filter" && i + 1 < argc)
@@ -338,6 +486,8 @@ int main(int argc, char **argv) {
       listFailures = true;
     else if (arg == "--unsupported")
       listUnsupported = true;
+    else if (arg == "--runtime")
+      throughRuntime = true;
     else if (arg == "--exceptions" && i + 1 < argc)
       exceptionsFile = argv[++i];
     else if (!arg.empty() && arg[0] != '-')
@@ -346,7 +496,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: cleave-onnx-conformance [DATA_DIR] [--filter "
                    "TEXT] [--failures] [--unsupported] [--exceptions "
-                   "FILE]\n");
+                   "FILE] [--runtime]\n");
       return 2;
     }
   }
@@ -389,7 +539,7 @@ int main(int argc, char **argv) {
       continue;
     std::string op = model.graph().node(0).op_type();
     std::string detail;
-    Outcome outcome = runTest(dir, detail);
+    Outcome outcome = runTest(dir, throughRuntime, detail);
     Row &row = rows[op];
     (outcome == Outcome::Passed   ? row.passed
      : outcome == Outcome::Failed ? row.failed
