@@ -614,6 +614,16 @@ FailureOr<plan::Program> Emitter::run() {
     if (ctx.inference && ret) {
       for (Value v : ret.getOperands()) {
         int id = ids.lookup(v);
+        if (program.tensors(id).kind() != plan::TensorDecl::TRANSIENT) {
+          // A result the pass does not compute (a constant, an input or a
+          // parameter returned as it is) is copied into its own slots.
+          int out = addTensor(Value(), "%" + std::to_string(program.tensors_size()),
+                              plan::TensorDecl::TRANSIENT, v.getType());
+          plan::Instruction &copy = append(kForward, "runtime.copy");
+          copy.add_inputs(id);
+          copy.add_outputs(out);
+          id = out;
+        }
         program.mutable_tensors(id)->set_kind(plan::TensorDecl::STASH);
         program.add_output_tensors(id);
       }
