@@ -10,13 +10,11 @@
 // every set agrees; short float vectors too where an op needs them at
 // import, as Resize's scales); inputs are
 // bound by the graph's input names and @forward is run by the reference
-// evaluator; with --runtime the model is also lowered to an inference plan
-// (one CPU rank) and run by the runtime's executor on the same inputs, as
-// `cleave compile --optimizer none` and `cleave run --input` do (not yet
-// the CTest gate: the lowering batches every input along its first
-// dimension, which many node tests' operands are not). Results are
-// compared with ONNX's tolerances (rtol 1e-3, atol 1e-5; integers and
-// booleans exactly).
+// evaluator; with --runtime (the CTest gate) the model is also lowered to
+// an inference plan (one CPU rank) and run by the runtime's executor on
+// the same inputs, as `cleave compile --optimizer none` and `cleave run
+// --input` do. Results are compared with ONNX's tolerances (rtol 1e-3,
+// atol 1e-5; integers and booleans exactly).
 // A model the importer refuses is "unsupported" with its first error. One
 // row per op type (the model's first node), then the totals. Exit 1 when a
 // test that imports fails, unless FILE (one test name per line, then why;
@@ -30,6 +28,7 @@
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Lowering/PlanLowering.h"
 #include "cleave/cost_model/Cluster.h"
+#include "cleave/runtime/comm/Bfloat16.h"
 #include "cleave/runtime/comm/Communicator.h"
 #include "cleave/runtime/executor/Executor.h"
 
@@ -46,6 +45,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -265,6 +265,16 @@ runtimeOutput(const cleave::executor::Executor &ex, int i) {
     return k::Tensor(shape, values(float()));
   case cleave::plan::I64:
     return k::IndexTensor(shape, values(int64_t()));
+  case cleave::plan::BF16: {
+    std::vector<uint16_t> v = values(uint16_t());
+    std::vector<float> f(v.size());
+    cleave::comm::bf16ToFloats(v.data(), f.data(), int64_t(v.size()));
+    return k::Tensor(shape, f);
+  }
+  case cleave::plan::I32: {
+    std::vector<int32_t> v = values(int32_t());
+    return k::IndexTensor(shape, std::vector<int64_t>(v.begin(), v.end()));
+  }
   case cleave::plan::BOOL:
     return k::MaskTensor(shape, values(uint8_t()));
   default:
@@ -304,7 +314,14 @@ runOnRuntime(mlir::ModuleOp module,
     return {};
   }
   cleave::executor::ExecutorOptions options;
+  // Only the inputs the program reads (one folded at import is not).
+  std::set<std::string> read;
+  for (const cleave::plan::TensorDecl &t : plan->programs(0).tensors())
+    if (t.kind() == cleave::plan::TensorDecl::INPUT)
+      read.insert(t.input_name());
   for (const auto &[name, value] : inputs) {
+    if (!read.count(name))
+      continue;
     fs::path file = scratch / (name + ".bin");
     std::ofstream(file, std::ios::binary) << rawInput(value);
     options.inputFiles[name] = file.string();

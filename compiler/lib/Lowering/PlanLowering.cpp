@@ -302,10 +302,20 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
         << o.microbatches << ") than pipeline stages (" << o.pp
         << "): most of the step is bubble";
 
-  // The runtime cuts each input's first dimension from the global batch.
+  // The runtime cuts the batched inputs' first dimension from the global
+  // batch: those whose first dimension is the first input's (the model's
+  // batch, which must be the microbatch size); the others (constant
+  // operands of an imported graph) are whole on every rank.
+  int64_t modelBatch = -1;
+  forward.walk([&](gr::InputOp input) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (modelBatch < 0 && type.getRank() > 0 && input.getName() != "step")
+      modelBatch = type.getDimSize(0);
+  });
   WalkResult batchCheck = forward.walk([&](gr::InputOp input) {
     auto type = cast<RankedTensorType>(input.getType());
-    if (type.getRank() == 0 || type.getDimSize(0) == o.microbatchSize)
+    if (type.getRank() == 0 || type.getDimSize(0) != modelBatch ||
+        modelBatch == o.microbatchSize)
       return WalkResult::advance();
     input.emitError("input '")
         << input.getName() << "' has a batch of " << type.getDimSize(0)
@@ -403,6 +413,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   ProgramContext pc;
   pc.stages = o.pp;
   pc.microbatches = o.microbatches;
+  pc.microbatchSize = o.microbatchSize;
   pc.dp = o.dp;
   pc.ep = o.ep;
   pc.zero = o.zero;

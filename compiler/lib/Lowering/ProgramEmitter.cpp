@@ -268,7 +268,8 @@ LogicalResult Emitter::declareSource(Operation *op) {
     plan::TensorDecl &t = *program.mutable_tensors(id);
     t.set_input_name(input.getName().str());
     auto type = cast<RankedTensorType>(input.getType());
-    if (input.getName() != "step" && type.getRank() > 0)
+    if (input.getName() != "step" && type.getRank() > 0 &&
+        type.getDimSize(0) == ctx.microbatchSize)
       t.set_batch_dim(0);
     if (!isa<FloatType>(type.getElementType()) && ctx.vocab > 0)
       t.set_vocab(ctx.vocab);

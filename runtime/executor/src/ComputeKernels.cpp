@@ -61,22 +61,27 @@ void castKernel(OpContext &c) {
   if (in.dtype == out.dtype)
     return copyKernel(c);
   // Integer ids used as floats (a position table, a mask from labels).
-  if (in.dtype == plan::I64 && out.dtype == plan::F32 &&
-      in.numElements() == out.numElements()) {
-    const int64_t *src = static_cast<const int64_t *>(in.data);
+  if ((in.dtype == plan::I64 || in.dtype == plan::I32) &&
+      out.dtype == plan::F32 && in.numElements() == out.numElements()) {
     float *dst = static_cast<float *>(out.data);
     for (int64_t i = 0; i < in.numElements(); ++i)
-      dst[i] = static_cast<float>(src[i]);
+      dst[i] = in.dtype == plan::I64
+                   ? static_cast<float>(static_cast<const int64_t *>(in.data)[i])
+                   : static_cast<float>(static_cast<const int32_t *>(in.data)[i]);
     return;
   }
   // Float ids back to indices (the vocabulary-parallel lookup computes its
   // local rows in floats; ids below 2^24 are exact).
-  if (in.dtype == plan::F32 && out.dtype == plan::I64 &&
+  if (in.dtype == plan::F32 &&
+      (out.dtype == plan::I64 || out.dtype == plan::I32) &&
       in.numElements() == out.numElements()) {
     const float *src = static_cast<const float *>(in.data);
-    int64_t *dst = static_cast<int64_t *>(out.data);
-    for (int64_t i = 0; i < in.numElements(); ++i)
-      dst[i] = static_cast<int64_t>(src[i]);
+    for (int64_t i = 0; i < in.numElements(); ++i) {
+      if (out.dtype == plan::I64)
+        static_cast<int64_t *>(out.data)[i] = static_cast<int64_t>(src[i]);
+      else
+        static_cast<int32_t *>(out.data)[i] = static_cast<int32_t>(src[i]);
+    }
     return;
   }
   // Mixed precision: fp32 master weights to their bf16 copies, a bf16
@@ -91,8 +96,8 @@ void castKernel(OpContext &c) {
     return comm::bf16ToFloats(static_cast<const uint16_t *>(in.data),
                               static_cast<float *>(out.data),
                               in.numElements());
-  throw std::invalid_argument("the CPU executor casts between f32 and bf16, "
-                              "and between i64 and f32");
+  throw std::invalid_argument("the CPU executor casts between f32 and bf16 "
+                              "and between f32 and i64 or i32");
 }
 
 

@@ -71,6 +71,17 @@ absl::Status cutInputRows(const plan::TensorDecl &decl,
   std::vector<int64_t> shape(decl.shape().begin(), decl.shape().end());
   int rank = static_cast<int>(shape.size());
   int batchDim = decl.batch_dim(), seqDim = decl.seq_dim();
+  if (batchDim < 0 && seqDim < 0) {
+    // A whole input (not batched: a constant operand of an imported
+    // graph): the file holds it once, the same for every microbatch.
+    int64_t bytes = inputRowBytes(decl, mesh);
+    if (globalBytes != bytes)
+      return absl::InvalidArgumentError(
+          absl::StrCat(inputWhere(decl), ": expected ", bytes,
+                       " bytes (it is not batched), got ", globalBytes));
+    std::memcpy(dst, global, bytes);
+    return absl::OkStatus();
+  }
   if (batchDim < 0 || batchDim >= rank || seqDim >= rank ||
       (seqDim >= 0 && seqDim == batchDim))
     return absl::InvalidArgumentError(
@@ -168,17 +179,25 @@ checkInputFiles(const plan::Plan &plan, const comm::MeshInfo &mesh,
           "--input ", name, "=", path, ": the plan has no input '", name,
           "'; its inputs are: ",
           names.empty() ? "(none)" : absl::StrJoin(names, ", ")));
-    if (globalBatch <= 0)
+    if (globalBatch <= 0 && decl->batch_dim() >= 0)
       return absl::InvalidArgumentError(
           absl::StrCat("--input ", name, "=", path,
                        ": the plan has no global batch (training.global_batch)"));
     int64_t rowBytes = inputRowBytes(*decl, mesh);
-    int64_t expected = globalBatch * rowBytes;
+    // A whole input (batch_dim < 0) is given once.
+    bool whole = decl->batch_dim() < 0 && decl->seq_dim() < 0;
+    int64_t expected = whole ? rowBytes : globalBatch * rowBytes;
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in)
       return absl::NotFoundError(
           absl::StrCat("--input ", name, "=", path, ": cannot open ", path));
     int64_t size = static_cast<int64_t>(in.tellg());
+    if (size != expected && whole)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--input ", name, "=", path, ": expected ", expected,
+          " bytes (", plan::DType_Name(decl->dtype()),
+          ", not batched: the whole tensor once), but the file has ", size,
+          " bytes"));
     if (size != expected) {
       std::string dims;
       for (int d = 0; d < decl->shape_size(); ++d)
@@ -283,6 +302,12 @@ absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
   bool splitSeq = seqDim >= 0;
   if (!splitSeq && isInt && rank == 2 && (batchDim == 0 || batchDim == 1))
     seqDim = 1 - batchDim;
+  if (batchDim < 0 && decl.seq_dim() < 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(), " is not batched (its first dimension is not the batch): "
+                 "synthetic data cannot make it up; give its values with "
+                 "--input ",
+        name, "=FILE"));
   if (batchDim < 0 || batchDim >= rank || seqDim >= rank || seqDim == batchDim)
     return absl::InvalidArgumentError(
         absl::StrCat(where(), " has batch_dim ", batchDim, " and seq_dim ",

@@ -27,6 +27,10 @@ namespace cleave::lowering {
 struct ProgramContext {
   int stage = 0, stages = 1;
   int64_t microbatches = 1;
+  /// Samples per microbatch: an input whose first dimension has this size
+  /// is cut from the global batch; another (a constant operand of an
+  /// imported graph) is whole on every rank and microbatch.
+  int64_t microbatchSize = 1;
   /// Data-parallel replicas, all of them: with expert parallelism the
   /// "dp" axis holds dp / ep of them and the "ep" axis the rest.
   int64_t dp = 1;
