@@ -15,7 +15,7 @@
 #include "EmitterImpl.h"
 
 #include "cleave/cost_model/PipelineSchedule.h"
-#include "cleave/runtime/executor/Fusion.h"
+#include "cleave/runtime/fusion/FusionMatch.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -141,12 +141,12 @@ void Emitter::planMemory() {
     }
   // The per-sequence products of batched weight gradients (B times the
   // weight each: 2.9 GiB for BERT-Base's decoder at microbatch 32).
-  auto batchReduce = [](const executor::FusedGroup &g, const plan::Segment &) {
-    return g.kind == executor::Fusion::MatmulBatchReduce;
+  auto batchReduce = [](const fusion::FusedGroup &g, const plan::Segment &) {
+    return g.kind == fusion::Fusion::MatmulBatchReduce;
   };
   for (int s = 0; s < program.segments_size(); ++s)
-    for (const executor::FusedGroup &g :
-         executor::findFusions(program, s, batchReduce))
+    for (const fusion::FusedGroup &g :
+         fusion::findFusions(program, s, batchReduce))
       for (int32_t id : g.dropped)
         if (program.tensors(id).kind() == plan::TensorDecl::TRANSIENT)
           program.mutable_tensors(id)->set_fused_away(true);

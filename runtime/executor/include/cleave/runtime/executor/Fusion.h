@@ -1,4 +1,4 @@
-//===- Fusion.h - Instructions a backend runs as one kernel -----*- C++ -*-===//
+//===- Fusion.h - Running the groups a backend fuses -----------*- C++ -*-===//
 //
 // The plan's instruction streams are op by op: a linear layer is a
 // graph.matmul followed by a graph.add of the bias (and a graph.gelu), and
@@ -23,6 +23,7 @@
 #define CLEAVE_RUNTIME_EXECUTOR_FUSION_H
 
 #include "cleave/runtime/executor/OpContext.h"
+#include "cleave/runtime/fusion/FusionMatch.h"
 #include "cleave/runtime/plan/plan.pb.h"
 
 #include <cstdint>
@@ -31,49 +32,14 @@
 
 namespace cleave::executor {
 
-enum class Fusion : uint8_t {
-  None,
-  /// matmul(x, W) then add(·, b): y = x·W + b, b a vector over the last
-  /// dimension (a linear layer; W not batched).
-  MatmulBias,
-  /// MatmulBias then gelu or relu: z = act(x·W + b), keeping the
-  /// pre-activation y when a later instruction (the backward) reads it.
-  MatmulBiasActivation,
-  /// matmul(dz, W^T) then activation_grad(y, ·): dy = act'(y) ⊙ (dz·W^T).
-  MatmulActivationGrad,
-  /// matmul(a, d, transpose_lhs) over equal batches [B..., M, ·] then
-  /// reduce_sum over every batch dimension: one GEMM contracting B...·M.
-  MatmulBatchReduce,
-};
-
-const char *fusionName(Fusion kind);
-
-/// A run of consecutive instructions of a segment matched by one pattern.
-struct FusedGroup {
-  Fusion kind = Fusion::None;
-  /// Index of the first instruction in its segment, and how many.
-  int first = 0;
-  int count = 1;
-  /// Results of the group's instructions that the fused kernel does not
-  /// write: read only inside the group.
-  std::vector<int32_t> dropped;
-  /// Some dropped tensor is fused away in the plan (TensorDecl.fused_away):
-  /// it has no memory, so the group cannot fall back to op by op.
-  bool fusedAway = false;
-
-  bool drops(int32_t id) const;
-};
-
-/// Whether a backend runs a matched group fused (it may refuse, say, an
-/// activation its GEMM library has no epilogue for).
-using FusionFilter =
-    std::function<bool(const FusedGroup &, const plan::Segment &)>;
-
-/// The groups of segment `segment` of `program` that `supported` accepts,
-/// in order and disjoint; of two patterns matching at one instruction the
-/// longer is offered first.
-std::vector<FusedGroup> findFusions(const plan::Program &program, int segment,
-                                    const FusionFilter &supported);
+// The matcher (which groups fuse) is the plan-level library both the
+// lowering and the backends link (cleave/runtime/fusion/FusionMatch.h);
+// running a group is the executor's.
+using fusion::findFusions;
+using fusion::FusedGroup;
+using fusion::Fusion;
+using fusion::FusionFilter;
+using fusion::fusionName;
 
 /// Runs a group: one OpContext per instruction, in order, with the views
 /// of the running microbatch. Returns false, having written nothing the
