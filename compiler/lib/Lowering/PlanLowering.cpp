@@ -362,18 +362,21 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
           << fused << " attention ops fused, " << unfused
           << " softmax ops left unfused (another form, or dropout)";
   }
-  if (o.bf16Storage) {
-    PassManager pm(ctx);
-    pm.nest<func::FuncOp>().addPass(createMixedPrecision());
-    if (failed(pm.run(module)))
-      return failure();
-  }
   if (o.ep > 1) {
     PassManager pm(ctx);
     ExpertParallelOptions expert;
     expert.axis = "ep";
     expert.size = o.ep;
     pm.nest<func::FuncOp>().addPass(createExpertParallel(expert));
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  // After expert parallelism, which re-types the expert weights it splits
+  // (a cast between a weight and its matmul would not be re-typed); the
+  // tokens' all-to-alls it adds then carry bf16 like the other collectives.
+  if (o.bf16Storage) {
+    PassManager pm(ctx);
+    pm.nest<func::FuncOp>().addPass(createMixedPrecision());
     if (failed(pm.run(module)))
       return failure();
   }
