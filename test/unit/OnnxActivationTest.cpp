@@ -338,3 +338,54 @@ TEST(OnnxConvolutionOps, OneDimensionalConvAndPoolAsTwoDimensional) {
 }
 
 } // namespace
+
+namespace {
+
+/// A model of one TopK node over an input x of `shape`.
+ModelBuilder topKModel(const std::vector<int64_t> &shape, int64_t k,
+                       int sorted = 1) {
+  ModelBuilder m;
+  m.input("x", kFloat, shape);
+  m.ints("k", {k});
+  auto &node = m.node("TopK", "t", {"x", "k"}, {"v", "i"});
+  ModelBuilder::intAttr(node, "sorted", sorted);
+  m.output("v", 2);
+  m.output("i", 2, onnx::TensorProto::INT64);
+  return m;
+}
+
+TEST(OnnxIndexOps, TopKValuesIndicesAndRefusals) {
+  // The two largest of each row of [3, 4], and their indices.
+  ModelBuilder m = topKModel({3, 4}, 2);
+  MLIRContext ctx;
+  Import import = m.import(ctx);
+  ASSERT_TRUE(import.module) << import.allErrors();
+  k::Tensor x({3, 4});
+  for (int64_t e = 0; e < 12; ++e)
+    x[e] = float(e % 4 == 1 ? 20 + e : e); // column 1 is each row's largest
+  GraphEvaluator eval;
+  eval.bindings["x"] = x;
+  auto results = eval.run(import.forward());
+  ASSERT_TRUE(succeeded(results));
+  const auto &v = std::get<k::Tensor>((*results)[0]);
+  const auto &i = std::get<k::IndexTensor>((*results)[1]);
+  for (int64_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(v[r * 2], 20 + r * 4 + 1);
+    EXPECT_EQ(v[r * 2 + 1], r * 4 + 3);
+    EXPECT_EQ(i[r * 2], 1);
+    EXPECT_EQ(i[r * 2 + 1], 3);
+  }
+
+  ModelBuilder tooMany = topKModel({3, 4}, 5), none = topKModel({3, 4}, 0),
+               unsorted = topKModel({3, 4}, 2, 0),
+               wide = topKModel({1, 100}, 65);
+  expectImportError(tooMany, "k must be one value in [1, 4]", "k = 5");
+  expectImportError(none, "k must be one value in [1, 4]", "k = 0");
+  expectImportError(unsorted, "sorted = 0 is not supported", "sorted = 0");
+  expectImportError(wide,
+                    "k = 65: TopK is composed of k passes over the input, at "
+                    "most 64",
+                    "k = 65");
+}
+
+} // namespace

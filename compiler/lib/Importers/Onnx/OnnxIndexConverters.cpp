@@ -9,7 +9,8 @@
 // select_last_index, by a maximum), cast to int64. Ties go to the first
 // index as ONNX specifies. There is no gradient (the result is integers),
 // as in any framework. Hardmax is the same chain compared with the index
-// it finds: 1 at the first largest element, 0 elsewhere.
+// it finds: 1 at the first largest element, 0 elsewhere; TopK is k passes
+// of it, each masking out what it took.
 //
 // GatherElements, GatherND, ScatterElements and ScatterND with indices
 // known at import (as exporters give them: Swin's window shifts, fixed
@@ -24,6 +25,8 @@
 #include "OnnxCompose.h"
 
 #include "OnnxTensors.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace cleave::graph;
@@ -112,6 +115,71 @@ LogicalResult convertHardmax(NodeContext &ctx) {
                                 e.found);
   return c.result(
       c.op<WhereOp>(first, c.scalar(x, 1.0), c.scalar(x, 0.0)));
+}
+
+/// The most passes TopK is composed of (one ArgMax chain each).
+constexpr int64_t kMaxTopK = 64;
+
+/// TopK of a k known at import: k passes of ArgMax's chain, each taking the
+/// first extreme left and masking it out (+-infinity), the values and
+/// indices concatenated along the axis, largest (smallest) first, ties to
+/// the lower index as ONNX specifies. The values have the gradient of the
+/// selections; the indices, integers, none.
+LogicalResult convertTopK(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  if (!x)
+    return failure();
+  auto type = cast<RankedTensorType>(x.getType());
+  FailureOr<int64_t> axis = ctx.getAxis(-1, type.getRank());
+  FailureOr<Shape> ks = ctx.getConstantInts(1, "k");
+  if (failed(axis) || failed(ks))
+    return failure();
+  int64_t k = ks->empty() ? -1 : (*ks)[0];
+  if (ks->size() != 1 || k < 1 || k > type.getDimSize(*axis))
+    return ctx.emitError() << "k must be one value in [1, "
+                           << type.getDimSize(*axis) << "]";
+  if (k > kMaxTopK)
+    return ctx.emitError() << "k = " << k << ": TopK is composed of k "
+                           << "passes over the input, at most " << kMaxTopK;
+  if (ctx.getInt("sorted", 1) == 0)
+    return ctx.emitError() << "sorted = 0 is not supported";
+  bool largest = ctx.getInt("largest", 1) != 0;
+  SmallVector<int64_t> axes{*axis};
+  SmallVector<Value> values, indices;
+  Value left = x;
+  Value masked = c.scalar(x, largest ? -INFINITY : INFINITY);
+  for (int64_t i = 0; i < k && left; ++i) {
+    Extreme e = locateExtreme(ctx, c, left, *axis, largest, /*last=*/false,
+                              /*keepdims=*/true);
+    Value value =
+        largest ? c.op<ReduceMaxOp>(left, ArrayRef<int64_t>(axes), true)
+                : c.op<NegOp>(c.op<ReduceMaxOp>(
+                      c.op<NegOp>(left), ArrayRef<int64_t>(axes), true));
+    values.push_back(value);
+    indices.push_back(c.op<NegOp>(e.found));
+    Value first = c.op<CompareOp>(StringAttr::get(x.getContext(), "eq"),
+                                  e.kept, e.found);
+    left = c.op<WhereOp>(first, masked, left);
+  }
+  if (!left || llvm::is_contained(values, Value()) ||
+      llvm::is_contained(indices, Value()))
+    return failure();
+  auto join = [&](SmallVector<Value> parts) {
+    return parts.size() == 1
+               ? parts.front()
+               : compose<ConcatOp>(ctx, ValueRange(parts), *axis);
+  };
+  Value index = join(indices);
+  if (!index)
+    return failure();
+  auto indexType = cast<RankedTensorType>(index.getType());
+  if (failed(ctx.setResult(0, join(values))))
+    return failure();
+  return ctx.setResult(
+      1, c.op<CastOp>(RankedTensorType::get(indexType.getShape(),
+                                            IntegerType::get(x.getContext(), 64)),
+                      index));
 }
 
 LogicalResult convertArgMax(NodeContext &ctx) {
@@ -379,6 +447,7 @@ LogicalResult convertScatterElements(NodeContext &ctx) {
 void addIndexConverters(ConverterTable &table) {
   table.add("ArgMax", convertArgMax);
   table.add("Hardmax", convertHardmax);
+  table.add("TopK", convertTopK);
   table.add("ArgMin", convertArgMin);
   table.add("GatherElements", convertGatherElements);
   table.add("GatherND", convertGatherND);
