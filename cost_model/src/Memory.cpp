@@ -428,7 +428,10 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
   if (c.dp > 1 && c.zeroStage == 3)
     // ZeRO-3 gathers a layer's parameters before use and prefetches the
     // next, and holds one layer's full gradients before reduce-scattering.
-    comm += (2 * c.paramBytes + c.gradBytes) * layerParams;
+    comm += (2 * (c.gatheredParamBytes > 0 ? c.gatheredParamBytes
+                                           : c.paramBytes) +
+             c.gradBytes) *
+            layerParams;
   out.commBuffers = comm;
 
   double allocated = out.params + out.grads + out.optimizer + out.activations +

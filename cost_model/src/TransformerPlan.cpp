@@ -1350,10 +1350,13 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     // weights themselves, read through casts (cleave-mixed-precision);
     // under ZeRO 1-2 they are bf16 and each replica keeps its block of
     // fp32 master weights with the optimizer state (the lowering's
-    // ProgramContext::bf16Parameters, Megatron's distributed optimizer).
-    bool fp32Masters =
-        p.precision == DType::Bf16 && (p.zero == 0 || p.dp == 1);
+    // ProgramContext::bf16Parameters, Megatron's distributed optimizer);
+    // under ZeRO-3 each replica's block is the fp32 master, cast to bf16
+    // for the all-gather (FSDP's mixed precision).
+    bool fp32Masters = p.precision == DType::Bf16 &&
+                       (p.zero == 0 || p.zero == 3 || p.dp == 1);
     mc.paramBytes = fp32Masters ? 4.0 : e;
+    mc.gatheredParamBytes = e;
     mc.gradBytes = gradE;
     // Adam's two fp32 moments, and an fp32 master copy only when the
     // parameters themselves are 16-bit.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 
 namespace cleave::lowering {
 
@@ -62,16 +63,33 @@ OverlapCounts overlapCollectives(std::vector<plan::Instruction> &segment,
     for (int id : inst.inputs())
       ++readers[id];
 
-  // The parameters' gathers, in program order.
+  // The parameters' gathers, in program order; a gather of a parameter's
+  // 16-bit copy (ZeRO-3 under mixed precision) starts with its cast.
   std::vector<size_t> gathers;
   std::map<size_t, size_t> gatherAt; // position -> ordinal
-  for (size_t i = 0; i < segment.size(); ++i)
-    if (isSynchronous(segment[i], "comm.all_gather") &&
-        overReplicas(segment[i]) &&
-        kind(segment[i].inputs(0)) == plan::TensorDecl::PARAMETER) {
-      gatherAt[i] = gathers.size();
-      gathers.push_back(i);
-    }
+  std::set<size_t> castsOfGathers;    // positions of those casts
+  auto castBefore = [&](size_t i) {
+    if (i == 0)
+      return false;
+    const plan::Instruction &c = segment[i - 1];
+    return c.op() == "graph.cast" && c.inputs_size() == 1 &&
+           c.outputs_size() == 1 &&
+           c.outputs(0) == segment[i].inputs(0) &&
+           kind(c.inputs(0)) == plan::TensorDecl::PARAMETER &&
+           readers[c.outputs(0)] == 1;
+  };
+  for (size_t i = 0; i < segment.size(); ++i) {
+    if (!isSynchronous(segment[i], "comm.all_gather") ||
+        !overReplicas(segment[i]))
+      continue;
+    bool cast = castBefore(i);
+    if (!cast && kind(segment[i].inputs(0)) != plan::TensorDecl::PARAMETER)
+      continue;
+    if (cast)
+      castsOfGathers.insert(i - 1);
+    gatherAt[i] = gathers.size();
+    gathers.push_back(i);
+  }
   // Reduce-scatters whose transient result only the next instruction, an
   // accumulation, reads.
   auto isAccumulatedScatter = [&](size_t i) {
@@ -93,6 +111,8 @@ OverlapCounts overlapCollectives(std::vector<plan::Instruction> &segment,
   size_t nextGather = 0;
   int64_t aheadBytes = 0;
   auto startGather = [&](size_t k) {
+    if (castsOfGathers.count(gathers[k] - 1))
+      out.push_back(segment[gathers[k] - 1]);
     plan::Instruction g = segment[gathers[k]];
     gatherHandle[k] = nextHandle++;
     g.set_async_handle(gatherHandle[k]);
@@ -128,6 +148,8 @@ OverlapCounts overlapCollectives(std::vector<plan::Instruction> &segment,
   };
 
   for (size_t i = 0; i < segment.size(); ++i) {
+    if (castsOfGathers.count(i))
+      continue; // emitted where its gather starts
     completeBefore(segment[i]);
     if (auto g = gatherAt.find(i); g != gatherAt.end()) {
       size_t k = g->second;
@@ -137,7 +159,11 @@ OverlapCounts overlapCollectives(std::vector<plan::Instruction> &segment,
       } else {
         aheadBytes -= bytes(segment[i].outputs(0));
       }
-      out.push_back(waitFor(gatherHandle[k]));
+      plan::Instruction wait = waitFor(gatherHandle[k]);
+      // A cast's copy is read by the gather in flight: live until here.
+      if (castsOfGathers.count(i - 1))
+        wait.add_inputs(segment[i].inputs(0));
+      out.push_back(std::move(wait));
       // Prefetch: the next gather at least, more while their gathered
       // bytes fit the window.
       while (nextGather < gathers.size() &&

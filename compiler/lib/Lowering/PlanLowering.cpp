@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <functional>
 #include "mlir/Pass/PassManager.h"
@@ -27,7 +28,8 @@ namespace {
 /// rewrites each function into one device's program on it.
 LogicalResult searchAndPartition(ModuleOp module, IntraOpSearchOptions search,
                                  StringRef axis, int64_t size,
-                                 const LoweringOptions &o) {
+                                 const LoweringOptions &o,
+                                 bool zigzag = false) {
   PassManager pm(module.getContext());
   search.mesh = size;
   search.clusterSpec = o.clusterSpec;
@@ -37,6 +39,7 @@ LogicalResult searchAndPartition(ModuleOp module, IntraOpSearchOptions search,
   SpmdPartitionOptions spmd;
   spmd.axis = axis.str();
   spmd.size = size;
+  spmd.zigzag = zigzag;
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createIntraOpSearch(search));
   fpm.addPass(createSpmdPartition(spmd));
@@ -59,9 +62,33 @@ LogicalResult partitionContextParallel(ModuleOp module,
   // The parameters stay whole on the cp axis by design, and this runs on
   // the whole model before pipeline stages and tensor parallelism divide
   // it: no per-device parameter limit applies here.
-  if (auto forward = module.lookupSymbol<func::FuncOp>("forward"))
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (forward)
     search.paramMemory = 2 * search::trainableParamBytes(forward) + 4096;
-  return searchAndPartition(module, search, "cp", o.cp, o);
+  // Fused causal attention skips the masked blocks, so contiguous blocks
+  // would give the last rank 2 - 1/cp times the average work (the cost
+  // model prices the balanced work): the blocks are zig-zag instead, chunks
+  // g and 2cp - 1 - g of the sequence cut in 2cp. Unfused attention
+  // computes every score and masks, the same work on every rank.
+  bool causal = false;
+  int64_t sequence = 0;
+  if (forward) {
+    forward.walk([&](gr::AttentionOp a) { causal |= a.getCausal(); });
+    forward.walk([&](gr::InputOp input) {
+      auto type = cast<RankedTensorType>(input.getType());
+      if (!sequence && type.getRank() >= 2)
+        sequence = type.getDimSize(1);
+    });
+  }
+  bool zigzag = causal && sequence % (2 * o.cp) == 0;
+  if (causal && !zigzag)
+    forward.emitWarning("context parallelism keeps contiguous sequence "
+                        "blocks: the sequence (")
+        << sequence << ") is not a multiple of 2 x cp (" << 2 * o.cp
+        << "), so the last cp rank computes up to "
+        << llvm::formatv("{0:F2}", 2.0 - 1.0 / o.cp).str()
+        << "x the average fused attention work";
+  return searchAndPartition(module, search, "cp", o.cp, o, zigzag);
 }
 
 LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
@@ -112,7 +139,10 @@ LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
 /// pass with its block's summed gradient and updates only that block.
 void shardParametersOverReplicas(func::FuncOp stage, const LoweringOptions &o) {
   OpBuilder b(stage.getContext());
-  stage.walk([&](gr::ParamOp param) {
+  // Collected first: the rewrite erases the casts that read a parameter.
+  SmallVector<gr::ParamOp> params;
+  stage.walk([&](gr::ParamOp param) { params.push_back(param); });
+  for (gr::ParamOp param : params) [&] {
     if (!param.isTrainable())
       return;
     Replicas replicas = replicasOf(param, o.dp, o.ep);
@@ -146,11 +176,80 @@ void shardParametersOverReplicas(func::FuncOp stage, const LoweringOptions &o) {
     b.setInsertionPointAfter(param);
     SmallVector<StringRef> gatherAxes(replicas.axes.begin(),
                                       replicas.axes.end());
+    // Mixed precision reads the parameter only through casts to one 16-bit
+    // type: the block is cast and the gather carries 16 bits (FSDP's
+    // param_dtype), the block itself staying the fp32 master.
+    Type half;
+    bool castOnly = !param->use_empty();
+    for (Operation *user : param->getUsers()) {
+      auto castOp = dyn_cast<gr::CastOp>(user);
+      Type to = castOp ? cast<RankedTensorType>(castOp.getType())
+                             .getElementType()
+                       : Type();
+      castOnly &= to && to.getIntOrFloatBitWidth() == 16 &&
+                  (!half || half == to);
+      half = to;
+    }
+    Value source = param;
+    Type gathered = type;
+    if (castOnly) {
+      source = gr::CastOp::create(b, param.getLoc(),
+                                  RankedTensorType::get(shape, half), param);
+      gathered = RankedTensorType::get(type.getShape(), half);
+    }
     auto gather = gr::AllGatherOp::create(
-        b, param.getLoc(), type, param, b.getStrArrayAttr(gatherAxes),
+        b, param.getLoc(), gathered, source, b.getStrArrayAttr(gatherAxes),
         b.getI64IntegerAttr(dp), b.getI64IntegerAttr(dim), b.getUnitAttr());
-    param.getResult().replaceAllUsesExcept(gather, gather);
+    if (!castOnly) {
+      param.getResult().replaceAllUsesExcept(gather, gather);
+      return;
+    }
+    for (Operation *user : llvm::make_early_inc_range(param->getUsers()))
+      if (user != source.getDefiningOp()) {
+        user->getResult(0).replaceAllUsesWith(gather);
+        user->erase();
+      }
+  }();
+}
+
+/// A 16-bit gradient reduce-scattered and then widened (the backward pass
+/// of a ZeRO-3 parameter gathered in 16 bits, shardParametersOverReplicas)
+/// is widened first and reduced in fp32, as the plan prices weight-gradient
+/// reductions under bf16 and as Megatron-LM reduces them: a sum of dp
+/// bf16 gradients rounded at every step would lose their low bits.
+void reduceGradientsInFp32(func::FuncOp step) {
+  SmallVector<gr::ReduceScatterOp> found;
+  step.walk([&](gr::ReduceScatterOp rs) {
+    auto type = cast<RankedTensorType>(rs.getType());
+    if (type.getElementType().getIntOrFloatBitWidth() != 16 ||
+        !rs->hasOneUse())
+      return;
+    auto widen = dyn_cast<gr::CastOp>(*rs->getUsers().begin());
+    if (widen && cast<RankedTensorType>(widen.getType())
+                     .getElementType()
+                     .isF32())
+      found.push_back(rs);
   });
+  OpBuilder b(step.getContext());
+  for (gr::ReduceScatterOp rs : found) {
+    auto widen = cast<gr::CastOp>(*rs->getUsers().begin());
+    b.setInsertionPoint(rs);
+    auto inType = cast<RankedTensorType>(rs.getInput().getType());
+    Value wide = gr::CastOp::create(
+        b, widen.getLoc(),
+        RankedTensorType::get(inType.getShape(), b.getF32Type()),
+        rs.getInput());
+    auto reduced = gr::ReduceScatterOp::create(
+        b, rs.getLoc(), widen.getType(), wide, rs.getAxesAttr(),
+        rs.getGroupSizeAttr(), rs.getDimAttr());
+    for (NamedAttribute attr : rs->getDiscardableAttrs())
+      reduced->setAttr(attr.getName(), attr.getValue());
+    for (NamedAttribute attr : widen->getDiscardableAttrs())
+      wide.getDefiningOp()->setAttr(attr.getName(), attr.getValue());
+    widen.getResult().replaceAllUsesWith(reduced.getResult());
+    widen.erase();
+    rs.erase();
+  }
 }
 
 /// A gathered value the backward pass reads is gathered again there from
@@ -183,11 +282,19 @@ void regatherForBackward(func::FuncOp step) {
   // The gathers, the identity copies into a tensor-parallel group that
   // read them (the copy is what the matmul reads, so it is what would be
   // stashed), and the parameters' casts.
+  // Zig-zag context parallelism puts a gathered block's chunks back in
+  // sequence order (a gather of constant indices): that copy is what the
+  // backward pass reads, and is made again with its all-gather.
+  auto reordersGather = [](Operation *op) {
+    auto gather = dyn_cast_or_null<gr::GatherOp>(op);
+    return gather && gather.getData().getDefiningOp<gr::AllGatherOp>() &&
+           gather.getIndices().getDefiningOp<gr::ConstantOp>();
+  };
   SmallVector<Operation *> roots;
   step.walk([&](Operation *op) {
     if (op->hasAttr("cleave.phase"))
       return;
-    if (isa<gr::AllGatherOp>(op) || castsParam(op))
+    if (isa<gr::AllGatherOp>(op) || castsParam(op) || reordersGather(op))
       roots.push_back(op);
     else if (auto copy = dyn_cast<gr::CopyToGroupOp>(op))
       if (copy.getInput().getDefiningOp<gr::AllGatherOp>())
@@ -212,8 +319,8 @@ void regatherForBackward(func::FuncOp step) {
     SmallVector<Operation *> chain;
     for (Operation *def = root->getOperand(0).getDefiningOp();
          def && (viewsParam(def) ||
-                 (isa<gr::CopyToGroupOp>(root) && chain.empty() &&
-                  isa<gr::AllGatherOp>(def)));
+                 ((isa<gr::CopyToGroupOp>(root) || reordersGather(root)) &&
+                  chain.empty() && isa<gr::AllGatherOp>(def)));
          def = def->getOperand(0).getDefiningOp())
       chain.push_back(def);
     IRMapping map;
@@ -459,6 +566,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
       if (failed(pm.run(*built)))
         return failure();
     }
+    reduceGradientsInFp32(*built);
     regatherForBackward(*built);
     steps.push_back(*built);
   }

@@ -17,6 +17,9 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <optional>
+#include <string>
+
 namespace cleave {
 #define GEN_PASS_DEF_SPMDPARTITION
 #include "cleave/Transforms/Passes.h.inc"
@@ -95,8 +98,9 @@ RankedTensorType wholeType(Type type, int64_t dim, int64_t n) {
 
 class Partitioner {
 public:
-  Partitioner(func::FuncOp func, StringRef axis, int64_t size)
-      : func(func), b(func.getContext()), size(size) {
+  Partitioner(func::FuncOp func, StringRef axis, int64_t size, bool zigzag)
+      : func(func), b(func.getContext()), size(size),
+        zigzag(zigzag && size > 1) {
     axes = b.getStrArrayAttr({axis});
     sizeAttr = b.getI64IntegerAttr(size);
   }
@@ -113,10 +117,18 @@ private:
   Value gatherForDevices(Local from, Location loc);
   LogicalResult partitionOp(Operation *op);
   void partitionParam(ParamOp param, int64_t layout);
+  /// `v` (whole) with its dimension `dim` reordered between sequence order
+  /// and the devices' zig-zag blocks laid end to end (`toBlocks`), or back.
+  Value reorderChunks(Value v, int64_t dim, bool toBlocks, Location loc);
+  /// An all-gather of `from`, its chunks put back in sequence order.
+  Value gatherWhole(Local from, Location loc, bool varyingGrad);
 
   func::FuncOp func;
   OpBuilder b;
   int64_t size;
+  bool zigzag;
+  /// The first error a reshard met (reshard returns a value regardless).
+  std::optional<std::string> reshardError;
   ArrayAttr axes;
   IntegerAttr sizeAttr;
   llvm::DenseMap<Value, Local> locals;
@@ -136,32 +148,48 @@ Value Partitioner::reshard(Local from, int64_t required, Location loc) {
     return cached;
   ++collectives;
   Type type = from.value.getType();
-  if (from.layout == kReplicated)
+  if (from.layout == kReplicated) {
     cached = ShardSliceOp::create(b, loc, splitType(type, required, size),
                                   from.value, axes, sizeAttr,
-                                  b.getI64IntegerAttr(required));
-  else if (required == kReplicated)
-    cached = AllGatherOp::create(b, loc, wholeType(type, from.layout, size),
-                                 from.value, axes, sizeAttr,
-                                 b.getI64IntegerAttr(from.layout),
-                                 /*varying_grad=*/nullptr);
-  else
+                                  b.getI64IntegerAttr(required),
+                                  zigzag ? b.getUnitAttr() : UnitAttr());
+  } else if (required == kReplicated) {
+    cached = gatherWhole(from, loc, /*varyingGrad=*/false);
+  } else {
+    if (zigzag && !reshardError)
+      reshardError = "a value split along dimension " +
+                std::to_string(from.layout) + " is read split along " +
+                std::to_string(required) +
+                ": zig-zag blocks have no all-to-all";
     cached = AllToAllOp::create(
         b, loc,
         splitType(wholeType(type, from.layout, size), required, size),
         from.value, axes, sizeAttr, b.getI64IntegerAttr(required),
         b.getI64IntegerAttr(from.layout));
+  }
   return cached;
+}
+
+Value Partitioner::reorderChunks(Value v, int64_t dim, bool toBlocks,
+                                 Location loc) {
+  return ShardSliceOp::reorderZigzag(b, loc, v, dim, size, toBlocks);
+}
+
+Value Partitioner::gatherWhole(Local from, Location loc, bool varyingGrad) {
+  Value gathered = AllGatherOp::create(
+      b, loc, wholeType(from.value.getType(), from.layout, size), from.value,
+      axes, sizeAttr, b.getI64IntegerAttr(from.layout),
+      varyingGrad ? b.getUnitAttr() : UnitAttr());
+  if (!zigzag)
+    return gathered;
+  return reorderChunks(gathered, from.layout, /*toBlocks=*/false, loc);
 }
 
 Value Partitioner::gatherForDevices(Local from, Location loc) {
   Value &cached = varyingGathers[from.value];
   if (!cached) {
     ++collectives;
-    cached = AllGatherOp::create(
-        b, loc, wholeType(from.value.getType(), from.layout, size),
-        from.value, axes, sizeAttr, b.getI64IntegerAttr(from.layout),
-        b.getUnitAttr());
+    cached = gatherWhole(from, loc, /*varyingGrad=*/true);
   }
   return cached;
 }
@@ -299,7 +327,10 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
         // parallelism's norms read their sequence block straight away).
         layout = produced[0];
         local = ReduceScatterOp::create(
-            b, op->getLoc(), splitType(local.getType(), layout, size), local,
+            b, op->getLoc(), splitType(local.getType(), layout, size),
+            zigzag ? reorderChunks(local, layout, /*toBlocks=*/true,
+                                   op->getLoc())
+                   : local,
             axes, sizeAttr, b.getI64IntegerAttr(layout));
       } else {
         local = AllReduceOp::create(b, op->getLoc(), local.getType(), local,
@@ -323,15 +354,15 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       if (auto softmax = dyn_cast<SoftmaxOp>(op);
           softmax && softmax.getCausal() && layout != kReplicated &&
           layout == softmax.getType().getRank() - 2)
-        softmax.setQueryBlocksAttr(axes);
+        softmax.setQueryBlocksAttr(axes), softmax.setZigzag(zigzag);
       if (auto attention = dyn_cast<AttentionOp>(op);
           attention && j == 0 && attention.getCausal() &&
           layout != kReplicated &&
           layout == attention.getOut().getType().getRank() - 2)
-        attention.setQueryBlocksAttr(axes);
+        attention.setQueryBlocksAttr(axes), attention.setZigzag(zigzag);
       // Positions of a sequence block start at its offset.
       if (auto rope = dyn_cast<RopeOp>(op); rope && layout == 1)
-        rope.setPositionBlocksAttr(axes);
+        rope.setPositionBlocksAttr(axes), rope.setZigzag(zigzag);
       // A slice taking a split dimension whole takes the local block whole.
       if (auto slice = dyn_cast<SliceOp>(op); slice && layout != kReplicated) {
         SmallVector<int64_t> limits(slice.getLimits());
@@ -349,7 +380,10 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     Value reduced;
     if (partial == "reduce_scatter")
       reduced = ReduceScatterOp::create(
-          b, op->getLoc(), splitType(result.getType(), layout, size), result,
+          b, op->getLoc(), splitType(result.getType(), layout, size),
+          zigzag ? reorderChunks(result, layout, /*toBlocks=*/true,
+                                 op->getLoc())
+                 : result,
           axes, sizeAttr, b.getI64IntegerAttr(layout));
     else if (partial == "all_reduce" || partial == "all_reduce_mean")
       reduced = AllReduceOp::create(
@@ -382,6 +416,8 @@ LogicalResult Partitioner::run() {
     }
     if (failed(partitionOp(op)))
       return failure();
+    if (reshardError)
+      return op->emitOpError(*reshardError);
   }
   for (Operation *op : llvm::reverse(expanded)) {
     if (!op->use_empty())
@@ -412,7 +448,7 @@ struct SpmdPartitionPass
       func.emitOpError("spmd partition needs a mesh axis name");
       return signalPassFailure();
     }
-    Partitioner partitioner(func, axis, size);
+    Partitioner partitioner(func, axis, size, zigzag);
     if (failed(partitioner.run()))
       return signalPassFailure();
     numCollectives += partitioner.collectives;

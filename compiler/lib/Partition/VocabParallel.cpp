@@ -38,7 +38,7 @@ Value localIds(OpBuilder &b, Location loc, int64_t whole, const Group &g) {
       b, loc, DenseElementsAttr::get(type, ArrayRef<float>(ids)));
   return ShardSliceOp::create(b, loc, f32(b, {whole / g.size}), all, g.axes,
                               b.getI64IntegerAttr(g.size),
-                              b.getI64IntegerAttr(0));
+                              b.getI64IntegerAttr(0), /*zigzag=*/nullptr);
 }
 
 /// A scalar `v` of element type `type` (the table's, under mixed

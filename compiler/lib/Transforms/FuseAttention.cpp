@@ -122,7 +122,7 @@ struct FuseAttentionChain : OpRewritePattern<MatmulOp> {
         rewriter, pv.getLoc(), query, key, value,
         rewriter.getF64FloatAttr(scale),
         softmax.getCausal() ? rewriter.getUnitAttr() : UnitAttr(),
-        ArrayAttr());
+        ArrayAttr(), UnitAttr());
     rewriter.replaceOp(pv, attention.getOut());
     return success();
   }

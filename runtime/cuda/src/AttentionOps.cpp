@@ -61,7 +61,7 @@ void softmaxKernel(OpContext &c) {
   int64_t queries = rank >= 2 ? in.shape[rank - 2] : 1;
   if (c.has("query_blocks") && rank < 2)
     fail("softmax", "query_blocks needs a [..., query, key] tensor");
-  int64_t shift = c.causalShift(queries, n);
+  kernels::RowOffsets shift = c.causalShift(queries, n);
   cudaStream_t stream = context().compute;
   if (inner != 1) {
     launchSoftmaxStrided(in.data, out.data, outer, n, inner, stream);
@@ -94,7 +94,6 @@ void ropeKernel(OpContext &c) {
   kernels::ConstTensorRef in = c.in(0);
   kernels::TensorRef out = c.out(0);
   double theta = c.attrFloat("theta");
-  int64_t offset = c.attrInt("offset", 0);
   bool inverse = c.attrBool("inverse");
   const char *op = inverse ? "rope (inverse)" : "rope";
   if (in.rank() != 4)
@@ -105,14 +104,13 @@ void ropeKernel(OpContext &c) {
   if (!(theta > 0))
     fail(op, "theta must be positive");
   checkSameShape(op, "result", out.shape, in.shape);
-  if (c.has("position_blocks")) {
-    // This device holds block g of the sequence (dimension 1).
-    comm::Axes axes = c.attrStrings("position_blocks");
-    offset += c.comm.mesh().groupRank(axes) * in.shape[1];
-  }
+  // This device's block of the sequence (dimension 1), if it is split.
+  kernels::RowOffsets positions =
+      c.sequenceBlock("position_blocks", in.shape[1])
+          .shifted(c.attrInt("offset", 0));
   Scratch table(ropeWorkspaceBytes(in.shape[1], in.shape[3]));
   launchRope(in.data, out.data, in.shape[0], in.shape[1], in.shape[2],
-             in.shape[3], theta, offset, inverse, table.data(),
+             in.shape[3], theta, positions, inverse, table.data(),
              context().compute);
 }
 

@@ -227,6 +227,22 @@ void shardSliceKernel(OpContext &c) {
       in.numElements() != out.numElements() * n)
     throw std::invalid_argument("the output is not block " + std::to_string(g) +
                                 " of " + std::to_string(n) + " of the input");
+  if (c.attrBool("zigzag")) {
+    // Chunks g and 2n - 1 - g of the 2n the dimension is cut into.
+    if (out.shape[dim] % 2)
+      throw std::invalid_argument("zigzag: block " + std::to_string(g) +
+                                  " has an odd length along dim " +
+                                  std::to_string(dim));
+    int64_t chunk = out.shape[dim] / 2;
+    k::Shape half = out.shape;
+    half[dim] = chunk;
+    int64_t from[2] = {g * chunk, (2 * n - 1 - g) * chunk};
+    for (int part = 0; part < 2; ++part)
+      stridedCopy(in.data, blockView(in.shape, dim, from[part]), out.data,
+                  blockView(out.shape, dim, part * chunk), half,
+                  plan::dtypeBytes(in.dtype), context().compute);
+    return;
+  }
   StridedView dst;
   dst.strides = stridesOf(out.shape);
   stridedCopy(in.data, blockView(in.shape, dim, g * out.shape[dim]), out.data,

@@ -184,7 +184,7 @@ void registerComputeKernels(Registry &r) {
   };
   r["graph.softmax"] = [](OpContext &c) {
     c.expectArity(1, 1);
-    std::optional<int64_t> shift;
+    std::optional<k::RowOffsets> shift;
     if (c.has("query_blocks")) {
       const TensorView &in = c.input(0);
       shift = c.causalShift(in.shape[in.shape.size() - 2], in.shape.back());
@@ -220,12 +220,10 @@ void registerComputeKernels(Registry &r) {
   r["graph.rope"] = [](OpContext &c) {
     c.expectArity(1, 1);
     double theta = c.attrFloat("theta");
-    int64_t offset = c.attrInt("offset", 0);
-    if (c.has("position_blocks")) {
-      // This device holds block g of the sequence (dimension 1).
-      comm::Axes axes = c.attrStrings("position_blocks");
-      offset += c.comm.mesh().groupRank(axes) * c.input(0).shape[1];
-    }
+    // This device's block of the sequence (dimension 1), if it is split.
+    k::RowOffsets offset = c.sequenceBlock("position_blocks",
+                                           c.input(0).shape[1])
+                               .shifted(c.attrInt("offset", 0));
     if (c.attrBool("inverse"))
       k::ropeBackward(c.in(0), theta, offset, c.out(0));
     else

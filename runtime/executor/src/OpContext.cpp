@@ -258,12 +258,26 @@ std::vector<std::string> registeredOps() {
   return names;
 }
 
-int64_t OpContext::causalShift(int64_t queries, int64_t keys) const {
-  if (!has("query_blocks"))
-    return keys - queries;
-  comm::Axes axes = attrStrings("query_blocks");
+kernels::RowOffsets OpContext::sequenceBlock(const std::string &blocksAttr,
+                                             int64_t rows) const {
+  if (!has(blocksAttr))
+    return kernels::RowOffsets(0);
+  comm::Axes axes = attrStrings(blocksAttr);
   int64_t n = comm.groupSize(axes), g = comm.mesh().groupRank(axes);
-  return g * queries + keys - n * queries;
+  if (!attrBool("zigzag"))
+    return kernels::RowOffsets::block(rows, g, n);
+  if (rows % 2)
+    throw std::invalid_argument("zigzag blocks need an even number of rows, "
+                                "got " + std::to_string(rows));
+  return kernels::RowOffsets::zigzag(rows, g, n);
+}
+
+kernels::RowOffsets OpContext::causalShift(int64_t queries,
+                                           int64_t keys) const {
+  if (!has("query_blocks"))
+    return kernels::RowOffsets(keys - queries);
+  int64_t n = comm.groupSize(attrStrings("query_blocks"));
+  return sequenceBlock("query_blocks", queries).shifted(keys - n * queries);
 }
 
 } // namespace cleave::executor

@@ -137,7 +137,8 @@ void wait(OpContext &c) {
 }
 
 /// graph.shard_slice: this rank's block along `dim` of a tensor the group
-/// holds in full (no communication).
+/// holds in full (no communication); with `zigzag`, chunks g and 2n - 1 - g
+/// of the 2n the dimension is cut into.
 void shardSlice(OpContext &c) {
   c.expectArity(1, 1);
   comm::Axes axes = groupAxes(c);
@@ -158,6 +159,19 @@ void shardSlice(OpContext &c) {
   int64_t block = out.shape[dim] * inner;
   const char *src = static_cast<const char *>(in.data);
   char *dst = static_cast<char *>(out.data);
+  if (c.attrBool("zigzag")) {
+    if (out.shape[dim] % 2)
+      throw std::invalid_argument("zigzag: block " + std::to_string(g) +
+                                  " has an odd length along dim " +
+                                  std::to_string(dim));
+    int64_t chunk = block / 2, chunks = 2 * n;
+    for (int64_t o = 0; o < outer; ++o) {
+      std::memcpy(dst + o * block, src + (o * chunks + g) * chunk, chunk);
+      std::memcpy(dst + o * block + chunk,
+                  src + (o * chunks + chunks - 1 - g) * chunk, chunk);
+    }
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o)
     std::memcpy(dst + o * block, src + (o * n + g) * block, block);
 }

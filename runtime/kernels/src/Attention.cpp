@@ -72,8 +72,8 @@ AxisSplit splitAt(const Shape &shape, int64_t axis) {
 }
 
 /// Rotates each (x[i], x[i + d/2]) pair by +angle (forward) or -angle.
-void rotate(ConstTensorRef in, double theta, int64_t offset, TensorRef out,
-            bool inverse, const char *kernel) {
+void rotate(ConstTensorRef in, double theta, RowOffsets positions,
+            TensorRef out, bool inverse, const char *kernel) {
   CLEAVE_CHECK_IN(kernel, in.rank() == 4,
                   "expects [batch, seq, heads, head_dim], got " +
                       shapeString(in.shape));
@@ -84,7 +84,7 @@ void rotate(ConstTensorRef in, double theta, int64_t offset, TensorRef out,
   int64_t dim = in.shape[3], half = dim / 2;
   std::vector<float> cosines(half), sines(half);
   for (int64_t s = 0; s < seq; ++s) {
-    double pos = static_cast<double>(s + offset);
+    double pos = static_cast<double>(positions(s));
     for (int64_t i = 0; i < half; ++i) {
       double angle = pos * std::pow(theta, -2.0 * static_cast<double>(i) / dim);
       cosines[i] = static_cast<float>(std::cos(angle));
@@ -112,7 +112,7 @@ void rotate(ConstTensorRef in, double theta, int64_t offset, TensorRef out,
 
 CLEAVE_VECTOR_CLONES void softmax(ConstTensorRef in, int64_t axis, bool causal,
                                   TensorRef out,
-                                  std::optional<int64_t> causalShift) {
+                                  std::optional<RowOffsets> causalShift) {
   detail::checkAxis(axis, in.rank(), "softmax");
   detail::checkShape(out, in.shape, "softmax", "result");
   CLEAVE_CHECK(!causal || (in.rank() >= 2 && axis == in.rank() - 1),
@@ -121,10 +121,11 @@ CLEAVE_VECTOR_CLONES void softmax(ConstTensorRef in, int64_t axis, bool causal,
   AxisSplit s = splitAt(in.shape, axis);
   if (causal) {
     int64_t keys = s.length, queries = in.shape[in.rank() - 2];
-    int64_t shift = causalShift.value_or(keys - queries);
+    RowOffsets place = causalShift.value_or(RowOffsets(keys - queries));
     for (int64_t r = 0; r < s.outer; ++r) {
       int64_t query = r % queries;
-      int64_t valid = std::max<int64_t>(0, std::min(keys, query + shift + 1));
+      int64_t valid =
+          std::max<int64_t>(0, std::min(keys, place(query) + 1));
       softmaxRow<true>(in.data + r * keys, out.data + r * keys, keys, valid, 1);
     }
     return;
@@ -160,13 +161,14 @@ CLEAVE_VECTOR_CLONES void softmaxBackward(ConstTensorRef out,
     }
 }
 
-void rope(ConstTensorRef in, double theta, int64_t offset, TensorRef out) {
-  rotate(in, theta, offset, out, /*inverse=*/false, "rope");
+void rope(ConstTensorRef in, double theta, RowOffsets positions,
+          TensorRef out) {
+  rotate(in, theta, positions, out, /*inverse=*/false, "rope");
 }
 
-void ropeBackward(ConstTensorRef dOut, double theta, int64_t offset,
+void ropeBackward(ConstTensorRef dOut, double theta, RowOffsets positions,
                   TensorRef dIn) {
-  rotate(dOut, theta, offset, dIn, /*inverse=*/true, "ropeBackward");
+  rotate(dOut, theta, positions, dIn, /*inverse=*/true, "ropeBackward");
 }
 
 } // namespace cleave::kernels

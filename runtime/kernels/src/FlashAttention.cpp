@@ -21,7 +21,8 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 struct Dims {
-  int64_t batch, heads, kvHeads, queries, keys, dim, shift;
+  int64_t batch, heads, kvHeads, queries, keys, dim;
+  RowOffsets shift;
 };
 
 Dims checkDims(ConstTensorRef q, ConstTensorRef k, ConstTensorRef v,
@@ -30,7 +31,7 @@ Dims checkDims(ConstTensorRef q, ConstTensorRef k, ConstTensorRef v,
     throwInvalid(std::string(kernel) +
                          ": q, k and v must be [batch, heads, seq, dim]");
   Dims d{q.shape[0], q.shape[1], k.shape[1], q.shape[2],
-         k.shape[2], q.shape[3], 0};
+         k.shape[2], q.shape[3], RowOffsets()};
   if (k.shape[0] != d.batch || k.shape[3] != d.dim)
     throwInvalid(std::string(kernel) + ": k must be [" +
                          std::to_string(d.batch) + ", heads, keys, " +
@@ -44,15 +45,15 @@ Dims checkDims(ConstTensorRef q, ConstTensorRef k, ConstTensorRef v,
                          std::to_string(d.heads) + " query heads");
   if (o.blockQueries < 1 || o.blockKeys < 1)
     throwInvalid(std::string(kernel) + ": blocks must be positive");
-  d.shift = o.causalShift ? *o.causalShift : d.keys - d.queries;
+  d.shift = o.causalShift ? *o.causalShift : RowOffsets(d.keys - d.queries);
   return d;
 }
 
-/// Keys a query row may see: [0, visible(i)).
+/// Keys a query row may see: [0, visible(i)), never fewer for a later row.
 int64_t visible(const Dims &d, bool causal, int64_t i) {
   if (!causal)
     return d.keys;
-  return std::clamp<int64_t>(i + d.shift + 1, 0, d.keys);
+  return std::clamp<int64_t>(d.shift(i) + 1, 0, d.keys);
 }
 
 } // namespace

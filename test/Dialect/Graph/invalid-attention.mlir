@@ -71,3 +71,43 @@ func.func @grad_scale(%q: tensor<2x16x8xf32>, %l: tensor<2x16xf32>) {
   %dq, %dk, %dv = graph.attention_grad %q, %q, %q, %q, %l, %q scale = -1.0 : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16xf32>
   return
 }
+
+// -----
+
+func.func @zigzag_needs_blocks(%q: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{zigzag places the two chunks of a block of queries; it needs query_blocks}}
+  %o, %l = graph.attention %q, %q, %q scale = 1.0 causal zigzag : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @zigzag_even_queries(%q: tensor<2x15x8xf32>, %k: tensor<2x30x8xf32>) {
+  // expected-error @+1 {{zigzag splits the queries into two chunks, but there are 15}}
+  %o, %l = graph.attention %q, %k, %k scale = 1.0 causal query_blocks ["cp"] zigzag : tensor<2x15x8xf32>, tensor<2x30x8xf32>, tensor<2x30x8xf32>
+  return
+}
+
+// -----
+
+func.func @zigzag_softmax_needs_blocks(%s: tensor<2x16x16xf32>) {
+  // expected-error @+1 {{zigzag places the two chunks of a block of queries; it needs query_blocks}}
+  %p = graph.softmax %s axis = 2 causal zigzag : tensor<2x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @zigzag_rope_needs_blocks(%x: tensor<1x8x2x4xf32>) {
+  // expected-error @+1 {{zigzag places the two chunks of a sequence block; it needs position_blocks}}
+  %y = graph.rope %x theta = 10000.0 zigzag : tensor<1x8x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @zigzag_chunks_divide(%x: tensor<4x6xf32>) {
+  // expected-error @+1 {{zigzag cuts dimension 1 into 4 chunks, but its size 6 does not divide by that}}
+  %y = graph.shard_slice %x axes ["cp"] size 2 dim 1 zigzag : tensor<4x6xf32> -> tensor<4x3xf32>
+  return
+}

@@ -23,14 +23,6 @@ const std::vector<int64_t> kRowLengths = {1,    5,    32,   33,   100,  129,
                                           4096, 8192, 9000, 20000};
 
 /// A one-rank mesh with a "cp" axis: what the local communicator runs.
-cleave::comm::MeshInfo oneRankMesh() {
-  cleave::comm::MeshInfo mesh;
-  mesh.axisNames = {"cp"};
-  mesh.axisSizes = {1};
-  mesh.coords = {0};
-  return mesh;
-}
-
 } // namespace
 
 TEST_F(CudaOps, SoftmaxEveryRowLength) {
@@ -109,7 +101,7 @@ TEST_F(CudaOps, CausalSoftmaxWithQueryBlocks) {
   t.output({2, 2, 8, 12});
   t.setInt("axis", -1).setBool("causal", true);
   t.setStrings("query_blocks", {"cp"});
-  t.setMesh(oneRankMesh());
+  t.setMesh(contextParallelRank(1, 0));
   t.expectMatch();
 }
 
@@ -161,6 +153,32 @@ TEST_F(CudaOps, RopeWithPositionBlocks) {
   t.output({1, 9, 4, 16});
   t.setFloat("theta", 10000.0).setInt("offset", 7);
   t.setStrings("position_blocks", {"cp"});
-  t.setMesh(oneRankMesh());
+  t.setMesh(contextParallelRank(1, 0));
   t.expectMatch();
+}
+
+TEST_F(CudaOps, RopeAndSoftmaxWithZigzagBlocks) {
+  // Rank 1 of 2 on "cp": rows 0-1 at positions 2-3, rows 2-3 at 4-5.
+  cleave::comm::MeshInfo mesh = contextParallelRank(2, 1);
+  OpCase rope("graph.rope");
+  rope.f32({2, 4, 3, 8}, 21);
+  rope.output({2, 4, 3, 8});
+  rope.setFloat("theta", 10000.0).setBool("zigzag", true);
+  rope.setStrings("position_blocks", {"cp"});
+  rope.setMesh(mesh);
+  rope.expectMatch();
+  OpCase softmax("graph.softmax");
+  softmax.f32({2, 3, 4, 8}, 22);
+  softmax.output({2, 3, 4, 8});
+  softmax.setInt("axis", 3).setBool("causal", true).setBool("zigzag", true);
+  softmax.setStrings("query_blocks", {"cp"});
+  softmax.setMesh(mesh);
+  softmax.expectMatch();
+  OpCase slice("graph.shard_slice");
+  slice.f32({2, 8, 3}, 23);
+  slice.output({2, 4, 3});
+  slice.setStrings("axes", {"cp"}).setInt("group_size", 2).setInt("dim", 1);
+  slice.setBool("zigzag", true);
+  slice.setMesh(mesh);
+  slice.expectMatch(0, 0);
 }

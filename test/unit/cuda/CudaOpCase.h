@@ -106,6 +106,16 @@ private:
   std::string fusion_;
 };
 
+/// The mesh of rank `coord` of `size` on a "cp" axis (for the ops that
+/// read where their block sits: query_blocks, position_blocks, shard_slice).
+inline comm::MeshInfo contextParallelRank(int64_t size, int64_t coord) {
+  comm::MeshInfo mesh;
+  mesh.axisNames = {"cp"};
+  mesh.axisSizes = {size};
+  mesh.coords = {coord};
+  return mesh;
+}
+
 } // namespace cleave::test
 
 #endif // CLEAVE_TEST_UNIT_CUDA_CUDAOPCASE_H

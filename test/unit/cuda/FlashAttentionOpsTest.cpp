@@ -78,6 +78,41 @@ const std::vector<AttentionCase> kCases = {
     {{2, 2, 3, 21, 48}, {2, 2, 1, 21, 48}, true},
 };
 
+/// The attention of rank `coord` of `size` on "cp": its block of 8 causal
+/// queries against all 8 x size keys, contiguous or zig-zag, and with
+/// `backward` its gradient.
+void blockCase(int64_t size, int64_t coord, bool zigzag, bool backward,
+               uint64_t seed) {
+  std::vector<int64_t> query{1, 2, 8, 32}, key{1, 2, 8 * size, 32};
+  OpCase t("graph.attention");
+  int32_t q = t.f32(query, seed);
+  int32_t k = t.f32(key, seed + 1);
+  int32_t v = t.f32(key, seed + 2);
+  int32_t out = t.output(query);
+  int32_t lse = t.output(lseShape(query));
+  auto attributes = [&] {
+    t.setFloat("scale", 0.25).setBool("causal", true).setBool("zigzag",
+                                                              zigzag);
+    t.setStrings("query_blocks", {"cp"});
+  };
+  attributes();
+  if (backward) {
+    t.then("graph.attention_grad");
+    for (int32_t id : {q, k, v, out, lse})
+      t.input(id);
+    t.f32(query, seed + 3);
+    t.output(query);
+    t.output(key);
+    t.output(key);
+    attributes();
+  }
+  t.setMesh(contextParallelRank(size, coord));
+  if (backward)
+    t.expectMatch(5e-4, 5e-5);
+  else
+    t.expectMatch(2e-4, 2e-5);
+}
+
 } // namespace
 
 TEST_F(CudaOps, FlashAttentionForwardMatchesCpu) {
@@ -97,18 +132,11 @@ TEST_F(CudaOps, FlashAttentionBackwardMatchesCpu) {
 TEST_F(CudaOps, FlashAttentionWithQueryBlocks) {
   // One rank on "cp": the shift is keys - queries; the attribute's path
   // (the executor's causalShift) still runs.
-  cleave::comm::MeshInfo mesh;
-  mesh.axisNames = {"cp"};
-  mesh.axisSizes = {1};
-  mesh.coords = {0};
-  OpCase t("graph.attention");
-  t.f32({1, 2, 8, 32}, 7);
-  t.f32({1, 2, 8, 32}, 8);
-  t.f32({1, 2, 8, 32}, 9);
-  t.output({1, 2, 8, 32});
-  t.output({1, 2, 8});
-  t.setFloat("scale", 0.25).setBool("causal", true);
-  t.setStrings("query_blocks", {"cp"});
-  t.setMesh(mesh);
-  t.expectMatch(2e-4, 2e-5);
+  blockCase(1, 0, /*zigzag=*/false, /*backward=*/false, 7);
+}
+
+TEST_F(CudaOps, FlashAttentionWithZigzagBlocks) {
+  // Rank 1 of 4 on "cp" over 32 positions (8 chunks of 4): its 8 queries
+  // are chunks 1 and 6; forward and backward place both halves.
+  blockCase(4, 1, /*zigzag=*/true, /*backward=*/true, 17);
 }

@@ -67,6 +67,23 @@ TEST(Softmax, QueryBlocksOfASequenceMaskLikeTheWholeSequence) {
                     expected[(b * 8 + g * 2 + q) * 8 + k])
               << "block " << g << " query " << q << " key " << k;
   }
+  // Zig-zag blocks of 2 devices (4 chunks of 2): device g's 4 queries are
+  // the whole's rows at RowOffsets::zigzag's places (0 1 6 7 and 2 3 4 5).
+  for (int64_t g = 0; g < 2; ++g) {
+    RowOffsets place = RowOffsets::zigzag(4, g, 2);
+    Tensor block({2, 4, 8}, 0.0f), out = poisoned({2, 4, 8});
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t q = 0; q < 4; ++q)
+        for (int64_t k = 0; k < 8; ++k)
+          block[(b * 4 + q) * 8 + k] = whole[(b * 8 + place(q)) * 8 + k];
+    softmax(block, 2, true, out, place);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t q = 0; q < 4; ++q)
+        for (int64_t k = 0; k < 8; ++k)
+          EXPECT_EQ(out[(b * 4 + q) * 8 + k],
+                    expected[(b * 8 + place(q)) * 8 + k])
+              << "zig-zag block " << g << " query " << q << " key " << k;
+  }
 }
 
 TEST(Softmax, GradientsMatchFiniteDifferences) {
@@ -117,6 +134,25 @@ TEST(Rope, GradientIsTheInverseRotation) {
   Tensor back = poisoned(x.shape());
   ropeBackward(y, 10000.0, 2, back);
   EXPECT_TRUE(allClose(back, x, 1e-5, 1e-6));
+}
+
+TEST(Rope, ZigzagBlocksRotateByTheirPlaceInTheSequence) {
+  // 2 devices over 8 positions: device 1's zig-zag block holds positions
+  // 2 3 4 5 in its rows 0-3, device 0's 0 1 6 7.
+  Tensor whole = randomTensor({1, 8, 2, 4}, 9), wholeOut = poisoned(whole.shape());
+  rope(whole, 10000.0, 0, wholeOut);
+  for (int64_t g = 0; g < 2; ++g) {
+    RowOffsets place = RowOffsets::zigzag(4, g, 2);
+    Tensor block({1, 4, 2, 4}, 0.0f), out = poisoned({1, 4, 2, 4});
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t e = 0; e < 8; ++e)
+        block[r * 8 + e] = whole[place(r) * 8 + e];
+    rope(block, 10000.0, place, out);
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t e = 0; e < 8; ++e)
+        EXPECT_EQ(out[r * 8 + e], wholeOut[place(r) * 8 + e])
+            << "device " << g << " row " << r;
+  }
 }
 
 } // namespace

@@ -23,7 +23,7 @@ Reference unfused(const Tensor &q, const Tensor &k, const Tensor &v,
                   const Tensor &dOut, const FlashAttentionOptions &o) {
   int64_t B = q.shape()[0], H = q.shape()[1], S = q.shape()[2],
           D = q.shape()[3], Hk = k.shape()[1], T = k.shape()[2];
-  int64_t shift = o.causalShift ? *o.causalShift : T - S;
+  RowOffsets shift = o.causalShift ? *o.causalShift : RowOffsets(T - S);
   Reference r{Tensor(q.shape(), 0.0f), Tensor(q.shape(), 0.0f),
               Tensor(k.shape(), 0.0f), Tensor(v.shape(), 0.0f)};
   auto at = [](const Tensor &t, int64_t b, int64_t h, int64_t i, int64_t x) {
@@ -35,7 +35,7 @@ Reference unfused(const Tensor &q, const Tensor &k, const Tensor &v,
       int64_t g = h / (H / Hk);
       std::vector<double> p(S * T, 0.0), dp(S * T, 0.0);
       for (int64_t i = 0; i < S; ++i) {
-        int64_t seen = o.causal ? std::clamp<int64_t>(i + shift + 1, 0, T) : T;
+        int64_t seen = o.causal ? std::clamp<int64_t>(shift(i) + 1, 0, T) : T;
         double mx = -1e300, sum = 0;
         for (int64_t j = 0; j < seen; ++j) {
           double s = 0;
@@ -80,7 +80,7 @@ Reference unfused(const Tensor &q, const Tensor &k, const Tensor &v,
 struct Case {
   int64_t batch, heads, kvHeads, queries, keys, dim;
   bool causal;
-  std::optional<int64_t> shift;
+  std::optional<RowOffsets> shift;
   int64_t blockQueries, blockKeys;
 };
 
@@ -147,7 +147,54 @@ TEST(FlashAttention, MaskedRowsAndContextParallelBlocks) {
   }
   // Context parallelism: the third block of 4 queries of a 16-long
   // sequence sees keys up to its own position (shift 8).
-  check({1, 2, 2, 4, 16, 8, true, std::optional<int64_t>(8), 3, 5}, 21);
+  check({1, 2, 2, 4, 16, 8, true, RowOffsets(8), 3, 5}, 21);
+  // Zig-zag context parallelism, 4 devices over 16 positions (8 chunks of
+  // 2): device g's 4 queries are chunk g then chunk 7 - g; blocks that
+  // straddle the two chunks and blocks that do not.
+  for (int64_t g = 0; g < 4; ++g) {
+    check({1, 2, 2, 4, 16, 8, true, RowOffsets::zigzag(4, g, 4), 3, 5},
+          30 + g);
+    check({1, 2, 1, 4, 16, 8, true, RowOffsets::zigzag(4, g, 4), 2, 2},
+          40 + g);
+  }
+}
+
+/// Scores a causal kernel computes for a block of queries placed by
+/// `place` against `keys` keys: the ones it does not mask.
+int64_t visibleScores(RowOffsets place, int64_t queries, int64_t keys) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < queries; ++i)
+    n += std::clamp<int64_t>(place(i) + 1, 0, keys);
+  return n;
+}
+
+TEST(FlashAttention, ZigzagBlocksBalanceTheCausalWork) {
+  // 8 devices over 1024 positions: contiguous blocks leave the last
+  // device (2 - 1/8) times the average; zig-zag blocks give all the same.
+  int64_t n = 8, keys = 1024, rows = keys / n;
+  int64_t total = keys * (keys + 1) / 2;
+  for (int64_t g = 0; g < n; ++g)
+    EXPECT_EQ(visibleScores(RowOffsets::zigzag(rows, g, n), rows, keys) * n,
+              total)
+        << g;
+  double last =
+      double(visibleScores(RowOffsets::block(rows, n - 1, n), rows, keys));
+  EXPECT_NEAR(last * n / double(total), 2.0 - 1.0 / n, 1e-2);
+}
+
+TEST(FlashAttention, RowOffsetsPlaceZigzagChunks) {
+  // 2 devices, 8 positions in 4 chunks of 2: device 0 holds positions
+  // 0 1 6 7, device 1 holds 2 3 4 5.
+  RowOffsets d0 = RowOffsets::zigzag(4, 0, 2), d1 = RowOffsets::zigzag(4, 1, 2);
+  EXPECT_EQ((std::vector<int64_t>{d0(0), d0(1), d0(2), d0(3)}),
+            (std::vector<int64_t>{0, 1, 6, 7}));
+  EXPECT_EQ((std::vector<int64_t>{d1(0), d1(1), d1(2), d1(3)}),
+            (std::vector<int64_t>{2, 3, 4, 5}));
+  // The first query of device 0 that sees key 3 is row 2 (position 6).
+  EXPECT_EQ(d0.firstAtOrPast(3), 2);
+  EXPECT_EQ(d0.firstAtOrPast(0), 0);
+  EXPECT_EQ(d1.firstAtOrPast(5), 3);
+  EXPECT_EQ(RowOffsets(4).firstAtOrPast(2), 0);
 }
 
 TEST(FlashAttention, WrongShapesAreRefused) {

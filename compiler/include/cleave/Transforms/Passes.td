@@ -204,7 +204,19 @@ def SpmdPartition : Pass<"cleave-spmd-partition", "mlir::func::FuncOp"> {
     carrying `cleave.global_shape` and `cleave.shard_axes` (per dimension,
     the mesh axis splitting it, or ""), which the plan records for
     initialisation and checkpoints. Inputs and constants stay whole on every
-    device. Strategies that need kernels of their own (vocabulary-parallel
+    device.
+
+    With `zigzag` (context parallelism of a causal model, as Megatron-Core
+    and Transformer Engine run it) a device's block of a split dimension is
+    two chunks of the 2 x size it is cut into, chunk g and chunk
+    2 x size - 1 - g: under a causal mask every device then computes as
+    many scores as the others (contiguous blocks give the last device
+    2 - 1/size times the average). Whole values stay in sequence order:
+    `graph.shard_slice` takes the two chunks itself (`zigzag`), an
+    all-gather is followed by a `graph.gather` of constant indices that puts
+    the chunks back in order, a reduce-scatter is preceded by the inverse
+    one, and the causal softmax, attention and rotary embedding of a block
+    are told (`zigzag`) where its two chunks sit. Strategies that need kernels of their own (vocabulary-parallel
     embedding and cross-entropy, expert-parallel dispatch and combine) run
     replicated instead, with a remark. Ops without annotations run
     replicated.
@@ -221,6 +233,11 @@ def SpmdPartition : Pass<"cleave-spmd-partition", "mlir::func::FuncOp"> {
   let options = [
     Option<"axis", "axis", "std::string", "\"tp\"", "mesh axis of the devices">,
     Option<"size", "size", "int64_t", "1", "devices along the axis">,
+    Option<"zigzag", "zigzag", "bool", "false",
+           "zig-zag blocks (context parallelism of a causal model): every "
+           "split dimension is cut into 2 x size chunks, device g holding "
+           "chunks g and 2 x size - 1 - g, so each holds as many unmasked "
+           "scores as any other">,
   ];
   let statistics = [
     Statistic<"numCollectives", "collectives", "Collectives inserted">,

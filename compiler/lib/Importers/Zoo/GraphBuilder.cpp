@@ -122,7 +122,8 @@ Value GraphBuilder::batchNorm(Value x, int64_t channels, double eps) {
 Value GraphBuilder::rope(Value x, double theta) {
   return gr::RopeOp::create(b, loc(), x, b.getF64FloatAttr(theta),
                             b.getI64IntegerAttr(0), /*inverse=*/UnitAttr(),
-                            /*position_blocks=*/ArrayAttr());
+                            /*position_blocks=*/ArrayAttr(),
+                            /*zigzag=*/UnitAttr());
 }
 
 Value GraphBuilder::dropout(Value x, double ratio) {

@@ -40,7 +40,7 @@ LogicalResult gradAllGather(AllGatherOp op, OpBuilder &b, ValueRange dys,
   else
     dxs.push_back(ShardSliceOp::create(b, op.getLoc(), type, dys[0],
                                        op.getAxesAttr(), op.getGroupSizeAttr(),
-                                       op.getDimAttr()));
+                                       op.getDimAttr(), /*zigzag=*/nullptr));
   return success();
 }
 
@@ -65,10 +65,15 @@ LogicalResult gradAllToAll(AllToAllOp op, OpBuilder &b, ValueRange dys,
 
 LogicalResult gradShardSlice(ShardSliceOp op, OpBuilder &b, ValueRange dys,
                              SmallVectorImpl<Value> &dxs) {
-  dxs.push_back(AllGatherOp::create(b, op.getLoc(), op.getInput().getType(),
+  Value whole = AllGatherOp::create(b, op.getLoc(), op.getInput().getType(),
                                     dys[0], op.getAxesAttr(),
                                     op.getGroupSizeAttr(), op.getDimAttr(),
-                                    /*varying_grad=*/nullptr));
+                                    /*varying_grad=*/nullptr);
+  // Zig-zag blocks gathered end to end: the chunks back in order.
+  if (op.getZigzag())
+    whole = ShardSliceOp::reorderZigzag(b, op.getLoc(), whole, op.getDim(),
+                                        op.getGroupSize(), /*toBlocks=*/false);
+  dxs.push_back(whole);
   return success();
 }
 

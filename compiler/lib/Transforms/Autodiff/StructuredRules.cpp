@@ -66,7 +66,7 @@ LogicalResult gradAttention(AttentionOp op, OpBuilder &b, ValueRange dys,
   auto grad = AttentionGradOp::create(
       b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(), op.getOut(),
       op.getLse(), dys[0], op.getScaleAttr(), op.getCausalAttr(),
-      op.getQueryBlocksAttr());
+      op.getQueryBlocksAttr(), op.getZigzagAttr());
   dxs.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
   return success();
 }
@@ -111,7 +111,8 @@ LogicalResult gradRope(RopeOp op, OpBuilder &b, ValueRange dys,
   dxs.push_back(RopeOp::create(b, op.getLoc(), op.getType(), dys[0],
                                op.getThetaAttr(), op.getOffsetAttr(),
                                op.getInverse() ? UnitAttr() : b.getUnitAttr(),
-                               op.getPositionBlocksAttr()));
+                               op.getPositionBlocksAttr(),
+                               op.getZigzagAttr()));
   return success();
 }
 

@@ -108,6 +108,10 @@ struct TransformerMemoryConfig {
   double paramBytes = 2;
   double gradBytes = 2;
   double optimizerBytes = 12; ///< fp32 master, momentum, variance
+  /// What ZeRO-3 gathers a parameter in (0: paramBytes). Under bf16 the
+  /// stored block is the fp32 master and the gather carries its bf16 copy
+  /// (FSDP's param_dtype).
+  double gatheredParamBytes = 0;
 
   /// Gradient buckets in flight for the data-parallel reduction: two of
   /// PyTorch DDP's default 25 MiB (bucket_cap_mb). Under ZeRO-2 and 3 the

@@ -82,10 +82,41 @@ LogicalResult ReduceScatterOp::verify() {
 }
 
 LogicalResult ShardSliceOp::verify() {
-  if (failed(verifyGroup(*this, getAxes(), getGroupSize())))
+  if (failed(verifyGroup(*this, getAxes(), getGroupSize())) ||
+      failed(verifyScaledDim(*this, ranked(getInput()), ranked(getResult()),
+                             getDim(), 1, getGroupSize())))
     return failure();
-  return verifyScaledDim(*this, ranked(getInput()), ranked(getResult()),
-                         getDim(), 1, getGroupSize());
+  int64_t size = ranked(getInput()).getDimSize(getDim());
+  if (getZigzag() && size % (2 * getGroupSize()) != 0)
+    return emitOpError("zigzag cuts dimension ")
+           << getDim() << " into " << 2 * getGroupSize()
+           << " chunks, but its size " << size << " does not divide by that";
+  return success();
+}
+
+Value ShardSliceOp::reorderZigzag(OpBuilder &b, Location loc, Value whole,
+                                  int64_t dim, int64_t groupSize,
+                                  bool toBlocks) {
+  auto type = cast<RankedTensorType>(whole.getType());
+  int64_t length = type.getDimSize(dim), chunks = 2 * groupSize;
+  int64_t chunk = length / chunks;
+  // Device g's block is chunk g then chunk 2n - 1 - g: slot s of the
+  // blocks laid end to end holds chunk s / 2 (s even) or 2n - 1 - s / 2.
+  auto chunkAt = [&](int64_t slot) {
+    return slot % 2 == 0 ? slot / 2 : chunks - 1 - slot / 2;
+  };
+  SmallVector<int64_t> slotOf(chunks);
+  for (int64_t s = 0; s < chunks; ++s)
+    slotOf[chunkAt(s)] = s;
+  SmallVector<int64_t> indices(length);
+  for (int64_t i = 0; i < length; ++i) {
+    int64_t c = i / chunk, o = i % chunk;
+    indices[i] = (toBlocks ? chunkAt(c) : slotOf[c]) * chunk + o;
+  }
+  auto indexType = RankedTensorType::get({length}, b.getI64Type());
+  Value index = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(indexType, ArrayRef<int64_t>(indices)));
+  return GatherOp::create(b, loc, whole, index, dim);
 }
 
 LogicalResult CopyToGroupOp::verify() {

@@ -221,9 +221,9 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult AttentionGradOp::verify() {
-  return verifyAttentionAttributes(getLoc(), getCausal(),
-                                   getQueryBlocks().value_or(ArrayAttr()),
-                                   getScale().convertToDouble());
+  return verifyAttentionAttributes(
+      getLoc(), getCausal(), getQueryBlocks().value_or(ArrayAttr()),
+      getZigzag(), getQuery().getType(), getScale().convertToDouble());
 }
 
 double AttentionGradOp::getFlops() {

@@ -152,6 +152,13 @@ LogicalResult SoftmaxOp::verify() {
                        "it needs `causal`");
   if (getQueryBlocks() && getQueryBlocks()->empty())
     return emitOpError("query_blocks must name at least one mesh axis");
+  if (getZigzag() && !getQueryBlocks())
+    return emitOpError("zigzag places the two chunks of a block of queries; "
+                       "it needs query_blocks");
+  if (getZigzag() && getType().getDimSize(rank - 2) % 2)
+    return emitOpError("zigzag splits the queries into two chunks, but there "
+                       "are ")
+           << getType().getDimSize(rank - 2);
   return success();
 }
 
@@ -205,6 +212,13 @@ LogicalResult RopeOp::verify() {
     return emitOpError("head_dim must be even, got ") << type.getDimSize(3);
   if (getTheta().convertToDouble() <= 0)
     return emitOpError("theta must be positive");
+  if (getZigzag() && !getPositionBlocks())
+    return emitOpError("zigzag places the two chunks of a sequence block; it "
+                       "needs position_blocks");
+  if (getZigzag() && type.getDimSize(1) % 2)
+    return emitOpError("zigzag splits the sequence into two chunks, but it "
+                       "has ")
+           << type.getDimSize(1) << " positions";
   return success();
 }
 
@@ -218,9 +232,9 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult AttentionOp::verify() {
-  return verifyAttentionAttributes(getLoc(), getCausal(),
-                                   getQueryBlocks().value_or(ArrayAttr()),
-                                   getScale().convertToDouble());
+  return verifyAttentionAttributes(
+      getLoc(), getCausal(), getQueryBlocks().value_or(ArrayAttr()),
+      getZigzag(), getQuery().getType(), getScale().convertToDouble());
 }
 
 double AttentionOp::getFlops() {

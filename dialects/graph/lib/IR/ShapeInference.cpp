@@ -174,6 +174,7 @@ LogicalResult inferAttentionResult(std::optional<Location> loc, Type queryType,
 
 LogicalResult verifyAttentionAttributes(std::optional<Location> loc,
                                         bool causal, ArrayAttr queryBlocks,
+                                        bool zigzag, Type query,
                                         double scale) {
   if (queryBlocks && !causal)
     return emitOptionalError(loc, "query_blocks places queries for the "
@@ -181,6 +182,14 @@ LogicalResult verifyAttentionAttributes(std::optional<Location> loc,
   if (queryBlocks && queryBlocks.empty())
     return emitOptionalError(loc,
                              "query_blocks must name at least one mesh axis");
+  if (zigzag && !queryBlocks)
+    return emitOptionalError(loc, "zigzag places the two chunks of a block of "
+                                  "queries; it needs query_blocks");
+  if (auto q = dyn_cast<RankedTensorType>(query);
+      zigzag && q && q.getRank() >= 2 && q.getDimSize(q.getRank() - 2) % 2)
+    return emitOptionalError(loc, "zigzag splits the queries into two chunks, "
+                                  "but there are ",
+                             q.getDimSize(q.getRank() - 2));
   if (!(scale > 0))
     return emitOptionalError(loc, "scale must be positive, got ", scale);
   return success();

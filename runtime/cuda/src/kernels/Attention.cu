@@ -31,7 +31,8 @@ template <int kThreads, int kPer>
 __global__ void __launch_bounds__(RowShape<kThreads, kPer>::blockThreads,
                                   RowShape<kThreads, kPer>::minBlocks)
     softmaxRowsKernel(const float *in, float *out, int64_t rows, int64_t n,
-                      bool causal, int64_t queries, int64_t shift) {
+                      bool causal, int64_t queries,
+                      kernels::RowOffsets shift) {
   __shared__ float shared[kThreads / kWarp];
   RowWalk<kThreads> walk;
   for (int64_t row = walk.first; row < rows; row += walk.stride) {
@@ -39,7 +40,7 @@ __global__ void __launch_bounds__(RowShape<kThreads, kPer>::blockThreads,
     float *y = out + row * n;
     int64_t valid = n;
     if (causal)
-      valid = min(n, max(int64_t(0), row % queries + shift + 1));
+      valid = min(n, max(int64_t(0), shift(row % queries) + 1));
     // Masked keys are never read: a causal row reads only what it keeps.
     for (int64_t i = max(valid, int64_t(0)) + walk.tid; i < n; i += kThreads)
       y[i] = 0.0f;
@@ -126,12 +127,12 @@ __global__ void softmaxGradStridedKernel(const float *out, const float *dOut,
 /// table[s * half + i] = (cos, sin) of position s's angle for pair i, in
 /// double and rounded to float as the CPU's table is.
 __global__ void ropeTableKernel(float2 *table, int64_t seq, int64_t half,
-                                int64_t dim, double theta, int64_t offset,
-                                bool inverse) {
+                                int64_t dim, double theta,
+                                kernels::RowOffsets positions, bool inverse) {
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
        t < seq * half; t += int64_t(gridDim.x) * blockDim.x) {
     int64_t s = t / half, i = t % half;
-    double pos = static_cast<double>(s + offset);
+    double pos = static_cast<double>(positions(s));
     double angle = pos * pow(theta, -2.0 * static_cast<double>(i) /
                                         static_cast<double>(dim));
     double sine = sin(angle);
@@ -162,8 +163,8 @@ __global__ void ropeKernel(const float *in, float *out, const float2 *table,
 } // namespace
 
 void launchSoftmaxRows(const float *in, float *out, int64_t rows, int64_t n,
-                       bool causal, int64_t queries, int64_t shift,
-                       cudaStream_t stream) {
+                       bool causal, int64_t queries,
+                       kernels::RowOffsets shift, cudaStream_t stream) {
   if (rows <= 0 || n <= 0)
     return;
   withRowShape(n, [&](auto shape) {
@@ -213,15 +214,16 @@ size_t ropeWorkspaceBytes(int64_t seq, int64_t headDim) {
 }
 
 void launchRope(const float *in, float *out, int64_t batch, int64_t seq,
-                int64_t heads, int64_t headDim, double theta, int64_t offset,
-                bool inverse, void *workspace, cudaStream_t stream) {
+                int64_t heads, int64_t headDim, double theta,
+                kernels::RowOffsets positions, bool inverse, void *workspace,
+                cudaStream_t stream) {
   int64_t half = headDim / 2;
   int64_t pairs = batch * seq * heads * half;
   if (pairs <= 0)
     return;
   float2 *table = static_cast<float2 *>(workspace);
   ropeTableKernel<<<blocksFor(seq * half), 256, 0, stream>>>(
-      table, seq, half, headDim, theta, offset, inverse);
+      table, seq, half, headDim, theta, positions, inverse);
   CLEAVE_CUDA_LAUNCHED("ropeTableKernel");
   ropeKernel<<<blocksFor(pairs), 256, 0, stream>>>(in, out, table, pairs, seq,
                                                    heads, half);

@@ -11,6 +11,8 @@
 #ifndef CLEAVE_RUNTIME_CUDA_SRC_KERNELS_ATTENTION_H
 #define CLEAVE_RUNTIME_CUDA_SRC_KERNELS_ATTENTION_H
 
+#include "cleave/runtime/kernels/SequenceBlocks.h"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -20,11 +22,11 @@ namespace cleave::cuda {
 
 /// Softmax of `rows` contiguous rows of `n` elements (the last axis). With
 /// `causal`, row r is query r % queries and keeps its first
-/// clamp(r % queries + shift + 1, 0, n) elements; the others are 0, and so
+/// clamp(shift(r % queries) + 1, 0, n) elements; the others are 0, and so
 /// is a row that keeps none. `out` may alias `in`.
 void launchSoftmaxRows(const float *in, float *out, int64_t rows, int64_t n,
-                       bool causal, int64_t queries, int64_t shift,
-                       cudaStream_t stream);
+                       bool causal, int64_t queries,
+                       kernels::RowOffsets shift, cudaStream_t stream);
 
 /// Softmax along the middle axis of an [outer, n, inner] tensor (inner > 1).
 void launchSoftmaxStrided(const float *in, float *out, int64_t outer, int64_t n,
@@ -45,12 +47,13 @@ size_t ropeWorkspaceBytes(int64_t seq, int64_t headDim);
 
 /// Rotary embedding of [batch, seq, heads, headDim] (headDim even): the
 /// pair (x[i], x[i + d/2]) at sequence index s is rotated by the angle
-/// (s + offset) * theta^(-2i/d), or by its negative with `inverse` (the
+/// positions(s) * theta^(-2i/d), or by its negative with `inverse` (the
 /// gradient). `out` may alias `in`; `workspace` holds
 /// ropeWorkspaceBytes(seq, headDim) bytes.
 void launchRope(const float *in, float *out, int64_t batch, int64_t seq,
-                int64_t heads, int64_t headDim, double theta, int64_t offset,
-                bool inverse, void *workspace, cudaStream_t stream);
+                int64_t heads, int64_t headDim, double theta,
+                kernels::RowOffsets positions, bool inverse, void *workspace,
+                cudaStream_t stream);
 
 } // namespace cleave::cuda
 

@@ -42,7 +42,7 @@ struct Dims {
   int dim;
   float scale;
   bool causal;
-  int64_t shift;
+  kernels::RowOffsets shift;
 };
 
 __device__ __forceinline__ int64_t imin(int64_t a, int64_t b) {
@@ -52,11 +52,11 @@ __device__ __forceinline__ int64_t imax(int64_t a, int64_t b) {
   return a < b ? b : a;
 }
 
-/// Keys a query row may see: [0, visible(i)).
+/// Keys a query row may see: [0, visible(i)), never fewer for a later row.
 __device__ __forceinline__ int64_t visible(const Dims &d, int64_t i) {
   if (!d.causal)
     return d.keys;
-  return imax(0, imin(d.keys, i + d.shift + 1));
+  return imax(0, imin(d.keys, d.shift(i) + 1));
 }
 
 /// Copies rows [first, first + count) of a [rows, dim] matrix into `tile`
@@ -257,11 +257,10 @@ __global__ void keyGradKernel(const float *q, const float *k, const float *v,
     if (!active)
       kj[e] = vj[e] = 0.0f;
   }
-  // Query i sees key j when j < i + shift + 1: from query j - shift on.
-  // The block's first key is seen from the earliest query.
-  int64_t from =
-      d.causal ? imax(0, first - d.shift) : int64_t(0);
-  int64_t mineFrom = d.causal ? j - d.shift : 0;
+  // Query i sees key j when j <= shift(i): from the first query placed at
+  // or past j on. The block's first key is seen from the earliest query.
+  int64_t from = d.causal ? d.shift.firstAtOrPast(first) : int64_t(0);
+  int64_t mineFrom = d.causal ? d.shift.firstAtOrPast(j) : 0;
   for (int64_t g = 0; g < group; ++g) {
     int64_t h = hk * group + g;
     const float *qh = q + h * d.queries * d.dim;

@@ -14,6 +14,8 @@
 
 #include <cuda_runtime.h>
 
+#include "cleave/runtime/kernels/SequenceBlocks.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -25,9 +27,10 @@ constexpr int64_t kFlashAttentionMaxDim = 256;
 struct FlashAttentionShape {
   int64_t heads = 0, kvHeads = 0, queries = 0, keys = 0, dim = 0;
   float scale = 1.0f;
-  /// Key j masked for query i when j > i + shift.
+  /// Key j masked for query i when j > shift(i) (a contiguous or zig-zag
+  /// block of queries, kernels::RowOffsets).
   bool causal = false;
-  int64_t shift = 0;
+  kernels::RowOffsets shift;
 };
 
 /// out = softmax(scale q k^T, masked) v and each row's log-sum-exp (-inf

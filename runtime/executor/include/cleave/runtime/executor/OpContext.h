@@ -14,6 +14,7 @@
 #define CLEAVE_RUNTIME_EXECUTOR_OPCONTEXT_H
 
 #include "cleave/runtime/comm/Communicator.h"
+#include "cleave/runtime/kernels/SequenceBlocks.h"
 #include "cleave/runtime/kernels/Tensor.h"
 #include "cleave/runtime/plan/plan.pb.h"
 
@@ -99,12 +100,18 @@ public:
   int64_t attrAxis(const std::string &name, int64_t rank) const;
   /// A string list, or a single string as a list of one.
   std::vector<std::string> attrStrings(const std::string &name) const;
-  /// The causal mask's shift for `queries` x `keys` (key j masked for
-  /// query i when j > i + shift): keys - queries, unless `query_blocks`
-  /// says this device holds block g of n of the queries split over those
-  /// mesh axes (context parallelism), which gives
-  /// g * queries + keys - n * queries.
-  int64_t causalShift(int64_t queries, int64_t keys) const;
+  /// The causal mask's places of `queries` rows against `keys` (key j
+  /// masked for query i when j > shift(i)): i + keys - queries, unless
+  /// `query_blocks` says this device holds block g of n of the queries
+  /// split over those mesh axes (context parallelism): then the block's
+  /// rows in the whole sequence (sequenceBlock), moved by keys - n *
+  /// queries.
+  kernels::RowOffsets causalShift(int64_t queries, int64_t keys) const;
+  /// Where this device's `rows` rows of a sequence split over the mesh axes
+  /// the attribute `blocksAttr` names sit in the whole sequence: block g of
+  /// n, or with `zigzag` chunks g and 2n - 1 - g of 2n.
+  kernels::RowOffsets sequenceBlock(const std::string &blocksAttr,
+                                    int64_t rows) const;
 };
 
 using KernelFn = void (*)(OpContext &);

@@ -7,6 +7,7 @@
 #ifndef CLEAVE_RUNTIME_KERNELS_ATTENTION_H
 #define CLEAVE_RUNTIME_KERNELS_ATTENTION_H
 
+#include "cleave/runtime/kernels/SequenceBlocks.h"
 #include "cleave/runtime/kernels/Tensor.h"
 
 #include <optional>
@@ -17,10 +18,11 @@ namespace cleave::kernels {
 /// of rank >= 2, read as [..., query, key]: key j is masked for query i when
 /// j > i + (keys - queries), and masked entries are 0. A query with every
 /// key masked (only possible with more queries than keys) gets all zeros
-/// rather than 0/0. `causalShift`, when given, replaces (keys - queries):
-/// the queries are then a block of a longer sequence (context parallelism).
+/// rather than 0/0. `causalShift`, when given, places the queries instead
+/// (key j masked for query i when j > causalShift(i)): a block of a longer
+/// sequence, contiguous or zig-zag (context parallelism).
 void softmax(ConstTensorRef in, int64_t axis, bool causal, TensorRef out,
-             std::optional<int64_t> causalShift = std::nullopt);
+             std::optional<RowOffsets> causalShift = std::nullopt);
 
 /// dIn = out * (dOut - sum_axis(dOut * out)), from the softmax's result;
 /// masked entries have out = 0 and so get no gradient, causal or not.
@@ -29,12 +31,14 @@ void softmaxBackward(ConstTensorRef out, ConstTensorRef dOut, int64_t axis,
 
 /// Rotary position embedding of [batch, seq, heads, head_dim] (LLaMA's
 /// rotate-half convention): the pair (x[i], x[i + d/2]) at sequence index
-/// s is rotated by the angle (s + offset) * theta^(-2i/d). Angles are
-/// computed in double, so long positions keep float accuracy.
-void rope(ConstTensorRef in, double theta, int64_t offset, TensorRef out);
+/// s is rotated by the angle positions(s) * theta^(-2i/d) (s + offset for a
+/// plain offset). Angles are computed in double, so long positions keep
+/// float accuracy.
+void rope(ConstTensorRef in, double theta, RowOffsets positions,
+          TensorRef out);
 
 /// The gradient of `rope`: the inverse rotation of dOut.
-void ropeBackward(ConstTensorRef dOut, double theta, int64_t offset,
+void ropeBackward(ConstTensorRef dOut, double theta, RowOffsets positions,
                   TensorRef dIn);
 
 } // namespace cleave::kernels

@@ -17,6 +17,7 @@
 #ifndef CLEAVE_RUNTIME_KERNELS_FLASHATTENTION_H
 #define CLEAVE_RUNTIME_KERNELS_FLASHATTENTION_H
 
+#include "cleave/runtime/kernels/SequenceBlocks.h"
 #include "cleave/runtime/kernels/Tensor.h"
 
 #include <optional>
@@ -26,12 +27,13 @@ namespace cleave::kernels {
 struct FlashAttentionOptions {
   /// Multiplies q k^T before the softmax (usually 1 / sqrt(dim)).
   float scale = 1.0f;
-  /// Key j is masked for query i when j > i + shift, shift being
-  /// `causalShift` or else keys - queries (as graph.softmax's causal mask;
-  /// a block of a longer sequence under context parallelism passes its
-  /// own). A row with every key masked gets output 0 and lse -inf.
+  /// Key j is masked for query i when j > causalShift(i), or else
+  /// j > i + keys - queries (as graph.softmax's causal mask; a block of a
+  /// longer sequence under context parallelism, contiguous or zig-zag,
+  /// passes its own places). A row with every key masked gets output 0 and
+  /// lse -inf.
   bool causal = false;
-  std::optional<int64_t> causalShift;
+  std::optional<RowOffsets> causalShift;
   /// Rows of queries and keys a block holds (tests vary them; results do
   /// not depend on them beyond rounding).
   int64_t blockQueries = 64;

@@ -119,16 +119,33 @@ def Graph_ShardSliceOp : Graph_CollectiveOp<"shard_slice"> {
     No communication: device i of the group keeps block i. Its gradient is
     the all-gather of the block gradients.
 
+    With `zigzag` (zig-zag context parallelism: a causal sequence balanced
+    over the group) `dim` is cut into 2n chunks and device i keeps chunks i
+    and 2n - 1 - i, in that order; the gradient then puts the gathered
+    chunks back in sequence order.
+
     ```mlir
     %y = graph.shard_slice %x axes ["tp"] size 4 dim 2 : tensor<8x1024x768xf32> -> tensor<8x1024x192xf32>
+    %t = graph.shard_slice %tokens axes ["cp"] size 2 dim 1 zigzag : tensor<8x1024xi64> -> tensor<8x512xi64>
     ```
   }];
   let arguments = (ins Graph_Tensor:$input, StrArrayAttr:$axes,
-                       I64Attr:$group_size, I64Attr:$dim);
+                       I64Attr:$group_size, I64Attr:$dim, UnitAttr:$zigzag);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = [{
-    $input `axes` $axes `size` $group_size `dim` $dim attr-dict `:`
-    type($input) `->` type($result)
+    $input `axes` $axes `size` $group_size `dim` $dim (`zigzag` $zigzag^)?
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    double getFlops() { return 0; }
+    /// `whole` with dimension `dim` reordered from sequence order to the
+    /// zig-zag blocks of `groupSize` devices laid end to end (`toBlocks`;
+    /// what an all-gather of them gives), or back: a graph.gather of
+    /// constant indices.
+    static ::mlir::Value reorderZigzag(::mlir::OpBuilder &b,
+                                       ::mlir::Location loc,
+                                       ::mlir::Value whole, int64_t dim,
+                                       int64_t groupSize, bool toBlocks);
   }];
 }
 

@@ -67,13 +67,15 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Pure,
                        Graph_FloatTensor:$value, Graph_FloatTensor:$out,
                        Graph_FloatTensor:$lse, Graph_FloatTensor:$grad,
                        F64Attr:$scale, UnitAttr:$causal,
-                       OptionalAttr<StrArrayAttr>:$query_blocks);
+                       OptionalAttr<StrArrayAttr>:$query_blocks,
+                       UnitAttr:$zigzag);
   let results = (outs Graph_FloatTensor:$query_grad,
                       Graph_FloatTensor:$key_grad,
                       Graph_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $out `,` $lse `,` $grad `scale` `=` $scale
-    (`causal` $causal^)? (`query_blocks` $query_blocks^)? attr-dict `:`
+    (`causal` $causal^)? (`query_blocks` $query_blocks^)?
+    (`zigzag` $zigzag^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($out) `,`
     type($lse)
   }];

@@ -288,18 +288,27 @@ def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure, SameOperandsAndResultType,
     g * queries + i of n * queries, so key j is masked when
     j > g * queries + i + (keys - n * queries).
 
+    `zigzag` (with `query_blocks`; set by cleave-spmd-partition under
+    zig-zag context parallelism) says the block is two chunks of the
+    sequence cut into 2n: chunk g in the first half of the queries and
+    chunk 2n - 1 - g in the second, so that every device's block has as
+    many unmasked scores as any other's. The keys stay in sequence order.
+
     ```mlir
     %p = graph.softmax %s axis = 3 causal : tensor<2x12x128x128xf32>
     %b = graph.softmax %t axis = 3 causal query_blocks ["cp"] : tensor<2x12x64x128xf32>
+    %z = graph.softmax %t axis = 3 causal query_blocks ["cp"] zigzag : tensor<2x12x64x128xf32>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$input, I64Attr:$axis,
                        UnitAttr:$causal,
-                       OptionalAttr<StrArrayAttr>:$query_blocks);
+                       OptionalAttr<StrArrayAttr>:$query_blocks,
+                       UnitAttr:$zigzag);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
     $input `axis` `=` $axis (`causal` $causal^)?
-    (`query_blocks` $query_blocks^)? attr-dict `:` type($input)
+    (`query_blocks` $query_blocks^)? (`zigzag` $zigzag^)? attr-dict `:`
+    type($input)
   }];
   // Only the partitioner places query blocks: importers build without.
   let builders = [
@@ -405,16 +414,20 @@ def Graph_RopeOp : Graph_Op<"rope", [Pure, SameOperandsAndResultType,
     negated angle, which is the backward pass. FLOPs: 3 per element.
     `position_blocks` (set by cleave-spmd-partition when the sequence is
     split over mesh axes, as context parallelism does) adds this device's
-    block index on those axes times the local sequence length.
+    block index on those axes times the local sequence length; with
+    `zigzag`, the block is two chunks of the sequence cut into 2n, chunk g
+    then chunk 2n - 1 - g (graph.softmax's zig-zag blocks).
   }];
   let arguments = (ins Graph_FloatTensor:$input, F64Attr:$theta,
                        DefaultValuedAttr<I64Attr, "0">:$offset,
                        UnitAttr:$inverse,
-                       OptionalAttr<StrArrayAttr>:$position_blocks);
+                       OptionalAttr<StrArrayAttr>:$position_blocks,
+                       UnitAttr:$zigzag);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
     $input `theta` `=` $theta (`inverse` $inverse^)?
-    (`position_blocks` $position_blocks^)? attr-dict `:` type($input)
+    (`position_blocks` $position_blocks^)? (`zigzag` $zigzag^)? attr-dict
+    `:` type($input)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -445,7 +458,7 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, InferTypeOpAdaptor,
     scores, since wholly masked blocks are skipped.
     `query_blocks` (set by cleave-spmd-partition when the queries are split
     over mesh axes, as context parallelism does) places this device's block
-    for the mask, as graph.softmax's does.
+    for the mask, as graph.softmax's does, and so does `zigzag`.
 
     ```mlir
     %o, %lse = graph.attention %q, %k, %v scale = 1.250000e-01 causal
@@ -455,11 +468,13 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, InferTypeOpAdaptor,
   let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
                        Graph_FloatTensor:$value, F64Attr:$scale,
                        UnitAttr:$causal,
-                       OptionalAttr<StrArrayAttr>:$query_blocks);
+                       OptionalAttr<StrArrayAttr>:$query_blocks,
+                       UnitAttr:$zigzag);
   let results = (outs Graph_FloatTensor:$out, Graph_FloatTensor:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value `scale` `=` $scale (`causal` $causal^)?
-    (`query_blocks` $query_blocks^)? attr-dict `:` type($query) `,`
+    (`query_blocks` $query_blocks^)? (`zigzag` $zigzag^)? attr-dict `:`
+    type($query) `,`
     type($key) `,` type($value)
   }];
   let hasVerifier = 1;

@@ -121,11 +121,13 @@ llvm::LogicalResult verifyAxis(std::optional<mlir::Location> loc,
 /// Checks that the normalisation parameter `param` (scale or bias) has the
 /// shape input.shape[axis:] and the input's element type.
 /// The attributes graph.attention and graph.attention_grad share: a
-/// positive scale, and query_blocks (naming at least one axis) only with a
-/// causal mask.
+/// positive scale, query_blocks (naming at least one axis) only with a
+/// causal mask, and zigzag only with query_blocks and an even number of
+/// queries (`query`'s next-to-last dimension).
 llvm::LogicalResult verifyAttentionAttributes(std::optional<mlir::Location> loc,
                                               bool causal,
                                               mlir::ArrayAttr queryBlocks,
+                                              bool zigzag, mlir::Type query,
                                               double scale);
 
 llvm::LogicalResult verifyNormParam(std::optional<mlir::Location> loc,
