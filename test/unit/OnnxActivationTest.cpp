@@ -69,6 +69,23 @@ TEST(OnnxActivations, MatchTheirDefinitions) {
                    }});
   m.node("Softplus", "softplus", {"x"}, {"softplus"});
   cases.push_back({"softplus", softplus});
+  auto &celu = m.node("Celu", "celu", {"x"}, {"celu"});
+  ModelBuilder::floatAttr(celu, "alpha", 2.0f);
+  cases.push_back({"celu", [](double x) {
+                     return std::max(0.0, x) +
+                            std::min(0.0, 2.0 * (std::exp(x / 2.0) - 1));
+                   }});
+  m.node("Selu", "selu", {"x"}, {"selu"});
+  cases.push_back({"selu", [](double x) {
+                     double alpha = 1.67326319217681884765625,
+                            gamma = 1.05070102214813232421875;
+                     return gamma * (x > 0 ? x : alpha * (std::exp(x) - 1));
+                   }});
+  m.node("Softsign", "softsign", {"x"}, {"softsign"});
+  cases.push_back(
+      {"softsign", [](double x) { return x / (1 + std::fabs(x)); }});
+  m.node("Sign", "sign", {"x"}, {"sign"});
+  cases.push_back({"sign", [](double x) { return (x > 0) - (x < 0); }});
   // Mish as exporters before opset 18 write it.
   m.node("Softplus", "mish_softplus", {"x"}, {"mish_sp"});
   m.node("Tanh", "mish_tanh", {"mish_sp"}, {"mish_t"});
@@ -95,6 +112,59 @@ TEST(OnnxActivations, MatchTheirDefinitions) {
           << cases[i].output << "(" << xs[j] << ")";
     }
   }
+}
+
+TEST(OnnxActivations, CeluNeedsAPositiveAlpha) {
+  ModelBuilder m;
+  m.input("x", kFloat, {4});
+  auto &celu = m.node("Celu", "celu", {"x"}, {"y"});
+  ModelBuilder::floatAttr(celu, "alpha", 0.0f);
+  m.output("y", 1);
+  expectImportError(m, "alpha must be positive, got 0", "Celu alpha = 0");
+}
+
+TEST(OnnxActivations, GlobalMaxPoolOverTheSpatialAxes) {
+  ModelBuilder m;
+  m.input("x", kFloat, {2, 3, 4, 5});
+  m.node("GlobalMaxPool", "pool", {"x"}, {"y"});
+  m.output("y", 4);
+  k::Tensor x({2, 3, 4, 5});
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    x[i] = float((i * 37) % 101);
+  std::vector<k::Tensor> out = runWithX(m, x);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].shape(), (k::Shape{2, 3, 1, 1}));
+  for (int64_t c = 0; c < 6; ++c) {
+    float best = -1;
+    for (int64_t e = 0; e < 20; ++e)
+      best = std::max(best, x[c * 20 + e]);
+    EXPECT_EQ(out[0][c], best) << c;
+  }
+  ModelBuilder flat;
+  flat.input("x", kFloat, {2, 3});
+  flat.node("GlobalMaxPool", "pool", {"x"}, {"y"});
+  flat.output("y", 2);
+  expectImportError(flat, "expects [N, C, spatial...]", "a 2-D input");
+}
+
+TEST(OnnxActivations, OldOpsetsAreConvertedAndNewerOnesRefused) {
+  // Opset 6's Elu (its node tests are opset 6) goes through libonnx's
+  // version converter to 17; opset 18 is past it and refused by name.
+  ModelBuilder old(6);
+  old.input("x", kFloat, {1, 3});
+  old.node("Elu", "elu", {"x"}, {"y"});
+  old.output("y", 2);
+  k::Tensor x({1, 3}, std::vector<float>{-1.0f, 0.0f, 2.0f});
+  std::vector<k::Tensor> out = runWithX(old, x);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NEAR(out[0][0], std::exp(-1.0) - 1, 1e-6);
+  EXPECT_EQ(out[0][2], 2.0f);
+  ModelBuilder newer(18);
+  newer.input("x", kFloat, {1, 3});
+  newer.node("Elu", "elu", {"x"}, {"y"});
+  newer.output("y", 2);
+  expectImportError(newer, "opset 18 is not supported (opsets 1 to 17 are)",
+                    "opset 18");
 }
 
 TEST(OnnxActivations, IntegerInputsAreRefused) {

@@ -300,12 +300,16 @@ runOnRuntime(mlir::ModuleOp module,
   lo.clusterSpec = "cpu-local,devices=1";
   lo.step.optimizer = "none";
   lo.residualBlocks = true;
-  // The batch is the inputs' first dimension (the importer's static shape):
-  // one microbatch of all of it.
+  // The batch is the first input's first dimension (the importer's static
+  // shape; the lowering reads the model's batch there too): one microbatch
+  // of all of it.
+  bool batchFound = false;
   module.walk([&](cleave::graph::InputOp input) {
     auto type = mlir::cast<mlir::RankedTensorType>(input.getType());
-    if (lo.microbatchSize == 1 && type.getRank() > 0)
-      lo.microbatchSize = type.getDimSize(0);
+    if (batchFound || type.getRank() == 0)
+      return;
+    lo.microbatchSize = type.getDimSize(0);
+    batchFound = true;
   });
   llvm::FailureOr<cleave::plan::Plan> plan =
       cleave::lowering::lowerToPlan(module, lo);

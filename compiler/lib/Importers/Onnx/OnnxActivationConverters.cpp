@@ -1,8 +1,9 @@
 //===- OnnxActivationConverters.cpp - Activations as graph ops ------------===//
 //
 // The activations of vision, OCR and speech exports (Clip, HardSigmoid,
-// HardSwish, LeakyRelu, PRelu, Elu, Softplus, LogSoftmax, ThresholdedRelu,
-// Shrink, and the hyperbolic functions and their inverses), each written in
+// HardSwish, LeakyRelu, PRelu, Elu, Celu, Selu, Softplus, Softsign, Sign,
+// LogSoftmax, ThresholdedRelu, Shrink, and the hyperbolic functions and
+// their inverses), each written in
 // the graph ops it is made of: every one of those has its shape rule, FLOP
 // count, CPU and CUDA kernels, gradient and sharding rule, so these
 // activations train and shard like any element-wise chain. The
@@ -66,16 +67,62 @@ LogicalResult convertPRelu(NodeContext &ctx) {
   return c.result(c.leaky(x, ctx.getValue(1)));
 }
 
-LogicalResult convertElu(NodeContext &ctx) {
+/// relu(x) + alpha (e^(min(x, 0) / width) - 1): Elu (width 1), Celu
+/// (width alpha), and Selu's body. min keeps e^x from overflowing where
+/// the branch is not taken.
+Value exponentialUnit(Chain &c, Value x, double alpha, double width) {
+  Value negative = c.min(x, c.scalar(x, 0.0));
+  if (width != 1.0)
+    negative = c.mul(negative, c.scalar(x, 1.0 / width));
+  Value tail = c.mul(c.add(c.op<ExpOp>(negative), c.scalar(x, -1.0)),
+                     c.scalar(x, alpha));
+  return c.add(c.op<ReluOp>(x), tail);
+}
+
+/// Elu, Celu (its exponential over x / alpha) and Selu (gamma times Elu,
+/// with the self-normalising constants of Klambauer et al. (2017) as
+/// ONNX's defaults).
+enum class ExponentialUnit { Elu, Celu, Selu };
+
+template <ExponentialUnit F>
+LogicalResult convertExponentialUnit(NodeContext &ctx) {
   Chain c(ctx);
   Value x = c.input();
   if (!x)
     return failure();
-  // relu(x) + alpha (e^min(x, 0) - 1).
-  double alpha = ctx.getFloat("alpha", 1.0);
-  Value negative = c.op<ExpOp>(c.min(x, c.scalar(x, 0.0)));
-  Value tail = c.mul(c.add(negative, c.scalar(x, -1.0)), c.scalar(x, alpha));
-  return c.result(c.add(c.op<ReluOp>(x), tail));
+  bool selu = F == ExponentialUnit::Selu;
+  double alpha = ctx.getFloat("alpha", selu ? 1.67326319217681884765625 : 1.0);
+  if (F == ExponentialUnit::Celu && !(alpha > 0))
+    return ctx.emitError() << "alpha must be positive, got " << alpha;
+  Value y = exponentialUnit(c, x, alpha,
+                            F == ExponentialUnit::Celu ? alpha : 1.0);
+  if (selu)
+    y = c.mul(y, c.scalar(x, ctx.getFloat("gamma", 1.05070102214813232421875)));
+  return c.result(y);
+}
+
+/// x / (1 + |x|).
+LogicalResult convertSoftsign(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  if (!x)
+    return failure();
+  Value abs = c.max(x, c.op<NegOp>(x));
+  return c.result(c.op<DivOp>(x, c.add(abs, c.scalar(x, 1.0))));
+}
+
+/// 1 where x > 0, -1 where x < 0, else 0 (no gradient).
+LogicalResult convertSign(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  if (!x)
+    return failure();
+  MLIRContext *m = ctx.getContext();
+  Value zero = c.scalar(x, 0.0);
+  Value positive = c.op<CompareOp>(StringAttr::get(m, "gt"), x, zero);
+  Value negative = c.op<CompareOp>(StringAttr::get(m, "lt"), x, zero);
+  Value y = c.op<WhereOp>(negative, c.scalar(x, -1.0), zero);
+  return c.result(c.op<WhereOp>(positive, c.scalar(x, 1.0), y));
 }
 
 LogicalResult convertSoftplus(NodeContext &ctx) {
@@ -184,7 +231,11 @@ void addActivationConverters(ConverterTable &table) {
   table.add("HardSwish", convertHardSwish);
   table.add("LeakyRelu", convertLeakyRelu);
   table.add("PRelu", convertPRelu);
-  table.add("Elu", convertElu);
+  table.add("Elu", convertExponentialUnit<ExponentialUnit::Elu>);
+  table.add("Celu", convertExponentialUnit<ExponentialUnit::Celu>);
+  table.add("Selu", convertExponentialUnit<ExponentialUnit::Selu>);
+  table.add("Softsign", convertSoftsign);
+  table.add("Sign", convertSign);
   table.add("Softplus", convertSoftplus);
 }
 

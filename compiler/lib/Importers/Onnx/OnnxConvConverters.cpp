@@ -1,7 +1,8 @@
 //===- OnnxConvConverters.cpp - ONNX convolution and pooling --------------===//
 //
 // 2-D (NCHW) Conv, ConvTranspose, MaxPool, AveragePool and
-// GlobalAveragePool, and their 1-D (NCL) forms as 2-D ones over a height
+// GlobalAveragePool, GlobalMaxPool (a maximum over the spatial axes), and
+// their 1-D (NCL) forms as 2-D ones over a height
 // of 1 (speech and sequence models' Conv1d): the input and filter gain a
 // unit axis, the window attributes an entry of 1 (or 0 padding) before
 // theirs, and the result loses the axis again. ONNX pads are [x1_begin,
@@ -387,6 +388,24 @@ LogicalResult convertGlobalAveragePool(NodeContext &ctx) {
   return lift.result(ctx, op->getResult());
 }
 
+/// The maximum over the spatial dimensions, kept as 1s (N, C, 1, 1).
+LogicalResult convertGlobalMaxPool(NodeContext &ctx) {
+  Value x = ctx.getValue(0);
+  if (!x)
+    return failure();
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getRank() < 3)
+    return ctx.emitError() << "expects [N, C, spatial...], got " << type;
+  SmallVector<int64_t> axes;
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    axes.push_back(d);
+  FailureOr<ReduceMaxOp> op = ctx.create<ReduceMaxOp>(
+      x, ArrayRef<int64_t>(axes), /*keepdims=*/true);
+  if (failed(op))
+    return failure();
+  return ctx.setResult(0, op->getResult());
+}
+
 } // namespace
 
 void addConvolutionConverters(ConverterTable &table) {
@@ -395,6 +414,7 @@ void addConvolutionConverters(ConverterTable &table) {
   table.add("MaxPool", convertPool<MaxPool2dOp>);
   table.add("AveragePool", convertPool<AvgPool2dOp>);
   table.add("GlobalAveragePool", convertGlobalAveragePool);
+  table.add("GlobalMaxPool", convertGlobalMaxPool);
 }
 
 } // namespace cleave::onnx_import

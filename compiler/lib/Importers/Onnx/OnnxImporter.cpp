@@ -1,7 +1,7 @@
 //===- OnnxImporter.cpp - ONNX model files to the graph dialect -----------===//
 //
 // The driver: read and parse the file, check it with libonnx, bind the
-// symbolic input dims, convert opsets 9-16 to 17, hand the graph to
+// symbolic input dims, convert opsets 1-16 to 17, hand the graph to
 // GraphImporter, and cross-check its shapes with ONNX shape inference.
 //
 // Weights never pass through libonnx. The checker would try to open
@@ -41,7 +41,7 @@ using namespace cleave::onnx_import;
 namespace {
 
 constexpr int64_t kTargetOpset = 17;
-constexpr int64_t kOldestOpset = 9;
+constexpr int64_t kOldestOpset = 1;
 
 /// Dim names that --batch and --seq bind (exact, case-sensitive).
 constexpr llvm::StringLiteral kBatchNames[] = {"batch", "batch_size", "N",
