@@ -201,6 +201,13 @@ const GradCase kCases[] = {
   %3 = graph.tanh %2 : tensor<2x4xf32>
   %4 = graph.erf %3 : tensor<2x4xf32>
   %out = graph.sigmoid %4 : tensor<2x4xf32>)", "tensor<2x4xf32>"},
+  {"trigonometry", R"(
+  %a = graph.param "a" : tensor<2x4xf32>
+  %0 = graph.sin %a : tensor<2x4xf32>
+  %1 = graph.cos %0 : tensor<2x4xf32>
+  %2 = graph.atan %1 : tensor<2x4xf32>
+  %3 = graph.floor %a : tensor<2x4xf32>
+  %out = graph.add %2, %3 : tensor<2x4xf32>, tensor<2x4xf32>)", "tensor<2x4xf32>", 0.1f, 0.9f},
   {"sqrt_rsqrt", R"(
   %a = graph.param "a" : tensor<2x4xf32>
   %0 = graph.sqrt %a : tensor<2x4xf32>

@@ -31,6 +31,36 @@ std::vector<float> samples() {
 
 double softplus(double x) { return std::log1p(std::exp(-std::fabs(x))) + std::max(x, 0.0); }
 
+/// An output of the model and the definition it must match.
+struct Reference {
+  const char *output;
+  std::function<double(double)> reference;
+};
+
+/// Imports `m` (input x of shape [1, n]), runs it on `xs` with the graph
+/// evaluator and compares each output with its reference in double.
+void expectMatchesReferences(ModelBuilder &m, const std::vector<float> &xs,
+                             const std::vector<Reference> &cases,
+                             double rtol) {
+  int64_t n = static_cast<int64_t>(xs.size());
+  MLIRContext ctx;
+  Import import = m.import(ctx);
+  ASSERT_TRUE(import.module) << import.allErrors();
+  GraphEvaluator eval;
+  eval.bindings["x"] = k::Tensor({1, n}, xs);
+  auto results = eval.run(import.forward());
+  ASSERT_TRUE(succeeded(results));
+  ASSERT_EQ(results->size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const k::Tensor &y = std::get<k::Tensor>((*results)[i]);
+    for (int64_t j = 0; j < n; ++j) {
+      double expected = cases[i].reference(xs[j]);
+      EXPECT_NEAR(y[j], expected, rtol * std::max(1.0, std::fabs(expected)))
+          << cases[i].output << "(" << xs[j] << ")";
+    }
+  }
+}
+
 TEST(OnnxActivations, MatchTheirDefinitions) {
   std::vector<float> xs = samples();
   int64_t n = static_cast<int64_t>(xs.size());
@@ -39,10 +69,7 @@ TEST(OnnxActivations, MatchTheirDefinitions) {
   m.scalar("lo", -2.0f);
   m.scalar("hi", 3.0f);
   m.floats("slope", {1}, 0.25f);
-  struct Case {
-    const char *output;
-    std::function<double(double)> reference;
-  };
+  using Case = Reference;
   std::vector<Case> cases;
   m.node("Clip", "clip", {"x", "lo", "hi"}, {"clip"});
   cases.push_back({"clip", [](double x) { return std::clamp(x, -2.0, 3.0); }});
@@ -93,25 +120,52 @@ TEST(OnnxActivations, MatchTheirDefinitions) {
   cases.push_back({"mish", [](double x) { return x * std::tanh(softplus(x)); }});
   for (const Case &c : cases)
     m.output(c.output, 2);
-
-  MLIRContext ctx;
-  Import import = m.import(ctx);
-  ASSERT_TRUE(import.module) << import.allErrors();
-  // PReLU's slope is learned.
-  EXPECT_EQ(import.paramElements(/*trainable=*/true), 1);
-  GraphEvaluator eval;
-  eval.bindings["x"] = k::Tensor({1, n}, xs);
-  auto results = eval.run(import.forward());
-  ASSERT_TRUE(succeeded(results));
-  ASSERT_EQ(results->size(), cases.size());
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const k::Tensor &y = std::get<k::Tensor>((*results)[i]);
-    for (int64_t j = 0; j < n; ++j) {
-      double expected = cases[i].reference(xs[j]);
-      EXPECT_NEAR(y[j], expected, 1e-5 * std::max(1.0, std::fabs(expected)))
-          << cases[i].output << "(" << xs[j] << ")";
-    }
+  {
+    MLIRContext ctx;
+    // PReLU's slope is learned.
+    EXPECT_EQ(m.import(ctx).paramElements(/*trainable=*/true), 1);
   }
+  expectMatchesReferences(m, xs, cases, 1e-5);
+}
+
+TEST(OnnxMath, TrigonometryRoundingAndModMatchTheirDefinitions) {
+  std::vector<float> xs = {-2.5f, -1.5f, -0.9f, -0.5f, -0.3f, 0.0f,
+                           0.4f,  0.5f,  0.9f,  1.5f,  1.6f,  2.5f};
+  int64_t n = static_cast<int64_t>(xs.size());
+  ModelBuilder m;
+  m.input("x", kFloat, {1, n});
+  m.floats("y", {1}, 0.7f);
+  m.floats("unit", {1}, 0.39f);
+  using Case = Reference;
+  std::vector<Case> cases;
+  auto unary = [&](const char *op, std::function<double(double)> f) {
+    m.node(op, op, {"x"}, {op});
+    cases.push_back({op, f});
+  };
+  unary("Sin", [](double x) { return std::sin(x); });
+  unary("Cos", [](double x) { return std::cos(x); });
+  unary("Tan", [](double x) { return std::tan(x); });
+  unary("Atan", [](double x) { return std::atan(x); });
+  unary("Floor", [](double x) { return std::floor(x); });
+  unary("Ceil", [](double x) { return std::ceil(x); });
+  unary("Round", [](double x) { return std::nearbyint(x); });
+  // Asin and Acos on x scaled into [-1, 1].
+  m.node("Mul", "scaled", {"x", "unit"}, {"xs"});
+  m.node("Asin", "asin", {"xs"}, {"Asin"});
+  cases.push_back({"Asin", [](double x) { return std::asin(double(float(x * 0.39f))); }});
+  m.node("Acos", "acos", {"xs"}, {"Acos"});
+  cases.push_back({"Acos", [](double x) { return std::acos(double(float(x * 0.39f))); }});
+  m.node("Mod", "mod", {"x", "y"}, {"Mod"});
+  cases.push_back({"Mod", [](double x) {
+                     double r = std::fmod(x, 0.7);
+                     return r != 0 && r < 0 ? r + 0.7 : r;
+                   }});
+  auto &fmod = m.node("Mod", "fmod", {"x", "y"}, {"FMod"});
+  ModelBuilder::intAttr(fmod, "fmod", 1);
+  cases.push_back({"FMod", [](double x) { return std::fmod(x, 0.7); }});
+  for (const Case &c : cases)
+    m.output(c.output, 2);
+  expectMatchesReferences(m, xs, cases, 2e-6);
 }
 
 TEST(OnnxActivations, CeluNeedsAPositiveAlpha) {
@@ -334,8 +388,8 @@ TEST(OnnxLayoutOps, BadInputsAreErrors) {
                   Bad{"PadReflect", "reflect pads of 2 and 2 need more than "
                                     "2 elements along axis 2"},
                   Bad{"DepthToSpace", "blocksize^2 divides"},
-                  Bad{"Mod", "computes no logic or modulo, and compares only "
-                             "floating-point values, at run time"}}) {
+                  Bad{"Mod", "input 0 must be floating point at run time "
+                             "(the runtime computes no integer arithmetic)"}}) {
     ModelBuilder m;
     m.input("x", kFloat, {1, 3, 2, 2});
     m.ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
@@ -352,10 +406,12 @@ TEST(OnnxLayoutOps, BadInputsAreErrors) {
       node = &m.node("DepthToSpace", "p", {"x"}, {"y"});
       ModelBuilder::intAttr(*node, "blocksize", 2);
     } else {
-      node = &m.node("Mod", "p", {"x", "d"}, {"y"});
-      ModelBuilder::intAttr(*node, "fmod", 1);
+      // Integer operands computed at run time (floats compose from floor).
+      m.input("xi", onnx::TensorProto::INT64, {4});
+      m.ints("di", {2});
+      node = &m.node("Mod", "p", {"xi", "di"}, {"y"});
     }
-    m.output("y", 4);
+    m.output("y", std::string(bad.op) == "Mod" ? 1 : 4);
     expectImportError(m, bad.message, bad.op);
   }
 }

@@ -204,6 +204,11 @@ LogicalResult Run::execute(Operation *op) {
       })
       .Case([&](gr::ExpOp o) { return unary(o.getInput(), o, UnaryOp::Exp); })
       .Case([&](gr::LogOp o) { return unary(o.getInput(), o, UnaryOp::Log); })
+      .Case([&](gr::SinOp o) { return unary(o.getInput(), o, UnaryOp::Sin); })
+      .Case([&](gr::CosOp o) { return unary(o.getInput(), o, UnaryOp::Cos); })
+      .Case([&](gr::AtanOp o) { return unary(o.getInput(), o, UnaryOp::Atan); })
+      .Case(
+          [&](gr::FloorOp o) { return unary(o.getInput(), o, UnaryOp::Floor); })
       .Case([&](gr::SqrtOp o) { return unary(o.getInput(), o, UnaryOp::Sqrt); })
       .Case([&](gr::RsqrtOp o) { return unary(o.getInput(), o, UnaryOp::Rsqrt); })
       .Case([&](gr::ReluOp o) { return unary(o.getInput(), o, UnaryOp::Relu); })

@@ -630,7 +630,8 @@ void registerShardingStrategyExternalModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, graph::GraphDialect *) {
     using namespace graph;
     attach<elementwiseRule, StopGradientOp, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReluOp,
-           TanhOp, ErfOp, SigmoidOp, SiluOp, GeluOp, DropoutOp, CastOp, AddOp,
+           TanhOp, ErfOp, SinOp, CosOp, AtanOp, FloorOp, SigmoidOp, SiluOp,
+           GeluOp, DropoutOp, CastOp, AddOp,
            SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, WhereOp, CompareOp>(ctx);
     attach<softmaxRule, SoftmaxOp>(ctx);
     attach<attentionRule, AttentionOp>(ctx);

@@ -264,6 +264,10 @@ void registerElementwiseOps(Registry &r) {
   r["graph.relu"] = unaryKernel<U::Relu>;
   r["graph.tanh"] = unaryKernel<U::Tanh>;
   r["graph.erf"] = unaryKernel<U::Erf>;
+  r["graph.sin"] = unaryKernel<U::Sin>;
+  r["graph.cos"] = unaryKernel<U::Cos>;
+  r["graph.atan"] = unaryKernel<U::Atan>;
+  r["graph.floor"] = unaryKernel<U::Floor>;
   r["graph.sigmoid"] = unaryKernel<U::Sigmoid>;
   r["graph.silu"] = unaryKernel<U::Silu>;
   r["graph.gelu"] = geluKernel;

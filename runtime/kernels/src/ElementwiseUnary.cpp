@@ -111,6 +111,14 @@ CLEAVE_VECTOR_CLONES void unary(UnaryOp op, ConstTensorRef in, TensorRef out) {
       float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
       return v / (1.0f + fastExp(-2.0f * u));
     });
+  case UnaryOp::Sin:
+    return map(x, y, n, [](float v) { return std::sin(v); });
+  case UnaryOp::Cos:
+    return map(x, y, n, [](float v) { return std::cos(v); });
+  case UnaryOp::Atan:
+    return map(x, y, n, [](float v) { return std::atan(v); });
+  case UnaryOp::Floor:
+    return map(x, y, n, [](float v) { return std::floor(v); });
   }
 }
 
@@ -168,6 +176,14 @@ CLEAVE_VECTOR_CLONES void unaryBackward(UnaryOp op, ConstTensorRef in,
       float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
       return s + 2.0f * v * s * (1.0f - s) * du;
     });
+  case UnaryOp::Sin:
+    return mapGrad(x, g, d, n, [](float v) { return std::cos(v); });
+  case UnaryOp::Cos:
+    return mapGrad(x, g, d, n, [](float v) { return -std::sin(v); });
+  case UnaryOp::Atan:
+    return mapGrad(x, g, d, n, [](float v) { return 1.0f / (1.0f + v * v); });
+  case UnaryOp::Floor:
+    return mapGrad(x, g, d, n, [](float) { return 0.0f; });
   }
 }
 

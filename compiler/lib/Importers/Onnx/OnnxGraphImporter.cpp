@@ -177,6 +177,7 @@ const ConverterTable &getConverterTable() {
     ConverterTable t;
     addComputeConverters(t);
     addActivationConverters(t);
+    addMathConverters(t);
     addLayoutConverters(t);
     addIndexConverters(t);
     addLossConverters(t);

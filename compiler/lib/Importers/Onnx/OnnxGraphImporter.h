@@ -158,6 +158,8 @@ void addConvolutionConverters(ConverterTable &table);
 /// Clip, HardSigmoid, HardSwish, LeakyRelu, PRelu, Elu, Softplus and
 /// LogSoftmax as chains of graph ops (OnnxActivationConverters.cpp).
 void addActivationConverters(ConverterTable &table);
+/// Sin, Cos, Tan, Atan, Asin, Acos, Floor, Ceil, Round and Mod.
+void addMathConverters(ConverterTable &table);
 /// Pad (constant), Tile, DepthToSpace, InstanceNormalization, Trilu and
 /// CumSum as graph ops (OnnxLayoutConverters.cpp).
 void addLayoutConverters(ConverterTable &table);

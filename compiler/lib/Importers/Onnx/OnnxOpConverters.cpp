@@ -205,14 +205,6 @@ LogicalResult convertAbs(NodeContext &ctx) {
   return c.result(c.max(x, c.op<NegOp>(x)));
 }
 
-/// Mod of values known at import: the divisor's sign, or with fmod = 1 the
-/// dividend's.
-LogicalResult convertMod(NodeContext &ctx) {
-  return ctx.getInt("fmod", 0) != 0
-             ? convertHostBinary<HostBinaryOp::FMod>(ctx)
-             : convertHostBinary<HostBinaryOp::Mod>(ctx);
-}
-
 template <HostUnaryOp HostOp, typename OpTy>
 LogicalResult convertUnary(NodeContext &ctx) {
   if (const HostTensor *input = ctx.getConstant(0)) {
@@ -578,9 +570,6 @@ void addComputeConverters(ConverterTable &table) {
   table.add("Mul", convertBinary<HostBinaryOp::Mul, MulOp>);
   table.add("Div", convertBinary<HostBinaryOp::Div, DivOp>);
   table.add("Pow", convertBinary<HostBinaryOp::Pow, PowOp>);
-  // Mod appears in shape arithmetic (Swin's window shifts), computed at
-  // import.
-  table.add("Mod", convertMod);
   table.add("Max", convertBinary<HostBinaryOp::Max, MaxOp>);
   table.add("Min", convertBinary<HostBinaryOp::Min, MinOp>);
   table.add("Equal", [](NodeContext &ctx) {
@@ -603,8 +592,6 @@ void addComputeConverters(ConverterTable &table) {
   table.add("Xor", convertHostBinary<HostBinaryOp::Xor>);
   table.add("Not", convertUnary<HostUnaryOp::Not, void>);
   table.add("Abs", convertAbs);
-  table.add("Floor", convertUnary<HostUnaryOp::Floor, void>);
-  table.add("Ceil", convertUnary<HostUnaryOp::Ceil, void>);
   table.add("Neg", convertUnary<HostUnaryOp::Neg, NegOp>);
   table.add("Relu", convertUnary<HostUnaryOp::Relu, ReluOp>);
   table.add("Sqrt", convertUnary<HostUnaryOp::Sqrt, SqrtOp>);

@@ -179,6 +179,40 @@ LogicalResult gradStopGradient(StopGradientOp, OpBuilder &, ValueRange,
   return success();
 }
 
+/// Piecewise constant: no gradient.
+LogicalResult gradFloor(FloorOp, OpBuilder &, ValueRange,
+                        SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(Value());
+  return success();
+}
+
+/// sin' = cos, cos' = -sin, atan' = 1 / (1 + x^2).
+LogicalResult gradSin(SinOp op, OpBuilder &b, ValueRange dys,
+                      SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  dxs.push_back(
+      MulOp::create(b, loc, dys[0], CosOp::create(b, loc, op.getInput())));
+  return success();
+}
+
+LogicalResult gradCos(CosOp op, OpBuilder &b, ValueRange dys,
+                      SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  Value sin = SinOp::create(b, loc, op.getInput());
+  dxs.push_back(NegOp::create(b, loc, MulOp::create(b, loc, dys[0], sin)));
+  return success();
+}
+
+LogicalResult gradAtan(AtanOp op, OpBuilder &b, ValueRange dys,
+                       SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  Value x = op.getInput();
+  Value denominator = AddOp::create(b, loc, MulOp::create(b, loc, x, x),
+                                    scalar(b, loc, elementTypeOf(op), 1.0));
+  dxs.push_back(DivOp::create(b, loc, dys[0], denominator));
+  return success();
+}
+
 } // namespace
 
 void attachElementwiseRules(MLIRContext *ctx) {
@@ -203,6 +237,10 @@ void attachElementwiseRules(MLIRContext *ctx) {
   attach<ErfOp, gradActivation<ErfOp>>(ctx);
   attach<GeluOp, gradActivation<GeluOp>>(ctx);
   attach<DropoutOp, gradDropout>(ctx);
+  attach<FloorOp, gradFloor>(ctx);
+  attach<SinOp, gradSin>(ctx);
+  attach<CosOp, gradCos>(ctx);
+  attach<AtanOp, gradAtan>(ctx);
   attach<CastOp, gradCast>(ctx);
 }
 

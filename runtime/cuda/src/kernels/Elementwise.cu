@@ -106,6 +106,14 @@ template <UnaryOp Op> __device__ __forceinline__ float unaryValue(float v) {
     return v * sigmoid(v);
   else if constexpr (Op == UnaryOp::Gelu)
     return 0.5f * v * (1.0f + erff(v * kInvSqrt2));
+  else if constexpr (Op == UnaryOp::Sin)
+    return sinf(v);
+  else if constexpr (Op == UnaryOp::Cos)
+    return cosf(v);
+  else if constexpr (Op == UnaryOp::Atan)
+    return atanf(v);
+  else if constexpr (Op == UnaryOp::Floor)
+    return floorf(v);
   else
     // 0.5 v (1 + tanh u) = v sigmoid(2u), as the CPU computes it.
     return v / (1.0f + fastExp(-2.0f * geluTanhArgument(v)));
@@ -140,6 +148,14 @@ template <UnaryOp Op> __device__ __forceinline__ float gradFactor(float v) {
   } else if constexpr (Op == UnaryOp::Gelu) {
     float cdf = 0.5f * (1.0f + erff(v * kInvSqrt2));
     return cdf + mulRn(v * kInvSqrt2Pi, expf(-0.5f * v * v));
+  } else if constexpr (Op == UnaryOp::Sin) {
+    return cosf(v);
+  } else if constexpr (Op == UnaryOp::Cos) {
+    return -sinf(v);
+  } else if constexpr (Op == UnaryOp::Atan) {
+    return 1.0f / (1.0f + mulRn(v, v));
+  } else if constexpr (Op == UnaryOp::Floor) {
+    return 0.0f;
   } else {
     // With s = sigmoid(2u): 1 + tanh u = 2s and 1 - tanh^2 u = 4s(1 - s).
     float u = geluTanhArgument(v);
@@ -481,6 +497,14 @@ template <typename F> void dispatchUnary(UnaryOp op, F &&f) {
     return f(Tag<UnaryOp::Gelu>());
   case UnaryOp::GeluTanh:
     return f(Tag<UnaryOp::GeluTanh>());
+  case UnaryOp::Sin:
+    return f(Tag<UnaryOp::Sin>());
+  case UnaryOp::Cos:
+    return f(Tag<UnaryOp::Cos>());
+  case UnaryOp::Atan:
+    return f(Tag<UnaryOp::Atan>());
+  case UnaryOp::Floor:
+    return f(Tag<UnaryOp::Floor>());
   }
 }
 

@@ -52,6 +52,11 @@ enum class UnaryOp {
   Gelu,
   /// The tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
   GeluTanh,
+  Sin,
+  Cos,
+  Atan,
+  /// The largest integer not above x; its derivative is 0.
+  Floor,
 };
 
 /// out = op(in); out may alias in.

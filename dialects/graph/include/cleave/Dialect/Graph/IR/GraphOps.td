@@ -113,6 +113,12 @@ def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", 2> { let summary = "1 / sqrt(x)"; }
 def Graph_ReluOp : Graph_UnaryOp<"relu", 1> { let summary = "max(x, 0)"; }
 def Graph_TanhOp : Graph_UnaryOp<"tanh", 1> { let summary = "tanh"; }
 def Graph_ErfOp : Graph_UnaryOp<"erf", 1> { let summary = "error function"; }
+def Graph_SinOp : Graph_UnaryOp<"sin", 1> { let summary = "sine"; }
+def Graph_CosOp : Graph_UnaryOp<"cos", 1> { let summary = "cosine"; }
+def Graph_AtanOp : Graph_UnaryOp<"atan", 1> { let summary = "arctangent"; }
+def Graph_FloorOp : Graph_UnaryOp<"floor", 1> {
+  let summary = "largest integer not above x (its gradient is 0)";
+}
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", 3> {
   let summary = "1 / (1 + e^-x)";
 }

@@ -1,0 +1,156 @@
+//===- OnnxMathConverters.cpp - Trigonometry, rounding and Mod ------------===//
+//
+// Sin, Cos and Atan are graph ops of their own (kernels, gradients); Tan,
+// Asin and Acos are written in them (tan = sin / cos, asin(x) =
+// atan(x / sqrt(1 - x^2)), acos = pi/2 - asin). Floor is a graph op; Ceil
+// (-floor(-x)), Round (half to even) and a run-time Mod (x - y floor(x / y),
+// or with fmod = 1 the dividend's sign: x - y trunc(x / y)) are written in
+// floor. Values known at import are folded there instead (shape
+// arithmetic: Swin's window shifts, paddle2onnx's sizes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxCompose.h"
+#include "OnnxConstantFolding.h"
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+
+#include <optional>
+
+using namespace mlir;
+using namespace cleave::graph;
+
+namespace cleave::onnx_import {
+namespace {
+
+/// The folded result when every input is known at import, else nullopt
+/// with nothing reported (the caller then builds graph ops).
+std::optional<LogicalResult> foldIfKnown(NodeContext &ctx,
+                                         std::optional<HostUnaryOp> unary,
+                                         std::optional<HostBinaryOp> binary) {
+  const HostTensor *a = ctx.getConstant(0);
+  const HostTensor *b = binary ? ctx.getConstant(1) : nullptr;
+  if (!a || (binary && !b))
+    return std::nullopt;
+  llvm::Expected<HostTensor> r =
+      unary ? foldUnary(*unary, *a) : foldBinary(*binary, *a, *b);
+  if (!r)
+    return ctx.fail(r.takeError());
+  return ctx.setResult(0, std::move(*r));
+}
+
+/// The node's floating-point input `i`, or null after an error.
+Value floatInput(NodeContext &ctx, unsigned i) {
+  Value v = ctx.getValue(i);
+  auto type = v ? dyn_cast<RankedTensorType>(v.getType()) : nullptr;
+  if (v && (!type || !isa<FloatType>(type.getElementType()))) {
+    ctx.emitError() << "input " << i
+                    << " must be floating point at run time (the runtime "
+                       "computes no integer arithmetic), got "
+                    << v.getType();
+    return {};
+  }
+  return v;
+}
+
+enum class Trig { Sin, Cos, Tan, Atan, Asin, Acos };
+
+template <Trig F> LogicalResult convertTrig(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = floatInput(ctx, 0);
+  if (!x)
+    return failure();
+  auto asin = [&] {
+    Value one = c.scalar(x, 1.0);
+    Value root = c.op<SqrtOp>(c.op<SubOp>(one, c.mul(x, x)));
+    return c.op<AtanOp>(c.op<DivOp>(x, root));
+  };
+  switch (F) {
+  case Trig::Sin:
+    return c.result(c.op<SinOp>(x));
+  case Trig::Cos:
+    return c.result(c.op<CosOp>(x));
+  case Trig::Tan:
+    return c.result(c.op<DivOp>(c.op<SinOp>(x), c.op<CosOp>(x)));
+  case Trig::Atan:
+    return c.result(c.op<AtanOp>(x));
+  case Trig::Asin:
+    return c.result(asin());
+  case Trig::Acos:
+    return c.result(
+        c.op<SubOp>(c.scalar(x, 1.57079632679489661923), asin()));
+  }
+  return failure();
+}
+
+/// Floor, and Ceil as -floor(-x).
+template <HostUnaryOp F> LogicalResult convertFloorOrCeil(NodeContext &ctx) {
+  if (std::optional<LogicalResult> folded =
+          foldIfKnown(ctx, F, std::nullopt))
+    return *folded;
+  Chain c(ctx);
+  Value x = floatInput(ctx, 0);
+  if (!x)
+    return failure();
+  if (F == HostUnaryOp::Floor)
+    return c.result(c.op<FloorOp>(x));
+  return c.result(c.op<NegOp>(c.op<FloorOp>(c.op<NegOp>(x))));
+}
+
+/// Nearest integer, halves to the even one (ONNX's, numpy's): r =
+/// floor(x + 1/2), less 1 where x was a half and r is odd.
+LogicalResult convertRound(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = floatInput(ctx, 0);
+  if (!x)
+    return failure();
+  MLIRContext *m = ctx.getContext();
+  Value half = c.scalar(x, 0.5), one = c.scalar(x, 1.0);
+  Value r = c.op<FloorOp>(c.add(x, half));
+  Value tie = c.op<CompareOp>(StringAttr::get(m, "eq"), c.op<SubOp>(r, x),
+                              half);
+  Value halfR = c.mul(r, half);
+  Value odd = c.op<CompareOp>(StringAttr::get(m, "ne"), c.op<FloorOp>(halfR),
+                              halfR);
+  Value down = c.op<WhereOp>(odd, c.op<SubOp>(r, one), r);
+  return c.result(c.op<WhereOp>(tie, down, r));
+}
+
+/// x mod y: y's sign (x - y floor(x / y)), or with fmod = 1 x's sign
+/// (C's fmod: x - y trunc(x / y)).
+LogicalResult convertMod(NodeContext &ctx) {
+  bool fmod = ctx.getInt("fmod", 0) != 0;
+  if (std::optional<LogicalResult> folded = foldIfKnown(
+          ctx, std::nullopt, fmod ? HostBinaryOp::FMod : HostBinaryOp::Mod))
+    return *folded;
+  Chain c(ctx);
+  Value x = floatInput(ctx, 0), y = x ? floatInput(ctx, 1) : Value();
+  if (!x || !y)
+    return failure();
+  Value q = c.op<DivOp>(x, y);
+  Value whole = c.op<FloorOp>(q);
+  if (fmod) {
+    Value negative = c.op<CompareOp>(StringAttr::get(ctx.getContext(), "lt"),
+                                     q, c.scalar(q, 0.0));
+    Value up = c.op<NegOp>(c.op<FloorOp>(c.op<NegOp>(q)));
+    whole = c.op<WhereOp>(negative, up, whole);
+  }
+  return c.result(c.op<SubOp>(x, c.mul(y, whole)));
+}
+
+} // namespace
+
+void addMathConverters(ConverterTable &table) {
+  table.add("Sin", convertTrig<Trig::Sin>);
+  table.add("Cos", convertTrig<Trig::Cos>);
+  table.add("Tan", convertTrig<Trig::Tan>);
+  table.add("Atan", convertTrig<Trig::Atan>);
+  table.add("Asin", convertTrig<Trig::Asin>);
+  table.add("Acos", convertTrig<Trig::Acos>);
+  table.add("Floor", convertFloorOrCeil<HostUnaryOp::Floor>);
+  table.add("Ceil", convertFloorOrCeil<HostUnaryOp::Ceil>);
+  table.add("Round", convertRound);
+  table.add("Mod", convertMod);
+}
+
+} // namespace cleave::onnx_import
