@@ -47,6 +47,10 @@ public:
     return cuda::fusedKernel(kind);
   }
   bool hostAddressable() const override { return false; }
+  /// GEMMs on the tensor cores in the storage type (gemmStored).
+  bool readsHalfStorage(const std::string &op) const override {
+    return op == "graph.matmul";
+  }
 
   void *allocate(int64_t bytes) override {
     void *data = nullptr;

@@ -1,4 +1,4 @@
-//===- Gemm.cpp - Row-major fp32 GEMMs through cuBLASLt -------------------===//
+//===- Gemm.cpp - Row-major GEMMs through cuBLASLt ------------------------===//
 //
 // Row-major C[M,N] = op(A)[M,K] op(B)[K,N] is column-major
 // C^T[N,M] = op(B)^T op(A)^T, so cuBLASLt gets the operands swapped and
@@ -32,6 +32,8 @@ struct Problem {
   int32_t batch;
   int64_t strideA, strideB, strideC;
   GemmPrecision precision;
+  /// How D (and C) are stored.
+  GemmStorage out = GemmStorage::F32;
   float beta;
   /// The largest power of two (at most 256) dividing each operand's
   /// address and batch stride in bytes: cuBLASLt's heuristic otherwise
@@ -45,7 +47,8 @@ struct Problem {
 
   auto key() const {
     return std::make_tuple(transA, transB, m, n, k, batch, strideA, strideB,
-                           strideC, static_cast<int>(precision), beta != 0.0f,
+                           strideC, static_cast<int>(precision),
+                           static_cast<int>(out), beta != 0.0f,
                            alignA, alignB, alignC,
                            static_cast<int>(epilogue), alignBias, alignAux);
   }
@@ -152,7 +155,10 @@ const Plan &planFor(const Problem &p, const EpilogueArgs &e) {
                     : layout(in, p.m, p.k, p.batch, p.strideA);
   plan.b = p.transB ? layout(in, p.n, p.k, p.batch, p.strideB)
                     : layout(in, p.k, p.n, p.batch, p.strideB);
-  plan.c = layout(CUDA_R_32F, p.m, p.n, p.batch, p.strideC);
+  plan.c = layout(p.out == GemmStorage::Bf16  ? CUDA_R_16BF
+                  : p.out == GemmStorage::F16 ? CUDA_R_16F
+                                              : CUDA_R_32F,
+                  p.m, p.n, p.batch, p.strideC);
 
   cublasLtMatmulPreference_t pref = nullptr;
   CLEAVE_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -202,10 +208,37 @@ int64_t extent(int64_t rows, int64_t cols, int32_t batch, int64_t stride) {
   return rows * cols + (batch > 1 ? (batch - 1) * stride : 0);
 }
 
-bool run(Problem p, const float *a, const float *b, float *c,
-         const EpilogueArgs &e = {}) {
+/// A GEMM's operands and result in column-major terms, as stored.
+struct Operands {
+  const void *a, *b;
+  void *c;
+  GemmStorage as = GemmStorage::F32, bs = GemmStorage::F32,
+              cs = GemmStorage::F32;
+};
+
+int64_t storageBytes(GemmStorage s) { return s == GemmStorage::F32 ? 4 : 2; }
+
+/// The precision of a product: the 16-bit type of its 16-bit operands or
+/// result (they must agree), else the context's.
+GemmPrecision precisionOf(const Operands &o, GemmPrecision context) {
+  std::optional<GemmStorage> half;
+  for (GemmStorage s : {o.as, o.bs, o.cs}) {
+    if (s == GemmStorage::F32)
+      continue;
+    if (half && *half != s)
+      throw std::invalid_argument("a GEMM mixes bf16 and fp16 storage");
+    half = s;
+  }
+  if (!half)
+    return context;
+  return *half == GemmStorage::Bf16 ? GemmPrecision::Bf16
+                                    : GemmPrecision::Fp16;
+}
+
+bool run(Problem p, const Operands &o, const EpilogueArgs &e = {}) {
   Context &ctx = context();
-  p.precision = ctx.gemmPrecision;
+  p.precision = precisionOf(o, ctx.gemmPrecision);
+  p.out = o.cs;
   p.epilogue = e.kind;
   if (p.m == 0 || p.n == 0 || p.batch == 0)
     return true;
@@ -216,37 +249,43 @@ bool run(Problem p, const float *a, const float *b, float *c,
     // An empty contraction adds nothing (cuBLASLt wants k >= 1).
     if (p.beta != 0.0f)
       return true;
+    int64_t cBytes = storageBytes(o.cs);
     for (int32_t i = 0; i < p.batch; ++i)
-      CLEAVE_CUDA_CHECK(cudaMemsetAsync(c + i * p.strideC, 0,
-                                        sizeof(float) * p.m * p.n,
-                                        ctx.compute));
+      CLEAVE_CUDA_CHECK(cudaMemsetAsync(
+          static_cast<char *>(o.c) + i * p.strideC * cBytes, 0,
+          cBytes * p.m * p.n, ctx.compute));
     return true;
   }
   float alpha = 1.0f, beta = p.beta;
-  // bf16/fp16: the fp32 operands are rounded into 16-bit copies (the
-  // weights stay fp32 masters in the arena, as in mixed-precision
-  // training); accumulation and the result stay fp32.
-  const void *ain = a, *bin = b;
+  // bf16/fp16: fp32 operands are rounded into 16-bit copies (the weights
+  // stay fp32 masters in the arena, as in mixed-precision training);
+  // 16-bit operands are read as stored. Accumulation is fp32; the result
+  // is stored as the plan stores it.
+  const void *ain = o.a, *bin = o.b;
   std::optional<Scratch> a16, b16;
-  if (p.precision == GemmPrecision::Bf16 ||
-      p.precision == GemmPrecision::Fp16) {
+  bool half = p.precision == GemmPrecision::Bf16 ||
+              p.precision == GemmPrecision::Fp16;
+  if (half) {
     bool bf16 = p.precision == GemmPrecision::Bf16;
-    int64_t na = extent(p.m, p.k, p.batch, p.strideA);
-    int64_t nb = extent(p.k, p.n, p.batch, p.strideB);
-    a16.emplace(static_cast<size_t>(na) * 2);
-    b16.emplace(static_cast<size_t>(nb) * 2);
-    convertToHalf(a, a16->data(), na, bf16, ctx.compute);
-    convertToHalf(b, b16->data(), nb, bf16, ctx.compute);
-    ain = a16->data();
-    bin = b16->data();
+    if (o.as == GemmStorage::F32) {
+      int64_t na = extent(p.m, p.k, p.batch, p.strideA);
+      a16.emplace(static_cast<size_t>(na) * 2);
+      convertToHalf(static_cast<const float *>(o.a), a16->data(), na, bf16,
+                    ctx.compute);
+      ain = a16->data();
+    }
+    if (o.bs == GemmStorage::F32) {
+      int64_t nb = extent(p.k, p.n, p.batch, p.strideB);
+      b16.emplace(static_cast<size_t>(nb) * 2);
+      convertToHalf(static_cast<const float *>(o.b), b16->data(), nb, bf16,
+                    ctx.compute);
+      bin = b16->data();
+    }
   }
-  int64_t inBytes = p.precision == GemmPrecision::Bf16 ||
-                            p.precision == GemmPrecision::Fp16
-                        ? 2
-                        : 4;
+  int64_t inBytes = half ? 2 : 4;
   p.alignA = alignment(ain, p.strideA, p.batch, inBytes);
   p.alignB = alignment(bin, p.strideB, p.batch, inBytes);
-  p.alignC = alignment(c, p.strideC, p.batch, 4);
+  p.alignC = alignment(o.c, p.strideC, p.batch, storageBytes(o.cs));
   if (e.bias)
     p.alignBias = alignment(e.bias, 0, 1, 4);
   if (e.aux)
@@ -257,7 +296,7 @@ bool run(Problem p, const float *a, const float *b, float *c,
   if (p.epilogue != Epilogue::None)
     setEpiloguePointers(plan.op, e);
   CLEAVE_CUDA_CHECK(cublasLtMatmul(ctx.lt, plan.op, &alpha, ain, plan.a, bin,
-                                   plan.b, &beta, c, plan.c, c, plan.c,
+                                   plan.b, &beta, o.c, plan.c, o.c, plan.c,
                                    &plan.algo, ctx.ltWorkspace,
                                    ctx.ltWorkspaceBytes, ctx.compute));
   return true;
@@ -291,7 +330,18 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           int64_t batch, int64_t strideA, int64_t strideB, int64_t strideC) {
   run(columnMajor(transA, transB, m, n, k, batch, strideA, strideB, strideC,
                   beta),
-      b, a, c);
+      Operands{b, a, c});
+}
+
+void gemmStored(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                const void *a, GemmStorage aStorage, const void *b,
+                GemmStorage bStorage, float beta, void *c,
+                GemmStorage cStorage, int64_t batch, int64_t strideA,
+                int64_t strideB, int64_t strideC) {
+  // Column-major: the operands swap.
+  run(columnMajor(transA, transB, m, n, k, batch, strideA, strideB, strideC,
+                  beta),
+      Operands{b, a, c, bStorage, aStorage, cStorage});
 }
 
 bool gemmEpilogue(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
@@ -300,8 +350,8 @@ bool gemmEpilogue(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   // In column-major terms D is n x m: the bias over the row-major columns
   // is cuBLASLt's bias over D's rows, and the aux matrix (row-major m x n)
   // is column-major n x m with leading dimension n.
-  return run(columnMajor(transA, transB, m, n, k, 1, 0, 0, 0, 0.0f), b, a, c,
-             epilogue);
+  return run(columnMajor(transA, transB, m, n, k, 1, 0, 0, 0, 0.0f),
+             Operands{b, a, c}, epilogue);
 }
 
 } // namespace cleave::cuda

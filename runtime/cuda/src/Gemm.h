@@ -17,6 +17,21 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           int64_t batch = 1, int64_t strideA = 0, int64_t strideB = 0,
           int64_t strideC = 0);
 
+/// How a GEMM operand or result is stored.
+enum class GemmStorage : uint8_t { F32, Bf16, F16 };
+
+/// gemm on operands and a result as they are stored: a product with a
+/// 16-bit operand runs on the tensor cores in that type (an fp32 operand
+/// beside it is rounded into a 16-bit copy; the two 16-bit types do not
+/// mix), accumulates in fp32 and rounds once into a 16-bit result (a bf16
+/// plan's activations: no fp32 copies of the operands or the result, as a
+/// widened fp32 kernel would need). Strides are in elements.
+void gemmStored(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                const void *a, GemmStorage aStorage, const void *b,
+                GemmStorage bStorage, float beta, void *c,
+                GemmStorage cStorage, int64_t batch = 1, int64_t strideA = 0,
+                int64_t strideB = 0, int64_t strideC = 0);
+
 /// What cuBLASLt does to the product before it stores it (row-major
 /// terms; see Gemm.cpp for the column-major mapping).
 enum class Epilogue : uint8_t {

@@ -1,7 +1,9 @@
 //===- MatmulOps.cpp - graph.matmul through cuBLASLt ----------------------===//
 //
-// Batches whose operands are either fully batched or not batched
-// at all run as one strided-batched call (stride 0 for the shared
+// Operands and results as the plan stores them (fp32, or a bf16 plan's
+// 16-bit activations read and written without fp32 copies). Batches whose
+// operands are either fully batched or not batched at all run as one
+// strided-batched call (stride 0 for the shared
 // operand); a product whose rhs has no batch runs as one taller GEMM (a
 // linear layer over every token). Other numpy batch broadcasts run a call
 // per batch.
@@ -13,6 +15,7 @@
 #include "Gemm.h"
 
 #include "cleave/runtime/kernels/Matmul.h"
+#include "cleave/runtime/plan/PlanIO.h"
 
 #include <cstdint>
 #include <stdexcept>
@@ -31,10 +34,33 @@ int64_t product(const k::Shape &shape, size_t begin, size_t end) {
   return n;
 }
 
+GemmStorage storageOf(const executor::TensorView &v) {
+  switch (v.dtype) {
+  case plan::F32:
+    return GemmStorage::F32;
+  case plan::BF16:
+    return GemmStorage::Bf16;
+  case plan::F16:
+    return GemmStorage::F16;
+  default:
+    throw std::invalid_argument("matmul operands are f32, bf16 or f16, got " +
+                                plan::DType_Name(v.dtype));
+  }
+}
+
+/// The address `elements` elements into `v`.
+const char *at(const executor::TensorView &v, int64_t elements) {
+  return static_cast<const char *>(v.data) +
+         elements * plan::dtypeBytes(v.dtype);
+}
+
+/// Reads and writes its operands as stored (16-bit ones go to the tensor
+/// cores as they are: CudaBackend::readsHalfStorage).
 void matmulKernel(OpContext &c) {
   c.expectArity(2, 1);
-  k::ConstTensorRef lhs = c.in(0), rhs = c.in(1);
-  k::TensorRef out = c.out(0);
+  const executor::TensorView &lhs = c.input(0), &rhs = c.input(1),
+                             &out = c.output(0);
+  GemmStorage ls = storageOf(lhs), rs = storageOf(rhs), os = storageOf(out);
   bool tl = c.attrBool("transpose_lhs"), tr = c.attrBool("transpose_rhs");
   k::Shape expected = k::matmulShape(lhs.shape, rhs.shape, tl, tr);
   if (out.shape != expected)
@@ -50,20 +76,21 @@ void matmulKernel(OpContext &c) {
 
   if (rhsBatches == 1 && !tl)
     // Every batch's rows against one matrix: one taller product.
-    return gemm(false, tr, m * batches, n, kk, lhs.data, rhs.data, 0.0f,
-                out.data);
+    return gemmStored(false, tr, m * batches, n, kk, lhs.data, ls, rhs.data,
+                      rs, 0.0f, out.data, os);
   bool uniform = (lhsBatches == batches || lhsBatches == 1) &&
                  (rhsBatches == batches || rhsBatches == 1);
   if (uniform)
-    return gemm(tl, tr, m, n, kk, lhs.data, rhs.data, 0.0f, out.data, batches,
-                lhsBatches == 1 ? 0 : m * kk, rhsBatches == 1 ? 0 : kk * n,
-                m * n);
+    return gemmStored(tl, tr, m, n, kk, lhs.data, ls, rhs.data, rs, 0.0f,
+                      out.data, os, batches, lhsBatches == 1 ? 0 : m * kk,
+                      rhsBatches == 1 ? 0 : kk * n, m * n);
   // General numpy broadcasting of the batch dimensions: one call per
   // batch, each operand's batch index found from the output's.
   k::Shape outBatch(out.shape.begin(), out.shape.end() - 2);
   k::Shape lb(lhs.shape.begin(), lhs.shape.end() - 2),
       rb(rhs.shape.begin(), rhs.shape.end() - 2);
-  std::vector<int64_t> ls = k::rowMajorStrides(lb), rs = k::rowMajorStrides(rb);
+  std::vector<int64_t> lstr = k::rowMajorStrides(lb),
+                       rstr = k::rowMajorStrides(rb);
   for (int64_t o = 0; o < batches; ++o) {
     int64_t rest = o, li = 0, ri = 0;
     for (int64_t d = static_cast<int64_t>(outBatch.size()) - 1; d >= 0; --d) {
@@ -72,12 +99,13 @@ void matmulKernel(OpContext &c) {
       int64_t ld = d - static_cast<int64_t>(outBatch.size() - lb.size());
       int64_t rd = d - static_cast<int64_t>(outBatch.size() - rb.size());
       if (ld >= 0 && lb[ld] != 1)
-        li += coord * ls[ld];
+        li += coord * lstr[ld];
       if (rd >= 0 && rb[rd] != 1)
-        ri += coord * rs[rd];
+        ri += coord * rstr[rd];
     }
-    gemm(tl, tr, m, n, kk, lhs.data + li * m * kk, rhs.data + ri * kk * n,
-         0.0f, out.data + o * m * n);
+    gemmStored(tl, tr, m, n, kk, at(lhs, li * m * kk), ls,
+               at(rhs, ri * kk * n), rs, 0.0f,
+               const_cast<char *>(at(out, o * m * n)), os);
   }
 }
 

@@ -604,7 +604,8 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
     int64_t start = nowNs();
     progress_.instruction = i;
     progress_.startedNs = start;
-    bool widen = needsWidening(inst.op(), context);
+    bool widen = needsWidening(inst.op(), context) &&
+                 !backend_->readsHalfStorage(inst.op());
     try {
       if (widen)
         widening_->widen(context);

@@ -68,3 +68,36 @@ TEST_F(CudaOps, FlashAttentionOnBf16Storage) {
   t.compare(lse);
   t.expectMatch(1e-2, 1e-3);
 }
+
+TEST_F(CudaOps, MatmulReadsAndWritesBf16Storage) {
+  // The CUDA matmul takes bf16 operands to the tensor cores as stored and
+  // rounds its fp32 accumulators once into the bf16 result (no widened
+  // copies): against the CPU's fp32 product of the same bf16 values,
+  // rounded. A linear layer over every token, a batched product against a
+  // broadcast operand, and a product broadcast over an inner batch
+  // dimension (one call per batch).
+  struct Case {
+    std::vector<int64_t> lhs, rhs, out;
+    bool transposeRhs;
+  };
+  for (const Case &c : {Case{{2, 7, 40}, {40, 24}, {2, 7, 24}, false},
+                        Case{{3, 16, 32}, {1, 24, 32}, {3, 16, 24}, true},
+                        Case{{2, 3, 8, 16}, {2, 1, 16, 8}, {2, 3, 8, 8},
+                             false}}) {
+    OpCase t("graph.cast");
+    t.f32(c.lhs, 5, -2.0f, 2.0f);
+    int32_t a = t.output(c.lhs, BF16);
+    t.then("graph.cast");
+    t.f32(c.rhs, 6, -2.0f, 2.0f);
+    int32_t b = t.output(c.rhs, BF16);
+    t.then("graph.matmul");
+    t.input(a);
+    t.input(b);
+    int32_t y = t.output(c.out, BF16);
+    t.setBool("transpose_rhs", c.transposeRhs);
+    t.then("graph.cast");
+    t.input(y);
+    t.output(c.out);
+    t.expectMatch(1e-2, 1e-3);
+  }
+}

@@ -42,6 +42,12 @@ public:
     return false;
   }
   virtual FusedKernelFn fusedKernel(Fusion kind) const { return nullptr; }
+  /// Whether `op`'s kernel reads and writes 16-bit (bf16, fp16) operands
+  /// as stored; the executor otherwise widens them to fp32 copies around
+  /// the kernel (Widening.h).
+  virtual bool readsHalfStorage(const std::string &op) const {
+    return false;
+  }
   /// Whether backend memory is host memory (the executor then fills
   /// inputs in place instead of staging them).
   virtual bool hostAddressable() const = 0;
