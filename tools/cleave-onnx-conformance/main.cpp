@@ -232,6 +232,36 @@ std::string withIntegerInputsKnown(const fs::path &dir,
   return out.string();
 }
 
+/// The symbolic dimensions of the model's inputs bound to the sizes the
+/// first data set gives them (a test's inputs are concrete).
+cleave::ImportOptions boundDims(const fs::path &dir,
+                                const std::vector<fs::path> &sets) {
+  cleave::ImportOptions options;
+  onnx::ModelProto model;
+  if (sets.empty() || !readProto(dir / "model.onnx", model))
+    return options;
+  std::vector<std::string> initializers;
+  for (const onnx::TensorProto &t : model.graph().initializer())
+    initializers.push_back(t.name());
+  int index = 0;
+  for (const onnx::ValueInfoProto &v : model.graph().input()) {
+    if (std::find(initializers.begin(), initializers.end(), v.name()) !=
+        initializers.end())
+      continue;
+    onnx::TensorProto data;
+    bool read = readProto(sets[0] / ("input_" + std::to_string(index++) +
+                                     ".pb"),
+                          data);
+    const onnx::TensorShapeProto &shape = v.type().tensor_type().shape();
+    if (!read || shape.dim_size() != data.dims_size())
+      continue;
+    for (int d = 0; d < shape.dim_size(); ++d)
+      if (!shape.dim(d).dim_param().empty())
+        options.dims.emplace(shape.dim(d).dim_param(), data.dims(d));
+  }
+  return options;
+}
+
 /// The raw bytes the executor reads for an input of `t`'s values (its
 /// INPUT tensor's dtype: fp32, or int64 for integers).
 std::string rawInput(const cleave::EvalTensor &t) {
@@ -373,8 +403,9 @@ Outcome runTest(const fs::path &dir, bool throughRuntime,
   std::string promotedPath = withIntegerInputsKnown(dir, sets, false);
   std::string modelPath =
       promotedPath.empty() ? (dir / "model.onnx").string() : promotedPath;
+  cleave::ImportOptions options = boundDims(dir, sets);
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      cleave::importOnnxFile(ctx, modelPath, {});
+      cleave::importOnnxFile(ctx, modelPath, options);
   if (!module &&
       firstError.find("known at import time") != std::string::npos) {
     // An op that needs a float vector at import (Resize's scales): give
@@ -385,7 +416,7 @@ Outcome runTest(const fs::path &dir, bool throughRuntime,
     if (!promotedPath.empty()) {
       modelPath = promotedPath;
       firstError.clear();
-      module = cleave::importOnnxFile(ctx, modelPath, {});
+      module = cleave::importOnnxFile(ctx, modelPath, options);
     }
   }
   onnx::ModelProto model;

@@ -263,16 +263,9 @@ LogicalResult Run::execute(Operation *op) {
         return success();
       })
       .Case([&](gr::CompareOp o) {
-        // The sign of a - b decides every predicate for finite values.
-        k::Tensor diff(shapeOf(o.getType()));
-        k::binary(BinaryOp::Sub, f(o.getLhs()), f(o.getRhs()), diff);
-        k::MaskTensor m(diff.shape());
-        StringRef p = o.getPredicate();
-        for (int64_t i = 0; i < diff.numElements(); ++i) {
-          float d = diff[i];
-          m[i] = p == "eq" ? d == 0 : p == "ne" ? d != 0 : p == "lt" ? d < 0
-               : p == "le" ? d <= 0 : p == "gt" ? d > 0 : d >= 0;
-        }
+        k::MaskTensor m(shapeOf(o.getType()));
+        k::compare(k::comparePredicate(o.getPredicate().str()), f(o.getLhs()),
+                   f(o.getRhs()), m);
         values[o] = std::move(m);
         return success();
       })

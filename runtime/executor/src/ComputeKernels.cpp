@@ -117,20 +117,8 @@ void compareKernel(OpContext &c) {
   const TensorView &out = c.output(0);
   if (out.dtype != plan::BOOL)
     throw std::invalid_argument("output is not a bool tensor");
-  // The sign of a - b decides every predicate for finite values.
-  k::Tensor diff(out.shape);
-  k::binary(k::BinaryOp::Sub, c.in(0), c.in(1), diff);
-  std::string p = c.attrString("predicate");
-  uint8_t *m = static_cast<uint8_t *>(out.data);
-  for (int64_t i = 0; i < diff.numElements(); ++i) {
-    float d = diff[i];
-    m[i] = p == "eq"   ? d == 0
-           : p == "ne" ? d != 0
-           : p == "lt" ? d < 0
-           : p == "le" ? d <= 0
-           : p == "gt" ? d > 0
-                       : d >= 0;
-  }
+  k::compare(k::comparePredicate(c.attrString("predicate")), c.in(0),
+             c.in(1), {static_cast<uint8_t *>(out.data), out.shape});
 }
 
 } // namespace

@@ -177,6 +177,52 @@ CLEAVE_VECTOR_CLONES void binaryBackward(BinaryOp op, ConstTensorRef lhs,
   }
 }
 
+ComparePredicate comparePredicate(const std::string &name) {
+  for (auto [text, p] : {std::pair{"eq", ComparePredicate::Eq},
+                         std::pair{"ne", ComparePredicate::Ne},
+                         std::pair{"lt", ComparePredicate::Lt},
+                         std::pair{"le", ComparePredicate::Le},
+                         std::pair{"gt", ComparePredicate::Gt},
+                         std::pair{"ge", ComparePredicate::Ge}})
+    if (name == text)
+      return p;
+  throwInvalid("compare: unknown predicate '" + name + "'");
+}
+
+void compare(ComparePredicate predicate, ConstTensorRef lhs,
+             ConstTensorRef rhs, View<uint8_t> out) {
+  detail::checkShape(out, broadcastShape(lhs.shape, rhs.shape), "compare",
+                     "result");
+  BroadcastPlan<3> plan = planBroadcast<3>(
+      out.shape, {&out.shape, &lhs.shape, &rhs.shape}, "compare");
+  int64_t n = plan.inner();
+  int64_t sa = plan.strides[1].back(), sb = plan.strides[2].back();
+  auto holds = [predicate](float a, float b) {
+    switch (predicate) {
+    case ComparePredicate::Eq:
+      return a == b;
+    case ComparePredicate::Ne:
+      return a != b;
+    case ComparePredicate::Lt:
+      return a < b;
+    case ComparePredicate::Le:
+      return a <= b;
+    case ComparePredicate::Gt:
+      return a > b;
+    case ComparePredicate::Ge:
+      return a >= b;
+    }
+    return false;
+  };
+  forEachRow(plan, [&](const std::array<int64_t, 3> &off) {
+    uint8_t *o = out.data + off[0];
+    const float *a = lhs.data + off[1];
+    const float *b = rhs.data + off[2];
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = holds(a[i * sa], b[i * sb]) ? 1 : 0;
+  });
+}
+
 void where(MaskRef condition, ConstTensorRef lhs, ConstTensorRef rhs,
            TensorRef out) {
   detail::checkShape(

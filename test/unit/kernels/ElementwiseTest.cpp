@@ -5,6 +5,7 @@
 #include "GradCheck.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace cleave::kernels;
 using namespace cleave::kernels::test;
@@ -106,6 +107,24 @@ TEST(Binary, MaxAndMinSplitTiesAndSkipUnwantedGradients) {
   EXPECT_EQ(da.values(), (std::vector<float>{1.0f, 2.0f, 0.0f}));
 }
 
+TEST(Compare, IeeeComparisonsWithBroadcasting) {
+  float inf = std::numeric_limits<float>::infinity(),
+        nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor a({2, 3}, {inf, -inf, 1.0f, nan, 2.0f, -0.0f});
+  Tensor b({3}, {inf, -inf, 1.0f});
+  MaskTensor out({2, 3});
+  compare(ComparePredicate::Eq, a, b, out);
+  // inf == inf and -inf == -inf (a difference would be NaN); NaN equals
+  // nothing; -0 == 1 is false.
+  EXPECT_EQ(out.values(), (std::vector<uint8_t>{1, 1, 1, 0, 0, 0}));
+  compare(ComparePredicate::Ne, a, b, out);
+  EXPECT_EQ(out.values(), (std::vector<uint8_t>{0, 0, 0, 1, 1, 1}));
+  compare(ComparePredicate::Ge, a, b, out);
+  EXPECT_EQ(out.values(), (std::vector<uint8_t>{1, 1, 1, 0, 1, 0}));
+  EXPECT_EQ(comparePredicate("lt"), ComparePredicate::Lt);
+  EXPECT_THROW(comparePredicate("approx"), std::invalid_argument);
+}
+
 TEST(Where, SelectsAndRoutesGradients) {
   MaskTensor cond({2, 1}, {1, 0});
   Tensor a({3}, {1.0f, 2.0f, 3.0f}), b({2, 3}, {4, 5, 6, 7, 8, 9});
@@ -123,10 +142,11 @@ TEST(Where, SelectsAndRoutesGradients) {
   EXPECT_TRUE(gc.check(b2, db));
 }
 
-const UnaryOp kUnaryOps[] = {UnaryOp::Neg,  UnaryOp::Exp,   UnaryOp::Log,
-                             UnaryOp::Sqrt, UnaryOp::Rsqrt, UnaryOp::Relu,
-                             UnaryOp::Tanh, UnaryOp::Erf,   UnaryOp::Sigmoid,
-                             UnaryOp::Silu, UnaryOp::Gelu,  UnaryOp::GeluTanh};
+const UnaryOp kUnaryOps[] = {
+    UnaryOp::Neg,  UnaryOp::Exp,  UnaryOp::Log,     UnaryOp::Sqrt,
+    UnaryOp::Rsqrt, UnaryOp::Relu, UnaryOp::Tanh,   UnaryOp::Erf,
+    UnaryOp::Sigmoid, UnaryOp::Silu, UnaryOp::Gelu, UnaryOp::GeluTanh,
+    UnaryOp::Sin,  UnaryOp::Cos,  UnaryOp::Atan,    UnaryOp::Floor};
 
 double reference(UnaryOp op, double x) {
   switch (op) {
@@ -156,6 +176,14 @@ double reference(UnaryOp op, double x) {
     return 0.5 * x *
            (1.0 +
             std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  case UnaryOp::Sin:
+    return std::sin(x);
+  case UnaryOp::Cos:
+    return std::cos(x);
+  case UnaryOp::Atan:
+    return std::atan(x);
+  case UnaryOp::Floor:
+    return std::floor(x);
   }
   return 0;
 }
@@ -168,6 +196,9 @@ Tensor unaryInput(UnaryOp op, uint64_t seed) {
   if (op == UnaryOp::Relu)
     for (float &v : x.values())
       v = v >= 0 ? v + 0.05f : v - 0.05f;
+  if (op == UnaryOp::Floor) // halfway between its steps
+    for (float &v : x.values())
+      v = std::floor(v) + 0.5f;
   return x;
 }
 

@@ -5,8 +5,8 @@
 // atan(x / sqrt(1 - x^2)), acos = pi/2 - asin). Floor is a graph op; Ceil
 // (-floor(-x)), Round (half to even) and a run-time Mod (x - y floor(x / y),
 // or with fmod = 1 the dividend's sign: x - y trunc(x / y)) are written in
-// floor. Values known at import are folded there instead (shape
-// arithmetic: Swin's window shifts, paddle2onnx's sizes).
+// floor. IsInf is one comparison. Values known at import are folded there
+// instead (shape arithmetic: Swin's window shifts, paddle2onnx's sizes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +15,7 @@
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 
+#include <limits>
 #include <optional>
 
 using namespace mlir;
@@ -138,6 +139,26 @@ LogicalResult convertMod(NodeContext &ctx) {
   return c.result(c.op<SubOp>(x, c.mul(y, whole)));
 }
 
+/// x == +inf (detect_positive) or -inf (detect_negative); both: |x| ==
+/// inf. One comparison at run time (a bool tensor, as ONNX's).
+LogicalResult convertIsInf(NodeContext &ctx) {
+  bool positive = ctx.getInt("detect_positive", 1) != 0;
+  bool negative = ctx.getInt("detect_negative", 1) != 0;
+  Chain c(ctx);
+  Value x = floatInput(ctx, 0);
+  if (!x)
+    return failure();
+  double inf = std::numeric_limits<double>::infinity();
+  MLIRContext *m = ctx.getContext();
+  if (!positive && !negative) // nothing is detected: x < -inf, all false
+    return c.result(
+        c.op<CompareOp>(StringAttr::get(m, "lt"), x, c.scalar(x, -inf)));
+  Value v = positive && negative ? c.max(x, c.op<NegOp>(x)) : x;
+  return c.result(c.op<CompareOp>(StringAttr::get(m, "eq"), v,
+                                  c.scalar(x, negative && !positive ? -inf
+                                                                    : inf)));
+}
+
 } // namespace
 
 void addMathConverters(ConverterTable &table) {
@@ -151,6 +172,7 @@ void addMathConverters(ConverterTable &table) {
   table.add("Ceil", convertFloorOrCeil<HostUnaryOp::Ceil>);
   table.add("Round", convertRound);
   table.add("Mod", convertMod);
+  table.add("IsInf", convertIsInf);
 }
 
 } // namespace cleave::onnx_import

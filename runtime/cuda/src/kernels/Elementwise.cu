@@ -183,19 +183,20 @@ __device__ __forceinline__ float binaryValue(float a, float b) {
     return a < b ? a : b;
 }
 
-template <ComparePredicate P> __device__ __forceinline__ bool holds(float d) {
+template <ComparePredicate P>
+__device__ __forceinline__ bool holds(float a, float b) {
   if constexpr (P == ComparePredicate::Eq)
-    return d == 0.0f;
+    return a == b;
   else if constexpr (P == ComparePredicate::Ne)
-    return d != 0.0f;
+    return a != b;
   else if constexpr (P == ComparePredicate::Lt)
-    return d < 0.0f;
+    return a < b;
   else if constexpr (P == ComparePredicate::Le)
-    return d <= 0.0f;
+    return a <= b;
   else if constexpr (P == ComparePredicate::Gt)
-    return d > 0.0f;
+    return a > b;
   else
-    return d >= 0.0f;
+    return a >= b;
 }
 
 /// splitmix64's `index`-th output for `seed` (the CPU's generator).
@@ -397,7 +398,7 @@ __global__ void compareWalkKernel(const float *__restrict__ a,
        i += I(gridDim.x) * blockDim.x) {
     I off[2];
     operandOffsets(w, i, off);
-    out[i] = holds<P>(a[off[0]] - b[off[1]]) ? 1 : 0;
+    out[i] = holds<P>(a[off[0]], b[off[1]]) ? 1 : 0;
   }
 }
 

@@ -46,8 +46,8 @@ void elementwiseBinary(kernels::BinaryOp op, const float *lhs, const float *rhs,
                        float *out, int64_t n, const BroadcastLayout<2> &layout,
                        cudaStream_t stream);
 
-/// out = predicate(lhs - rhs, 0) as one byte per element (the CPU decides
-/// every predicate by the sign of the difference).
+/// out = predicate(lhs, rhs) as one byte per element (IEEE comparisons:
+/// infinities compare equal to themselves, NaN to nothing).
 void elementwiseCompare(ComparePredicate predicate, const float *lhs,
                         const float *rhs, uint8_t *out, int64_t n,
                         const BroadcastLayout<2> &layout, cudaStream_t stream);

@@ -29,6 +29,19 @@ void binary(BinaryOp op, ConstTensorRef lhs, ConstTensorRef rhs, TensorRef out);
 void binaryBackward(BinaryOp op, ConstTensorRef lhs, ConstTensorRef rhs,
                     ConstTensorRef dOut, TensorRef dLhs, TensorRef dRhs);
 
+/// The predicates of graph.compare.
+enum class ComparePredicate { Eq, Ne, Lt, Le, Gt, Ge };
+
+/// `name` ("eq", "ne", "lt", "le", "gt", "ge") as a predicate; throws
+/// std::invalid_argument for anything else.
+ComparePredicate comparePredicate(const std::string &name);
+
+/// out = predicate(lhs, rhs), one byte per element of the operands'
+/// broadcast shape (IEEE comparisons: an infinity equals itself, NaN
+/// nothing).
+void compare(ComparePredicate predicate, ConstTensorRef lhs,
+             ConstTensorRef rhs, View<uint8_t> out);
+
 /// out = condition ? lhs : rhs, broadcasting all three.
 void where(MaskRef condition, ConstTensorRef lhs, ConstTensorRef rhs,
            TensorRef out);
