@@ -300,48 +300,4 @@ absl::StatusOr<std::string> weightsForWorkers(const std::string &path) {
   return out;
 }
 
-absl::Status bakeWeights(plan::Plan &plan, const std::string &path) {
-  absl::StatusOr<std::string> file = weightsForWorkers(path);
-  if (!file.ok())
-    return file.status();
-  // An ONNX file's weights went to a temporary safetensors file.
-  struct Cleanup {
-    std::string temp;
-    ~Cleanup() {
-      if (!temp.empty())
-        std::filesystem::remove(temp);
-    }
-  } cleanup{*file == std::filesystem::absolute(path).string() ? "" : *file};
-  absl::StatusOr<checkpoint::SafeTensorsReader> reader =
-      checkpoint::SafeTensorsReader::open(*file);
-  if (!reader.ok())
-    return reader.status();
-  if (absl::Status s = checkpoint::checkWeightsMatch(*reader, plan); !s.ok())
-    return s;
-  for (plan::ParameterSharding &p : *plan.mutable_parameters()) {
-    absl::StatusOr<std::vector<float>> values =
-        reader->readF32(*reader->find(p.name()));
-    if (!values.ok())
-      return values.status();
-    // Plans hold initial values as raw little-endian fp32 (plan.proto).
-    std::string bytes(values->size() * sizeof(float), '\0');
-    std::memcpy(bytes.data(), values->data(), bytes.size());
-    p.set_initial_value(std::move(bytes));
-  }
-  plan.mutable_model()->set_initial_weights(
-      std::filesystem::absolute(path).string());
-  return absl::OkStatus();
-}
-
-void inheritInitialValues(const plan::Plan &from, plan::Plan &to) {
-  std::map<std::string, const std::string *> values;
-  for (const plan::ParameterSharding &p : from.parameters())
-    if (!p.initial_value().empty())
-      values[p.name()] = &p.initial_value();
-  for (plan::ParameterSharding &p : *to.mutable_parameters())
-    if (auto it = values.find(p.name());
-        it != values.end() && p.initial_value().empty())
-      p.set_initial_value(*it->second);
-}
-
 } // namespace cleave::tool

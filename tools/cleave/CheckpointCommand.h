@@ -26,17 +26,6 @@ int exportCheckpoint(const std::string &dir, const std::string &out);
 /// indices, not weights).
 absl::StatusOr<std::string> weightsForWorkers(const std::string &path);
 
-/// `cleave compile --init-from PATH`: every parameter's initial_value is
-/// set from the file's tensor of its name (fp32), so the plan starts from
-/// those weights wherever it runs. Names and shapes are checked first:
-/// one error names every missing, extra and mis-shaped tensor.
-absl::Status bakeWeights(plan::Plan &plan, const std::string &path);
-
-/// The weights `from` carries (initial_value), copied by name onto `to`'s
-/// parameters that carry none: the one-rank reference of `--check` starts
-/// where the partitioned plan does.
-void inheritInitialValues(const plan::Plan &from, plan::Plan &to);
-
 } // namespace cleave::tool
 
 #endif // CLEAVE_TOOLS_CHECKPOINTCOMMAND_H

@@ -1,7 +1,7 @@
 //===- PlanArtifact.cpp - `cleave compile -o`: the plan artifact ----------===//
 
 #include "PlanArtifact.h"
-#include "CheckpointCommand.h"
+#include "cleave/runtime/checkpoint/Weights.h"
 
 #include "inspect/PlanDigest.h"
 
@@ -215,11 +215,17 @@ int writePlanArtifact(const ArtifactRequest &r) {
   cluster->set_devices_per_node(r.cluster.devicesPerNode);
   cluster->set_peak_flops(r.cluster.device.peakFlops(knobs.precision));
   cluster->set_memory_bytes(r.cluster.device.memoryBytes);
-  if (!r.initFrom.empty())
-    if (absl::Status s = bakeWeights(plan, r.initFrom); !s.ok())
-      return fail("--init-from " + Twine(r.initFrom) + ": " +
+  if (!r.initFromFile.empty()) {
+    absl::StatusOr<checkpoint::SafeTensorsReader> weights =
+        checkpoint::SafeTensorsReader::open(r.initFromFile);
+    absl::Status s = weights.ok() ? checkpoint::bakeWeights(
+                                        plan, *weights, r.initFromSource)
+                                  : weights.status();
+    if (!s.ok())
+      return fail("--init-from " + Twine(r.initFromSource) + ": " +
                       Twine(std::string(s.message())),
                   2);
+  }
   plan.mutable_knobs()->set_text(cost::planKnobsString(knobs));
   plan.mutable_knobs()->set_precision(
       std::string(cost::precisionName(knobs.precision)));
@@ -404,7 +410,7 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
   if (failed(lowered))
     return absl::InternalError("lowering the reference plan failed");
   *lowered->mutable_model() = partitioned.model();
-  inheritInitialValues(partitioned, *lowered);
+  checkpoint::inheritInitialValues(partitioned, *lowered);
   lowered->set_producer(partitioned.producer());
   lowered->mutable_training()->set_flops_per_step(t.flops_per_step());
   lowered->mutable_knobs()->set_text("reference (one rank)");

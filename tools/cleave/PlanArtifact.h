@@ -55,9 +55,12 @@ struct ArtifactRequest {
   /// Why the planner chose this plan, as the compile command saw it (the
   /// search, the next best plan); the artifact adds what bounds the step.
   std::vector<std::string> why;
-  /// Weights to start from (`--init-from`: safetensors or ONNX), baked
-  /// into the parameters' initial values; empty: the seeded initialisation.
-  std::string initFrom;
+  /// Weights to start from, baked into the parameters' initial values
+  /// (checkpoint::bakeWeights): the safetensors file to read (for an ONNX
+  /// `--init-from`, the caller's conversion of its initializers) and the
+  /// file the user named, which the plan records. Empty: the seeded
+  /// initialisation.
+  std::string initFromFile, initFromSource;
 };
 
 /// Lowers the predicted plan to programs and writes the artifact. Returns

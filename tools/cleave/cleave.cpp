@@ -47,6 +47,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -676,11 +677,25 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
   request.importOptions = options;
   request.simulatedTrace = std::move(simulatedTrace);
   request.why = std::move(why);
-  request.initFrom = runInitFrom;
   request.load = [&](const cleave::ImportOptions &o) {
     return tool.loadModel(o);
   };
-  return cleave::tool::writePlanArtifact(request);
+  if (runInitFrom.empty())
+    return cleave::tool::writePlanArtifact(request);
+  // The weights to bake: a safetensors file, or an ONNX file's
+  // initializers written to a temporary one (removed once baked).
+  absl::StatusOr<std::string> weights =
+      cleave::tool::weightsForWorkers(runInitFrom);
+  if (!weights.ok())
+    return badUsage("--init-from " + runInitFrom + ": " +
+                    std::string(weights.status().message()));
+  std::string source = std::filesystem::absolute(runInitFrom.getValue());
+  request.initFromFile = *weights;
+  request.initFromSource = source;
+  int code = cleave::tool::writePlanArtifact(request);
+  if (*weights != source)
+    std::filesystem::remove(*weights);
+  return code;
 }
 
 /// Set when the model's file fixes its batch (fixedBatch below).

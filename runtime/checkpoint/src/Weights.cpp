@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
+#include <cstring>
+#include <map>
 #include <set>
 
 namespace cleave::checkpoint {
@@ -101,6 +103,35 @@ absl::Status loadWeightsIntoRank(const SafeTensorsReader &weights,
     executor.writeTensorBytes(b.tensorId, buffer.data(), b.bytes());
   }
   return absl::OkStatus();
+}
+
+absl::Status bakeWeights(plan::Plan &plan, const SafeTensorsReader &weights,
+                         const std::string &source) {
+  if (absl::Status s = checkWeightsMatch(weights, plan); !s.ok())
+    return s;
+  for (plan::ParameterSharding &p : *plan.mutable_parameters()) {
+    absl::StatusOr<std::vector<float>> values =
+        weights.readF32(*weights.find(p.name()));
+    if (!values.ok())
+      return values.status();
+    // Plans hold initial values as raw little-endian fp32 (plan.proto).
+    std::string bytes(values->size() * sizeof(float), '\0');
+    std::memcpy(bytes.data(), values->data(), bytes.size());
+    p.set_initial_value(std::move(bytes));
+  }
+  plan.mutable_model()->set_initial_weights(source);
+  return absl::OkStatus();
+}
+
+void inheritInitialValues(const plan::Plan &from, plan::Plan &to) {
+  std::map<std::string, const std::string *> values;
+  for (const plan::ParameterSharding &p : from.parameters())
+    if (!p.initial_value().empty())
+      values[p.name()] = &p.initial_value();
+  for (plan::ParameterSharding &p : *to.mutable_parameters())
+    if (auto it = values.find(p.name());
+        it != values.end() && p.initial_value().empty())
+      p.set_initial_value(*it->second);
 }
 
 } // namespace cleave::checkpoint

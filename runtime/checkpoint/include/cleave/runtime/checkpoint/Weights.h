@@ -22,6 +22,18 @@ namespace cleave::checkpoint {
 absl::Status checkWeightsMatch(const SafeTensorsReader &weights,
                                const plan::Plan &plan);
 
+/// Sets every parameter's initial_value from `weights`' tensor of its name
+/// (fp32; after checkWeightsMatch, which this runs first), so the plan
+/// starts from those weights wherever it runs, and records `source` (the
+/// file the user named) as the model's initial_weights.
+absl::Status bakeWeights(plan::Plan &plan, const SafeTensorsReader &weights,
+                         const std::string &source);
+
+/// The weights `from` carries (initial_value), copied by name onto `to`'s
+/// parameters that carry none: the one-rank reference of `--check` starts
+/// where the partitioned plan does.
+void inheritInitialValues(const plan::Plan &from, plan::Plan &to);
+
 /// Loads `rank`'s parameter blocks from `weights` (after checkWeightsMatch).
 absl::Status loadWeightsIntoRank(const SafeTensorsReader &weights,
                                  const plan::Plan &plan, int rank,
