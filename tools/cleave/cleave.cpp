@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PlanArtifact.h"
+#include "cleave/Driver/PlanArtifact.h"
 #include "CheckpointCommand.h"
 #include "RunCommand.h"
 #include "inspect/Inspect.h"
@@ -657,7 +657,7 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
                   std::optional<cleave::cost::TransformerModel> shape,
                   const std::string &name, std::string simulatedTrace = {},
                   std::vector<std::string> why = {}) {
-  cleave::tool::ArtifactRequest request;
+  cleave::driver::ArtifactRequest request;
   request.path = planOut;
   request.modelSource = model;
   request.clusterSpec = clusterSpec;
@@ -681,7 +681,7 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
     return tool.loadModel(o);
   };
   if (runInitFrom.empty())
-    return cleave::tool::writePlanArtifact(request);
+    return cleave::driver::writePlanArtifact(request);
   // The weights to bake: a safetensors file, or an ONNX file's
   // initializers written to a temporary one (removed once baked).
   absl::StatusOr<std::string> weights =
@@ -692,7 +692,7 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
   std::string source = std::filesystem::absolute(runInitFrom.getValue());
   request.initFromFile = *weights;
   request.initFromSource = source;
-  int code = cleave::tool::writePlanArtifact(request);
+  int code = cleave::driver::writePlanArtifact(request);
   if (*weights != source)
     std::filesystem::remove(*weights);
   return code;
@@ -1505,14 +1505,14 @@ int runCompile() {
     cleave::cost::ParallelConfig asked = plan;
     if (!fixed.contains(Knob::Precision))
       asked.precision = cleave::cost::DType::Fp32;
-    if (std::string why = cleave::tool::whyNotLowerable(asked); !why.empty())
+    if (std::string why = cleave::driver::whyNotLowerable(asked); !why.empty())
       for (Knob knob : {Knob::Cp, Knob::Ep, Knob::Schedule, Knob::Precision})
         if (fixed.contains(knob) &&
             why.find(cleave::cost::knobName(knob)) != std::string::npos)
           return badUsage("-o: --fix " + std::string(cleave::cost::knobName(knob)) +
                           " asks for what the lowering to programs does not "
                           "support yet (" + why + ")");
-    cleave::tool::restrictToLowerable(plan, fixed);
+    cleave::driver::restrictToLowerable(plan, fixed);
   }
   if (planOptimizer != "adamw" && planOptimizer != "sgd" &&
       planOptimizer != "none")
@@ -1603,7 +1603,7 @@ int runCompile() {
     so.explain = explain;
     if (!planOut.empty())
       so.admissible = [](const cleave::cost::ParallelConfig &p) {
-        return cleave::tool::whyNotLowerable(p).empty();
+        return cleave::driver::whyNotLowerable(p).empty();
       };
     auto started = std::chrono::steady_clock::now();
     bool showProgress = !json && sys::Process::StandardErrIsDisplayed();
@@ -1880,7 +1880,7 @@ int runRun(const char *argv0) {
   request.tolerance = runTolerance;
   request.reference = [](const cleave::plan::Plan &plan) {
     ToolContext tool;
-    return cleave::tool::buildReferencePlan(
+    return cleave::driver::buildReferencePlan(
         plan, [&](const std::string &source, const cleave::ImportOptions &o) {
           return cleave::loadModel(tool.ctx, source, o);
         });

@@ -1,7 +1,6 @@
 //===- PlanArtifact.cpp - `cleave compile -o`: the plan artifact ----------===//
 
-#include "PlanArtifact.h"
-#include "cleave/runtime/checkpoint/Weights.h"
+#include "cleave/Driver/PlanArtifact.h"
 
 #include "inspect/PlanDigest.h"
 
@@ -12,6 +11,7 @@
 #include "cleave/cost_model/PlanKnobs.h"
 #include "cleave/cost_model/Simulator.h"
 #include "cleave/cost_model/StageBalance.h"
+#include "cleave/runtime/checkpoint/Weights.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "absl/strings/str_format.h"
@@ -29,7 +29,7 @@
 
 using namespace llvm;
 
-namespace cleave::tool {
+namespace cleave::driver {
 
 void restrictToLowerable(cost::ParallelConfig &plan,
                          cost::KnobSet &fixed) {
@@ -417,4 +417,4 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
   return *std::move(lowered);
 }
 
-} // namespace cleave::tool
+} // namespace cleave::driver

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_TOOLS_INSPECT_INSPECT_H
-#define CLEAVE_TOOLS_INSPECT_INSPECT_H
+#ifndef CLEAVE_RUNTIME_INSPECT_INSPECT_H
+#define CLEAVE_RUNTIME_INSPECT_INSPECT_H
 
 #include "cleave/runtime/plan/plan.pb.h"
 
@@ -47,4 +47,4 @@ absl::Status writeSimulatedTrace(const plan::Plan &plan,
 
 } // namespace cleave::inspect
 
-#endif // CLEAVE_TOOLS_INSPECT_INSPECT_H
+#endif // CLEAVE_RUNTIME_INSPECT_INSPECT_H

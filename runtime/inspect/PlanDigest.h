@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_TOOLS_INSPECT_PLANDIGEST_H
-#define CLEAVE_TOOLS_INSPECT_PLANDIGEST_H
+#ifndef CLEAVE_RUNTIME_INSPECT_PLANDIGEST_H
+#define CLEAVE_RUNTIME_INSPECT_PLANDIGEST_H
 
 #include "cleave/runtime/plan/plan.pb.h"
 
@@ -114,4 +114,4 @@ std::string renderTable(const std::vector<std::vector<std::string>> &rows,
 
 } // namespace cleave::inspect
 
-#endif // CLEAVE_TOOLS_INSPECT_PLANDIGEST_H
+#endif // CLEAVE_RUNTIME_INSPECT_PLANDIGEST_H

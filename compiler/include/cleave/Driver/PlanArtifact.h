@@ -1,7 +1,7 @@
 //===- PlanArtifact.h - `cleave compile -o`: the plan artifact --*- C++ -*-===//
 
-#ifndef CLEAVE_TOOLS_PLANARTIFACT_H
-#define CLEAVE_TOOLS_PLANARTIFACT_H
+#ifndef CLEAVE_DRIVER_PLANARTIFACT_H
+#define CLEAVE_DRIVER_PLANARTIFACT_H
 
 #include "cleave/Importers/ImportOptions.h"
 #include "cleave/Transforms/TrainingStepBuilder.h"
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace cleave::tool {
+namespace cleave::driver {
 
 /// The knobs the lowering to programs supports; a search for a plan to
 /// write fixes the others to these values, and a plan that sets them
@@ -76,6 +76,6 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
     const std::function<mlir::OwningOpRef<mlir::ModuleOp>(
         const std::string &source, const ImportOptions &)> &load);
 
-} // namespace cleave::tool
+} // namespace cleave::driver
 
-#endif // CLEAVE_TOOLS_PLANARTIFACT_H
+#endif // CLEAVE_DRIVER_PLANARTIFACT_H
