@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Driver/PlanArtifact.h"
+#include "cleave/Search/GraphPlanChoice.h"
 #include "CheckpointCommand.h"
 #include "RunCommand.h"
 #include "inspect/Inspect.h"
@@ -726,103 +727,6 @@ std::optional<int64_t> fixedBatch(ToolContext &tool,
   return imported;
 }
 
-/// Whether graph plan `a` is preferred to `b`: faster, except that within
-/// 1% of each other the lower ZeRO stage is taken. The lowering issues
-/// ZeRO's gathers and reduce-scatters one per parameter tensor (a ResNet-50
-/// has 161) where the planner prices one collective per piece, so gains
-/// this small from sharding (ResNet-50 on a DGX: ZeRO-3 0.7% ahead of
-/// ZeRO-0, from its sharded optimizer step) are within what it does not
-/// price.
-constexpr double kGraphPlanTie = 0.01;
-bool preferGraphPlan(const cleave::cost::PlanPrediction &a,
-                     const cleave::cost::PlanPrediction &b) {
-  constexpr double kTie = kGraphPlanTie;
-  double faster = std::min(a.stepSeconds, b.stepSeconds);
-  if (std::abs(a.stepSeconds - b.stepSeconds) > kTie * faster)
-    return a.stepSeconds < b.stepSeconds;
-  // Within the tie, the plan that recomputes on fewer stages, then the
-  // lower ZeRO stage: less work and fewer collectives for the same time.
-  auto recomputing = [](const cleave::cost::ParallelConfig &p) {
-    int64_t n = 0;
-    for (int64_t s = 0; s < p.pp; ++s)
-      n += p.recomputeOf(s) != cleave::cost::Recompute::None;
-    return n;
-  };
-  if (recomputing(a.plan) != recomputing(b.plan))
-    return recomputing(a.plan) < recomputing(b.plan);
-  if (a.plan.zero != b.plan.zero)
-    return a.plan.zero < b.plan.zero;
-  return a.stepSeconds < b.stepSeconds;
-}
-
-/// Why no graph plan fits, from the plan that comes closest (`closest`,
-/// priced without the memory limit): its memory breakdown, and what would
-/// make it fit. The search has already tried every microbatch size down to
-/// one, recomputation and ZeRO 0-3 unless they were fixed, so beyond
-/// freeing those the remedies are more devices (more stages, tensor
-/// parallelism, replicas for ZeRO to shard over) or more memory.
-std::string whyNoGraphPlanFits(const cleave::cost::PlanPrediction &closest,
-                               const cleave::cost::Cluster &cluster,
-                               const cleave::cost::KnobSet &fixed) {
-  const cleave::cost::MemoryBreakdown &m = closest.memory;
-  const cleave::cost::ParallelConfig &p = closest.plan;
-  std::string out = formatv(
-      "the closest plan, {0}, needs {1:F2} GB on stage {2} of the {3:F2} GB a "
-      "device has (",
-      cleave::cost::planKnobsString(p), m.total / 1e9,
-      closest.peakMemoryStage, cluster.device.memoryBytes / 1e9);
-  bool firstItem = true;
-  for (auto [name, bytes] : m.items()) {
-    if (name == "total" || bytes <= 0)
-      continue;
-    out += formatv("{0}{1} {2:F2}", firstItem ? "" : ", ", name, bytes / 1e9);
-    firstItem = false;
-  }
-  out += ")";
-  double states = m.params + m.grads + m.optimizer;
-  std::vector<std::string> remedies;
-  bool activations = m.activations >= states;
-  if (activations) {
-    if (fixed.contains(Knob::Microbatch) && p.microbatchSize > 1)
-      remedies.push_back("a smaller microbatch than the fixed " +
-                         std::to_string(p.microbatchSize));
-    if (fixed.contains(Knob::Recompute) &&
-        p.recomputeOf(closest.peakMemoryStage) ==
-            cleave::cost::Recompute::None)
-      remedies.push_back("recomputation (recompute=full is fixed off)");
-    remedies.push_back("more devices for more pipeline stages or tensor "
-                       "parallelism to split its activations");
-    remedies.push_back("smaller inputs (the model's image size)");
-  } else {
-    if (fixed.contains(Knob::Zero) && p.zero < 3)
-      remedies.push_back("ZeRO-3 (zero=" + std::to_string(p.zero) +
-                         " is fixed)");
-    remedies.push_back("more devices, for pipeline stages or tensor "
-                       "parallelism to split its parameters or more "
-                       "replicas for ZeRO to shard them over");
-  }
-  for (Knob knob : {Knob::Tp, Knob::Pp, Knob::Dp})
-    if (fixed.contains(knob)) {
-      remedies.push_back("unfixing " + std::string(cleave::cost::knobName(knob)));
-      break;
-    }
-  remedies.push_back("devices with more memory (or a larger --memory-limit)");
-  out += activations ? "; its activations dominate" : "; its model states "
-                                                      "dominate";
-  out += fixed.contains(Knob::Microbatch) || fixed.contains(Knob::Recompute) ||
-                 fixed.contains(Knob::Zero)
-             ? ""
-             : " (every microbatch size down to 1, recomputation and ZeRO "
-               "0-3 were tried)";
-  out += formatv("; to fit, it needs {0:F2} GB less a device: try ",
-                 (m.total - cluster.device.memoryBytes) / 1e9)
-             .str();
-  for (size_t i = 0; i < remedies.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == remedies.size() ? ", or " : ", ") +
-           remedies[i];
-  return out;
-}
-
 /// `compile` for a graph without transformer layers (ResNets, imported CNNs
 /// and MLPs): data parallelism, pipeline stages of its residual blocks and
 /// tensor parallelism inside a node, its sharding chosen by the
@@ -1212,7 +1116,8 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
             bool pastDegree = !explain || (degree != bestOfDegree.end() &&
                                            bound > degree->second.stepSeconds);
             if (int64_t(kBest.size()) == int64_t(topK) &&
-                bound > *kBest.rbegin() * (1 + kGraphPlanTie) && pastDegree) {
+                bound > *kBest.rbegin() * (1 + cleave::search::kGraphPlanTie) &&
+                    pastDegree) {
               ++bounded;
               continue;
             }
@@ -1239,7 +1144,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
             whyNoneOfDegree.try_emplace(std::pair(tp, pp), why);
             continue;
           }
-          if (!best || preferGraphPlan(*scored, *best)) {
+          if (!best || cleave::search::preferGraphPlan(*scored, *best)) {
             best = *scored;
             bestWork = *work;
           }
@@ -1277,7 +1182,8 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   if (!best && closestFit) {
     WithColor::error(errs(), "cleave")
         << "no plan of " << model << " fits: "
-        << whyNoGraphPlanFits(*closestFit, capped, fixed) << "\n";
+        << cleave::search::whyNoGraphPlanFits(*closestFit, capped, fixed)
+        << "\n";
     return kFailed;
   }
   if (!best) {
