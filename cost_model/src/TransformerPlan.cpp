@@ -560,11 +560,13 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
 
   Pricer price(cluster, profile, p.precision);
   const double e = price.bytes;
-  // Bytes of a weight gradient: fp32 under bf16 (cleave-mixed-precision
-  // keeps weight gradients and their reductions in fp32, as Megatron-Core
-  // does for bf16: accumulate_allreduce_grads_in_fp32), the storage type
-  // otherwise (fp16 as Megatron-LM ran it in 2021, reducing fp16).
-  const double gradE = p.precision == DType::Bf16 ? 4.0 : e;
+  // Bytes of a weight gradient: fp32 under 16-bit storage
+  // (cleave-mixed-precision keeps weight gradients and their reductions in
+  // fp32, as Megatron-Core does: accumulate_allreduce_grads_in_fp32), the
+  // storage type otherwise.
+  const bool halfStorage =
+      p.precision == DType::Bf16 || p.precision == DType::Fp16;
+  const double gradE = halfStorage ? 4.0 : e;
   const double b = p.microbatchSize, s = double(m.seq) / p.cp,
                S = double(m.seq), h = m.hidden, a = m.heads, kv = m.kv(),
                d = h / a, t = p.tp, f = m.mlp(), V = m.vocab;
@@ -1346,15 +1348,14 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.zeroStage = p.zero;
     mc.dp = p.dp;
     mc.activationBytes = e;
-    // bf16 storage: without ZeRO (or replicas) the parameters are the fp32 master
+    // 16-bit storage: without ZeRO (or replicas) the parameters are the fp32 master
     // weights themselves, read through casts (cleave-mixed-precision);
     // under ZeRO 1-2 they are bf16 and each replica keeps its block of
     // fp32 master weights with the optimizer state (the lowering's
     // ProgramContext::bf16Parameters, Megatron's distributed optimizer);
     // under ZeRO-3 each replica's block is the fp32 master, cast to bf16
     // for the all-gather (FSDP's mixed precision).
-    bool fp32Masters = p.precision == DType::Bf16 &&
-                       (p.zero == 0 || p.zero == 3 || p.dp == 1);
+    bool fp32Masters = halfStorage && (p.zero == 0 || p.zero == 3 || p.dp == 1);
     mc.paramBytes = fp32Masters ? 4.0 : e;
     mc.gatheredParamBytes = e;
     mc.gradBytes = gradE;

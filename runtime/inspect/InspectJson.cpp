@@ -167,8 +167,9 @@ private:
 };
 
 /// Every singular scalar field of `message` in field-number order, under
-/// its proto name (ModelIdentity, ClusterInfo, Knobs, TrainingConfig have
-/// nothing else), so new fields appear without touching this file.
+/// its proto name, and each singular message field as an object of its
+/// own (ModelIdentity, ClusterInfo, Knobs, TrainingConfig have nothing
+/// else), so new fields appear without touching this file.
 void writeScalarFields(JsonWriter &json,
                        const google::protobuf::Message &message) {
   using google::protobuf::FieldDescriptor;
@@ -217,6 +218,12 @@ void writeScalarFields(JsonWriter &json,
     case FieldDescriptor::CPPTYPE_ENUM:
       json.key(field->name());
       json.value(reflection->GetEnum(message, field)->name());
+      break;
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      // A small settings message (TrainingConfig.loss_scaling), as an
+      // object of its own scalars.
+      json.key(field->name());
+      writeScalarFields(json, reflection->GetMessage(message, field));
       break;
     default:
       break;

@@ -89,7 +89,8 @@ std::string tensorType(const Program &program, int32_t id) {
                        : absl::StrCat(shape, "x", dtypeName(t.dtype()));
 }
 
-/// "  %12 = graph.matmul %10, %11 {transpose_rhs} : 2x16x64xf32   loc".
+/// "  %12 = graph.matmul %10, %11 {transpose_rhs} : 2x16x64xf32   loc";
+/// a guarded update reads "graph.adamw_update unless(%40) ...".
 /// The types are the outputs' (the inputs' for ops without outputs).
 std::string instructionText(const Program &program, const Instruction &inst) {
   std::string line = "  ";
@@ -102,6 +103,8 @@ std::string instructionText(const Program &program, const Instruction &inst) {
   absl::StrAppend(&line, inst.op());
   if (inst.has_async_handle())
     absl::StrAppend(&line, " async(", inst.async_handle(), ")");
+  if (inst.has_unless())
+    absl::StrAppend(&line, " unless(", operand(inst.unless()), ")");
   std::vector<std::string> ins;
   for (int32_t id : inst.inputs())
     ins.push_back(operand(id));

@@ -10,6 +10,8 @@
 #include "Inspect.h"
 #include "PlanDigest.h"
 
+#include "cleave/runtime/plan/LossScaling.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -89,6 +91,9 @@ void appendHeader(std::string &out, const Plan &plan) {
   else if (t.optimizer() == "sgd")
     absl::StrAppend(&out, absl::StrFormat(" (lr %g, momentum %g)", t.lr(),
                                           t.momentum()));
+  if (t.loss_scaling().mode() != plan::LossScaling::NONE)
+    absl::StrAppend(&out, ", loss scaling ",
+                    plan::lossScalingText(t.loss_scaling()));
   absl::StrAppend(&out, ", seed ", t.seed(), "\n  ",
                   absl::StrFormat("%.3g", t.flops_per_step()),
                   " FLOP and ", t.tokens_per_step(), " tokens per step\n");

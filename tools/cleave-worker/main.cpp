@@ -11,7 +11,8 @@
 //
 //   step 1  loss 4.8523  time 12.3 ms  tokens/s 12345  TFLOP/s 0.05
 //
-// (TFLOP/s per device). An inference plan (no loss) prints
+// (TFLOP/s per device; a plan with loss scaling adds `loss scale S`, and
+// `skipped (gradients overflowed)` for a step that applied no update). An inference plan (no loss) prints
 //
 //   step 1  time 3.2 ms  samples/s 2500  TFLOP/s 0.01
 //
@@ -48,6 +49,8 @@
 #include "cleave/runtime/executor/Executor.h"
 #include "cleave/runtime/kernels/BlasKernels.h"
 #include "cleave/runtime/plan/PlanIO.h"
+
+#include "absl/strings/str_cat.h"
 
 #include <atomic>
 #include <chrono>
@@ -663,10 +666,18 @@ int main(int argc, char **argv) {
         std::fflush(stdout);
         continue;
       }
+      // Loss scaling: the scale the step's loss was seeded with, and a
+      // step whose gradients overflowed (no update anywhere).
+      std::string scaling;
+      if ((*ex)->scalesLoss())
+        scaling = absl::StrCat("  loss scale ", result->lossScale,
+                               result->skipped ? "  skipped (gradients "
+                                                 "overflowed)"
+                                               : "");
       std::printf("step %lld  loss %.4f  time %.1f ms  tokens/s %.0f  "
-                  "TFLOP/s %.3g\n",
+                  "TFLOP/s %.3g%s\n",
                   static_cast<long long>(step), result->loss, seconds * 1e3,
-                  tokens / seconds, tflops);
+                  tokens / seconds, tflops, scaling.c_str());
       std::fflush(stdout);
     }
     if (saver) {

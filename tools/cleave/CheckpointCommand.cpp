@@ -101,6 +101,10 @@ int inspectCheckpoint(const std::string &dir, bool json, bool verify) {
                                           t.global_shape().end())},
            {"shards", shards[i]}});
     }
+    if (m.has_loss_scale())
+      out["loss_scale"] = {{"scale", m.loss_scale().scale()},
+                           {"good_steps", m.loss_scale().good_steps()},
+                           {"updates", m.loss_scale().updates()}};
     out["tensors"] = tensors;
     out["files"] = m.files_size();
     out["integrity"] = !verify ? "not verified"
@@ -121,6 +125,12 @@ int inspectCheckpoint(const std::string &dir, bool json, bool verify) {
                                     : ", data " + m.run().data_path(),
         m.run().init_from().empty() ? ""
                                     : ", started from " + m.run().init_from());
+    if (m.has_loss_scale())
+      std::cout << absl::StrFormat(
+          "  loss scale %g, %d step(s) since the last overflow, %d update(s) "
+          "applied (%d skipped)\n",
+          m.loss_scale().scale(), m.loss_scale().good_steps(),
+          m.loss_scale().updates(), m.step() - m.loss_scale().updates());
     std::cout << absl::StrFormat("  %-40s %-11s %-8s %-16s %s\n", "tensor",
                                  "state", "dtype", "shape", "shards");
     for (int i = 0; i < m.tensors_size(); ++i) {
@@ -155,7 +165,7 @@ int exportCheckpoint(const std::string &dir, const std::string &out) {
   const checkpoint::Manifest &m = ckpt->manifest;
   std::vector<checkpoint::SafeTensorOut> tensors;
   const checkpoint::Checkpoint &c = *ckpt;
-  // A bf16 parameter's fp32 master weights (ZeRO with bf16 storage) are
+  // A 16-bit parameter's fp32 master weights (ZeRO under mixed precision) are
   // exported in its place: the exact values the optimizer holds.
   std::map<std::string, int> masters;
   for (int i = 0; i < m.tensors_size(); ++i)
@@ -166,7 +176,9 @@ int exportCheckpoint(const std::string &dir, const std::string &out) {
     if (!m.tensors(j).state().empty())
       continue;
     int i = j;
-    if (m.tensors(j).dtype() == plan::BF16 && masters.count(m.tensors(j).name()))
+    bool half = m.tensors(j).dtype() == plan::BF16 ||
+                m.tensors(j).dtype() == plan::F16;
+    if (half && masters.count(m.tensors(j).name()))
       i = masters[m.tensors(j).name()];
     const checkpoint::TensorInfo &t = m.tensors(i);
     if (t.dtype() != plan::F32)

@@ -12,6 +12,7 @@
 #include "RunCommand.h"
 #include "inspect/Inspect.h"
 
+#include "cleave/runtime/plan/LossScaling.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "cleave/Analysis/ModelSummary.h"
@@ -130,6 +131,12 @@ cl::opt<std::string> planOptimizer("optimizer",
 cl::opt<double> planLr("lr", cl::desc("Learning rate of the plan"),
                        cl::init(1e-3), cl::sub(compileCmd),
                        cl::cat(outputCategory));
+cl::opt<std::string> planLossScale(
+    "loss-scale",
+    cl::desc("Loss scaling: none, dynamic[,init=N,window=STEPS,growth=F,"
+             "backoff=F,min=N], static,init=N or a number (default: dynamic "
+             "for precision=fp16, none otherwise)"),
+    cl::value_desc("SPEC"), cl::sub(compileCmd), cl::cat(outputCategory));
 cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(summaryCmd),
                    cl::sub(zooCmd), cl::sub(compileCmd), cl::cat(outputCategory));
 
@@ -675,6 +682,14 @@ int writeArtifact(ToolContext &tool, const cleave::ImportOptions &options,
   request.seed = planSeed;
   request.step.optimizer = planOptimizer;
   request.step.lr = planLr;
+  if (!planLossScale.empty()) {
+    absl::StatusOr<cleave::plan::LossScaling> scaling =
+        cleave::plan::parseLossScaling(planLossScale);
+    if (!scaling.ok())
+      return badUsage("--loss-scale=" + planLossScale + ": " +
+                      std::string(scaling.status().message()));
+    request.lossScaling = *scaling;
+  }
   request.importOptions = options;
   request.simulatedTrace = std::move(simulatedTrace);
   request.why = std::move(why);

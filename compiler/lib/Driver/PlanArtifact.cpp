@@ -12,6 +12,7 @@
 #include "cleave/cost_model/Simulator.h"
 #include "cleave/cost_model/StageBalance.h"
 #include "cleave/runtime/checkpoint/Weights.h"
+#include "cleave/runtime/plan/LossScaling.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "absl/strings/str_format.h"
@@ -49,12 +50,11 @@ void restrictToLowerable(cost::ParallelConfig &plan,
 
 std::string whyNotLowerable(const cost::ParallelConfig &plan) {
   std::vector<std::string> reasons;
-  // bf16 plans store activations, their gradients and the collectives
-  // carrying them in bf16 (fp32 master weights, weight gradients and
-  // optimizer state); tf32 and fp16 plans hold fp32 tensors, the precision
-  // saying how a GPU multiplies them (fp16 storage needs dynamic loss
-  // scaling, not lowered yet). fp8 GEMMs need scaling factors, which the
-  // plan does not carry.
+  // bf16 and fp16 plans store activations, their gradients and the
+  // collectives carrying them in 16 bits (fp32 master weights, weight
+  // gradients and optimizer state; fp16 with loss scaling); tf32 plans
+  // hold fp32 tensors, the precision saying how a GPU multiplies them.
+  // fp8 GEMMs need scaling factors, which the plan does not carry.
   if (plan.precision == cost::DType::Fp8)
     reasons.push_back("precision=fp8 (no scaling factors in the plan)");
   if (reasons.empty())
@@ -179,7 +179,21 @@ int writePlanArtifact(const ArtifactRequest &r) {
   lo.zero = knobs.zero;
   lo.overlapGrad = knobs.overlapGradReduce;
   lo.fusedAttention = knobs.fusedAttention;
-  lo.bf16Storage = knobs.precision == cost::DType::Bf16;
+  // bf16 and fp16 plans store 16 bits; tf32 and fp8 ones fp32 (the
+  // precision then says how a GPU multiplies them).
+  if (knobs.precision == cost::DType::Bf16 ||
+      knobs.precision == cost::DType::Fp16)
+    lo.storage = knobs.precision;
+  // fp16's 5 exponent bits flush gradients under 2^-24 to zero: its plans
+  // scale the loss unless told otherwise.
+  bool fp16 = knobs.precision == cost::DType::Fp16;
+  lo.lossScaling = r.lossScaling ? *r.lossScaling
+                   : fp16        ? plan::defaultDynamicLossScaling()
+                                 : plan::LossScaling();
+  if (fp16 && lo.lossScaling.mode() == plan::LossScaling::NONE &&
+      r.step.optimizer != "none")
+    llvm::errs() << "cleave: warning: precision=fp16 with --loss-scale=none: "
+                    "gradients below 2^-24 become zero\n";
   lo.sequenceParallel = knobs.sequenceParallel;
   lo.recompute = knobs.recompute;
   lo.stageRecompute = knobs.stageRecompute;
@@ -398,10 +412,15 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
   lo.step.eps = t.eps();
   lo.step.weightDecay = t.weight_decay();
   lo.step.momentum = t.momentum();
-  // The same storage precision (what rounds differs only by the order of
-  // the sums); attention stays unfused, so that a fused plan is checked
-  // against the plain ops.
-  lo.bf16Storage = knobs.precision() == "bf16";
+  // The same storage precision and loss scaling (what rounds differs only
+  // by the order of the sums; scaling by powers of two is exact);
+  // attention stays unfused, so that a fused plan is checked against the
+  // plain ops.
+  if (knobs.precision() == "bf16")
+    lo.storage = cost::DType::Bf16;
+  else if (knobs.precision() == "fp16")
+    lo.storage = cost::DType::Fp16;
+  lo.lossScaling = t.loss_scaling();
   for (const plan::Program &p : partitioned.programs())
     for (const plan::TensorDecl &decl : p.tensors())
       if (decl.kind() == plan::TensorDecl::INPUT && decl.vocab() > 0)

@@ -62,10 +62,11 @@ private:
   LogicalResult declareSource(Operation *op);
   /// The dimension ZeRO splits `param`'s update along, -1 if it does not.
   int64_t zeroDimOf(gr::ParamOp param) const;
-  /// Whether `param` is held in bf16 with fp32 master blocks
-  /// (ProgramContext::bf16Parameters): ZeRO splits its update, one stage
-  /// holds it, and it is read only through casts to bf16 and by its update.
-  bool holdsBf16(gr::ParamOp param) const;
+  /// The 16-bit type (bf16, f16) `param` is held in with fp32 master
+  /// blocks (ProgramContext::halfParameters), or null: ZeRO splits its
+  /// update, one stage holds it, and it is read only through casts to
+  /// that type and by its update.
+  Type halfTypeOf(gr::ParamOp param) const;
   /// Whether the per-microbatch "cp" sum of a parameter's gradient is left
   /// to the step's buckets (see ProgramContext::cp).
   bool foldsIntoBuckets(graph::AllReduceOp sum) const;
@@ -73,6 +74,13 @@ private:
   plan::Instruction &append(Phase phase, const std::string &name);
   LogicalResult emitOptimizer(ArrayRef<Operation *> updates);
   void exchangeTiedGradient(gr::ParamOp param, int g);
+  /// Loss scaling: appends to the optimizer segment the unscale of the
+  /// gradients the updates read (per update: the reduced gradient, or its
+  /// ZeRO block) and the all-reduce (max, every rank) of its overflow
+  /// flag; returns the flag's tensor, which the updates run `unless`.
+  int unscaleGradients(ArrayRef<std::pair<Operation *, int>> gradTensors,
+                       ArrayRef<int64_t> zeroDims, ArrayRef<bool> gradSharded,
+                       ArrayRef<int> gradShards);
   void emitGradientBuckets(ArrayRef<int> grads, const Replicas &replicas);
   /// Puts `inst` (an asynchronous collective over the tensors `written`)
   /// in the backward segment that writes them last, run by the last

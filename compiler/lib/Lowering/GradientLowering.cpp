@@ -195,23 +195,31 @@ int64_t Emitter::zeroDimOf(gr::ParamOp param) const {
   return zeroDim(cast<RankedTensorType>(param.getType()).getShape(), n);
 }
 
-bool Emitter::holdsBf16(gr::ParamOp param) const {
-  if (!ctx.bf16Parameters || zeroDimOf(param) < 0 ||
+Type Emitter::halfTypeOf(gr::ParamOp param) const {
+  if (!ctx.halfParameters || zeroDimOf(param) < 0 ||
       !cast<RankedTensorType>(param.getType()).getElementType().isF32())
-    return false;
+    return Type();
   // A tied parameter's copies are exchanged between stages in fp32.
   auto holders = ctx.paramStages.find(param.getName().str());
   if (holders != ctx.paramStages.end() && holders->second.size() > 1)
-    return false;
-  return llvm::all_of(param->getUses(), [](OpOperand &use) {
+    return Type();
+  Type half;
+  bool onlyHalfCasts = llvm::all_of(param->getUses(), [&](OpOperand &use) {
     Operation *user = use.getOwner();
     if (isa<gr::SgdUpdateOp, gr::AdamwUpdateOp>(user))
       return use.getOperandNumber() == 0;
     auto castOp = dyn_cast<gr::CastOp>(user);
-    return castOp && cast<RankedTensorType>(castOp.getType())
-                         .getElementType()
-                         .isBF16();
+    if (!castOp)
+      return false;
+    Type element = cast<RankedTensorType>(castOp.getType()).getElementType();
+    if (!element.isBF16() && !element.isF16())
+      return false;
+    if (half && half != element)
+      return false;
+    half = element;
+    return true;
   });
+  return onlyHalfCasts ? half : Type();
 }
 
 LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
@@ -379,6 +387,9 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
   // The overlapped reductions complete before any update reads them.
   segments.back().insert(segments.back().begin(), pendingWaits.begin(),
                          pendingWaits.end());
+  int overflowFlag = ctx.scaledLoss ? unscaleGradients(gradTensors, zeroDims,
+                                                       gradSharded, gradShards)
+                                    : -1;
   for (auto [i, entry] : llvm::enumerate(gradTensors)) {
     auto [update, g] = entry;
     auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
@@ -410,12 +421,12 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
         shardOverReplicas(*program.mutable_tensors(s), dim, replicas);
       if (!gradSharded[i])
         gradIn = gradShards[i];
-      bool bf16Param = program.tensors(paramId).dtype() == plan::BF16;
-      if (bf16Param) {
+      plan::DType paramDtype = program.tensors(paramId).dtype();
+      if (paramDtype == plan::BF16 || paramDtype == plan::F16) {
         // The fp32 master weights of this replica's block: the update's
         // parameter, kept and checkpointed with the optimizer state (the
         // runtime fills it from the parameter's initial values; it is
-        // never sliced from the bf16 parameter, which would round it).
+        // never sliced from the 16-bit parameter, which would round it).
         paramIn = replicaBlock("master", param.getType());
       } else {
         // The updated block outlives the step: its gather runs beside the
@@ -431,6 +442,8 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     // The update runs in place: its results alias the parameter (block)
     // and state tensors.
     plan::Instruction &inst = append(kOptimizer, instructionName(update));
+    if (overflowFlag >= 0)
+      inst.set_unless(overflowFlag);
     inst.add_inputs(paramIn);
     inst.add_inputs(gradIn);
     for (unsigned k = 2; k < update->getNumOperands(); ++k)
@@ -445,13 +458,12 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
         if (toPlanAttr(a.getValue(), value))
           (*inst.mutable_attrs())[a.getName().str()] = value;
       }
-    if (dim >= 0 && program.tensors(paramId).dtype() == plan::BF16) {
-      // The updated master block rounded to bf16, which the gather (carried
-      // into the next step's forward pass) reads: kept like ZeRO's fp32
-      // ".shard" block, at half its bytes.
+    if (Type half = halfTypeOf(param); dim >= 0 && half) {
+      // The updated master block rounded to 16 bits, which the gather
+      // (carried into the next step's forward pass) reads: kept like
+      // ZeRO's fp32 ".shard" block, at half its bytes.
       auto type = cast<RankedTensorType>(param.getType());
-      int block = replicaBlock(
-          "shard", type.clone(Builder(type.getContext()).getBF16Type()));
+      int block = replicaBlock("shard", type.clone(half));
       plan::Instruction &narrow = append(kOptimizer, "graph.cast");
       narrow.add_inputs(paramIn);
       narrow.add_outputs(block);
@@ -461,6 +473,52 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     }
   }
   return success();
+}
+
+int Emitter::unscaleGradients(
+    ArrayRef<std::pair<Operation *, int>> gradTensors,
+    ArrayRef<int64_t> zeroDims, ArrayRef<bool> gradSharded,
+    ArrayRef<int> gradShards) {
+  Builder b(step.getContext());
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  // The scale: the loss seed's input on the last stage, the same input
+  // declared here on the others.
+  int scale = -1;
+  for (const plan::TensorDecl &t : program.tensors())
+    if (t.kind() == plan::TensorDecl::INPUT && t.input_name() == "loss_scale")
+      scale = t.id();
+  if (scale < 0) {
+    scale = addTensor(Value(), "loss_scale", plan::TensorDecl::INPUT, scalar);
+    program.mutable_tensors(scale)->set_input_name("loss_scale");
+  }
+  int flag = addTensor(Value(), "overflow", plan::TensorDecl::TRANSIENT,
+                       scalar);
+  // What each update reads: the reduced gradient, or this replica's block
+  // of it under ZeRO (the same choice as the update loop below).
+  plan::Instruction &unscale = append(kOptimizer, "runtime.unscale");
+  unscale.add_inputs(scale);
+  unscale.add_outputs(flag);
+  llvm::SmallDenseSet<int> seen;
+  for (auto [i, entry] : llvm::enumerate(gradTensors)) {
+    int grad = entry.second;
+    if (zeroDims[i] >= 0 && !gradSharded[i])
+      grad = gradShards[i];
+    if (!seen.insert(grad).second)
+      continue;
+    unscale.add_inputs(grad);
+    unscale.add_outputs(grad);
+  }
+  // Every rank skips or applies its updates together: the flag's maximum
+  // over the whole mesh (each rank checked only the gradients it holds).
+  Replicas world;
+  for (const plan::MeshAxis &axis : plan.mesh().axes()) {
+    world.axes.push_back(axis.name());
+    world.count *= axis.size();
+  }
+  plan::Instruction &any =
+      collective("comm.all_reduce", flag, flag, /*dim=*/-1, world);
+  (*any.mutable_attrs())["reduction"].set_s("max");
+  return flag;
 }
 
 } // namespace cleave::lowering::detail

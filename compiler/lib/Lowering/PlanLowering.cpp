@@ -481,9 +481,13 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   // After expert parallelism, which re-types the expert weights it splits
   // (a cast between a weight and its matmul would not be re-typed); the
   // tokens' all-to-alls it adds then carry bf16 like the other collectives.
-  if (o.bf16Storage) {
+  bool halfStorage =
+      o.storage == cost::DType::Bf16 || o.storage == cost::DType::Fp16;
+  if (halfStorage) {
     PassManager pm(ctx);
-    pm.nest<func::FuncOp>().addPass(createMixedPrecision());
+    MixedPrecisionOptions mixed;
+    mixed.storage = o.storage == cost::DType::Bf16 ? "bf16" : "f16";
+    pm.nest<func::FuncOp>().addPass(createMixedPrecision(mixed));
     if (failed(pm.run(module)))
       return failure();
   }
@@ -520,6 +524,9 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   StepOptions step = o.step;
   step.lossScale = 1.0 / double(o.microbatches * o.dp);
   step.tagPhases = true;
+  bool scaledLoss =
+      o.lossScaling.mode() != plan::LossScaling::NONE && !inference;
+  step.scaledLoss = scaledLoss;
   ProgramContext pc;
   pc.stages = o.pp;
   pc.microbatches = o.microbatches;
@@ -528,7 +535,8 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   pc.ep = o.ep;
   pc.zero = o.zero;
   pc.overlapGrad = o.overlapGrad;
-  pc.bf16Parameters = o.bf16Storage && (o.zero == 1 || o.zero == 2);
+  pc.halfParameters = halfStorage && (o.zero == 1 || o.zero == 2);
+  pc.scaledLoss = scaledLoss;
   pc.cp = o.cp;
   pc.inference = inference;
   pc.schedule = o.schedule;
@@ -602,6 +610,8 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
     k->add_stage_recompute(std::string(cost::recomputeName(mode)));
   k->set_precision("fp32");
   plan::TrainingConfig *t = plan.mutable_training();
+  if (o.step.optimizer != "none")
+    *t->mutable_loss_scaling() = o.lossScaling;
   t->set_global_batch(o.microbatchSize * o.microbatches * o.dp);
   t->set_seq_len(o.seqLen);
   t->set_optimizer(o.step.optimizer);

@@ -238,9 +238,8 @@ void Emitter::setParamDims(plan::TensorDecl &t, int index) {
 LogicalResult Emitter::declareSource(Operation *op) {
   if (auto param = dyn_cast<gr::ParamOp>(op)) {
     Type type = param.getType();
-    if (holdsBf16(param))
-      type = cast<RankedTensorType>(type).clone(
-          Builder(op->getContext()).getBF16Type());
+    if (Type half = halfTypeOf(param))
+      type = cast<RankedTensorType>(type).clone(half);
     int id = addTensor(param, param.getName().str(), plan::TensorDecl::PARAMETER,
                        type);
     setParamDims(*program.mutable_tensors(id), paramIndex(param));
@@ -374,7 +373,7 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
       return success();
     }
   }
-  // A bf16 parameter's cast to bf16 (ProgramContext::bf16Parameters) is
+  // A 16-bit parameter's cast to its type (ProgramContext::halfParameters) is
   // the parameter itself.
   if (auto castOp = dyn_cast<gr::CastOp>(op)) {
     auto it = ids.find(castOp.getInput());

@@ -24,6 +24,16 @@
 
 namespace cleave::lowering::detail {
 
+namespace {
+
+/// The inputs the runtime fills with one value a step (AdamW's count, loss
+/// scaling's scale), not per microbatch from the data.
+bool isRuntimeInput(const plan::TensorDecl &t) {
+  return t.input_name() == "step" || t.input_name() == "loss_scale";
+}
+
+} // namespace
+
 void Emitter::assignStashFrames(ArrayRef<int64_t> stashBytes) {
   int v = numChunks();
   stashClass.assign(v, 0);
@@ -114,6 +124,9 @@ void Emitter::planMemory() {
         touch(id);
       for (int id : inst.inputs())
         touch(id);
+      // Loss scaling's overflow flag is read by every update it guards.
+      if (inst.has_unless())
+        touch(inst.unless());
       if (inst.op() == "comm.send" && inst.attrs().count("buffered")) {
         plan::TensorDecl &t = *program.mutable_tensors(inst.inputs(0));
         if (t.kind() == plan::TensorDecl::TRANSIENT) {
@@ -159,7 +172,7 @@ void Emitter::planMemory() {
       return -1;
     int seg = t.kind() == plan::TensorDecl::STASH ? segmentOf[t.id()]
                                                   : inputSegment[t.id()];
-    if (numFrames > 0 && seg >= 0 && t.input_name() != "step" &&
+    if (numFrames > 0 && seg >= 0 && !isRuntimeInput(t) &&
         !llvm::is_contained(program.output_tensors(), t.id()))
       return seg;
     return -1;
@@ -197,7 +210,7 @@ void Emitter::planMemory() {
                                                      : pool;
         break;
       }
-      t.set_slots(t.input_name() == "step" ? 1 : slots);
+      t.set_slots(isRuntimeInput(t) ? 1 : slots);
       if (llvm::is_contained(program.output_tensors(), t.id()))
         t.set_slots(ctx.microbatches);
       break;

@@ -1,8 +1,8 @@
-//===- MixedPrecision.cpp - bf16 storage with fp32 masters and loss -------===//
+//===- MixedPrecision.cpp - 16-bit storage, fp32 masters and loss ---------===//
 //
-// One walk in program order: sources are cast to bf16 where read, each op
-// then sees its operands' new types and takes bf16 results when it
-// computes on bf16 only. The few fp32 islands (the loss, attention's
+// One walk in program order: sources are cast to the 16-bit type (bf16 or
+// f16) where read, each op then sees its operands' new types and takes
+// 16-bit results when it computes on 16-bit values only. The few fp32 islands (the loss, attention's
 // log-sum-exp) are decided by the op, so the rule needs no list of ops
 // beyond them.
 //
@@ -35,9 +35,9 @@ bool isF32(Value v) {
   return t && t.getElementType().isF32();
 }
 
-bool isBf16(Value v) {
+bool isHalf(Value v) {
   auto t = floatTensor(v);
-  return t && t.getElementType().isBF16();
+  return t && (t.getElementType().isBF16() || t.getElementType().isF16());
 }
 
 struct MixedPrecisionPass
@@ -54,17 +54,23 @@ struct MixedPrecisionPass
     if (func.isExternal())
       return;
     OpBuilder b(func.getContext());
-    Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
+    if (storage != "bf16" && storage != "f16") {
+      func.emitError("cleave-mixed-precision: storage '")
+          << storage << "' (expected bf16 or f16)";
+      return signalPassFailure();
+    }
+    Type half = storage == "bf16" ? Type(b.getBF16Type()) : b.getF16Type();
+    Type f32 = b.getF32Type();
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) { ops.push_back(op); });
     for (Operation *op : ops) {
-      // Sources: read through a bf16 copy (the source itself stays fp32).
+      // Sources: read through a 16-bit copy (the source itself stays fp32).
       if (isa<ParamOp, InputOp, ConstantOp>(op)) {
         Value v = op->getResult(0);
         if (!isF32(v) || v.use_empty())
           continue;
         b.setInsertionPointAfter(op);
-        Value copy = castTo(b, op->getLoc(), v, bf16);
+        Value copy = castTo(b, op->getLoc(), v, half);
         v.replaceAllUsesExcept(copy, copy.getDefiningOp());
         continue;
       }
@@ -72,26 +78,26 @@ struct MixedPrecisionPass
         continue;
       b.setInsertionPoint(op);
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        // The signature stays: bf16 results are returned as fp32.
+        // The signature stays: 16-bit results are returned as fp32.
         for (OpOperand &operand : ret->getOpOperands())
-          if (isBf16(operand.get()))
+          if (isHalf(operand.get()))
             operand.set(castTo(b, ret.getLoc(), operand.get(), f32));
         continue;
       }
       // The loss in fp32, from logits cast up.
       bool fp32Island = isa<CrossEntropyOp>(op);
-      bool anyBf16 = false, anyF32 = false;
+      bool anyHalf = false, anyF32 = false;
       for (Value operand : op->getOperands()) {
-        anyBf16 |= isBf16(operand);
+        anyHalf |= isHalf(operand);
         anyF32 |= isF32(operand);
       }
-      if (fp32Island || (anyBf16 && anyF32)) {
+      if (fp32Island || (anyHalf && anyF32)) {
         for (OpOperand &operand : op->getOpOperands())
-          if (isBf16(operand.get()))
+          if (isHalf(operand.get()))
             operand.set(castTo(b, op->getLoc(), operand.get(), f32));
         continue;
       }
-      if (!anyBf16)
+      if (!anyHalf)
         continue;
       for (OpResult result : op->getResults()) {
         if (!isF32(result))
@@ -100,7 +106,7 @@ struct MixedPrecisionPass
         if (auto attention = dyn_cast<AttentionOp>(op);
             attention && result == attention.getLse())
           continue;
-        result.setType(floatTensor(result).clone(bf16));
+        result.setType(floatTensor(result).clone(half));
         ++numNarrowed;
       }
     }

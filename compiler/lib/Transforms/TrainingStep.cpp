@@ -75,11 +75,21 @@ LogicalResult StepBuilder::build(cleave::StepStatistics &stats) {
     auto lossType = dyn_cast<RankedTensorType>(ret.getOperand(0).getType());
     if (lossType && lossType.getRank() == 0 && isFloat(ret.getOperand(0))) {
       loss = ret.getOperand(0);
-      grads[loss] = ConstantOp::create(
+      Value seed = ConstantOp::create(
           b, loss.getLoc(),
           DenseElementsAttr::get(
               lossType,
               b.getFloatAttr(lossType.getElementType(), options.lossScale)));
+      if (options.scaledLoss) {
+        if (!lossType.getElementType().isF32())
+          return step.emitOpError("scales a loss of type ")
+                 << lossType << " (loss scaling needs an f32 loss)";
+        OpBuilder top = OpBuilder::atBlockBegin(&body);
+        Value scale = InputOp::create(top, step.getLoc(), lossType,
+                                      "loss_scale");
+        seed = MulOp::create(b, loss.getLoc(), seed, scale);
+      }
+      grads[loss] = seed;
     }
   }
   // A value sent to the next stage gets its gradient back from there.
@@ -284,6 +294,7 @@ void TrainingStepPass::runOnOperation() {
   options.eps = eps;
   options.weightDecay = weightDecay;
   options.tagPhases = tagPhases;
+  options.scaledLoss = scaledLoss;
   cleave::StepStatistics stats;
   if (failed(cleave::buildTrainingStep(forward, "train_step", options, &stats)))
     return signalPassFailure();

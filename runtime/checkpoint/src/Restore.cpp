@@ -5,6 +5,7 @@
 #include "cleave/runtime/checkpoint/Directory.h"
 #include "cleave/runtime/checkpoint/Files.h"
 #include "cleave/runtime/comm/Bfloat16.h"
+#include "cleave/runtime/comm/Float16.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "absl/strings/str_cat.h"
@@ -32,15 +33,20 @@ std::map<std::string, int> tensorIndex(const Manifest &m) {
 
 /// Where a plan block's values come from: the checkpoint's tensor of the
 /// same key and dtype, or, across precisions, what stands for it. A plan
-/// whose bf16 parameters keep fp32 master weights (ZeRO with bf16 storage)
-/// and one with fp32 parameters load each other's checkpoints: an fp32
-/// parameter reads the master weights (exact), a master block reads the
-/// fp32 parameter, a bf16 parameter the fp32 one rounded; only where no
-/// fp32 copy was saved is a bf16 parameter widened.
+/// whose 16-bit (bf16, fp16) parameters keep fp32 master weights (ZeRO
+/// under mixed precision) and one with fp32 parameters load each other's
+/// checkpoints: an fp32 parameter reads the master weights (exact), a
+/// master block reads the fp32 parameter, a 16-bit parameter the fp32 one
+/// rounded; only where no fp32 copy was saved is a 16-bit parameter
+/// widened (or rounded from the other 16-bit type).
 struct Source {
   int tensor = -1;
   plan::DType from = plan::F32;
 };
+
+bool isFloatStorage(plan::DType t) {
+  return t == plan::F32 || t == plan::BF16 || t == plan::F16;
+}
 
 Source sourceOf(const Block &b, const Manifest &m,
                 const std::map<std::string, int> &index) {
@@ -55,17 +61,18 @@ Source sourceOf(const Block &b, const Manifest &m,
   bool param = b.state.empty(), master = b.state == "master";
   if (!param && !master)
     return {same, same >= 0 ? dtype(same) : b.dtype};
-  int fp32 = -1, bf16 = -1;
+  int fp32 = -1, half = -1;
   for (int i : {find(b.name + ".master"), find(b.name)}) {
     if (i >= 0 && dtype(i) == plan::F32 && fp32 < 0)
       fp32 = i;
-    if (i >= 0 && dtype(i) == plan::BF16 && bf16 < 0)
-      bf16 = i;
+    if (i >= 0 && (dtype(i) == plan::BF16 || dtype(i) == plan::F16) &&
+        half < 0)
+      half = i;
   }
-  if ((b.dtype == plan::F32 || b.dtype == plan::BF16) && fp32 >= 0)
+  if (isFloatStorage(b.dtype) && fp32 >= 0)
     return {fp32, plan::F32};
-  if (b.dtype == plan::F32 && bf16 >= 0)
-    return {bf16, plan::BF16};
+  if (isFloatStorage(b.dtype) && half >= 0)
+    return {half, dtype(half)};
   return {same, same >= 0 ? dtype(same) : b.dtype};
 }
 
@@ -73,13 +80,18 @@ Source sourceOf(const Block &b, const Manifest &m,
 void convert(const char *src, plan::DType from, char *dst, plan::DType to,
              int64_t n) {
   std::vector<float> values(static_cast<size_t>(n));
+  const uint16_t *halves = reinterpret_cast<const uint16_t *>(src);
   if (from == plan::BF16)
-    comm::bf16ToFloats(reinterpret_cast<const uint16_t *>(src), values.data(),
-                       n);
+    comm::bf16ToFloats(halves, values.data(), n);
+  else if (from == plan::F16)
+    comm::f16ToFloats(halves, values.data(), n);
   else
     std::memcpy(values.data(), src, static_cast<size_t>(n) * 4);
+  uint16_t *out = reinterpret_cast<uint16_t *>(dst);
   if (to == plan::BF16)
-    comm::floatsToBf16(values.data(), reinterpret_cast<uint16_t *>(dst), n);
+    comm::floatsToBf16(values.data(), out, n);
+  else if (to == plan::F16)
+    comm::floatsToF16(values.data(), out, n);
   else
     std::memcpy(dst, values.data(), static_cast<size_t>(n) * 4);
 }
@@ -118,9 +130,10 @@ absl::Status checkPlanMatches(const Checkpoint &ckpt, const plan::Plan &plan,
       }
       const TensorInfo &t = m.tensors(src.tensor);
       used.insert(tensorKey(t));
-      bool converts = (b.state.empty() || b.state == "master") &&
-                      (t.dtype() == plan::F32 || t.dtype() == plan::BF16) &&
-                      (b.dtype == plan::F32 || b.dtype == plan::BF16);
+      bool converts =
+          (b.state.empty() || b.state == "master") &&
+          isFloatStorage(static_cast<plan::DType>(t.dtype())) &&
+          isFloatStorage(b.dtype);
       std::vector<int64_t> shape(t.global_shape().begin(),
                                  t.global_shape().end());
       if (shape != b.globalShape || (t.dtype() != b.dtype && !converts))
@@ -238,6 +251,19 @@ absl::StatusOr<LoadReport> restoreRank(const Checkpoint &ckpt,
     }
     executor.writeTensorBytes(b.tensorId, buffer.data(), b.bytes());
   }
+  // Loss scaling goes on where it was; a checkpoint of a run that scaled
+  // no loss applied an update every step.
+  executor::LossScaleState scaling = executor.lossScaleState();
+  scaling.updates = ckpt.manifest.step();
+  if (ckpt.manifest.has_loss_scale()) {
+    const LossScaleInfo &ls = ckpt.manifest.loss_scale();
+    scaling.updates = ls.updates();
+    if (executor.scalesLoss()) {
+      scaling.scale = ls.scale();
+      scaling.goodSteps = ls.good_steps();
+    }
+  }
+  executor.setLossScaleState(scaling);
   report.seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();

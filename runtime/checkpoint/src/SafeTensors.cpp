@@ -3,6 +3,8 @@
 #include "cleave/runtime/checkpoint/SafeTensors.h"
 
 #include "cleave/runtime/checkpoint/Files.h"
+#include "cleave/runtime/comm/Bfloat16.h"
+#include "cleave/runtime/comm/Float16.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -27,32 +29,6 @@ int64_t dtypeSize(const std::string &dtype) {
       dtype == "F8_E5M2")
     return 1;
   return 0;
-}
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h >> 15) << 31;
-  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {
-      // Subnormal: normalise.
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while ((mant & 0x400) == 0);
-      bits = sign | uint32_t(127 - 15 - e) << 23 | (mant & 0x3ff) << 13;
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | mant << 13;
-  } else {
-    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 } // namespace
@@ -164,12 +140,7 @@ SafeTensorsReader::readF32(const SafeTensorInfo &t) const {
     } else if (t.dtype == "F16" || t.dtype == "BF16") {
       uint16_t h;
       std::memcpy(&h, p + 2 * i, 2);
-      if (t.dtype == "F16") {
-        out[i] = halfToFloat(h);
-      } else {
-        uint32_t bits = uint32_t(h) << 16;
-        std::memcpy(&out[i], &bits, 4);
-      }
+      out[i] = t.dtype == "F16" ? comm::f16ToFloat(h) : comm::bf16ToFloat(h);
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           path_, ": tensor '", t.name, "' is ", t.dtype,

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <optional>
 
 namespace cleave::checkpoint {
 
@@ -26,6 +27,8 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 /// writing them gave.
 struct Saver::Write {
   int64_t step = 0;
+  /// Loss scaling's state at the save (the executor runs on meanwhile).
+  std::optional<executor::LossScaleState> lossScale;
   std::string partialDir;
   std::thread thread;
   std::atomic<bool> done{false};
@@ -116,6 +119,8 @@ absl::Status Saver::save(int64_t step, executor::Executor &executor) {
   Write &w = *write_;
   w.step = step;
   w.start = start;
+  if (executor.scalesLoss())
+    w.lossScale = executor.lossScaleState();
   w.partialDir = options_.dir + "/" + stepDirName(step) + ".partial";
   if (staging_.empty())
     for (const Block &b : blocks_)
@@ -189,6 +194,12 @@ absl::Status Saver::commit(Write &w) {
             absl::StrCat("the shard list of rank ", r, " does not parse"));
     Manifest base = base_;
     base.set_step(w.step);
+    if (w.lossScale) {
+      LossScaleInfo *ls = base.mutable_loss_scale();
+      ls->set_scale(w.lossScale->scale);
+      ls->set_good_steps(w.lossScale->goodSteps);
+      ls->set_updates(w.lossScale->updates);
+    }
     base.set_world_size(coordinator_.size());
     base.set_created_unix(static_cast<double>(std::time(nullptr)));
     absl::StatusOr<Manifest> merged =

@@ -3,6 +3,7 @@
 #include "cleave/runtime/checkpoint/Weights.h"
 
 #include "cleave/runtime/comm/Bfloat16.h"
+#include "cleave/runtime/comm/Float16.h"
 
 #include "cleave/runtime/checkpoint/Blocks.h"
 
@@ -73,9 +74,9 @@ absl::Status loadWeightsIntoRank(const SafeTensorsReader &weights,
                                  executor::Executor &executor) {
   std::string buffer;
   for (const Block &b : blocksOfRank(plan, rank)) {
-    // Parameters, and the fp32 master weights a bf16 parameter keeps
-    // (ZeRO with bf16 storage), take the file's values; a bf16 parameter
-    // holds them rounded.
+    // Parameters, and the fp32 master weights a 16-bit parameter keeps
+    // (ZeRO under mixed precision), take the file's values; a bf16 or
+    // fp16 parameter holds them rounded.
     if (!b.state.empty() && b.state != "master")
       continue;
     const SafeTensorInfo *t = weights.find(b.name);
@@ -85,19 +86,23 @@ absl::Status loadWeightsIntoRank(const SafeTensorsReader &weights,
     absl::StatusOr<std::vector<float>> whole = weights.readF32(*t);
     if (!whole.ok())
       return whole.status();
-    if (b.dtype != plan::F32 && b.dtype != plan::BF16)
+    if (b.dtype != plan::F32 && b.dtype != plan::BF16 && b.dtype != plan::F16)
       return absl::InvalidArgumentError(absl::StrCat(
           "parameter '", b.name, "' is ", plan::DType_Name(b.dtype),
-          " in the plan (f32 or bf16 expected)"));
+          " in the plan (f32, bf16 or f16 expected)"));
     Box all{std::vector<int64_t>(b.globalShape.size(), 0), b.globalShape};
     int64_t n = b.box.numElements();
     buffer.assign(static_cast<size_t>(n * 4), '\0');
     copyRegion(reinterpret_cast<const char *>(whole->data()), all,
                buffer.data(), b.box, b.box, 4);
-    if (b.dtype == plan::BF16) {
+    if (b.dtype == plan::BF16 || b.dtype == plan::F16) {
       std::string half(static_cast<size_t>(n * 2), '\0');
-      comm::floatsToBf16(reinterpret_cast<const float *>(buffer.data()),
-                         reinterpret_cast<uint16_t *>(half.data()), n);
+      const float *values = reinterpret_cast<const float *>(buffer.data());
+      uint16_t *words = reinterpret_cast<uint16_t *>(half.data());
+      if (b.dtype == plan::BF16)
+        comm::floatsToBf16(values, words, n);
+      else
+        comm::floatsToF16(values, words, n);
       buffer.swap(half);
     }
     executor.writeTensorBytes(b.tensorId, buffer.data(), b.bytes());

@@ -3,6 +3,7 @@
 #include "cleave/runtime/comm/Communicator.h"
 
 #include "cleave/runtime/comm/Bfloat16.h"
+#include "cleave/runtime/comm/Float16.h"
 
 #include "cleave/runtime/comm/Pack.h"
 
@@ -10,6 +11,14 @@
 #include <stdexcept>
 
 namespace cleave::comm {
+
+float halfToFloat(ElementType type, uint16_t word) {
+  return type == ElementType::BF16 ? bf16ToFloat(word) : f16ToFloat(word);
+}
+
+uint16_t floatToHalf(ElementType type, float value) {
+  return type == ElementType::BF16 ? floatToBf16(value) : floatToF16(value);
+}
 
 int64_t elementBytes(ElementType type) {
   switch (type) {
@@ -20,6 +29,7 @@ int64_t elementBytes(ElementType type) {
   case ElementType::U8:
     return 1;
   case ElementType::BF16:
+  case ElementType::F16:
     return 2;
   }
   return 1;
@@ -203,10 +213,11 @@ void checkShape(const CommTensor &tensor, const std::vector<int64_t> &shape,
 
 void divideFloats(CommTensor tensor, int64_t n) {
   float scale = 1.0f / static_cast<float>(n);
-  if (tensor.type == ElementType::BF16) {
+  if (isHalf(tensor.type)) {
     uint16_t *data = static_cast<uint16_t *>(tensor.data);
     for (int64_t i = 0, e = tensor.numElements(); i < e; ++i)
-      data[i] = floatToBf16(bf16ToFloat(data[i]) * scale);
+      data[i] = floatToHalf(tensor.type,
+                            halfToFloat(tensor.type, data[i]) * scale);
     return;
   }
   if (tensor.type != ElementType::F32)

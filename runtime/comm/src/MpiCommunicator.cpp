@@ -1,7 +1,6 @@
 //===- MpiCommunicator.cpp - Collectives over MPI -------------------------===//
 
 #include "cleave/runtime/comm/MpiCommunicator.h"
-#include "cleave/runtime/comm/Bfloat16.h"
 #include "cleave/runtime/comm/MpiWait.h"
 
 #include "cleave/runtime/comm/Pack.h"
@@ -159,8 +158,8 @@ int count(int64_t n, const char *what) {
   return static_cast<int>(n);
 }
 
-/// bf16 travels as 16-bit words; its reductions are user-defined MPI ops
-/// (below), since MPI has no bfloat16.
+/// bf16 and fp16 travel as 16-bit words; their reductions are user-defined
+/// MPI ops (below), since MPI has no 16-bit float types.
 MPI_Datatype mpiType(ElementType type) {
   switch (type) {
   case ElementType::F32:
@@ -170,43 +169,51 @@ MPI_Datatype mpiType(ElementType type) {
   case ElementType::U8:
     return MPI_UINT8_T;
   case ElementType::BF16:
+  case ElementType::F16:
     return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }
 
-/// inout[i] = bf16(float(in[i]) + float(inout[i])): each pairwise combine
-/// in fp32, rounded back, as NCCL's bf16 reductions do.
-void bf16Sum(void *in, void *inout, int *len, MPI_Datatype *) {
+/// inout[i] = half(float(in[i]) + float(inout[i])): each pairwise combine
+/// in fp32, rounded back, as NCCL's bf16 and fp16 reductions do.
+template <ElementType T> void halfSum(void *in, void *inout, int *len,
+                                      MPI_Datatype *) {
   const uint16_t *a = static_cast<const uint16_t *>(in);
   uint16_t *b = static_cast<uint16_t *>(inout);
   for (int i = 0; i < *len; ++i)
-    b[i] = floatToBf16(bf16ToFloat(a[i]) + bf16ToFloat(b[i]));
+    b[i] = floatToHalf(T, halfToFloat(T, a[i]) + halfToFloat(T, b[i]));
 }
 
-void bf16Max(void *in, void *inout, int *len, MPI_Datatype *) {
+template <ElementType T> void halfMax(void *in, void *inout, int *len,
+                                      MPI_Datatype *) {
   const uint16_t *a = static_cast<const uint16_t *>(in);
   uint16_t *b = static_cast<uint16_t *>(inout);
   for (int i = 0; i < *len; ++i)
-    b[i] = floatToBf16(std::fmax(bf16ToFloat(a[i]), bf16ToFloat(b[i])));
+    b[i] = floatToHalf(T, std::fmax(halfToFloat(T, a[i]), halfToFloat(T, b[i])));
+}
+
+template <ElementType T> MPI_Op halfOp(Reduction r) {
+  // Created once per type, after MPI_Init (its first reduction); MPI frees
+  // user ops at MPI_Finalize.
+  static MPI_Op sum = [] {
+    MPI_Op op;
+    check(MPI_Op_create(halfSum<T>, /*commute=*/1, &op), "MPI_Op_create");
+    return op;
+  }();
+  static MPI_Op max = [] {
+    MPI_Op op;
+    check(MPI_Op_create(halfMax<T>, /*commute=*/1, &op), "MPI_Op_create");
+    return op;
+  }();
+  return r == Reduction::Max ? max : sum;
 }
 
 MPI_Op mpiOp(Reduction r, ElementType type) {
-  if (type == ElementType::BF16) {
-    // Created once, after MPI_Init (the first bf16 reduction); MPI frees
-    // user ops at MPI_Finalize.
-    static MPI_Op sum = [] {
-      MPI_Op op;
-      check(MPI_Op_create(bf16Sum, /*commute=*/1, &op), "MPI_Op_create");
-      return op;
-    }();
-    static MPI_Op max = [] {
-      MPI_Op op;
-      check(MPI_Op_create(bf16Max, /*commute=*/1, &op), "MPI_Op_create");
-      return op;
-    }();
-    return r == Reduction::Max ? max : sum;
-  }
+  if (type == ElementType::BF16)
+    return halfOp<ElementType::BF16>(r);
+  if (type == ElementType::F16)
+    return halfOp<ElementType::F16>(r);
   return r == Reduction::Max ? MPI_MAX : MPI_SUM;
 }
 

@@ -57,6 +57,8 @@ ncclDataType_t ncclType(comm::ElementType type) {
     return ncclUint8;
   case comm::ElementType::BF16:
     return ncclBfloat16;
+  case comm::ElementType::F16:
+    return ncclFloat16;
   }
   throw std::invalid_argument("unknown element type");
 }

@@ -110,11 +110,26 @@ void adamwKernel(OpContext &c) {
               newV, param.numElements(), h, stream());
 }
 
+/// runtime.unscale (GradKernels.cpp unscaleKernel): the scale and the
+/// gradients in, the overflow flag and the gradients (in place) out.
+void unscaleKernel(OpContext &c) {
+  executor::checkUnscaleOperands(c);
+  k::ConstTensorRef scale = c.in(0);
+  k::TensorRef flag = c.out(0);
+  CLEAVE_CUDA_CHECK(cudaMemsetAsync(flag.data, 0, sizeof(float), stream()));
+  for (size_t i = 1; i < c.inputs.size(); ++i) {
+    k::TensorRef grad = c.out(i);
+    unscaleGradient(grad.data, grad.numElements(), scale.data, flag.data,
+                    stream());
+  }
+}
+
 } // namespace
 
 void registerOptimizerOps(Registry &r) {
   r["graph.sgd_update"] = sgdKernel;
   r["graph.adamw_update"] = adamwKernel;
+  r["runtime.unscale"] = unscaleKernel;
 }
 
 } // namespace cleave::cuda

@@ -10,6 +10,7 @@
 #include "Registry.h"
 
 #include "cleave/runtime/comm/Bfloat16.h"
+#include "cleave/runtime/comm/Float16.h"
 
 #include "cleave/runtime/kernels/Attention.h"
 #include "cleave/runtime/kernels/Conv.h"
@@ -84,20 +85,27 @@ void castKernel(OpContext &c) {
     }
     return;
   }
-  // Mixed precision: fp32 master weights to their bf16 copies, a bf16
-  // value to fp32 (the loss's logits, a weight's gradient).
-  if (in.dtype == plan::F32 && out.dtype == plan::BF16 &&
-      in.numElements() == out.numElements())
+  // Mixed precision: fp32 master weights to their bf16 (fp16) copies, a
+  // 16-bit value to fp32 (the loss's logits, a weight's gradient).
+  bool sameSize = in.numElements() == out.numElements();
+  if (in.dtype == plan::F32 && out.dtype == plan::BF16 && sameSize)
     return comm::floatsToBf16(static_cast<const float *>(in.data),
                               static_cast<uint16_t *>(out.data),
                               in.numElements());
-  if (in.dtype == plan::BF16 && out.dtype == plan::F32 &&
-      in.numElements() == out.numElements())
+  if (in.dtype == plan::F32 && out.dtype == plan::F16 && sameSize)
+    return comm::floatsToF16(static_cast<const float *>(in.data),
+                             static_cast<uint16_t *>(out.data),
+                             in.numElements());
+  if (in.dtype == plan::BF16 && out.dtype == plan::F32 && sameSize)
     return comm::bf16ToFloats(static_cast<const uint16_t *>(in.data),
                               static_cast<float *>(out.data),
                               in.numElements());
+  if (in.dtype == plan::F16 && out.dtype == plan::F32 && sameSize)
+    return comm::f16ToFloats(static_cast<const uint16_t *>(in.data),
+                             static_cast<float *>(out.data),
+                             in.numElements());
   throw std::invalid_argument("the CPU executor casts between f32 and bf16 "
-                              "and between f32 and i64 or i32");
+                              "or f16, and between f32 and i64 or i32");
 }
 
 

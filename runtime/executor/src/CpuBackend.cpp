@@ -11,6 +11,7 @@
 #include "Registry.h"
 
 #include "cleave/runtime/comm/Bfloat16.h"
+#include "cleave/runtime/comm/Float16.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -66,17 +67,21 @@ public:
   }
   void widen(const void *src, plan::DType dtype, float *dst,
              int64_t n) override {
-    if (dtype != plan::BF16)
-      throw std::invalid_argument("the CPU backend stores 16-bit floats as "
-                                  "bf16 only");
-    comm::bf16ToFloats(static_cast<const uint16_t *>(src), dst, n);
+    const uint16_t *in = static_cast<const uint16_t *>(src);
+    if (dtype == plan::BF16)
+      return comm::bf16ToFloats(in, dst, n);
+    if (dtype == plan::F16)
+      return comm::f16ToFloats(in, dst, n);
+    throw std::invalid_argument("widen: not a 16-bit float type");
   }
   void narrow(const float *src, void *dst, plan::DType dtype,
               int64_t n) override {
-    if (dtype != plan::BF16)
-      throw std::invalid_argument("the CPU backend stores 16-bit floats as "
-                                  "bf16 only");
-    comm::floatsToBf16(src, static_cast<uint16_t *>(dst), n);
+    uint16_t *out = static_cast<uint16_t *>(dst);
+    if (dtype == plan::BF16)
+      return comm::floatsToBf16(src, out, n);
+    if (dtype == plan::F16)
+      return comm::floatsToF16(src, out, n);
+    throw std::invalid_argument("narrow: not a 16-bit float type");
   }
   void synchronize() override {}
 };

@@ -152,12 +152,13 @@ checkInputFiles(const plan::Plan &plan, const comm::MeshInfo &mesh,
                 const std::map<std::string, std::string> &inputFiles) {
   if (inputFiles.empty())
     return absl::OkStatus();
-  // The plan's inputs, in order of first appearance ("step" is the
-  // runtime's, not the model's).
+  // The plan's inputs, in order of first appearance ("step" and
+  // "loss_scale" are the runtime's, not the model's).
   std::vector<const plan::TensorDecl *> inputs;
   for (const plan::Program &program : plan.programs())
     for (const plan::TensorDecl &t : program.tensors()) {
-      if (t.kind() != plan::TensorDecl::INPUT || t.input_name() == "step")
+      if (t.kind() != plan::TensorDecl::INPUT || t.input_name() == "step" ||
+          t.input_name() == "loss_scale")
         continue;
       bool seen = false;
       for (const plan::TensorDecl *other : inputs)

@@ -3,6 +3,7 @@
 #include "cleave/runtime/executor/Executor.h"
 
 #include "cleave/runtime/comm/Bfloat16.h"
+#include "cleave/runtime/comm/Float16.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "Widening.h"
@@ -112,6 +113,29 @@ absl::Status Executor::prepare() {
     return data.status();
   data_ = std::make_unique<DataSource>(*std::move(data));
 
+  if (scalesLoss()) {
+    const plan::LossScaling &ls = plan_.training().loss_scaling();
+    bool dynamic = ls.mode() == plan::LossScaling::DYNAMIC;
+    std::string bad;
+    if (!(ls.initial_scale() > 0 && std::isfinite(ls.initial_scale())))
+      bad = absl::StrCat("initial_scale ", ls.initial_scale(),
+                         " (a finite number above 0 expected)");
+    else if (dynamic && !(ls.growth_factor() >= 1))
+      bad = absl::StrCat("growth_factor ", ls.growth_factor(), " (1 or more)");
+    else if (dynamic && !(ls.backoff_factor() > 0 && ls.backoff_factor() <= 1))
+      bad = absl::StrCat("backoff_factor ", ls.backoff_factor(),
+                         " (above 0, at most 1)");
+    else if (dynamic && ls.growth_interval() < 1)
+      bad = absl::StrCat("growth_interval ", ls.growth_interval(),
+                         " (1 or more)");
+    else if (dynamic && !(ls.min_scale() > 0))
+      bad = absl::StrCat("min_scale ", ls.min_scale(), " (above 0)");
+    if (!bad.empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat("the plan's loss scaling has ", bad));
+    lossScale_.scale = ls.initial_scale();
+  }
+
   const plan::Program &p = *program_;
   auto where = [&](const TensorDecl &t) {
     return absl::StrCat("rank ", rank_, ", program ", p.id(), " (", p.name(),
@@ -150,6 +174,13 @@ absl::Status Executor::prepare() {
         if (id < -1 || id >= p.tensors_size())
           return instructionError(s, i, absl::StrCat("input ", id,
                                                      " is not a tensor"));
+      if (inst.has_unless() &&
+          (inst.unless() < 0 || inst.unless() >= p.tensors_size() ||
+           p.tensors(inst.unless()).dtype() != plan::F32 ||
+           numElements(p.tensors(inst.unless())) != 1))
+        return instructionError(
+            s, i, absl::StrCat("unless ", inst.unless(),
+                               " is not an f32 scalar tensor"));
       for (int32_t id : inst.outputs()) {
         if (id < -1 || id >= p.tensors_size())
           return instructionError(s, i, absl::StrCat("output ", id,
@@ -376,12 +407,13 @@ absl::Status Executor::initialize() {
     bool master = t.kind() == TensorDecl::OPTIMIZER_STATE &&
                   t.state() == "master";
     if (t.kind() == TensorDecl::PARAMETER || master) {
-      bool half = t.kind() == TensorDecl::PARAMETER && t.dtype() == plan::BF16;
+      bool half = t.kind() == TensorDecl::PARAMETER &&
+                  (t.dtype() == plan::BF16 || t.dtype() == plan::F16);
       if (t.dtype() != plan::F32 && !half)
         return absl::InvalidArgumentError(absl::StrCat(
             "rank ", rank_, ": parameter tensor '", t.name(), "' is ",
             plan::DType_Name(t.dtype()),
-            " (parameters are f32, or bf16 with f32 master weights)"));
+            " (parameters are f32, or bf16/f16 with f32 master weights)"));
       if (t.param_index() < 0 || t.param_index() >= plan_.parameters_size())
         return absl::InvalidArgumentError(absl::StrCat(
             "rank ", rank_, ": tensor '", t.name(),
@@ -395,8 +427,12 @@ absl::Status Executor::initialize() {
             absl::StrCat("rank ", rank_, ": ", s.message()));
       if (half) {
         halves.resize(values.size());
-        comm::floatsToBf16(values.data(), halves.data(),
-                           static_cast<int64_t>(values.size()));
+        if (t.dtype() == plan::BF16)
+          comm::floatsToBf16(values.data(), halves.data(),
+                             static_cast<int64_t>(values.size()));
+        else
+          comm::floatsToF16(values.data(), halves.data(),
+                            static_cast<int64_t>(values.size()));
         backend_->copyIn(data, halves.data(), halves.size() * 2);
       } else {
         backend_->copyIn(data, values.data(), values.size() * sizeof(float));
@@ -480,14 +516,19 @@ std::string Executor::outputBytes(int index, int64_t microbatch) const {
 std::vector<float> Executor::tensorValues(int32_t id,
                                           int64_t microbatch) const {
   TensorView view = tensor(id, microbatch);
-  if (view.dtype != plan::F32 && view.dtype != plan::BF16)
+  bool half = view.dtype == plan::BF16 || view.dtype == plan::F16;
+  if (view.dtype != plan::F32 && !half)
     return {};
   std::vector<float> values(view.numElements());
-  if (view.dtype == plan::BF16) {
+  if (half) {
     std::vector<uint16_t> halves(values.size());
     backend_->copyOut(halves.data(), view.data, view.numBytes());
-    comm::bf16ToFloats(halves.data(), values.data(),
-                       static_cast<int64_t>(values.size()));
+    if (view.dtype == plan::BF16)
+      comm::bf16ToFloats(halves.data(), values.data(),
+                         static_cast<int64_t>(values.size()));
+    else
+      comm::f16ToFloats(halves.data(), values.data(),
+                        static_cast<int64_t>(values.size()));
     return values;
   }
   backend_->copyOut(values.data(), view.data, view.numBytes());
@@ -533,6 +574,11 @@ absl::Status Executor::fillInputs(const plan::Instruction &inst, int64_t step,
     filled.push_back(microbatch);
     TensorView view = tensor(id, microbatch);
     void *target = view.data;
+    bool scale = t.input_name() == "loss_scale" && scalesLoss();
+    if (scale && (t.dtype() != plan::F32 || view.numElements() != 1))
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank_, ": input 'loss_scale' is not an f32 "
+                                       "scalar"));
     if (!backend_->hostAddressable()) {
       // One staging slot per microbatch: copyIn may read it until the
       // step's end, when the executor synchronizes.
@@ -544,10 +590,19 @@ absl::Status Executor::fillInputs(const plan::Instruction &inst, int64_t step,
                view.numBytes() *
                    (std::max<int64_t>(0, microbatch) % numMicrobatches());
     }
-    if (absl::Status s = data_->fill(t, step, microbatch, target, idBound_[id]);
-        !s.ok())
+    // Under loss scaling AdamW counts the updates applied, not the steps.
+    int64_t count = t.input_name() == "step" && scalesLoss()
+                        ? lossScale_.updates + 1
+                        : step;
+    if (scale) {
+      float value = static_cast<float>(lossScale_.scale);
+      std::memcpy(target, &value, sizeof value);
+    } else if (absl::Status s =
+                   data_->fill(t, count, microbatch, target, idBound_[id]);
+               !s.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("rank ", rank_, ": ", s.message()));
+    }
     if (target != view.data)
       backend_->copyIn(view.data, target, view.numBytes());
   }
@@ -642,6 +697,22 @@ absl::Status Executor::runSegment(int32_t segmentIndex, int64_t microbatch,
         first != inst.attrs().end() && first->second.b() &&
         microbatch != firstRunMicrobatch_[segmentIndex])
       continue;
+    // Loss scaling: an update is skipped on every rank when the step's
+    // gradients overflowed (the flag is the same everywhere, all-reduced
+    // before the first update reads it).
+    if (inst.has_unless()) {
+      if (skipUpdates_ < 0) {
+        float flag = 0;
+        try {
+          backend_->copyOut(&flag, tensor(inst.unless()).data, sizeof flag);
+        } catch (const std::exception &e) {
+          return instructionError(segmentIndex, i, e.what());
+        }
+        skipUpdates_ = flag != 0.0f ? 1 : 0;
+      }
+      if (skipUpdates_ == 1)
+        continue;
+    }
     int32_t fused = fusedAt_[firstKernel_[segmentIndex] + i];
     if (fused < 0) {
       absl::StatusOr<OpContext> context =
@@ -748,6 +819,8 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
       backend_->fillZero(tensor(t.id()).data, t.bytes());
   for (std::vector<int64_t> &filled : filledFor_)
     filled.clear();
+  skipUpdates_ = -1;
+  double scaleUsed = lossScale_.scale;
 
   // Losses are copied out as their forward runs end and read once the
   // step's work is done (no wait per microbatch).
@@ -833,7 +906,33 @@ absl::StatusOr<StepResult> Executor::runStep(int64_t step) {
   result.loss = reduced[1] > 0 ? reduced[0] / reduced[1]
                                : std::numeric_limits<double>::quiet_NaN();
   result.seconds = (nowNs() - start) * 1e-9;
+  result.lossScale = scaleUsed;
+  result.skipped = skipUpdates_ == 1;
+  if (scalesLoss()) {
+    // GradScaler.update / Megatron's DynamicGradScaler: back off after an
+    // overflow, grow after growth_interval clean steps.
+    const plan::LossScaling &ls = plan_.training().loss_scaling();
+    bool dynamic = ls.mode() == plan::LossScaling::DYNAMIC;
+    if (result.skipped) {
+      lossScale_.goodSteps = 0;
+      if (dynamic)
+        lossScale_.scale =
+            std::max(lossScale_.scale * ls.backoff_factor(), ls.min_scale());
+    } else {
+      ++lossScale_.updates;
+      if (dynamic && ++lossScale_.goodSteps >= ls.growth_interval()) {
+        lossScale_.scale *= ls.growth_factor();
+        lossScale_.goodSteps = 0;
+      }
+    }
+  } else if (!result.skipped) {
+    ++lossScale_.updates;
+  }
   return result;
+}
+
+bool Executor::scalesLoss() const {
+  return plan_.training().loss_scaling().mode() != plan::LossScaling::NONE;
 }
 
 } // namespace cleave::executor

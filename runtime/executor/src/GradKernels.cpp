@@ -74,7 +74,38 @@ void adamwKernel(OpContext &c) {
   k::adamwStep(param, grad, m, v, stepNumber, o);
 }
 
+/// runtime.unscale: operands the loss scale (an f32 scalar) and the
+/// gradients; results the overflow flag (an f32 scalar: 1 when any
+/// gradient held an infinity or NaN, else 0) and the gradients, unscaled
+/// in place (each result is its operand's tensor).
+void unscaleKernel(OpContext &c) {
+  checkUnscaleOperands(c);
+  k::ConstTensorRef scale = c.in(0);
+  bool nonFinite = false;
+  for (size_t i = 1; i < c.inputs.size(); ++i)
+    nonFinite |= k::unscaleGradient(c.out(i), scale.data[0]);
+  c.out(0).data[0] = nonFinite ? 1.0f : 0.0f;
+}
+
 } // namespace
+
+void checkUnscaleOperands(const OpContext &c) {
+  if (c.inputs.size() < 1 || c.outputs.size() != c.inputs.size())
+    throw std::invalid_argument(
+        "runtime.unscale takes the scale and N gradients and returns the "
+        "flag and the N gradients");
+  if (c.inputs[0].numElements() != 1 || c.outputs[0].numElements() != 1 ||
+      c.inputs[0].dtype != plan::F32 || c.outputs[0].dtype != plan::F32)
+    throw std::invalid_argument("the scale and the flag are f32 scalars");
+  for (size_t i = 1; i < c.inputs.size(); ++i) {
+    if (c.inputs[i].data != c.outputs[i].data)
+      throw std::invalid_argument("gradient " + std::to_string(i - 1) +
+                                  " is not unscaled in place");
+    if (c.inputs[i].dtype != plan::F32)
+      throw std::invalid_argument("gradient " + std::to_string(i - 1) +
+                                  " is not f32");
+  }
+}
 
 kernels::FlashAttentionOptions
 attentionOptions(const OpContext &c, const kernels::AttentionShapes &shapes) {
@@ -193,6 +224,7 @@ void registerGradKernels(Registry &r) {
   };
   r["graph.sgd_update"] = sgdKernel;
   r["graph.adamw_update"] = adamwKernel;
+  r["runtime.unscale"] = unscaleKernel;
 }
 
 } // namespace cleave::executor

@@ -226,6 +226,9 @@ comm::CommTensor commTensor(const TensorView &view) {
   case plan::BF16:
     t.type = comm::ElementType::BF16;
     break;
+  case plan::F16:
+    t.type = comm::ElementType::F16;
+    break;
   default:
     throw std::invalid_argument(std::string("cannot communicate a ") +
                                 dtypeName(view.dtype) + " tensor");

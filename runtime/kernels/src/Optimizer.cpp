@@ -34,6 +34,20 @@ CLEAVE_VECTOR_CLONES void sgdStep(TensorRef param, ConstTensorRef grad,
   }
 }
 
+bool unscaleGradient(TensorRef grad, float scale) {
+  CLEAVE_CHECK(scale > 0.0f && std::isfinite(scale),
+               "the loss scale is " + std::to_string(scale) +
+                   " (a finite number above 0 expected)");
+  float inverse = 1.0f / scale;
+  bool nonFinite = false;
+  float *g = grad.data;
+  for (int64_t i = 0, n = grad.numElements(); i < n; ++i) {
+    nonFinite |= !std::isfinite(g[i]);
+    g[i] *= inverse;
+  }
+  return nonFinite;
+}
+
 CLEAVE_VECTOR_CLONES void adamwStep(TensorRef param, ConstTensorRef grad,
                                     TensorRef m, TensorRef v, int64_t step,
                                     const AdamWOptions &options) {

@@ -10,6 +10,7 @@
 
 #include "CudaOpCase.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -156,4 +157,33 @@ TEST_F(CudaOps, AdamWMixedInPlaceAndOutOfPlace) {
   t.outputIsInput(a.v);
   adamwAttributes(t);
   t.expectMatch(kAdamWRtol, 0.0);
+}
+
+// Loss scaling's unscale: gradients divided in place by the scale (the
+// same float reciprocal on both backends, so to the bit) and the overflow
+// flag: clear for finite gradients, set when one holds an infinity (the
+// GPU flag is zeroed first, then set by any thread that sees one).
+TEST_F(CudaOps, UnscaleFiniteGradients) {
+  OpCase t("runtime.unscale");
+  int32_t scale = t.f32({}, std::vector<float>{1024.0f});
+  int32_t g1 = t.f32({4097}, 8, -100.0f, 100.0f);
+  int32_t g2 = t.f32({33, 129}, 9, -1.0f, 1.0f);
+  t.output({});
+  t.outputIsInput(g1);
+  t.outputIsInput(g2);
+  (void)scale;
+  t.expectMatch(0.0, 0.0);
+}
+
+TEST_F(CudaOps, UnscaleFlagsAnOverflow) {
+  OpCase t("runtime.unscale");
+  t.f32({}, std::vector<float>{65536.0f});
+  int32_t g1 = t.f32({1000}, 10);
+  std::vector<float> over(77, 1.0f);
+  over[40] = std::numeric_limits<float>::infinity();
+  int32_t g2 = t.f32({77}, over);
+  t.output({});
+  t.outputIsInput(g1);
+  t.outputIsInput(g2);
+  t.expectMatch(0.0, 0.0);
 }

@@ -5,6 +5,7 @@
 #include "GradCheck.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace cleave::kernels;
 using namespace cleave::kernels::test;
@@ -68,6 +69,22 @@ TEST(AdamW, TwoStepsMatchHandComputation) {
   EXPECT_NEAR(q[0], -0.1, 1e-6);
   EXPECT_THROW(adamwStep(q, Tensor({1}, {3.0f}), mq, vq, 0, o),
                std::invalid_argument);
+}
+
+TEST(LossScaling, UnscaleDividesAndFlagsNonFinite) {
+  Tensor g({3}, {1024.0f, -512.0f, 3.0f});
+  EXPECT_FALSE(unscaleGradient(g, 1024.0f));
+  EXPECT_FLOAT_EQ(g[0], 1.0f);
+  EXPECT_FLOAT_EQ(g[1], -0.5f);
+  EXPECT_FLOAT_EQ(g[2], 3.0f / 1024.0f);
+  float inf = std::numeric_limits<float>::infinity();
+  Tensor over({2}, {inf, 2.0f});
+  EXPECT_TRUE(unscaleGradient(over, 2.0f));
+  Tensor nan({2}, {1.0f, std::nanf("")});
+  EXPECT_TRUE(unscaleGradient(nan, 2.0f));
+  // A scale that is no scale is an error, not a silent NaN.
+  EXPECT_THROW(unscaleGradient(g, 0.0f), std::invalid_argument);
+  EXPECT_THROW(unscaleGradient(g, inf), std::invalid_argument);
 }
 
 } // namespace

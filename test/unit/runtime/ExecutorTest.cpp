@@ -355,3 +355,44 @@ TEST(ExecutorTest, EveryEvaluatorOpHasAKernel) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(ExecutorErrorTest, LossScalingOutOfRange) {
+  plan::Plan p = test::buildMlpPlan({});
+  plan::LossScaling *ls = p.mutable_training()->mutable_loss_scaling();
+  ls->set_mode(plan::LossScaling::DYNAMIC);
+  ls->set_initial_scale(1024);
+  ls->set_growth_factor(2);
+  ls->set_backoff_factor(2); // must be at most 1
+  ls->set_growth_interval(10);
+  ls->set_min_scale(1);
+  auto comm = comm::createLocalCommunicator(meshOf(p, 0));
+  auto ex = executor::Executor::create(p, 0, *comm);
+  ASSERT_FALSE(ex.ok());
+  EXPECT_NE(ex.status().message().find("loss scaling has backoff_factor 2"),
+            std::string::npos)
+      << ex.status();
+  ls->set_backoff_factor(0.5);
+  ls->set_initial_scale(0);
+  ex = executor::Executor::create(p, 0, *comm);
+  ASSERT_FALSE(ex.ok());
+  EXPECT_NE(ex.status().message().find("initial_scale 0"), std::string::npos)
+      << ex.status();
+}
+
+TEST(ExecutorErrorTest, UnlessMustNameAScalar) {
+  plan::Plan p = test::buildMlpPlan({});
+  plan::Program &program = *p.mutable_programs(0);
+  // A guard naming a tensor that is not an f32 scalar (the first, a
+  // batch of inputs) is refused before any step runs.
+  program.mutable_segments(0)->mutable_instructions(0)->set_unless(0);
+  auto comm = comm::createLocalCommunicator(meshOf(p, 0));
+  auto ex = executor::Executor::create(p, 0, *comm);
+  ASSERT_FALSE(ex.ok());
+  EXPECT_NE(ex.status().message().find("is not an f32 scalar tensor"),
+            std::string::npos)
+      << ex.status();
+}
+
+} // namespace

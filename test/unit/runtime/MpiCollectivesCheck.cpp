@@ -106,28 +106,35 @@ std::vector<Case> cases(Communicator &comm, const Axes &axes,
                         tag + "all_reduce " + rn);
          }});
   }
-  // bf16 (a bf16 plan's activations): the user-defined MPI reductions.
-  // Every value here is a small integer or half of one, exact in bf16.
-  for (Reduction r : {Reduction::Sum, Reduction::Mean, Reduction::Max}) {
-    halves.emplace_back(6);
-    for (int64_t i = 0; i < 6; ++i)
-      halves.back()[i] = floatToBf16(me * 10.0f + i);
-    size_t h = halves.size() - 1;
-    const char *rn = r == Reduction::Sum ? "sum" : r == Reduction::Mean ? "mean" : "max";
-    result.push_back(
-        {tag + "all_reduce bf16 " + rn,
-         [&, h, r, axes] {
-           CommTensor t{halves[h].data(), {2, 3}, ElementType::BF16};
-           return comm.allReduceAsync(axes, t, t, r);
-         },
-         [&, h, r, ranks, tag, rn] {
-           std::vector<float> got(6);
-           bf16ToFloats(halves[h].data(), got.data(), 6);
-           expectValues(got,
-                        [&](int64_t i) { return reduced(ranks, r, i); },
-                        tag + "all_reduce bf16 " + rn);
-         }});
-  }
+  // bf16 and fp16 (a 16-bit plan's activations): the user-defined MPI
+  // reductions. Every value here is a small integer or half of one, exact
+  // in both.
+  for (ElementType type : {ElementType::BF16, ElementType::F16})
+    for (Reduction r : {Reduction::Sum, Reduction::Mean, Reduction::Max}) {
+      halves.emplace_back(6);
+      for (int64_t i = 0; i < 6; ++i)
+        halves.back()[i] = floatToHalf(type, me * 10.0f + i);
+      size_t h = halves.size() - 1;
+      const char *rn = r == Reduction::Sum    ? "sum"
+                       : r == Reduction::Mean ? "mean"
+                                              : "max";
+      std::string name = tag + "all_reduce " +
+                         (type == ElementType::BF16 ? "bf16 " : "f16 ") + rn;
+      result.push_back({name,
+                        [&, h, r, axes, type] {
+                          CommTensor t{halves[h].data(), {2, 3}, type};
+                          return comm.allReduceAsync(axes, t, t, r);
+                        },
+                        [&, h, r, ranks, name, type] {
+                          std::vector<float> got(6);
+                          for (int64_t i = 0; i < 6; ++i)
+                            got[i] = halfToFloat(type, halves[h][i]);
+                          expectValues(
+                              got,
+                              [&](int64_t i) { return reduced(ranks, r, i); },
+                              name);
+                        }});
+    }
   {
     // Reduce-scatter of bf16 along dimension 0: block g of the sum.
     halves.emplace_back(2 * n * 3);

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct ArtifactRequest {
   int64_t globalBatch = 0;
   uint64_t seed = 1234;
   StepOptions step;
+  /// Loss scaling (TrainingConfig.loss_scaling, `--loss-scale`); unset:
+  /// dynamic for fp16 plans (plan::defaultDynamicLossScaling), none for
+  /// the others.
+  std::optional<plan::LossScaling> lossScaling;
   /// Imports the model with the given options (the microbatch shape).
   std::function<mlir::OwningOpRef<mlir::ModuleOp>(const ImportOptions &)>
       load;

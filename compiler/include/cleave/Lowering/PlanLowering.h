@@ -63,11 +63,17 @@ struct LoweringOptions {
   /// Attention as graph.attention (FlashAttention-2) by
   /// cleave-fuse-attention before partitioning: the attention=fused knob.
   bool fusedAttention = false;
-  /// bf16 storage (cleave-mixed-precision, before partitioning):
-  /// activations, their gradients and the collectives carrying them in 2
-  /// bytes; fp32 parameters (the master weights), weight gradients,
-  /// optimizer state and loss. The precision=bf16 knob.
-  bool bf16Storage = false;
+  /// Storage of activations, their gradients and the collectives carrying
+  /// them: Fp32, or Bf16 / Fp16 (cleave-mixed-precision, before
+  /// partitioning), 2 bytes with fp32 parameters (the master weights),
+  /// weight gradients, optimizer state and loss. The precision knob's
+  /// storage: bf16 and fp16 plans; tf32 and fp8 store fp32.
+  cost::DType storage = cost::DType::Fp32;
+  /// Loss scaling (fp16 storage), written to TrainingConfig.loss_scaling:
+  /// unless NONE, the loss's gradient is seeded with the runtime's
+  /// "loss_scale" input, the reduced gradients are unscaled and checked in
+  /// the optimizer segment, and the updates skipped on overflow.
+  plan::LossScaling lossScaling;
   int64_t microbatches = 1;
   /// Activation recomputation: none, selective (attention cores) or full
   /// (whole layers from their inputs), by cleave-recompute.

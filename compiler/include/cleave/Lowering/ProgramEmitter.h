@@ -42,12 +42,16 @@ struct ProgramContext {
   int zero = 0;
   /// Collectives beside compute (LoweringOptions::overlapGrad).
   bool overlapGrad = true;
-  /// bf16 storage under ZeRO 1-2: a parameter whose update ZeRO splits is
-  /// held in bf16 (what its casts read, so they vanish) and its fp32
-  /// master weights are this replica's block, kept with the optimizer
+  /// 16-bit storage under ZeRO 1-2: a parameter whose update ZeRO splits
+  /// is held in bf16 or fp16 (what its casts read, so they vanish) and its
+  /// fp32 master weights are this replica's block, kept with the optimizer
   /// state, as Megatron-LM's distributed optimizer holds them: 2 bytes a
   /// parameter plus 4 / dp, not 4.
-  bool bf16Parameters = false;
+  bool halfParameters = false;
+  /// Loss scaling (LoweringOptions::scaledLoss): the optimizer segment
+  /// unscales the gradients its updates read, all-reduces the overflow
+  /// flag over every rank, and its updates run `unless` it is set.
+  bool scaledLoss = false;
   /// Context-parallel group size: parameters are whole on every "cp" rank
   /// and their gradients partial sums over it. Without ZeRO those sums join
   /// the data-parallel buckets (one reduction over "dp,cp" a step instead

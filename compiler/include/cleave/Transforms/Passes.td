@@ -30,6 +30,9 @@ def TrainingStep : Pass<"cleave-training-step", "mlir::ModuleOp"> {
     Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
     Option<"weightDecay", "weight-decay", "double", "0.0",
            "decoupled weight decay (AdamW) or L2 (SGD)">,
+    Option<"scaledLoss", "scaled-loss", "bool", "false",
+           "Multiply the loss's gradient seed by the scalar input "
+           "\"loss_scale\" (loss scaling)">,
     Option<"tagPhases", "tag-phases", "bool", "false",
            "tag backward and optimizer ops with cleave.phase, as the lowering does">,
   ];
@@ -77,7 +80,7 @@ def FuseAttention : Pass<"cleave-fuse-attention", "mlir::func::FuncOp"> {
 }
 
 def MixedPrecision : Pass<"cleave-mixed-precision", "mlir::func::FuncOp"> {
-  let summary = "Store activations and their gradients in bf16; fp32 master weights and loss";
+  let summary = "Store activations and their gradients in bf16 or fp16; fp32 master weights and loss";
   let description = [{
     Megatron-LM's bf16 training as types: every fp32 parameter, input and
     constant is cast to bf16 where it is read (the parameters stay the fp32
@@ -93,7 +96,9 @@ def MixedPrecision : Pass<"cleave-mixed-precision", "mlir::func::FuncOp"> {
     log-sum-exp stays fp32. Results the function returns are cast back to
     their fp32 types. Kernels compute in fp32 on the 16-bit storage (the
     runtime widens and rounds around them). Run on forward graphs before
-    partitioning and the training step.
+    partitioning and the training step. `storage=f16` does the same in
+    IEEE half (the training step then needs loss scaling, which the
+    lowering adds: fp16's 5 exponent bits flush small gradients to zero).
 
     ```mlir
     %w = graph.param "h.0.fc.weight" : tensor<64x256xf32>
@@ -102,9 +107,14 @@ def MixedPrecision : Pass<"cleave-mixed-precision", "mlir::func::FuncOp"> {
     ```
   }];
   let dependentDialects = ["::cleave::graph::GraphDialect"];
+  let options = [
+    Option<"storage", "storage", "std::string", /*default=*/"\"bf16\"",
+           "The 16-bit storage type: bf16 or f16">,
+  ];
   let statistics = [
     Statistic<"numCasts", "casts", "Casts inserted">,
-    Statistic<"numNarrowed", "narrowed-values", "Op results stored in bf16">,
+    Statistic<"numNarrowed", "narrowed-values",
+              "Op results stored in 16 bits">,
   ];
 }
 

@@ -28,6 +28,10 @@ struct StepOptions {
   /// 1 / (microbatches * data-parallel replicas) when each device's loss is
   /// the mean over its share and gradients are summed afterwards.
   double lossScale = 1.0;
+  /// Loss scaling (fp16 storage): the seed is also multiplied by the
+  /// scalar f32 `graph.input "loss_scale"`, which the runtime fills every
+  /// step; the lowering unscales the reduced gradients before the updates.
+  bool scaledLoss = false;
   /// Tag backward and optimizer ops with `cleave.phase` (for the lowering
   /// to per-device segments).
   bool tagPhases = false;

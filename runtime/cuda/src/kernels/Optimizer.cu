@@ -160,7 +160,30 @@ unsigned gridFor(int64_t n, bool vectorized) {
   return blocksFor(vectorized ? (n + 3) / 4 : n, kThreads);
 }
 
+__global__ void unscaleKernel(float *grad, int64_t n, const float *scale,
+                              float *flag) {
+  float inverse = 1.0f / *scale;
+  bool nonFinite = false;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float g = grad[i];
+    nonFinite |= !isfinite(g);
+    grad[i] = g * inverse;
+  }
+  if (nonFinite)
+    *flag = 1.0f;
+}
+
 } // namespace
+
+void unscaleGradient(float *grad, int64_t n, const float *scale, float *flag,
+                     cudaStream_t stream) {
+  if (n <= 0)
+    return;
+  unscaleKernel<<<blocksFor(n, kThreads), kThreads, 0, stream>>>(grad, n,
+                                                                 scale, flag);
+  CLEAVE_CUDA_LAUNCHED("unscale");
+}
 
 void sgdUpdate(const float *param, const float *grad, const float *buffer,
                float *newParam, float *newBuffer, int64_t n,

@@ -55,6 +55,14 @@ void adamwUpdate(const float *param, const float *grad, const float *m,
                  float *newM, float *newV, int64_t n,
                  const AdamWHyperparameters &h, cudaStream_t stream);
 
+/// Dynamic loss scaling's unscale of one gradient, as
+/// kernels::unscaleGradient: grad[i] *= 1 / *scale (the reciprocal in
+/// float, from the scale in device memory) and, when any element is
+/// infinite or NaN, *flag = 1 (the caller zeroes it first; every writer
+/// writes the same value, so no atomics are needed).
+void unscaleGradient(float *grad, int64_t n, const float *scale, float *flag,
+                     cudaStream_t stream);
+
 } // namespace cleave::cuda
 
 #endif // CLEAVE_RUNTIME_CUDA_SRC_KERNELS_OPTIMIZER_H

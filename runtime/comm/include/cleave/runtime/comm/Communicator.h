@@ -25,9 +25,18 @@
 
 namespace cleave::comm {
 
-/// BF16: bfloat16 storage (Bfloat16.h); sums and means of it are taken in
-/// fp32 pair by pair and rounded back.
-enum class ElementType { F32, I64, U8, BF16 };
+/// BF16: bfloat16 storage (Bfloat16.h), F16: IEEE half (Float16.h); sums
+/// and means of them are taken in fp32 pair by pair and rounded back.
+enum class ElementType { F32, I64, U8, BF16, F16 };
+
+/// Whether `type` is a 16-bit float storage (BF16, F16).
+inline bool isHalf(ElementType type) {
+  return type == ElementType::BF16 || type == ElementType::F16;
+}
+
+/// A 16-bit float storage word as fp32, and back (rounded to nearest even).
+float halfToFloat(ElementType type, uint16_t word);
+uint16_t floatToHalf(ElementType type, float value);
 
 int64_t elementBytes(ElementType type);
 

@@ -73,7 +73,7 @@ public:
   virtual void copyOutAsync(void *dst, const void *src, int64_t bytes) = 0;
   /// Zeroes backend memory (ordered with the kernels).
   virtual void fillZero(void *dst, int64_t bytes) = 0;
-  /// n elements of 16-bit float storage (`dtype` BF16) at `src` as fp32 at
+  /// n elements of 16-bit float storage (`dtype` BF16 or F16) at `src` as fp32 at
   /// `dst`, and back, rounded to nearest even; both in backend memory and
   /// ordered with the kernels. How fp32 kernels run on the tensors a bf16
   /// plan stores in 16 bits (Widening.h); throws std::invalid_argument for

@@ -84,6 +84,21 @@ struct StepResult {
   /// every rank); NaN when no program computes a loss (inference plans).
   double loss = 0;
   double seconds = 0;
+  /// Loss scaling (TrainingConfig.loss_scaling): the scale this step's
+  /// loss was seeded with, and whether its gradients overflowed, so that
+  /// every rank skipped its updates.
+  double lossScale = 1;
+  bool skipped = false;
+};
+
+/// The state loss scaling carries from step to step (and a checkpoint
+/// keeps): the scale, the steps since the last overflow, and the optimizer
+/// updates applied (AdamW's step count, which a skipped step does not
+/// advance).
+struct LossScaleState {
+  double scale = 1;
+  int64_t goodSteps = 0;
+  int64_t updates = 0;
 };
 
 class Executor {
@@ -139,6 +154,13 @@ public:
   /// step: its slot, [this rank's rows of the microbatch, ...].
   std::string outputBytes(int index, int64_t microbatch) const;
   const Progress &progress() const { return progress_; }
+  /// Loss scaling's state after the last step (at creation: the plan's
+  /// initial scale, no update applied); restore one from a checkpoint
+  /// before the next step.
+  const LossScaleState &lossScaleState() const { return lossScale_; }
+  void setLossScaleState(const LossScaleState &state) { lossScale_ = state; }
+  /// Whether the plan scales its loss (TrainingConfig.loss_scaling).
+  bool scalesLoss() const;
   const std::vector<TraceEvent> &traceEvents() const { return trace_; }
 
 private:
@@ -220,6 +242,11 @@ private:
   std::vector<int32_t> inputOf_;
   /// Input tensors filled this step, per (tensor, microbatch).
   std::vector<std::vector<int64_t>> filledFor_;
+  LossScaleState lossScale_;
+  /// This step's all-reduced overflow flag, once an instruction with
+  /// `unless` has read it: -1 not yet read, 0 clear, 1 set (the updates
+  /// are skipped).
+  int skipUpdates_ = -1;
   PendingRequests pending_;
   DeferredRequests deferred_;
   Progress progress_;

@@ -126,8 +126,14 @@ KernelFn findKernel(const std::string &op);
 /// Every op name the registry knows, sorted.
 std::vector<std::string> registeredOps();
 
-/// A comm view of a tensor (F32, I64 or BOOL).
+/// A comm view of a tensor (F32, I64, BOOL, BF16 or F16).
 comm::CommTensor commTensor(const TensorView &view);
+
+/// runtime.unscale's operands, as every backend checks them: the loss
+/// scale and N gradients in, the overflow flag and the same N gradients
+/// (in place) out; the scale and the flag are scalars. Throws
+/// std::invalid_argument naming what is wrong.
+void checkUnscaleOperands(const OpContext &c);
 
 } // namespace cleave::executor
 

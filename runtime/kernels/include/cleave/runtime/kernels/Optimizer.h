@@ -48,6 +48,13 @@ struct AdamWOptions {
 void adamwStep(TensorRef param, ConstTensorRef grad, TensorRef m, TensorRef v,
                int64_t step, const AdamWOptions &options);
 
+/// Dynamic loss scaling's check of a gradient (Megatron's and PyTorch's
+/// unscale): grad[i] *= 1 / scale, in place, computed in float as
+/// PyTorch's GradScaler multiplies by its float reciprocal. Returns
+/// whether any element was infinite or NaN before the scaling (the step's
+/// updates are then skipped and the scale lowered).
+bool unscaleGradient(TensorRef grad, float scale);
+
 } // namespace cleave::kernels
 
 #endif // CLEAVE_RUNTIME_KERNELS_OPTIMIZER_H
