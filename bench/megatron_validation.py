@@ -10,7 +10,8 @@ included: F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
 
 The paper does not give the microbatch size; the table uses 1 (the size
 Megatron-LM's scripts use for these models) and also shows the best feasible
-size. Megatron-LM as published reduced gradients after the pipeline flush and
+size. Megatron-LM as published reduced fp16 gradients (grad-reduce=half; cleave's
+lowering and Megatron-Core reduce fp32 ones) after the pipeline flush and
 blocked on pipeline transfers, so the plans are scored with overlap-grad=off
 and overlap-p2p=off (cleave's own runtime overlaps both), and it cut the
 layers evenly over the stages (stages=even; cleave balances them against the
@@ -60,7 +61,7 @@ def paper_flops(batch, layers, hidden):
 def score(cleave, name, gpus, tp, pp, dp, batch, mbs):
     knobs = (f"tp={tp},pp={pp},dp={dp},cp=1,sp=off,zero=0,microbatch={mbs},"
              "recompute=full,recompute-scope=layer,precision=fp16,"
-             "schedule=1f1b,overlap-grad=off,"
+             "grad-reduce=half,schedule=1f1b,overlap-grad=off,"
              "overlap-p2p=off,stages=even")
     cmd = [cleave, "compile", f"zoo:megatron-{name}", "--cluster",
            f"dgx-a100-80g,nodes={gpus // 8}", "--global-batch", str(batch),

@@ -65,9 +65,13 @@ compile "${models[llama]}" --cluster hgx-h200,devices=1 --global-batch 8 \
 compile "${models[llama]}" --cluster hgx-h200,devices=1 --global-batch 8 \
   --optimizer sgd --fix attention=fused,precision=bf16 \
   -o "$stage/plans/llama-bf16.cleave"
+# fp16 storage with dynamic loss scaling (runtime.unscale on the GPU).
+compile "${models[llama]}" --cluster hgx-h200,devices=1 --global-batch 8 \
+  --optimizer sgd --fix attention=fused,precision=fp16 \
+  -o "$stage/plans/llama-fp16.cleave"
 # 1.3B parameters, 32 sequences of 1024 in 2 microbatches: a 65 GiB arena.
 big="zoo:gpt,layers=24,hidden=2048,heads=16,seq=1024,vocab=50304"
-for precision in fp32 tf32 bf16; do
+for precision in fp32 tf32 bf16 fp16; do
   compile "$big" --cluster hgx-h200,devices=1 --global-batch 32 \
     --fix "precision=$precision,microbatch=16" --optimizer adamw \
     -o "$stage/plans/big-$precision.cleave"
@@ -79,7 +83,7 @@ compile "$big" --cluster hgx-h200,devices=1 --global-batch 32 \
   -o "$stage/plans/big-bf16-fused.cleave"
 # Each big plan's planned arena (GiB), printed by the check beside its
 # step time.
-for p in big-fp32 big-bf16 big-bf16-fused; do
+for p in big-fp32 big-bf16 big-fp16 big-bf16-fused; do
   "$cleave" inspect "$stage/plans/$p.cleave" --json | python3 -c '
 import json, sys
 print(sys.argv[1], "%.2f GiB" % (max(m["arena_bytes"] for m in json.load(sys.stdin)["memory"]) / 2**30))' "$p"

@@ -8,7 +8,7 @@
 #   1. every CUDA kernel and fused GEMM group against the CPU kernels
 #      (cleave-cuda-tests);
 #   2. one-rank plans of the small zoo models (GPT, LLaMA with and without
-#      fused attention and with bf16 storage, MoE, BERT, ViT)
+#      fused attention and with bf16 and fp16 storage, MoE, BERT, ViT)
 #      trained 3 steps on the GPU and on the CPU backend, losses and final
 #      parameters compared (compare_params.py, 1e-4: cuBLASLt and OpenBLAS
 #      sum in other orders);
@@ -18,9 +18,10 @@
 #      steps on the GPU and resumed on the CPU for 2 equals 5 CPU steps
 #      (1e-4), and the 1.3B GPT's save (D2H copy, write) with the step
 #      stall, async against sync, and its load back onto the GPU;
-#   5. training steps of a 1.3B GPT that fills the GPU with fp32, tf32 and
-#      bf16 (bf16 storage: activations in 2 bytes, fp32 master weights; the
-#      planned arenas printed beside), and bf16 again
+#   5. training steps of a 1.3B GPT that fills the GPU with fp32, tf32,
+#      bf16 and fp16 (16-bit storage: activations in 2 bytes, fp32 master
+#      weights, fp16 with dynamic loss scaling; the planned arenas printed
+#      beside), and bf16 again
 #      with --no-fuse (what the fused GEMM epilogues gain) and with fused
 #      attention (graph.attention's kernels, and its smaller arena), with the
 #      achieved TFLOP/s, MFU and the share of time in GEMMs, other kernels
@@ -56,10 +57,12 @@ grep -E "^\[  FAILED  \]" "$out/kernels.txt" | head -20 | tee -a "$log"
 
 say "== one-rank plans, cuda against cpu =="
 declare -A checks
-for name in gpt llama llama-fused llama-bf16 moe bert vit; do
-  # bf16 storage: both backends round fp32 results that differ in their
-  # last bits, a bf16 step apart at most (the tolerance of check-bf16.test).
+for name in gpt llama llama-fused llama-bf16 llama-fp16 moe bert vit; do
+  # 16-bit storage: both backends round fp32 results that differ in their
+  # last bits, a bf16 (fp16) step apart at most (the tolerances of
+  # check-bf16.test and check-fp16.test).
   tolerance=1e-4; [ $name = llama-bf16 ] && tolerance=5e-2
+  [ $name = llama-fp16 ] && tolerance=2e-2
   for backend in cuda cpu; do
     rm -rf "$out/$name.$backend"
     "$worker" "$plans/$name.cleave" --backend $backend --steps 3 \
@@ -113,7 +116,7 @@ grep -E "gemm .*: (1024x1024x1024|4096x4096x4096|16384x16384x16384) " \
 grep -E "memory:" "$out/profile.txt" | sed 's/^profile: //' | tee -a "$log"
 
 say "== a GPT that fills the GPU =="
-for precision in fp32 tf32 bf16; do
+for precision in fp32 tf32 bf16 fp16; do
   "$worker" "$plans/big-$precision.cleave" --backend cuda --steps 4 \
     > "$out/big-$precision.txt" 2>&1
   say "$precision: $(grep -E '^step 4' "$out/big-$precision.txt" || tail -2 "$out/big-$precision.txt")"
@@ -174,5 +177,5 @@ except (OSError, ValueError) as err:
     print(f"no trace: {err}")
 PY
 say "kernel tests: $([ $kernels_rc -eq 0 ] && echo passed || echo FAILED)"
-for name in gpt llama llama-fused llama-bf16 moe bert vit checkpoint; do say "$name: ${checks[$name]%%;*}"; done
+for name in gpt llama llama-fused llama-bf16 llama-fp16 moe bert vit checkpoint; do say "$name: ${checks[$name]%%;*}"; done
 say "total $(elapsed) s"

@@ -21,7 +21,7 @@ constexpr std::string_view kKnobNames[kNumKnobs] = {
     "ep",         "sp",       "zero",        "microbatch",
     "schedule",   "vpp",      "recompute",   "recompute-scope",
     "precision",  "overlap-grad", "overlap-p2p", "stages",
-    "attention",  "overlap-tp", "zero-bucket"};
+    "attention",  "overlap-tp", "zero-bucket", "grad-reduce"};
 
 } // namespace
 
@@ -55,7 +55,7 @@ absl::StatusOr<KnobSet> applyPlanKnobs(std::string_view knobs,
           "unknown knob '", key,
           "' (knobs: dp, tp, pp, cp, ep, sp, zero, microbatch, schedule, vpp, "
           "recompute, precision, overlap-grad, overlap-p2p, overlap-tp, "
-          "zero-bucket, stages, recompute-scope, attention)"));
+          "zero-bucket, grad-reduce, stages, recompute-scope, attention)"));
     if (given.contains(*knob))
       return absl::InvalidArgumentError(
           absl::StrCat("knob '", key, "' is given twice"));
@@ -119,6 +119,12 @@ absl::StatusOr<KnobSet> applyPlanKnobs(std::string_view knobs,
             "knob 'zero-bucket' takes tensor or a bucket size in millions "
             "of elements (40), got '",
             value, "'"));
+    } else if (*knob == Knob::GradReduce) {
+      if (value == "fp32" || value == "half")
+        plan.halfGradReduce = value == "half";
+      else
+        status = absl::InvalidArgumentError(absl::StrCat(
+            "knob 'grad-reduce' takes fp32 or half, got '", value, "'"));
     } else if (*knob == Knob::RecomputeScope) {
       if (value == "needed" || value == "layer")
         plan.recomputeWholeLayer = value == "layer";
@@ -213,7 +219,8 @@ std::string planKnobsString(const ParallelConfig &p) {
                       p.zeroBucketElements > 0
                           ? absl::StrCat(",zero-bucket=",
                                          p.zeroBucketElements / 1000000)
-                          : std::string());
+                          : std::string(),
+                      p.halfGradReduce ? ",grad-reduce=half" : "");
 }
 
 } // namespace cleave::cost

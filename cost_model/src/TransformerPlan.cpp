@@ -562,11 +562,12 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
   const double e = price.bytes;
   // Bytes of a weight gradient: fp32 under 16-bit storage
   // (cleave-mixed-precision keeps weight gradients and their reductions in
-  // fp32, as Megatron-Core does: accumulate_allreduce_grads_in_fp32), the
-  // storage type otherwise.
+  // fp32, as Megatron-Core does: accumulate_allreduce_grads_in_fp32)
+  // unless grad-reduce=half (Megatron-LM's fp16 runs of 2021), the storage
+  // type otherwise.
   const bool halfStorage =
       p.precision == DType::Bf16 || p.precision == DType::Fp16;
-  const double gradE = halfStorage ? 4.0 : e;
+  const double gradE = halfStorage && !p.halfGradReduce ? 4.0 : e;
   const double b = p.microbatchSize, s = double(m.seq) / p.cp,
                S = double(m.seq), h = m.hidden, a = m.heads, kv = m.kv(),
                d = h / a, t = p.tp, f = m.mlp(), V = m.vocab;

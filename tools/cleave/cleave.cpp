@@ -766,7 +766,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   if (fixed.contains(Knob::Sp) && plan.sequenceParallel)
     return badUsage("--fix sp=on: sequence parallelism applies to "
                     "transformer layers, which " + model + " has none of");
-  for (Knob knob : {Knob::OverlapTp, Knob::ZeroBucket})
+  for (Knob knob : {Knob::OverlapTp, Knob::ZeroBucket, Knob::GradReduce})
     if (fixed.contains(knob))
       return badUsage("--fix " + Twine(cleave::cost::knobName(knob)) +
                       ": it prices Megatron-Core's transformer layers, which " +
@@ -1416,6 +1416,11 @@ int runCompile() {
                     "cleave's runtime runs each tensor-parallel collective "
                     "between its GEMMs, so a plan written with -o cannot "
                     "take it");
+  if (!planOut.empty() && plan.halfGradReduce)
+    return badUsage("--fix: grad-reduce=half prices weight gradients "
+                    "accumulated and reduced in 16 bits (Megatron-LM's fp16 "
+                    "runs); cleave's lowering keeps them in fp32, so a plan "
+                    "written with -o cannot take it");
   if (!planOut.empty() && plan.zeroBucketElements > 0)
     return badUsage("--fix: zero-bucket prices ZeRO collectives over packed "
                     "buckets (Megatron-Core's distributed optimizer); "

@@ -1193,17 +1193,18 @@ TEST(TransformerPlan, ZeroBucketsPayOneLatencyPerBucket) {
   EXPECT_FALSE(scoreTransformerPlan(m, h100(48), bad).ok());
 }
 
-TEST(TransformerPlan, Bf16ReducesFp32Gradients) {
-  // Weight gradients stay fp32 under bf16 storage, so the data-parallel
-  // reduction moves 4 bytes a parameter; fp16 (as Megatron-LM ran it)
-  // reduces 2.
+TEST(TransformerPlan, HalfStorageReducesFp32Gradients) {
+  // Weight gradients stay fp32 under bf16 and fp16 storage (the lowering
+  // keeps them so), so the data-parallel reduction moves 4 bytes a
+  // parameter; grad-reduce=half (Megatron-LM's fp16 runs) reduces 2.
   TransformerModel m = gpt32b();
   m.layers = 8;
   ParallelConfig p = megatronCore32b();
   p.zero = 0;
-  auto bytes = [&](DType precision) {
+  auto bytes = [&](DType precision, bool halfGrads) {
     ParallelConfig q = p;
     q.precision = precision;
+    q.halfGradReduce = halfGrads;
     auto r = scoreTransformerPlan(m, h100(48), q);
     EXPECT_TRUE(r.ok()) << r.status();
     double n = 0;
@@ -1212,7 +1213,12 @@ TEST(TransformerPlan, Bf16ReducesFp32Gradients) {
         n += v.bytes;
     return n;
   };
-  EXPECT_NEAR(bytes(DType::Bf16) / bytes(DType::Fp16), 2.0, 1e-9);
+  EXPECT_NEAR(bytes(DType::Bf16, false) / bytes(DType::Fp16, false), 1.0,
+              1e-9);
+  EXPECT_NEAR(bytes(DType::Fp16, false) / bytes(DType::Fp16, true), 2.0,
+              1e-9);
+  EXPECT_NEAR(bytes(DType::Bf16, false) / bytes(DType::Bf16, true), 2.0,
+              1e-9);
 }
 
 TEST(PlanKnobs, MegatronPricingKnobs) {
@@ -1231,4 +1237,9 @@ TEST(PlanKnobs, MegatronPricingKnobs) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("zero-bucket"), std::string::npos);
   EXPECT_FALSE(applyPlanKnobs("overlap-tp=maybe", q).ok());
+  ParallelConfig g;
+  ASSERT_TRUE(applyPlanKnobs("grad-reduce=half", g).ok());
+  EXPECT_TRUE(g.halfGradReduce);
+  EXPECT_NE(planKnobsString(g).find(",grad-reduce=half"), std::string::npos);
+  EXPECT_FALSE(applyPlanKnobs("grad-reduce=fp8", g).ok());
 }

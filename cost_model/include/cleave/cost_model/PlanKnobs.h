@@ -34,8 +34,9 @@ enum class Knob : uint8_t {
   Attention,
   OverlapTp,
   ZeroBucket,
+  GradReduce,
 };
-inline constexpr size_t kNumKnobs = static_cast<size_t>(Knob::ZeroBucket) + 1;
+inline constexpr size_t kNumKnobs = static_cast<size_t>(Knob::GradReduce) + 1;
 
 /// "dp", "recompute-scope", ...
 std::string_view knobName(Knob knob);
@@ -65,8 +66,8 @@ private:
 /// (chunks per stage; sets the interleaved schedule when > 1), recompute
 /// (none, selective, full; or one per pipeline stage, `full/none/none`),
 /// precision (fp32, tf32, bf16, fp16), and those that say how to price a
-/// plan (overlap-grad, overlap-p2p, overlap-tp, zero-bucket, stages,
-/// recompute-scope, attention).
+/// plan (overlap-grad, overlap-p2p, overlap-tp, zero-bucket, grad-reduce,
+/// stages, recompute-scope, attention).
 /// Errors name the knob. Returns the knobs given, so callers can fill the
 /// rest.
 absl::StatusOr<KnobSet> applyPlanKnobs(std::string_view knobs,

@@ -151,6 +151,12 @@ struct ParallelConfig {
   /// hundreds of tensors over a data-parallel ring of many nodes is most
   /// of the time. Pricing only, like overlap-tp.
   int64_t zeroBucketElements = 0;
+  /// Under 16-bit storage, weight gradients accumulated and reduced in the
+  /// storage type (`grad-reduce=half`, Megatron-LM in 2021 for fp16)
+  /// instead of fp32 (`grad-reduce=fp32`, cleave's lowering and
+  /// Megatron-Core's accumulate_allreduce_grads_in_fp32). Pricing only,
+  /// like overlap-tp.
+  bool halfGradReduce = false;
 };
 
 /// The collectives one device of a stage runs per step, as the cost model
