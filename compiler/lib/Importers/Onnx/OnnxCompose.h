@@ -30,6 +30,12 @@ inline mlir::Value floatOperand(NodeContext &ctx, unsigned i,
   return x;
 }
 
+/// The static shape of a ranked tensor value.
+inline Shape shapeOf(mlir::Value v) {
+  auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
+  return Shape(type.getShape().begin(), type.getShape().end());
+}
+
 /// The result of a new graph op, or null when an operand is null (an
 /// earlier step failed) or the op does not verify (diagnosed).
 namespace detail {
@@ -43,6 +49,16 @@ mlir::Value compose(NodeContext &ctx, Args... args) {
     return {};
   llvm::FailureOr<OpTy> op = ctx.create<OpTy>(args...);
   return mlir::succeeded(op) ? (*op)->getResult(0) : mlir::Value();
+}
+
+/// `parts` joined along `axis` (the one part itself; null if any is null).
+inline mlir::Value concat(NodeContext &ctx, llvm::SmallVector<mlir::Value> parts,
+                          int64_t axis) {
+  if (llvm::any_of(parts, [](mlir::Value v) { return !v; }))
+    return {};
+  if (parts.size() == 1)
+    return parts.front();
+  return compose<graph::ConcatOp>(ctx, mlir::ValueRange(parts), axis);
 }
 
 /// Builds a chain of graph ops for one node: each step returns null once

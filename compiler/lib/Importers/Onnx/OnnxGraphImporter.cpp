@@ -179,6 +179,7 @@ const ConverterTable &getConverterTable() {
     addActivationConverters(t);
     addMathConverters(t);
     addLayoutConverters(t);
+    addRecurrentConverters(t);
     addIndexConverters(t);
     addLossConverters(t);
     addEinsumConverter(t);

@@ -172,6 +172,9 @@ void addLossConverters(ConverterTable &table);
 /// Einsum of one or two operands as transposes, sums and one batched
 /// matmul (OnnxEinsumConverter.cpp).
 void addEinsumConverter(ConverterTable &table);
+/// RNN, GRU and LSTM unrolled over their static sequence
+/// (OnnxRecurrentConverters.cpp).
+void addRecurrentConverters(ConverterTable &table);
 /// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
 void addShapeConverters(ConverterTable &table);
 /// Every converter; built once.

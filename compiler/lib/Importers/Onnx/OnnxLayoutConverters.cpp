@@ -24,17 +24,6 @@ using namespace cleave::graph;
 namespace cleave::onnx_import {
 namespace {
 
-Shape shapeOf(Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  return Shape(type.getShape().begin(), type.getShape().end());
-}
-
-Value concat(NodeContext &ctx, SmallVector<Value> parts, int64_t axis) {
-  if (parts.size() == 1)
-    return parts.front();
-  return compose<ConcatOp>(ctx, ValueRange(parts), axis);
-}
-
 /// Reflect and edge padding: along each padded axis one gather of the
 /// input's slices by indices computed at import (edge: the nearest slice;
 /// reflect: mirrored about the first and last slice, which are not
