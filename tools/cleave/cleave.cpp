@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cleave/Driver/GraphPlanner.h"
 #include "cleave/Driver/PlanArtifact.h"
 #include "cleave/Search/GraphPlanChoice.h"
 #include "CheckpointCommand.h"
@@ -755,487 +756,42 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                  const cleave::cost::KnobSet &fixed,
                  const cleave::cost::Profile *prof,
                  std::optional<double> memoryLimit) {
-  for (Knob knob : {Knob::Cp, Knob::Ep})
-    if (fixed.contains(knob) && (knob == Knob::Cp ? plan.cp : plan.ep) != 1)
-      return badUsage("--fix " + Twine(cleave::cost::knobName(knob)) + "=" +
-                      Twine(knob == Knob::Cp ? plan.cp : plan.ep) +
-                      ": " + model + " has no transformer layers; such graphs "
-                      "are planned with data, tensor and pipeline parallelism "
-                      "of their residual blocks (dp, tp, pp, ZeRO, the "
-                      "microbatch and the schedule are searched)");
-  if (fixed.contains(Knob::Sp) && plan.sequenceParallel)
-    return badUsage("--fix sp=on: sequence parallelism applies to "
-                    "transformer layers, which " + model + " has none of");
-  for (Knob knob : {Knob::OverlapTp, Knob::ZeroBucket, Knob::GradReduce})
-    if (fixed.contains(knob))
-      return badUsage("--fix " + Twine(cleave::cost::knobName(knob)) +
-                      ": it prices Megatron-Core's transformer layers, which " +
-                      model + " has none of");
-  // Recomputation checkpoints whole residual blocks (cleave-recompute's
-  // residual-blocks numbering), so it is full or none, per stage or for all.
-  if (fixed.contains(Knob::Recompute)) {
-    bool selective = plan.recompute == cleave::cost::Recompute::Selective;
-    for (cleave::cost::Recompute mode : plan.stageRecompute)
-      selective |= mode == cleave::cost::Recompute::Selective;
-    if (selective)
-      return badUsage("--fix recompute=selective: selective recomputation "
-                      "recomputes attention cores, which " + model +
-                      " has none of (no transformer layers); it recomputes "
-                      "whole residual blocks: recompute=full or none");
-    if (planOptimizer == "none" &&
-        (plan.recompute != cleave::cost::Recompute::None ||
-         !plan.stageRecompute.empty()))
-      return badUsage("--fix recompute: an inference plan (--optimizer "
-                      "none) has no backward pass to recompute for");
-  }
-  // Chunks per stage interleave stages: two or more of them, over two or
-  // more stages.
-  bool interleave = fixed.contains(Knob::Vpp) && plan.chunks > 1;
-  if (fixed.contains(Knob::Schedule) &&
-      plan.schedule == cleave::cost::ScheduleKind::Interleaved &&
-      fixed.contains(Knob::Vpp) && plan.chunks < 2)
-    return badUsage("--fix schedule=interleaved,vpp=" + Twine(plan.chunks) +
-                    ": the interleaved schedule runs two or more chunks per "
-                    "stage");
-  if (interleave && fixed.contains(Knob::Pp) && plan.pp < 2)
-    return badUsage("--fix pp=" + Twine(plan.pp) + ",vpp=" +
-                    Twine(plan.chunks) + ": chunks per stage interleave two "
-                    "or more pipeline stages");
-  int64_t devices = cluster.numDevices();
-  // The (tp, pp) pairs to try, dp the rest of the devices: tensor
-  // parallelism inside a node (its collectives follow every layer),
-  // pipeline stages anywhere; a fixed knob is held.
-  std::vector<std::pair<int64_t, int64_t>> degrees;
-  for (int64_t tp = 1; tp <= devices; ++tp) {
-    if (devices % tp || (fixed.contains(Knob::Tp) ? tp != plan.tp
-                                           : tp > cluster.devicesPerNode))
-      continue;
-    for (int64_t pp = 1; pp <= devices / tp; ++pp) {
-      if ((devices / tp) % pp || (fixed.contains(Knob::Pp) && pp != plan.pp) ||
-          (fixed.contains(Knob::Dp) && devices / tp / pp != plan.dp) ||
-          (interleave && pp < 2))
-        continue;
-      degrees.push_back({tp, pp});
-    }
-  }
-  if (degrees.empty()) {
-    std::string knobs;
-    for (Knob k : {Knob::Dp, Knob::Tp, Knob::Pp})
-      if (fixed.contains(k))
-        knobs += (knobs.empty() ? "" : ",") +
-                 std::string(cleave::cost::knobName(k)) + "=" +
-                 std::to_string(k == Knob::Dp   ? plan.dp
-                                : k == Knob::Tp ? plan.tp
-                                                : plan.pp);
-    if (interleave)
-      knobs += std::string(knobs.empty() ? "" : ",") + "vpp=" +
-               std::to_string(plan.chunks);
-    return badUsage("--fix " + Twine(knobs) + ": " + model +
-                    " has no transformer layers, so dp x tp x pp is every "
-                    "device (" + Twine(devices) + ")" +
-                    (interleave ? ", with two or more pipeline stages for "
-                                  "the chunks"
-                                : ""));
-  }
-  std::vector<cleave::cost::ScheduleKind> schedules = {plan.schedule};
-  if (!fixed.contains(Knob::Schedule))
-    schedules = {cleave::cost::ScheduleKind::OneFOneB,
-                 cleave::cost::ScheduleKind::GPipe,
-                 cleave::cost::ScheduleKind::Interleaved,
-                 cleave::cost::ScheduleKind::ZeroBubbleH1};
-  // Chunks per stage under the interleaved schedule: the fixed vpp, else
-  // 2 to 4 where the blocks and microbatches allow (more chunks cut the
-  // bubble by less each and send more).
-  auto chunkChoices = [&](cleave::cost::ScheduleKind schedule, int64_t pp,
-                          int64_t blocks, int64_t microbatches) {
-    std::vector<int64_t> chunks;
-    if (schedule != cleave::cost::ScheduleKind::Interleaved)
-      return std::vector<int64_t>{1};
-    if (fixed.contains(Knob::Vpp))
-      return std::vector<int64_t>{plan.chunks};
-    for (int64_t v : {2, 3, 4})
-      if (pp * v <= blocks && microbatches % pp == 0)
-        chunks.push_back(v);
-    return chunks;
+  cleave::driver::GraphPlanRequest request;
+  request.model = model;
+  request.options = options;
+  request.fileBatch = fileBatch;
+  request.cluster = cluster;
+  request.plan = plan;
+  request.fixed = fixed;
+  request.profile = prof;
+  request.memoryLimit = memoryLimit;
+  request.globalBatch = globalBatch;
+  request.optimizer = planOptimizer;
+  request.exhaustive = exhaustive;
+  request.topK = topK;
+  request.explain = explain;
+  request.showProgress = !json && sys::Process::StandardErrIsDisplayed();
+  request.load = [&](const cleave::ImportOptions &o) {
+    return tool.loadModel(o);
   };
-  plan.cp = plan.ep = 1;
-  plan.sequenceParallel = false;
-  if (!fixed.contains(Knob::Recompute)) {
-    plan.recompute = cleave::cost::Recompute::None;
-    plan.stageRecompute.clear();
-  }
-  if (!fixed.contains(Knob::Vpp))
-    plan.chunks = 1;
-  if (!fixed.contains(Knob::Precision) && cluster.device.peakFlops(plan.precision) <= 0)
-    plan.precision = cleave::cost::DType::Fp32;
-  cleave::cost::Cluster capped = cluster;
-  if (memoryLimit)
-    capped.device.memoryBytes = *memoryLimit;
-
-  // Microbatch sizes: divisors of a replica's samples for some dp, spread
-  // geometrically from the whole replica batch down to one sample (the
-  // largest divisor at or below each halving), so that a large batch still
-  // tries sizes that fit; the graph is priced once per size.
-  std::set<int64_t, std::greater<int64_t>> microbatches;
-  for (auto [tp, pp] : degrees) {
-    int64_t dp = devices / tp / pp;
-    if (globalBatch % dp)
-      continue;
-    int64_t perReplica = globalBatch / dp;
-    if (fixed.contains(Knob::Microbatch)) {
-      if (perReplica % plan.microbatchSize == 0)
-        microbatches.insert(plan.microbatchSize);
-      continue;
-    }
-    for (int64_t bound = perReplica; bound >= 1; bound /= 2)
-      for (int64_t b = bound; b >= 1; --b)
-        if (perReplica % b == 0) {
-          microbatches.insert(b);
-          break;
-        }
-  }
-  if (microbatches.empty()) {
-    // The data-parallel degrees the (tp, pp) pairs leave: one, or a range.
-    std::set<int64_t> dps;
-    for (auto [tp, pp] : degrees)
-      dps.insert(devices / tp / pp);
-    std::string replicas = std::to_string(*dps.begin());
-    if (dps.size() > 1)
-      replicas += " to " + std::to_string(*dps.rbegin());
-    if (fixed.contains(Knob::Microbatch) || fileBatch)
-      return badUsage(
-          (fileBatch ? model + " fixes its batch at " + Twine(*fileBatch) +
-                           ", which"
-                     : "--fix microbatch=" + Twine(plan.microbatchSize)) +
-          " does not divide the samples of each replica (--global-batch " +
-          Twine(globalBatch) + " over " + replicas +
-          " data-parallel replicas)");
-    return badUsage("--global-batch " + Twine(globalBatch) + " must be a "
-                    "multiple of the " + replicas + " data-parallel replicas");
-  }
-  std::vector<int> zeros = {plan.zero};
-  if (!fixed.contains(Knob::Zero))
-    zeros = {0, 1, 2, 3};
-  // Recomputation for pp stages: none; every stage's blocks; or, since
-  // under 1F1B the first stages hold the most microbatches in flight, the
-  // first k stages' only. Held as fixed (one choice) when fixed, none
-  // without a backward pass.
-  auto recomputeChoices = [&](int64_t pp) {
-    using cleave::cost::Recompute;
-    std::vector<std::pair<Recompute, std::vector<Recompute>>> choices = {
-        {plan.recompute, plan.stageRecompute}};
-    if (fixed.contains(Knob::Recompute) || planOptimizer == "none")
-      return choices;
-    choices.push_back({Recompute::Full, {}});
-    for (int64_t k = 1; k < pp; ++k) {
-      std::vector<Recompute> stages(pp, Recompute::None);
-      std::fill(stages.begin(), stages.begin() + k, Recompute::Full);
-      choices.push_back({Recompute::Full, std::move(stages)});
-    }
-    return choices;
-  };
-  // Every (ZeRO stage, recomputation) pair for pp stages.
-  auto zeroAndRecompute = [&](int64_t pp) {
-    std::vector<std::pair<
-        int, std::pair<cleave::cost::Recompute,
-                       std::vector<cleave::cost::Recompute>>>>
-        pairs;
-    for (int zero : zeros)
-      for (auto &choice : recomputeChoices(pp))
-        pairs.push_back({zero, choice});
-    return pairs;
-  };
-
-  std::optional<cleave::cost::PlanPrediction> best;
-  std::string closest, importError;
-  std::optional<cleave::cost::PlanPrediction> closestFit;
-  // The step times of the K best plans so far (K = --top-k), and the
-  // candidates ruled out by the bound below.
-  std::multiset<double> kBest;
-  int64_t bounded = 0;
-  // Every candidate is priced or bounded, so the plan is optimal within
-  // the cost model up to the tensor-parallel shardings: the largest gap
-  // CBC proved for one of them.
-  double worstGap = 0;
-  int64_t candidates = 0, infeasible = 0;
-  // Progress on the terminal (a search over a second: every tensor-
-  // parallel degree and microbatch size runs the intra-operator search).
-  auto started = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         started)
-        .count();
-  };
-  bool showProgress = !json && sys::Process::StandardErrIsDisplayed();
-  std::set<int64_t> tpDegrees;
-  for (auto [tp, pp] : degrees)
-    tpDegrees.insert(tp);
-  double pricings = double(microbatches.size() * tpDegrees.size()), priced = 0;
-  std::string name;
-  double parameters = 0;
-  int64_t blocks = 0;
-  // Every plan that fits (for --top-k), and per pipeline degree the best
-  // one or why none fits (for --explain).
-  std::vector<cleave::cost::PlanPrediction> fitting;
-  std::optional<cleave::search::GraphWork> bestWork;
-  std::map<std::pair<int64_t, int64_t>,
-           std::optional<cleave::search::GraphWork>>
-      works;
-  // Keyed by (tp, pp).
-  std::map<std::pair<int64_t, int64_t>, cleave::cost::PlanPrediction>
-      bestOfDegree;
-  std::map<std::pair<int64_t, int64_t>, std::string> whyNoneOfDegree;
-  for (int64_t b : microbatches) {
-    options.batch = b;
-    // A model whose batch is fixed in the file imports at that batch only:
-    // other sizes are skipped unless none works.
-    mlir::OwningOpRef<mlir::ModuleOp> module;
-    {
-      mlir::ScopedDiagnosticHandler quiet(&tool.ctx, [&](mlir::Diagnostic &d) {
-        if (importError.empty())
-          importError = d.str();
-        return mlir::success();
-      });
-      module = tool.loadModel(options);
-    }
-    if (!module)
-      continue;
-    cleave::ModelSummary summary = cleave::summarizeModel(*module);
-    name = summary.model;
-    parameters = double(summary.trainableParams);
-    // What the backward reads, from the training step itself (a ReLU keeps
-    // its output, a convolution its input, an addition nothing), in all
-    // and by residual block for the pipeline stages.
-    auto stash =
-        cleave::lowering::stashedActivationBytesByBlock(*module, planOptimizer);
-    // The same with each block recomputed in the backward pass: what the
-    // lowering's cleave-recompute leaves stashed (inputs and outputs).
-    mlir::FailureOr<std::vector<double>> recomputedStash = mlir::failure();
-    if (planOptimizer != "none")
-      recomputedStash = cleave::lowering::stashedActivationBytesByBlock(
-          *module, planOptimizer, "full");
-    for (auto [tp, pp] : degrees) {
-      int64_t dp = devices / tp / pp;
-      if (globalBatch % dp || (globalBatch / dp) % b)
-        continue;
-      // Priced once per microbatch and tensor-parallel degree; with tp > 1
-      // the intra-operator search chooses the sharding.
-      auto &work = works[{b, tp}];
-      if (!work) {
-        auto measured = cleave::search::measureGraphWork(
-            *module, b, capped, prof, tp, planOptimizer != "none");
-        if (!measured.ok()) {
-          if (tp == 1 || fixed.contains(Knob::Tp)) {
-            WithColor::error(errs(), "cleave")
-                << model << ": " << (tp > 1 ? "tp=" + std::to_string(tp) + ": "
-                                            : std::string())
-                << std::string(measured.status().message()) << "\n";
-            return kFailed;
-          }
- whyNoneOfDegree.try_emplace(
-              std::pair(tp, pp), "tp=" + std::to_string(tp) + ": " +
-                      std::string(measured.status().message()));
-          continue;
-        }
-        work = std::move(*measured);
-        worstGap = std::max(worstGap, work->tpGap);
-        priced += 1;
-        if (showProgress && elapsed() > 1)
-          errs() << formatv("\rsearching: {0,3:F0}%",
-                            100 * priced / std::max(1.0, pricings));
-        if (succeeded(stash) && stash->size() == work->pieces.size()) {
-          work->activationBytes = 0;
-          for (auto [piece, bytes] : llvm::zip(work->pieces, *stash)) {
-            piece.activationBytes = bytes * piece.activationShare;
-            work->activationBytes += piece.activationBytes;
-          }
-          if (succeeded(recomputedStash) &&
-              recomputedStash->size() == work->pieces.size())
-            for (auto [piece, bytes] :
-                 llvm::zip(work->pieces, *recomputedStash))
-              piece.recomputedActivationBytes = bytes * piece.activationShare;
-        }
-      }
-      blocks = work->numBlocks();
-      if (interleave && 2 * plan.chunks > blocks)
-        return badUsage("--fix vpp=" + Twine(plan.chunks) + ": " + model +
-                        " has " + Twine(blocks) + " residual block(s), too "
-                        "few for two or more stages of " +
-                        Twine(plan.chunks) + " chunks");
-      if (blocks == 0 && fixed.contains(Knob::Recompute) &&
-          (plan.recompute != cleave::cost::Recompute::None ||
-           !plan.stageRecompute.empty()))
-        return badUsage("--fix recompute: " + model + " has no residual "
-                        "blocks to recompute");
-      if (pp > 1 && pp > blocks) {
-        if (fixed.contains(Knob::Pp))
-          return badUsage("--fix pp=" + Twine(pp) + ": " + model + " has " +
-                          Twine(blocks) + " residual block(s) to cut into "
-                          "pipeline stages");
-        continue;
-      }
-      if (pp > 1 && fixed.contains(Knob::Vpp) && pp * plan.chunks > blocks) {
-        if (fixed.contains(Knob::Pp))
-          return badUsage("--fix pp=" + Twine(pp) + ",vpp=" +
-                          Twine(plan.chunks) + ": " + model + " has " +
-                          Twine(blocks) + " residual block(s), too few for " +
-                          Twine(pp) + " stages of " + Twine(plan.chunks) +
-                          " chunks");
-        continue;
-      }
-      // The schedules (and chunks per stage) to try: one stage has none
-      // to choose.
-      std::vector<std::pair<cleave::cost::ScheduleKind, int64_t>>
-          scheduleChoices = {{schedules.front(), 1}};
-      if (pp > 1) {
-        scheduleChoices.clear();
-        for (cleave::cost::ScheduleKind schedule : schedules)
-          for (int64_t v :
-               chunkChoices(schedule, pp, blocks, globalBatch / dp / b))
-            scheduleChoices.push_back({schedule, v});
-      }
-      for (auto [schedule, chunks] : scheduleChoices) {
-        for (auto [zero, recompute] : zeroAndRecompute(pp)) {
-          // ZeRO shards over replicas: one replica has ZeRO 0 only, and a
-          // ZeRO stage fixed needs some.
-          if (dp == 1 && (zero != zeros.front() ||
-                          (fixed.contains(Knob::Zero) && zero > 0)))
-            continue;
-          cleave::cost::ParallelConfig candidate = plan;
-          candidate.dp = dp;
-          candidate.tp = tp;
-          candidate.pp = pp;
-          candidate.microbatchSize = b;
-          candidate.zero = dp > 1 ? zero : 0;
-          candidate.schedule = schedule;
-          candidate.chunks = chunks;
-          if (!fixed.contains(Knob::Recompute)) {
-            // Nothing to recompute, or its stash unknown: not a choice.
-            if (recompute.first != cleave::cost::Recompute::None &&
-                (blocks == 0 || work->pieces[1].recomputedActivationBytes < 0))
-              continue;
-            candidate.recompute = recompute.first;
-            candidate.stageRecompute = recompute.second;
-          }
-          ++candidates;
-          // A pipelined plan is simulated microbatch by microbatch (slow
-          // for thousands of them); its stages share the graph's passes,
-          // so the busiest runs at least m x (F + B) / pp. One that cannot
-          // come within the tie of the K-th best so far (nor, for
-          // --explain, beat its degree's best) is ruled out unsimulated.
-          if (pp > 1 && !exhaustive) {
-            double bound = double(globalBatch / dp / b) *
-                           (work->forwardSeconds + work->backwardSeconds) /
-                           double(pp);
-            auto degree = bestOfDegree.find({tp, pp});
-            bool pastDegree = !explain || (degree != bestOfDegree.end() &&
-                                           bound > degree->second.stepSeconds);
-            if (int64_t(kBest.size()) == int64_t(topK) &&
-                bound > *kBest.rbegin() * (1 + cleave::search::kGraphPlanTie) &&
-                    pastDegree) {
-              ++bounded;
-              continue;
-            }
-          }
-          auto scored = cleave::search::scoreGraphPlan(
-              *work, capped, candidate, planOptimizer, prof);
-          if (!scored.ok()) {
-            ++infeasible;
-            std::string why = cleave::cost::planKnobsString(candidate) + ": " +
-                              std::string(scored.status().message());
-            if (closest.empty())
-              closest = why;
-            // Out of memory: priced without the limit, the plan that comes
-            // closest to fitting is what the error describes.
-            if (absl::IsResourceExhausted(scored.status())) {
-              cleave::cost::Cluster unlimited = capped;
-              unlimited.device.memoryBytes = 0;
-              auto whole = cleave::search::scoreGraphPlan(
-                  *work, unlimited, candidate, planOptimizer, prof);
-              if (whole.ok() && (!closestFit || whole->peakMemoryBytes <
-                                                    closestFit->peakMemoryBytes))
-                closestFit = *whole;
-            }
-            whyNoneOfDegree.try_emplace(std::pair(tp, pp), why);
-            continue;
-          }
-          if (!best || cleave::search::preferGraphPlan(*scored, *best)) {
-            best = *scored;
-            bestWork = *work;
-          }
-          auto [it, first] =
-              bestOfDegree.try_emplace(std::pair(tp, pp), *scored);
-          if (!first && scored->stepSeconds < it->second.stepSeconds)
-            it->second = *scored;
-          fitting.push_back(*scored);
-          kBest.insert(scored->stepSeconds);
-          if (int64_t(kBest.size()) > int64_t(topK))
-            kBest.erase(std::prev(kBest.end()));
-        }
-      }
-    }
-  }
-  if (showProgress && elapsed() > 1)
-    errs() << "\r               \r";
-  double searchSeconds = elapsed();
-  if (candidates == 0) {
-    if (!importError.empty()) {
-      WithColor::error(errs(), "cleave") << model << ": " << importError
-                                         << "\n";
-      return kBadInput;
-    }
-    // Every split of the devices left a replica's samples that the
-    // microbatch does not divide, or more stages than residual blocks.
-    return badUsage(
-        (fileBatch ? model + " fixes its batch at " + Twine(*fileBatch)
-                   : "--fix microbatch=" + Twine(plan.microbatchSize)) +
-        ": no dp x tp x pp of the " + Twine(devices) + " devices leaves replicas "
-        "whose samples (--global-batch " + Twine(globalBatch) + ") it divides "
-        "(pipeline stages cut residual blocks, of which it has " +
-        Twine(blocks) + ")");
-  }
-  if (!best && closestFit) {
+  request.context = &tool.ctx;
+  absl::StatusOr<cleave::driver::GraphPlanResult> searched =
+      cleave::driver::planGraph(std::move(request));
+  if (!searched.ok()) {
+    if (absl::IsInvalidArgument(searched.status()))
+      return badUsage(std::string(searched.status().message()));
     WithColor::error(errs(), "cleave")
-        << "no plan of " << model << " fits: "
-        << cleave::search::whyNoGraphPlanFits(*closestFit, capped, fixed)
-        << "\n";
+        << std::string(searched.status().message()) << "\n";
     return kFailed;
   }
-  if (!best) {
-    WithColor::error(errs(), "cleave")
-        << "no plan of " << model << " fits; the first tried, " << closest
-        << "\n";
-    return kFailed;
-  }
-  // The K best distinct plans, the best first.
-  std::stable_sort(fitting.begin(), fitting.end(),
-                   [](const auto &a, const auto &b) {
-                     return a.stepSeconds < b.stepSeconds;
-                   });
-  std::vector<cleave::cost::PlanPrediction> plans;
-  std::set<std::string> seen;
-  // The chosen plan first, then the fastest others.
-  plans.push_back(*best);
-  seen.insert(cleave::cost::planKnobsString(best->plan));
-  for (const auto &p : fitting)
-    if (int64_t(plans.size()) < topK &&
-        seen.insert(cleave::cost::planKnobsString(p.plan)).second)
-      plans.push_back(p);
+  const cleave::driver::GraphPlanResult &result = *searched;
+  const cleave::cost::PlanPrediction *best = &result.best();
+  const std::vector<cleave::cost::PlanPrediction> &plans = result.plans;
+  const std::string &name = result.name, &trace = result.trace;
+  const cleave::search::GraphWork *bestWork = &result.bestWork;
+  int64_t devices = result.devices, blocks = result.blocks;
+  double parameters = result.parameters;
   options.batch = best->plan.microbatchSize;
-  // The simulated step of a pipelined plan, for --trace and the artifact
-  // (one stage is priced by formula, with no timeline).
-  std::string trace;
-  if (best->plan.pp > 1) {
-    cleave::cost::TaskGraph graph;
-    cleave::cost::Timeline timeline;
-    if (cleave::search::scoreGraphPlan(*bestWork, capped, best->plan,
-                                       planOptimizer, prof, &graph, &timeline)
-            .ok()) {
-      std::ostringstream os;
-      cleave::cost::writeChromeTrace(graph, timeline, os);
-      trace = os.str();
-    }
-  }
   if (!tracePath.empty()) {
     if (trace.empty())
       return badUsage("--trace: " + model + "'s plan is one data-parallel "
@@ -1256,11 +812,11 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                      {"devices", devices},
                      {"plan", std::move(planObject)},
                      {"predicted", std::move(predictedObject)},
-                     {"search", json::Object{{"time_s", searchSeconds},
-                                             {"candidates_evaluated", candidates},
-                                             {"infeasible", infeasible},
-                                             {"bounded", bounded},
-                                             {"optimality_gap", worstGap},
+                     {"search", json::Object{{"time_s", result.searchSeconds},
+                                             {"candidates_evaluated", result.candidates},
+                                             {"infeasible", result.infeasible},
+                                             {"bounded", result.bounded},
+                                             {"optimality_gap", result.worstGap},
                                              {"graph_plan", true},
                                              {"residual_blocks", blocks}}}};
     if (bestWork && bestWork->tp > 1) {
@@ -1295,11 +851,11 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
                     "microbatch x schedule x ZeRO x recomputation), {1} "
                     "infeasible, {2} ruled out by a bound, in {3:F2} "
                     "s; priced op by op; {4}\n",
-                    candidates, infeasible, bounded, searchSeconds,
-                    worstGap > 0
+                    result.candidates, result.infeasible, result.bounded, result.searchSeconds,
+                    result.worstGap > 0
                         ? formatv("gap at most {0:F2}% (the tensor-parallel "
                                   "shardings' ILP)",
-                                  100 * worstGap)
+                                  100 * result.worstGap)
                               .str()
                         : std::string("optimal within the cost model"));
   if (bestWork && bestWork->tp > 1) {
@@ -1333,12 +889,13 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
     outs() << formatv("  {0,4} {1,4} {2,5} {3,10} {4,8} {5,8} {6,9}  {7}\n",
                       "tp", "pp", "dp", "step s", "vs best", "bubble",
                       "memory", "plan or reason");
-    double memoryCap = capped.device.memoryBytes;
-    for (auto [tp, pp] : degrees) {
+    double memoryCap = result.capped.device.memoryBytes;
+    for (auto [tp, pp] : result.degrees) {
       auto key = std::pair(tp, pp);
-      auto it = bestOfDegree.find(key);
-      if (it == bestOfDegree.end()) {
-        std::string why = whyNoneOfDegree.count(key) ? whyNoneOfDegree[key]
+      auto it = result.bestOfDegree.find(key);
+      if (it == result.bestOfDegree.end()) {
+        auto named = result.whyNoneOfDegree.find(key);
+        std::string why = named != result.whyNoneOfDegree.end() ? named->second
                           : pp > blocks
                               ? "more stages than the " +
                                     std::to_string(blocks) + " residual blocks"
