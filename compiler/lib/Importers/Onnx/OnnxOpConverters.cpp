@@ -180,6 +180,51 @@ LogicalResult convertHostBinary(NodeContext &ctx) {
 template <HostUnaryOp HostOp, typename OpTy>
 LogicalResult convertUnary(NodeContext &ctx);
 
+/// Bool input `i` as 0/1 in f32 (a where); null after an error.
+Value boolAsFloat(NodeContext &ctx, unsigned i) {
+  Value v = ctx.getValue(i, ParamUse::Frozen);
+  if (!v)
+    return {};
+  auto type = cast<RankedTensorType>(v.getType());
+  if (!type.getElementType().isInteger(1)) {
+    ctx.emitError() << "operand " << i << " must be bool, got " << type;
+    return {};
+  }
+  auto scalar =
+      RankedTensorType::get({}, Builder(ctx.getContext()).getF32Type());
+  return compose<WhereOp>(ctx, v, ctx.createSplat(scalar, 1.0),
+                          ctx.createSplat(scalar, 0.0));
+}
+
+/// And, Or, Xor and Not: folded when every operand is known at import
+/// (masks, shape arithmetic); on run-time bool tensors, each read as 0/1 in
+/// floats (a where), combined arithmetically (and: a b, or: max, xor:
+/// (a - b)^2, not: 1 - a) and compared with 1/2 back into a bool tensor.
+template <HostBinaryOp HostOp>
+LogicalResult convertLogic(NodeContext &ctx) {
+  if (ctx.getConstant(0) && ctx.getConstant(1))
+    return convertHostBinary<HostOp>(ctx);
+  Chain c(ctx);
+  Value a = boolAsFloat(ctx, 0), b = boolAsFloat(ctx, 1);
+  Value r = HostOp == HostBinaryOp::And ? c.mul(a, b)
+            : HostOp == HostBinaryOp::Or ? c.max(a, b)
+                                         : [&] {
+                                             Value d = c.op<SubOp>(a, b);
+                                             return c.mul(d, d);
+                                           }();
+  return c.result(c.op<CompareOp>(StringAttr::get(ctx.getContext(), "gt"), r,
+                                  c.scalar(r, 0.5)));
+}
+
+LogicalResult convertNot(NodeContext &ctx) {
+  if (ctx.getConstant(0))
+    return convertUnary<HostUnaryOp::Not, void>(ctx);
+  Chain c(ctx);
+  Value a = boolAsFloat(ctx, 0);
+  return c.result(c.op<CompareOp>(StringAttr::get(ctx.getContext(), "lt"), a,
+                                  c.scalar(a, 0.5)));
+}
+
 /// A comparison: folded when both sides are known at import (shape
 /// arithmetic), else graph.compare on floating-point values (a bool
 /// tensor, as ONNX's).
@@ -587,10 +632,10 @@ void addComputeConverters(ConverterTable &table) {
   table.add("GreaterOrEqual", [](NodeContext &ctx) {
     return convertComparison<HostBinaryOp::GreaterOrEqual>(ctx, "ge");
   });
-  table.add("And", convertHostBinary<HostBinaryOp::And>);
-  table.add("Or", convertHostBinary<HostBinaryOp::Or>);
-  table.add("Xor", convertHostBinary<HostBinaryOp::Xor>);
-  table.add("Not", convertUnary<HostUnaryOp::Not, void>);
+  table.add("And", convertLogic<HostBinaryOp::And>);
+  table.add("Or", convertLogic<HostBinaryOp::Or>);
+  table.add("Xor", convertLogic<HostBinaryOp::Xor>);
+  table.add("Not", convertNot);
   table.add("Abs", convertAbs);
   table.add("Neg", convertUnary<HostUnaryOp::Neg, NegOp>);
   table.add("Relu", convertUnary<HostUnaryOp::Relu, ReluOp>);
