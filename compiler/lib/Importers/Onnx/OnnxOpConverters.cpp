@@ -530,7 +530,7 @@ LogicalResult convertBatchNormalization(NodeContext &ctx) {
 /// square first (L2 takes the root after), L1 takes |x| first, Min negates
 /// before and after a maximum, LogSum takes the log after, LogSumExp is
 /// m + log(sum(e^(x - m))) with m the maximum (no e^x overflows).
-enum class ReduceForm { Plain, SumSquare, L2, L1, Min, LogSum, LogSumExp };
+enum class ReduceForm { Plain, SumSquare, L2, L1, Min, LogSum, LogSumExp, Prod };
 
 template <typename OpTy, ReduceForm Form = ReduceForm::Plain>
 LogicalResult convertReduce(NodeContext &ctx) {
@@ -573,6 +573,31 @@ LogicalResult convertReduce(NodeContext &ctx) {
   case ReduceForm::Min:
     input = c.op<NegOp>(input);
     break;
+  case ReduceForm::Prod: {
+    // |prod| = e^(sum log|x|) over the nonzero x; 0 if any x is 0; the
+    // sign from the parity of the negative count (n - 2 floor(n/2)).
+    auto predicate = [&](StringRef p) {
+      return StringAttr::get(ctx.getContext(), p);
+    };
+    auto indicator = [&](Value mask) {
+      return c.op<WhereOp>(mask, c.scalar(input, 1.0), c.scalar(input, 0.0));
+    };
+    Value zero = c.scalar(input, 0.0);
+    Value isZero = c.op<CompareOp>(predicate("eq"), input, zero);
+    Value magnitude = c.max(input, c.op<NegOp>(input));
+    Value safe = c.op<WhereOp>(isZero, c.scalar(input, 1.0), magnitude);
+    Value product = c.op<ExpOp>(
+        c.op<ReduceSumOp>(c.op<LogOp>(safe), reduceAxes, keepdims));
+    Value anyZero = c.op<ReduceMaxOp>(indicator(isZero), reduceAxes, keepdims);
+    Value negatives = c.op<ReduceSumOp>(
+        indicator(c.op<CompareOp>(predicate("lt"), input, zero)), reduceAxes,
+        keepdims);
+    Value half = c.op<FloorOp>(c.mul(negatives, c.scalar(input, 0.5)));
+    Value odd = c.op<SubOp>(negatives, c.mul(half, c.scalar(input, 2.0)));
+    Value sign = c.op<SubOp>(c.scalar(input, 1.0), c.mul(odd, c.scalar(input, 2.0)));
+    Value nonzero = c.op<SubOp>(c.scalar(input, 1.0), anyZero);
+    return c.result(c.mul(c.mul(product, nonzero), sign));
+  }
   case ReduceForm::LogSumExp: {
     Value m = c.op<ReduceMaxOp>(input, reduceAxes, true);
     Value sum = c.op<ReduceSumOp>(c.op<ExpOp>(c.op<SubOp>(input, m)),
@@ -660,6 +685,7 @@ void addComputeConverters(ConverterTable &table) {
   table.add("ReduceL1", convertReduce<ReduceSumOp, ReduceForm::L1>);
   table.add("ReduceMin", convertReduce<ReduceMaxOp, ReduceForm::Min>);
   table.add("ReduceLogSum", convertReduce<ReduceSumOp, ReduceForm::LogSum>);
+  table.add("ReduceProd", convertReduce<ReduceSumOp, ReduceForm::Prod>);
   table.add("ReduceLogSumExp",
             convertReduce<ReduceSumOp, ReduceForm::LogSumExp>);
   table.add("Sum", convertVariadicSum<false>);
