@@ -28,7 +28,6 @@
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Lowering/PlanLowering.h"
 #include "cleave/cost_model/Cluster.h"
-#include "cleave/runtime/comm/Bfloat16.h"
 #include "cleave/runtime/comm/Communicator.h"
 #include "cleave/runtime/executor/Executor.h"
 
@@ -85,6 +84,22 @@ std::optional<cleave::EvalTensor> toEval(const onnx::TensorProto &t,
       v = fromRaw(float(), [](std::vector<float> x) { return x; });
     if (int64_t(v.size()) != n)
       break;
+    return k::Tensor(shape, v);
+  }
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16: {
+    // 16-bit floats: raw little-endian words, or one word per int32_data.
+    std::vector<uint16_t> words(t.int32_data().begin(), t.int32_data().end());
+    if (!raw.empty())
+      words = fromRaw(uint16_t(), [](std::vector<uint16_t> x) { return x; });
+    if (int64_t(words.size()) != n)
+      break;
+    std::vector<float> v(n);
+    auto type = t.data_type() == onnx::TensorProto::FLOAT16
+                    ? cleave::comm::ElementType::F16
+                    : cleave::comm::ElementType::BF16;
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = cleave::comm::halfToFloat(type, words[i]);
     return k::Tensor(shape, v);
   }
   case onnx::TensorProto::DOUBLE: {
@@ -262,9 +277,20 @@ cleave::ImportOptions boundDims(const fs::path &dir,
   return options;
 }
 
-/// The raw bytes the executor reads for an input of `t`'s values (its
-/// INPUT tensor's dtype: fp32, or int64 for integers).
-std::string rawInput(const cleave::EvalTensor &t) {
+/// The raw bytes the executor reads for an input of `t`'s values in its
+/// INPUT tensor's dtype: fp32 (or 16-bit floats rounded from them), or
+/// int64 for integers.
+std::string rawInput(const cleave::EvalTensor &t, cleave::plan::DType dtype) {
+  if (dtype == cleave::plan::F16 || dtype == cleave::plan::BF16) {
+    const std::vector<float> &v = std::get<k::Tensor>(t).values();
+    std::vector<uint16_t> words(v.size());
+    auto type = dtype == cleave::plan::F16 ? cleave::comm::ElementType::F16
+                                           : cleave::comm::ElementType::BF16;
+    for (size_t i = 0; i < v.size(); ++i)
+      words[i] = cleave::comm::floatToHalf(type, v[i]);
+    return std::string(reinterpret_cast<const char *>(words.data()),
+                       words.size() * 2);
+  }
   return std::visit(
       [](const auto &tensor) {
         const auto &v = tensor.values();
@@ -295,10 +321,15 @@ runtimeOutput(const cleave::executor::Executor &ex, int i) {
     return k::Tensor(shape, values(float()));
   case cleave::plan::I64:
     return k::IndexTensor(shape, values(int64_t()));
-  case cleave::plan::BF16: {
+  case cleave::plan::BF16:
+  case cleave::plan::F16: {
     std::vector<uint16_t> v = values(uint16_t());
     std::vector<float> f(v.size());
-    cleave::comm::bf16ToFloats(v.data(), f.data(), int64_t(v.size()));
+    auto type = decl.dtype() == cleave::plan::F16
+                    ? cleave::comm::ElementType::F16
+                    : cleave::comm::ElementType::BF16;
+    for (size_t i = 0; i < v.size(); ++i)
+      f[i] = cleave::comm::halfToFloat(type, v[i]);
     return k::Tensor(shape, f);
   }
   case cleave::plan::I32: {
@@ -349,15 +380,16 @@ runOnRuntime(mlir::ModuleOp module,
   }
   cleave::executor::ExecutorOptions options;
   // Only the inputs the program reads (one folded at import is not).
-  std::set<std::string> read;
+  std::map<std::string, cleave::plan::DType> read;
   for (const cleave::plan::TensorDecl &t : plan->programs(0).tensors())
     if (t.kind() == cleave::plan::TensorDecl::INPUT)
-      read.insert(t.input_name());
+      read[t.input_name()] = t.dtype();
   for (const auto &[name, value] : inputs) {
-    if (!read.count(name))
+    auto dtype = read.find(name);
+    if (dtype == read.end())
       continue;
     fs::path file = scratch / (name + ".bin");
-    std::ofstream(file, std::ios::binary) << rawInput(value);
+    std::ofstream(file, std::ios::binary) << rawInput(value, dtype->second);
     options.inputFiles[name] = file.string();
   }
   cleave::comm::MeshInfo mesh;
