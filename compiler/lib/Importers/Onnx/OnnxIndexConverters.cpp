@@ -242,35 +242,74 @@ Value gatherByMap(NodeContext &ctx, Value src, const std::vector<int64_t> &map,
                            int64_t(0));
 }
 
-/// A scatter's result: where `mask`, the updates at `map`, else the data
-/// (inputs 0 and 2). Computed at import when both are known (Swin's
-/// attention mask, built from shapes), else a gather and a where.
-LogicalResult scatterByMap(NodeContext &ctx, const std::vector<int64_t> &map,
-                           const std::vector<int64_t> &mask) {
+/// A scatter's result: the data (input 0) with the updates (input 2)
+/// written where `writes` say, (target element, update element) in the
+/// order the node lists them, combined by `reduction`: "none" (the last
+/// write stands), "add" or "mul" (every write to an element combines with
+/// it). Computed at import when both are known (Swin's attention mask,
+/// built from shapes); else, per level of repeated targets (the k-th write
+/// to each element), one gather of the updates and a where.
+LogicalResult scatterByMap(NodeContext &ctx,
+                           const std::vector<std::pair<int64_t, int64_t>> &writes,
+                           StringRef reduction) {
+  RankedTensorType dataType = ctx.getType(0);
+  int64_t n = dataType.getNumElements();
+  // levels[k]: the k-th write to each element (-1: none); with "none"
+  // only the last write, as one level.
+  std::vector<std::vector<int64_t>> levels;
+  std::vector<int64_t> hits(n, 0);
+  for (auto [target, source] : writes) {
+    int64_t level = reduction == "none" ? 0 : hits[target]++;
+    if (int64_t(levels.size()) <= level)
+      levels.emplace_back(n, -1);
+    levels[level][target] = source;
+  }
   const HostTensor *knownData = ctx.getConstant(0);
   const HostTensor *knownUpdates = knownData ? ctx.getConstant(2) : nullptr;
   if (knownUpdates && knownUpdates->isFloat() == knownData->isFloat()) {
     HostTensor out = *knownData;
-    for (size_t e = 0; e < map.size(); ++e)
-      if (mask[e])
-        out.copyElement(e, *knownUpdates, map[e]);
+    for (const std::vector<int64_t> &map : levels)
+      for (int64_t e = 0; e < n; ++e) {
+        if (map[e] < 0)
+          continue;
+        if (reduction == "none") {
+          out.copyElement(e, *knownUpdates, map[e]);
+        } else if (out.isFloat()) {
+          double u = knownUpdates->floats[map[e]];
+          out.floats[e] = reduction == "add" ? out.floats[e] + u
+                                             : out.floats[e] * u;
+        } else {
+          int64_t u = knownUpdates->ints[map[e]];
+          out.ints[e] = reduction == "add" ? out.ints[e] + u : out.ints[e] * u;
+        }
+      }
     return ctx.setResult(0, std::move(out));
   }
-  Value data = floatOperand(ctx, 0, "the data");
-  Value updates = data ? floatOperand(ctx, 2, "the updates") : Value();
+  Value acc = floatOperand(ctx, 0, "the data");
+  Value updates = acc ? floatOperand(ctx, 2, "the updates") : Value();
   if (!updates)
     return failure();
-  auto type = cast<RankedTensorType>(data.getType());
-  std::vector<int64_t> clamped(map);
-  for (int64_t &m : clamped)
-    m = std::max<int64_t>(m, 0);
-  Value gathered = gatherByMap(ctx, updates, clamped, type.getShape());
-  HostTensor keep;
-  keep.dtype = onnx::TensorProto::BOOL;
-  keep.shape.assign(type.getShape().begin(), type.getShape().end());
-  keep.ints = mask;
   Chain c(ctx);
-  return c.result(c.op<WhereOp>(ctx.createConstant(keep), gathered, data));
+  for (const std::vector<int64_t> &map : levels) {
+    std::vector<int64_t> clamped(map);
+    HostTensor keep;
+    keep.dtype = onnx::TensorProto::BOOL;
+    keep.shape.assign(dataType.getShape().begin(), dataType.getShape().end());
+    keep.ints.resize(n);
+    for (int64_t e = 0; e < n; ++e) {
+      keep.ints[e] = map[e] >= 0;
+      clamped[e] = std::max<int64_t>(map[e], 0);
+    }
+    Value gathered = gatherByMap(ctx, updates, clamped, dataType.getShape());
+    Value mask = ctx.createConstant(keep);
+    if (reduction == "none")
+      acc = c.op<WhereOp>(mask, gathered, acc);
+    else if (reduction == "add")
+      acc = c.add(acc, c.op<WhereOp>(mask, gathered, c.scalar(acc, 0.0)));
+    else
+      acc = c.mul(acc, c.op<WhereOp>(mask, gathered, c.scalar(acc, 1.0)));
+  }
+  return c.result(acc);
 }
 
 /// GatherElements' and ScatterElements' addressing: for every element of
@@ -395,8 +434,9 @@ LogicalResult convertGatherND(NodeContext &ctx) {
 /// only reduction none (the last update of an element wins).
 const HostTensor *scatterIndices(NodeContext &ctx, RankedTensorType &type) {
   std::string reduction = ctx.getString("reduction", "none");
-  if (reduction != "none") {
-    ctx.emitError() << "reduction '" << reduction << "' is not supported";
+  if (reduction != "none" && reduction != "add" && reduction != "mul") {
+    ctx.emitError() << "reduction '" << reduction
+                    << "' is not supported (none, add, mul)";
     return nullptr;
   }
   type = ctx.getType(0);
@@ -416,13 +456,11 @@ LogicalResult convertScatterND(NodeContext &ctx) {
   if (failed(addressed))
     return failure();
   auto &[offsets, slice] = *addressed;
-  std::vector<int64_t> map(type.getNumElements(), -1), mask(map.size(), 0);
+  std::vector<std::pair<int64_t, int64_t>> writes;
   for (size_t t = 0; t < offsets.size(); ++t)
-    for (int64_t r = 0; r < slice; ++r) {
-      map[offsets[t] + r] = int64_t(t) * slice + r;
-      mask[offsets[t] + r] = 1;
-    }
-  return scatterByMap(ctx, map, mask);
+    for (int64_t r = 0; r < slice; ++r)
+      writes.push_back({offsets[t] + r, int64_t(t) * slice + r});
+  return scatterByMap(ctx, writes, ctx.getString("reduction", "none"));
 }
 
 LogicalResult convertScatterElements(NodeContext &ctx) {
@@ -434,12 +472,10 @@ LogicalResult convertScatterElements(NodeContext &ctx) {
       elementAddresses(ctx, *idx, type);
   if (failed(addresses))
     return failure();
-  std::vector<int64_t> map(type.getNumElements(), -1), mask(map.size(), 0);
-  for (int64_t e = 0; e < int64_t(addresses->size()); ++e) {
-    map[(*addresses)[e]] = e;
-    mask[(*addresses)[e]] = 1;
-  }
-  return scatterByMap(ctx, map, mask);
+  std::vector<std::pair<int64_t, int64_t>> writes;
+  for (int64_t e = 0; e < int64_t(addresses->size()); ++e)
+    writes.push_back({(*addresses)[e], e});
+  return scatterByMap(ctx, writes, ctx.getString("reduction", "none"));
 }
 
 } // namespace
