@@ -192,7 +192,8 @@ std::vector<fs::path> dataSets(const fs::path &dir) {
 /// initializers from the test's data, where every data set gives the same
 /// values: cleave plans static shapes, so such inputs must be known at
 /// import, as exporters write them (constants). With `smallFloatVectors`,
-/// float vectors of up to 8 values too (Resize's scales), for a model
+/// float scalars and vectors of up to 8 values too (Resize's scales,
+/// OneHot's depth, Range's bounds), for a model
 /// refused for want of them. Written to a temporary file; empty when there
 /// is nothing to promote.
 std::string withIntegerInputsKnown(const fs::path &dir,
@@ -219,8 +220,9 @@ std::string withIntegerInputsKnown(const fs::path &dir,
     bool integer = readProto(sets[0] / file, first) &&
                    (first.data_type() == onnx::TensorProto::INT64 ||
                     first.data_type() == onnx::TensorProto::INT32 ||
-                    (smallFloatVectors && first.dims_size() == 1 &&
-                     first.dims(0) <= 8 &&
+                    (smallFloatVectors &&
+                     (first.dims_size() == 0 ||
+                      (first.dims_size() == 1 && first.dims(0) <= 8)) &&
                      first.data_type() == onnx::TensorProto::FLOAT));
     for (size_t s = 1; integer && s < sets.size(); ++s) {
       onnx::TensorProto other;

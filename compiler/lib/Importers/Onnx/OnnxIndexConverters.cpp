@@ -478,6 +478,69 @@ LogicalResult convertScatterElements(NodeContext &ctx) {
   return scatterByMap(ctx, writes, ctx.getString("reduction", "none"));
 }
 
+/// OneHot: out[..., d, ...] = on where the index (wrapped when negative)
+/// is d, else off, the depth axis inserted at `axis`. The depth must be
+/// known at import (it is a dimension); the indices may be run-time
+/// values of any numeric type (compared in f32, exact below 2^24); the
+/// result takes the values' type.
+LogicalResult convertOneHot(NodeContext &ctx) {
+  const HostTensor *depthT = ctx.getImportValue(1);
+  if (!depthT || depthT->size() != 1)
+    return ctx.emitError() << "depth must be one value known at import "
+                              "time (it sizes the output)";
+  int64_t depth = int64_t(depthT->getDouble(0));
+  if (depth < 1)
+    return ctx.emitError() << "depth must be positive, got " << depth;
+  RankedTensorType indexType = ctx.getType(0), valuesType = ctx.getType(2);
+  if (!indexType || !valuesType || valuesType.getNumElements() != 2)
+    return ctx.emitError() << "values must hold two elements, [off, on]";
+  int64_t rank = indexType.getRank() + 1;
+  FailureOr<int64_t> axisOr = ctx.getAxis(-1, rank);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
+  Chain c(ctx);
+  Type f32 = Builder(ctx.getContext()).getF32Type();
+  Value idx = ctx.getValue(0, ParamUse::Frozen);
+  if (idx && !indexType.getElementType().isF32())
+    idx = c.op<CastOp>(indexType.clone(f32), idx);
+  // Negative indices count from the end: idx + depth where idx < 0.
+  Value zero = ctx.createSplat(RankedTensorType::get({}, f32), 0.0);
+  Value wrapped = c.op<WhereOp>(
+      c.op<CompareOp>(StringAttr::get(ctx.getContext(), "lt"), idx, zero),
+      c.add(idx, ctx.createSplat(RankedTensorType::get({}, f32), double(depth))),
+      idx);
+  Shape withAxis(indexType.getShape().begin(), indexType.getShape().end());
+  withAxis.insert(withAxis.begin() + axis, 1);
+  Value placed =
+      wrapped ? ctx.reshape(wrapped, withAxis).value_or(Value()) : Value();
+  HostTensor iota;
+  iota.dtype = onnx::TensorProto::FLOAT;
+  iota.shape.assign(rank, 1);
+  iota.shape[axis] = depth;
+  for (int64_t d = 0; d < depth; ++d)
+    iota.floats.push_back(double(d));
+  Value hot = c.op<CompareOp>(StringAttr::get(ctx.getContext(), "eq"), placed,
+                              ctx.createConstant(iota));
+  // off and on as f32 scalars.
+  Value values = ctx.getValue(2, ParamUse::Frozen);
+  if (values && !valuesType.getElementType().isF32())
+    values = c.op<CastOp>(valuesType.clone(f32), values);
+  auto element = [&](int64_t i) -> Value {
+    if (!values)
+      return {};
+    Value one = c.op<SliceOp>(values, ArrayRef<int64_t>{i},
+                              ArrayRef<int64_t>{i + 1}, ArrayRef<int64_t>{1});
+    return one ? ctx.reshape(one, {}).value_or(Value()) : Value();
+  };
+  Value out = c.op<WhereOp>(hot, element(1), element(0));
+  if (out && !valuesType.getElementType().isF32())
+    out = c.op<CastOp>(
+        cast<RankedTensorType>(out.getType()).clone(valuesType.getElementType()),
+        out);
+  return c.result(out);
+}
+
 } // namespace
 
 void addIndexConverters(ConverterTable &table) {
@@ -489,6 +552,7 @@ void addIndexConverters(ConverterTable &table) {
   table.add("GatherND", convertGatherND);
   table.add("ScatterElements", convertScatterElements);
   table.add("ScatterND", convertScatterND);
+  table.add("OneHot", convertOneHot);
 }
 
 } // namespace cleave::onnx_import
