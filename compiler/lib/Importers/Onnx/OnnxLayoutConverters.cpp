@@ -413,9 +413,20 @@ LogicalResult convertResize(NodeContext &ctx) {
   bool excludeOutside = ctx.getInt("exclude_outside", 0) != 0;
   if (transform != "half_pixel" && transform != "pytorch_half_pixel" &&
       transform != "align_corners" && transform != "asymmetric" &&
-      transform != "tf_half_pixel_for_nn")
+      transform != "tf_half_pixel_for_nn" && transform != "tf_crop_and_resize")
     return ctx.emitError() << "coordinate_transformation_mode '" << transform
                            << "' is not supported";
+  // tf_crop_and_resize: the region of interest (input 1: starts, then
+  // ends, normalized) must be known; outside it, extrapolation_value.
+  const HostTensor *roi = nullptr;
+  double extrapolation = ctx.getFloat("extrapolation_value", 0.0);
+  if (transform == "tf_crop_and_resize") {
+    roi = ctx.hasInput(1) ? ctx.getImportValue(1) : nullptr;
+    if (!roi || roi->size() != 2 * rank)
+      return ctx.emitError() << "tf_crop_and_resize needs the roi known at "
+                                "import time: "
+                             << 2 * rank << " values (starts, then ends)";
+  }
   if (nearest != "round_prefer_floor" && nearest != "round_prefer_ceil" &&
       nearest != "floor" && nearest != "ceil")
     return ctx.emitError() << "nearest_mode '" << nearest
@@ -458,6 +469,12 @@ LogicalResult convertResize(NodeContext &ctx) {
     double length = double(in) * scale[d];
     auto source = [&](int64_t i) {
       double s = scale[d];
+      if (roi) {
+        double start = roi->getDouble(d), end = roi->getDouble(rank + d);
+        return n > 1 ? start * (in - 1) +
+                           double(i) * (end - start) * (in - 1) / double(n - 1)
+                     : 0.5 * (start + end) * (in - 1);
+      }
       if (transform == "half_pixel")
         return (i + 0.5) / s - 0.5;
       if (transform == "pytorch_half_pixel")
@@ -472,8 +489,17 @@ LogicalResult convertResize(NodeContext &ctx) {
     auto clamp = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
     // A^T [in, n], the product's right operand.
     HostTensor at = HostTensor::zeros(onnx::TensorProto::FLOAT, {in, n});
+    // tf_crop_and_resize: outputs whose source lies outside the input take
+    // extrapolation_value (a zero column of A^T and this bias).
+    HostTensor outside = HostTensor::zeros(onnx::TensorProto::FLOAT, {n});
+    bool anyOutside = false;
     for (int64_t i = 0; i < n; ++i) {
       double xo = source(i), lo = std::floor(xo), r = xo - lo;
+      if (roi && (xo < 0 || xo > double(in - 1))) {
+        outside.floats[i] = extrapolation;
+        anyOutside = true;
+        continue;
+      }
       int64_t i0 = clamp(int64_t(lo)), i1 = clamp(int64_t(lo) + 1);
       if (r == 0) {
         at.floats[i0 * n + i] = 1;
@@ -519,6 +545,8 @@ LogicalResult convertResize(NodeContext &ctx) {
     if (rank == 1 && last)
       last = ctx.reshape(last, {1, in}).value_or(Value());
     Value product = c.op<MatmulOp>(last, ctx.createConstant(at), false, false);
+    if (anyOutside && extrapolation != 0.0)
+      product = c.add(product, ctx.createConstant(outside));
     if (rank == 1 && product)
       product = ctx.reshape(product, {n}).value_or(Value());
     y = moved ? c.op<TransposeOp>(product, ArrayRef<int64_t>(inverse))
