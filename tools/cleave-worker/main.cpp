@@ -48,6 +48,7 @@
 #endif
 #include "cleave/runtime/executor/Executor.h"
 #include "cleave/runtime/kernels/BlasKernels.h"
+#include "cleave/runtime/launcher/RunDumps.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include "absl/strings/str_cat.h"
@@ -103,14 +104,6 @@ void injectFault(const worker::Options &options, int64_t step) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
-/// A file name for a parameter ("h.0.attn.q_proj.weight" stays as it is).
-std::string fileName(std::string name) {
-  for (char &c : name)
-    if (c == '/' || c == '\\' || c == ' ')
-      c = '_';
-  return name;
-}
-
 void dumpParameters(const plan::Plan &plan, const executor::Executor &ex,
                     const std::string &dir,
                     const std::vector<double> &losses) {
@@ -120,8 +113,8 @@ void dumpParameters(const plan::Plan &plan, const executor::Executor &ex,
     if (t.kind() != plan::TensorDecl::PARAMETER)
       continue;
     std::string name = plan.parameters(t.param_index()).name();
-    std::string path = dir + "/" + fileName(name.empty() ? t.name() : name) +
-                       ".rank" + std::to_string(gRank) + ".bin";
+    std::string path = launcher::parameterDumpPath(
+        dir, name.empty() ? t.name() : name, gRank);
     std::vector<float> values = ex.tensorValues(t.id());
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char *>(values.data()),
@@ -130,14 +123,14 @@ void dumpParameters(const plan::Plan &plan, const executor::Executor &ex,
       fail("cannot write " + path);
   }
   if (gRank == 0) {
-    std::ofstream out(dir + "/loss.txt", std::ios::trunc);
+    std::ofstream out(launcher::lossDumpPath(dir), std::ios::trunc);
     char line[64];
     for (double loss : losses) {
       std::snprintf(line, sizeof(line), "%.9g\n", loss);
       out << line;
     }
     if (!out)
-      fail("cannot write " + dir + "/loss.txt");
+      fail("cannot write " + launcher::lossDumpPath(dir));
   }
 }
 
@@ -152,9 +145,7 @@ void dumpOutputs(const executor::Executor &ex, const std::string &dir) {
   std::filesystem::create_directories(dir, ec);
   for (int i = 0; i < p.output_tensors_size(); ++i)
     for (int64_t m = 0; m < ex.numMicrobatches(); ++m) {
-      std::string path = dir + "/output" + std::to_string(i) + ".mb" +
-                         std::to_string(m) + ".rank" + std::to_string(gRank) +
-                         ".bin";
+      std::string path = launcher::outputDumpPath(dir, i, m, gRank);
       std::string bytes = ex.outputBytes(i, m);
       std::ofstream out(path, std::ios::binary | std::ios::trunc);
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -70,25 +70,6 @@ struct RunRequest {
 /// input).
 int runPlan(const RunRequest &request);
 
-/// Output `index` of an inference plan for the whole global batch,
-/// assembled from the files `cleave-worker --dump-outputs DIR` wrote (each
-/// rank's rows of each microbatch; tensor-parallel replicas must agree).
-absl::StatusOr<std::vector<float>> assembleOutput(const plan::Plan &plan,
-                                                  int index,
-                                                  const std::string &dir);
-
-/// The comparison behind --check, on two --dump-params directories:
-/// `plan`'s ranks' blocks are assembled into whole parameters and compared
-/// with the one-rank `reference` run. The losses compared are the plan
-/// run's against the reference's last as many (a resumed run covers the
-/// last steps of the reference's); `firstStep` numbers them. Fails naming
-/// the first loss step or parameter whose relative error exceeds
-/// `tolerance`.
-absl::Status compareRuns(const plan::Plan &plan, const std::string &planDir,
-                         const plan::Plan &reference,
-                         const std::string &referenceDir, double tolerance,
-                         std::string *report, int64_t firstStep = 1);
-
 } // namespace cleave::tool
 
 #endif // CLEAVE_TOOLS_RUNCOMMAND_H
