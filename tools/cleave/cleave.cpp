@@ -8,6 +8,7 @@
 
 #include "cleave/Driver/GraphPlanner.h"
 #include "cleave/Driver/PlanArtifact.h"
+#include "cleave/Driver/PlanReport.h"
 #include "cleave/Search/GraphPlanChoice.h"
 #include "CheckpointCommand.h"
 #include "RunCommand.h"
@@ -563,77 +564,6 @@ int runProfile(char **argv) {
                       cleave::profiler::cpuProfileComment(options));
 }
 
-/// The JSON of a plan and its prediction, as `compile --json` prints them.
-std::pair<json::Object, json::Object>
-planJson(const cleave::cost::PlanPrediction &p) {
-  json::Array stages;
-  for (int64_t layers : p.layersPerStage)
-    stages.push_back(layers);
-  json::Object breakdown;
-  for (auto [name, value] : p.memory.items())
-    breakdown[std::string(name)] = value;
-  const cleave::cost::ParallelConfig &k = p.plan;
-  json::Array stageRecompute;
-  for (int64_t s = 0; s < k.pp; ++s)
-    stageRecompute.push_back(
-        std::string(cleave::cost::recomputeName(k.recomputeOf(s))));
-  json::Object plan{
-      {"dp", k.dp},
-      {"tp", k.tp},
-      {"pp", k.pp},
-      {"cp", k.cp},
-      {"ep", k.ep},
-      {"sp", k.sequenceParallel},
-      {"zero", k.zero},
-      {"microbatch_size", k.microbatchSize},
-      {"num_microbatches", p.numMicrobatches},
-      {"global_batch", k.globalBatch},
-      {"schedule", cleave::cost::scheduleName(k.schedule)},
-      {"vpp", k.chunks},
-      {"recompute", std::string(cleave::cost::recomputeName(k.recompute))},
-      {"stage_recompute", std::move(stageRecompute)},
-      {"precision", std::string(cleave::cost::precisionName(k.precision))},
-      {"attention", k.fusedAttention ? "fused" : "unfused"},
-      {"stages", std::move(stages)}};
-  json::Object predicted{
-      {"step_time_s", p.stepSeconds},
-      {"tflops_per_device", p.tflopsPerDevice},
-      {"hw_tflops_per_device", p.hwTflopsPerDevice},
-      {"mfu", p.mfu},
-      {"peak_memory_bytes", p.peakMemoryBytes},
-      {"peak_memory_stage", p.peakMemoryStage},
-      {"memory_breakdown", std::move(breakdown)},
-      {"bubble_fraction", p.bubbleFraction},
-      {"model_flops_per_step", p.modelFlops}};
-  return {std::move(plan), std::move(predicted)};
-}
-
-void printPrediction(const cleave::cost::PlanPrediction &p) {
-  outs() << "plan:         " << cleave::cost::planKnobsString(p.plan) << "\n";
-  outs() << "microbatches: " << p.numMicrobatches
-         << " per step; layers per stage:";
-  for (int64_t layers : p.layersPerStage)
-    outs() << " " << layers;
-  outs() << "\n";
-  outs() << formatv("step time:    {0:F3} s\n", p.stepSeconds);
-  outs() << formatv("throughput:   {0:F1} TFLOP/s per device (model), {1:F1} "
-                    "with recomputation; MFU {2:F1}%\n",
-                    p.tflopsPerDevice, p.hwTflopsPerDevice, 100 * p.mfu);
-  outs() << formatv("bubble:       {0:F1}% of the step\n",
-                    100 * p.bubbleFraction);
-  outs() << formatv("memory:       {0:F2} GB on stage {1} (",
-                    p.peakMemoryBytes / 1e9, p.peakMemoryStage);
-  bool first = true;
-  for (auto [name, value] : p.memory.items()) {
-    if (name == "total")
-      continue;
-    outs() << (first ? "" : ", ") << name << " "
-           << formatv("{0:F2}", value / 1e9);
-    first = false;
-  }
-  outs() << ")\n";
-}
-
 /// Parses "80GB", "40 GiB" or a plain byte count.
 std::optional<double> parseBytes(StringRef text) {
   text = text.trim();
@@ -786,11 +716,7 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
   }
   const cleave::driver::GraphPlanResult &result = *searched;
   const cleave::cost::PlanPrediction *best = &result.best();
-  const std::vector<cleave::cost::PlanPrediction> &plans = result.plans;
   const std::string &name = result.name, &trace = result.trace;
-  const cleave::search::GraphWork *bestWork = &result.bestWork;
-  int64_t devices = result.devices, blocks = result.blocks;
-  double parameters = result.parameters;
   options.batch = best->plan.microbatchSize;
   if (!tracePath.empty()) {
     if (trace.empty())
@@ -806,114 +732,12 @@ int compileGraph(ToolContext &tool, cleave::ImportOptions options,
       return code;
   }
   if (json) {
-    auto [planObject, predictedObject] = planJson(*best);
-    json::Object out{{"model", name},
-                     {"cluster", cluster.name},
-                     {"devices", devices},
-                     {"plan", std::move(planObject)},
-                     {"predicted", std::move(predictedObject)},
-                     {"search", json::Object{{"time_s", result.searchSeconds},
-                                             {"candidates_evaluated", result.candidates},
-                                             {"infeasible", result.infeasible},
-                                             {"bounded", result.bounded},
-                                             {"optimality_gap", result.worstGap},
-                                             {"graph_plan", true},
-                                             {"residual_blocks", blocks}}}};
-    if (bestWork && bestWork->tp > 1) {
-      // The intra-operator search's sharding of the plan's tp degree.
-      json::Object strategies;
-      for (const auto &[strategy, count] : bestWork->tpStrategies)
-        strategies[strategy] = count;
-      (*out.getObject("search"))["tp_sharding"] = json::Object{
-          {"seconds_per_microbatch", bestWork->tpSearchSeconds},
-          {"whole_seconds_per_microbatch", bestWork->tpWholeSeconds},
-          {"strategies", std::move(strategies)}};
-    }
-    json::Array top;
-    for (const auto &p : plans) {
-      auto [po, pr] = planJson(p);
-      top.push_back(
-          json::Object{{"plan", std::move(po)}, {"predicted", std::move(pr)}});
-    }
-    out["top_k"] = std::move(top);
-    outs() << formatv("{0:2}", json::Value(std::move(out))) << "\n";
+    outs() << formatv("{0:2}", json::Value(cleave::driver::graphPlanJson(
+                                   result, cluster.name)))
+           << "\n";
     return kOk;
   }
-  outs() << "model:        " << name << " ("
-         << (parameters >= 1e9 ? formatv("{0:F2}B", parameters / 1e9).str()
-                               : formatv("{0:F2}M", parameters / 1e6).str())
-         << " parameters; no transformer layers: " << blocks
-         << " residual blocks for pipeline stages)\n";
-  outs() << "cluster:      " << cluster.name << ", " << devices
-         << " devices\n";
-  printPrediction(*best);
-  outs() << formatv("search:       {0} plans considered (tp x pp x "
-                    "microbatch x schedule x ZeRO x recomputation), {1} "
-                    "infeasible, {2} ruled out by a bound, in {3:F2} "
-                    "s; priced op by op; {4}\n",
-                    result.candidates, result.infeasible, result.bounded, result.searchSeconds,
-                    result.worstGap > 0
-                        ? formatv("gap at most {0:F2}% (the tensor-parallel "
-                                  "shardings' ILP)",
-                                  100 * result.worstGap)
-                              .str()
-                        : std::string("optimal within the cost model"));
-  if (bestWork && bestWork->tp > 1) {
-    // The intra-operator search's sharding, which the lowering runs.
-    std::string counts;
-    std::vector<std::pair<int64_t, std::string>> byCount;
-    for (const auto &[strategy, count] : bestWork->tpStrategies)
-      if (strategy != "replicated")
-        byCount.push_back({-count, strategy});
-    llvm::sort(byCount);
-    for (const auto &[count, strategy] : byCount)
-      counts += (counts.empty() ? "" : ", ") + strategy + " " +
-                std::to_string(-count);
-    // A degree that divides no dimension the rules could split.
-    if (counts.empty())
-      counts = "none, every op runs whole on every device";
-    outs() << formatv("tp sharding:  chosen by the intra-operator search, "
-                      "{0:F3} ms a microbatch against {1:F3} ms whole (its "
-                      "prices): {2}\n",
-                      bestWork->tpSearchSeconds * 1e3,
-                      bestWork->tpWholeSeconds * 1e3, counts);
-  }
-  for (size_t i = 1; i < plans.size(); ++i)
-    outs() << formatv("alternative {0}: {1:F3} s (+{2:F1}%), {3}\n", i,
-                      plans[i].stepSeconds,
-                      100 * (plans[i].stepSeconds / best->stepSeconds - 1),
-                      cleave::cost::planKnobsString(plans[i].plan));
-  if (explain) {
-    outs() << "why: the best plan of each tensor and pipeline degree, and "
-              "what holds it back\n";
-    outs() << formatv("  {0,4} {1,4} {2,5} {3,10} {4,8} {5,8} {6,9}  {7}\n",
-                      "tp", "pp", "dp", "step s", "vs best", "bubble",
-                      "memory", "plan or reason");
-    double memoryCap = result.capped.device.memoryBytes;
-    for (auto [tp, pp] : result.degrees) {
-      auto key = std::pair(tp, pp);
-      auto it = result.bestOfDegree.find(key);
-      if (it == result.bestOfDegree.end()) {
-        auto named = result.whyNoneOfDegree.find(key);
-        std::string why = named != result.whyNoneOfDegree.end() ? named->second
-                          : pp > blocks
-                              ? "more stages than the " +
-                                    std::to_string(blocks) + " residual blocks"
-                              : "no microbatch divides a replica's samples";
-        outs() << formatv("  {0,4} {1,4} {2,5} {3,10}  {4}\n", tp, pp,
-                          devices / tp / pp, "-", why);
-        continue;
-      }
-      const auto &p = it->second;
-      outs() << formatv("  {0,4} {1,4} {2,5} {3,10:F3} {4,7:F1}% {5,7:F1}% "
-                        "{6,8:F0}%  {7}\n",
-                        tp, pp, devices / tp / pp, p.stepSeconds,
-                        100 * (p.stepSeconds / best->stepSeconds - 1),
-                        100 * p.bubbleFraction,
-                        memoryCap > 0 ? 100 * p.peakMemoryBytes / memoryCap : 0,
-                        cleave::cost::planKnobsString(p.plan));
-    }
-  }
+  cleave::driver::printGraphPlan(result, cluster.name, explain, outs());
   return kOk;
 }
 
@@ -1153,7 +977,7 @@ int runCompile() {
   }
 
   if (json) {
-    auto [planObject, predictedObject] = planJson(best);
+    auto [planObject, predictedObject] = cleave::driver::planJson(best);
     json::Object out{{"model", shape->name},
                      {"cluster", cluster->name},
                      {"devices", cluster->numDevices()},
@@ -1169,7 +993,7 @@ int runCompile() {
           {"timed_out", search->timedOut}};
       json::Array top;
       for (const auto &p : plans) {
-        auto [po, pr] = planJson(p);
+        auto [po, pr] = cleave::driver::planJson(p);
         top.push_back(json::Object{{"plan", std::move(po)},
                                    {"predicted", std::move(pr)}});
       }
@@ -1186,7 +1010,7 @@ int runCompile() {
          << " parameters)\n";
   outs() << "cluster:      " << cluster->name << ", " << cluster->numDevices()
          << " devices\n";
-  printPrediction(best);
+  cleave::driver::printPrediction(best, outs());
   if (!search)
     return kOk;
   outs() << formatv("search:       {0} plans considered, {1} infeasible, {2} "

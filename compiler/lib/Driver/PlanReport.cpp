@@ -1,0 +1,211 @@
+//===- PlanReport.cpp - What `cleave compile` prints about a plan ---------===//
+
+#include "cleave/Driver/PlanReport.h"
+
+#include "cleave/cost_model/PlanKnobs.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace cleave::driver {
+
+/// The JSON of a plan and its prediction, as `compile --json` prints them.
+std::pair<json::Object, json::Object>
+planJson(const cost::PlanPrediction &p) {
+  json::Array stages;
+  for (int64_t layers : p.layersPerStage)
+    stages.push_back(layers);
+  json::Object breakdown;
+  for (auto [name, value] : p.memory.items())
+    breakdown[std::string(name)] = value;
+  const cost::ParallelConfig &k = p.plan;
+  json::Array stageRecompute;
+  for (int64_t s = 0; s < k.pp; ++s)
+    stageRecompute.push_back(
+        std::string(cost::recomputeName(k.recomputeOf(s))));
+  json::Object plan{
+      {"dp", k.dp},
+      {"tp", k.tp},
+      {"pp", k.pp},
+      {"cp", k.cp},
+      {"ep", k.ep},
+      {"sp", k.sequenceParallel},
+      {"zero", k.zero},
+      {"microbatch_size", k.microbatchSize},
+      {"num_microbatches", p.numMicrobatches},
+      {"global_batch", k.globalBatch},
+      {"schedule", cost::scheduleName(k.schedule)},
+      {"vpp", k.chunks},
+      {"recompute", std::string(cost::recomputeName(k.recompute))},
+      {"stage_recompute", std::move(stageRecompute)},
+      {"precision", std::string(cost::precisionName(k.precision))},
+      {"attention", k.fusedAttention ? "fused" : "unfused"},
+      {"stages", std::move(stages)}};
+  json::Object predicted{
+      {"step_time_s", p.stepSeconds},
+      {"tflops_per_device", p.tflopsPerDevice},
+      {"hw_tflops_per_device", p.hwTflopsPerDevice},
+      {"mfu", p.mfu},
+      {"peak_memory_bytes", p.peakMemoryBytes},
+      {"peak_memory_stage", p.peakMemoryStage},
+      {"memory_breakdown", std::move(breakdown)},
+      {"bubble_fraction", p.bubbleFraction},
+      {"model_flops_per_step", p.modelFlops}};
+  return {std::move(plan), std::move(predicted)};
+}
+
+void printPrediction(const cost::PlanPrediction &p, raw_ostream &os) {
+  os << "plan:         " << cost::planKnobsString(p.plan) << "\n";
+  os << "microbatches: " << p.numMicrobatches
+         << " per step; layers per stage:";
+  for (int64_t layers : p.layersPerStage)
+    os << " " << layers;
+  os << "\n";
+  os << formatv("step time:    {0:F3} s\n", p.stepSeconds);
+  os << formatv("throughput:   {0:F1} TFLOP/s per device (model), {1:F1} "
+                    "with recomputation; MFU {2:F1}%\n",
+                    p.tflopsPerDevice, p.hwTflopsPerDevice, 100 * p.mfu);
+  os << formatv("bubble:       {0:F1}% of the step\n",
+                    100 * p.bubbleFraction);
+  os << formatv("memory:       {0:F2} GB on stage {1} (",
+                    p.peakMemoryBytes / 1e9, p.peakMemoryStage);
+  bool first = true;
+  for (auto [name, value] : p.memory.items()) {
+    if (name == "total")
+      continue;
+    os << (first ? "" : ", ") << name << " "
+           << formatv("{0:F2}", value / 1e9);
+    first = false;
+  }
+  os << ")\n";
+}
+
+json::Object graphPlanJson(const GraphPlanResult &result,
+                           const std::string &clusterName) {
+  const cost::PlanPrediction *best = &result.best();
+  const std::vector<cost::PlanPrediction> &plans = result.plans;
+  const std::string &name = result.name;
+  const search::GraphWork *bestWork = &result.bestWork;
+  int64_t devices = result.devices, blocks = result.blocks;
+  auto [planObject, predictedObject] = planJson(*best);
+  json::Object out{{"model", name},
+                   {"cluster", clusterName},
+                   {"devices", devices},
+                   {"plan", std::move(planObject)},
+                   {"predicted", std::move(predictedObject)},
+                   {"search", json::Object{{"time_s", result.searchSeconds},
+                                           {"candidates_evaluated", result.candidates},
+                                           {"infeasible", result.infeasible},
+                                           {"bounded", result.bounded},
+                                           {"optimality_gap", result.worstGap},
+                                           {"graph_plan", true},
+                                           {"residual_blocks", blocks}}}};
+  if (bestWork && bestWork->tp > 1) {
+    // The intra-operator search's sharding of the plan's tp degree.
+    json::Object strategies;
+    for (const auto &[strategy, count] : bestWork->tpStrategies)
+      strategies[strategy] = count;
+    (*out.getObject("search"))["tp_sharding"] = json::Object{
+        {"seconds_per_microbatch", bestWork->tpSearchSeconds},
+        {"whole_seconds_per_microbatch", bestWork->tpWholeSeconds},
+        {"strategies", std::move(strategies)}};
+  }
+  json::Array top;
+  for (const auto &p : plans) {
+    auto [po, pr] = planJson(p);
+    top.push_back(
+        json::Object{{"plan", std::move(po)}, {"predicted", std::move(pr)}});
+  }
+  out["top_k"] = std::move(top);
+  return out;
+}
+
+void printGraphPlan(const GraphPlanResult &result,
+                    const std::string &clusterName, bool explain,
+                    raw_ostream &os) {
+  const cost::PlanPrediction *best = &result.best();
+  const std::vector<cost::PlanPrediction> &plans = result.plans;
+  const std::string &name = result.name;
+  const search::GraphWork *bestWork = &result.bestWork;
+  int64_t devices = result.devices, blocks = result.blocks;
+  double parameters = result.parameters;
+  os << "model:        " << name << " ("
+         << (parameters >= 1e9 ? formatv("{0:F2}B", parameters / 1e9).str()
+                               : formatv("{0:F2}M", parameters / 1e6).str())
+         << " parameters; no transformer layers: " << blocks
+         << " residual blocks for pipeline stages)\n";
+  os << "cluster:      " << clusterName << ", " << devices
+         << " devices\n";
+  printPrediction(*best, os);
+  os << formatv("search:       {0} plans considered (tp x pp x "
+                    "microbatch x schedule x ZeRO x recomputation), {1} "
+                    "infeasible, {2} ruled out by a bound, in {3:F2} "
+                    "s; priced op by op; {4}\n",
+                    result.candidates, result.infeasible, result.bounded, result.searchSeconds,
+                    result.worstGap > 0
+                        ? formatv("gap at most {0:F2}% (the tensor-parallel "
+                                  "shardings' ILP)",
+                                  100 * result.worstGap)
+                              .str()
+                        : std::string("optimal within the cost model"));
+  if (bestWork && bestWork->tp > 1) {
+    // The intra-operator search's sharding, which the lowering runs.
+    std::string counts;
+    std::vector<std::pair<int64_t, std::string>> byCount;
+    for (const auto &[strategy, count] : bestWork->tpStrategies)
+      if (strategy != "replicated")
+        byCount.push_back({-count, strategy});
+    llvm::sort(byCount);
+    for (const auto &[count, strategy] : byCount)
+      counts += (counts.empty() ? "" : ", ") + strategy + " " +
+                std::to_string(-count);
+    // A degree that divides no dimension the rules could split.
+    if (counts.empty())
+      counts = "none, every op runs whole on every device";
+    os << formatv("tp sharding:  chosen by the intra-operator search, "
+                      "{0:F3} ms a microbatch against {1:F3} ms whole (its "
+                      "prices): {2}\n",
+                      bestWork->tpSearchSeconds * 1e3,
+                      bestWork->tpWholeSeconds * 1e3, counts);
+  }
+  for (size_t i = 1; i < plans.size(); ++i)
+    os << formatv("alternative {0}: {1:F3} s (+{2:F1}%), {3}\n", i,
+                      plans[i].stepSeconds,
+                      100 * (plans[i].stepSeconds / best->stepSeconds - 1),
+                      cost::planKnobsString(plans[i].plan));
+  if (explain) {
+    os << "why: the best plan of each tensor and pipeline degree, and "
+              "what holds it back\n";
+    os << formatv("  {0,4} {1,4} {2,5} {3,10} {4,8} {5,8} {6,9}  {7}\n",
+                      "tp", "pp", "dp", "step s", "vs best", "bubble",
+                      "memory", "plan or reason");
+    double memoryCap = result.capped.device.memoryBytes;
+    for (auto [tp, pp] : result.degrees) {
+      auto key = std::pair(tp, pp);
+      auto it = result.bestOfDegree.find(key);
+      if (it == result.bestOfDegree.end()) {
+        auto named = result.whyNoneOfDegree.find(key);
+        std::string why = named != result.whyNoneOfDegree.end() ? named->second
+                          : pp > blocks
+                              ? "more stages than the " +
+                                    std::to_string(blocks) + " residual blocks"
+                              : "no microbatch divides a replica's samples";
+        os << formatv("  {0,4} {1,4} {2,5} {3,10}  {4}\n", tp, pp,
+                          devices / tp / pp, "-", why);
+        continue;
+      }
+      const auto &p = it->second;
+      os << formatv("  {0,4} {1,4} {2,5} {3,10:F3} {4,7:F1}% {5,7:F1}% "
+                        "{6,8:F0}%  {7}\n",
+                        tp, pp, devices / tp / pp, p.stepSeconds,
+                        100 * (p.stepSeconds / best->stepSeconds - 1),
+                        100 * p.bubbleFraction,
+                        memoryCap > 0 ? 100 * p.peakMemoryBytes / memoryCap : 0,
+                        cost::planKnobsString(p.plan));
+    }
+  }
+}
+
+} // namespace cleave::driver
