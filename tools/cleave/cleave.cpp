@@ -976,83 +976,19 @@ int runCompile() {
       return code;
   }
 
+  cleave::driver::TransformerReport report{shape->name, *cluster, plans,
+                                           search ? &*search : nullptr,
+                                           memoryLimit};
   if (json) {
-    auto [planObject, predictedObject] = cleave::driver::planJson(best);
-    json::Object out{{"model", shape->name},
-                     {"cluster", cluster->name},
-                     {"devices", cluster->numDevices()},
-                     {"plan", std::move(planObject)},
-                     {"predicted", std::move(predictedObject)}};
-    if (search) {
-      out["search"] = json::Object{
-          {"time_s", search->seconds},
-          {"candidates_evaluated", search->candidates},
-          {"simulated", search->simulated},
-          {"infeasible", search->infeasible},
-          {"optimality_gap", search->optimalityGap},
-          {"timed_out", search->timedOut}};
-      json::Array top;
-      for (const auto &p : plans) {
-        auto [po, pr] = cleave::driver::planJson(p);
-        top.push_back(json::Object{{"plan", std::move(po)},
-                                   {"predicted", std::move(pr)}});
-      }
-      out["top_k"] = std::move(top);
-    }
-    outs() << formatv("{0:2}", json::Value(std::move(out))) << "\n";
+    outs() << formatv("{0:2}",
+                      json::Value(cleave::driver::transformerPlanJson(report)))
+           << "\n";
     return kOk;
   }
   // The graph's own count (the knob-level model approximates some layers).
-  double parameters = double(cleave::summarizeModel(*module).trainableParams);
-  outs() << "model:        " << shape->name << " ("
-         << (parameters >= 1e9 ? formatv("{0:F2}B", parameters / 1e9).str()
-                               : formatv("{0:F2}M", parameters / 1e6).str())
-         << " parameters)\n";
-  outs() << "cluster:      " << cluster->name << ", " << cluster->numDevices()
-         << " devices\n";
-  cleave::driver::printPrediction(best, outs());
-  if (!search)
-    return kOk;
-  outs() << formatv("search:       {0} plans considered, {1} infeasible, {2} "
-                    "simulated, {3:F2} s{4}\n",
-                    search->candidates, search->infeasible, search->simulated,
-                    search->seconds,
-                    search->timedOut
-                        ? formatv("; stopped at the time limit, optimality "
-                                  "gap at most {0:F1}%",
-                                  100 * search->optimalityGap)
-                              .str()
-                        : std::string("; optimal within the cost model"));
-  for (size_t i = 1; i < plans.size(); ++i)
-    outs() << formatv("alternative {0}: {1:F3} s (+{2:F1}%), {3}\n", i,
-                      plans[i].stepSeconds,
-                      100 * (plans[i].stepSeconds / best.stepSeconds - 1),
-                      cleave::cost::planKnobsString(plans[i].plan));
-  if (explain) {
-    outs() << "why: the best plan of each tensor x pipeline x context shape, "
-              "and what holds it back\n";
-    outs() << formatv("  {0,3} {1,4} {2,3} {3,10} {4,8} {5,8} {6,9}  {7}\n",
-                      "tp", "pp", "cp", "step s", "vs best", "bubble",
-                      "memory", "plan or reason");
-    for (const auto &shapeInfo : search->shapes) {
-      if (!shapeInfo.feasible) {
-        outs() << formatv("  {0,3} {1,4} {2,3} {3,10}  {4}\n", shapeInfo.tp,
-                          shapeInfo.pp, shapeInfo.cp, "-", shapeInfo.reason);
-        continue;
-      }
-      const auto &p = shapeInfo.best;
-      double memoryCap =
-          memoryLimit.value_or(cluster->device.memoryBytes);
-      outs() << formatv("  {0,3} {1,4} {2,3} {3,10:F3} {4,7:F1}% {5,7:F1}% "
-                        "{6,8:F0}%  {7}\n",
-                        shapeInfo.tp, shapeInfo.pp, shapeInfo.cp,
-                        p.stepSeconds,
-                        100 * (p.stepSeconds / best.stepSeconds - 1),
-                        100 * p.bubbleFraction,
-                        100 * p.peakMemoryBytes / memoryCap,
-                        cleave::cost::planKnobsString(p.plan));
-    }
-  }
+  report.parameters =
+      double(cleave::summarizeModel(*module).trainableParams);
+  cleave::driver::printTransformerPlan(report, explain, outs());
   return kOk;
 }
 

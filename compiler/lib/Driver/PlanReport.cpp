@@ -11,6 +11,20 @@ using namespace llvm;
 
 namespace cleave::driver {
 
+namespace {
+
+/// "alternative I: T s (+P%), KNOBS" for every plan after the first.
+void printAlternatives(const std::vector<cost::PlanPrediction> &plans,
+                       raw_ostream &os) {
+  for (size_t i = 1; i < plans.size(); ++i)
+    os << formatv("alternative {0}: {1:F3} s (+{2:F1}%), {3}\n", i,
+                  plans[i].stepSeconds,
+                  100 * (plans[i].stepSeconds / plans[0].stepSeconds - 1),
+                  cost::planKnobsString(plans[i].plan));
+}
+
+} // namespace
+
 /// The JSON of a plan and its prediction, as `compile --json` prints them.
 std::pair<json::Object, json::Object>
 planJson(const cost::PlanPrediction &p) {
@@ -170,11 +184,7 @@ void printGraphPlan(const GraphPlanResult &result,
                       bestWork->tpSearchSeconds * 1e3,
                       bestWork->tpWholeSeconds * 1e3, counts);
   }
-  for (size_t i = 1; i < plans.size(); ++i)
-    os << formatv("alternative {0}: {1:F3} s (+{2:F1}%), {3}\n", i,
-                      plans[i].stepSeconds,
-                      100 * (plans[i].stepSeconds / best->stepSeconds - 1),
-                      cost::planKnobsString(plans[i].plan));
+  printAlternatives(plans, os);
   if (explain) {
     os << "why: the best plan of each tensor and pipeline degree, and "
               "what holds it back\n";
@@ -203,6 +213,90 @@ void printGraphPlan(const GraphPlanResult &result,
                         100 * (p.stepSeconds / best->stepSeconds - 1),
                         100 * p.bubbleFraction,
                         memoryCap > 0 ? 100 * p.peakMemoryBytes / memoryCap : 0,
+                        cost::planKnobsString(p.plan));
+    }
+  }
+}
+
+json::Object transformerPlanJson(const TransformerReport &r) {
+  const cost::PlanPrediction &best = r.plans.front();
+  const std::vector<cost::PlanPrediction> &plans = r.plans;
+  const cost::PlanSearchResult *search = r.search;
+  const cost::Cluster *cluster = &r.cluster;
+  auto [planObject, predictedObject] = planJson(best);
+  json::Object out{{"model", r.model},
+                   {"cluster", cluster->name},
+                   {"devices", cluster->numDevices()},
+                   {"plan", std::move(planObject)},
+                   {"predicted", std::move(predictedObject)}};
+  if (search) {
+    out["search"] = json::Object{
+        {"time_s", search->seconds},
+        {"candidates_evaluated", search->candidates},
+        {"simulated", search->simulated},
+        {"infeasible", search->infeasible},
+        {"optimality_gap", search->optimalityGap},
+        {"timed_out", search->timedOut}};
+    json::Array top;
+    for (const auto &p : plans) {
+      auto [po, pr] = planJson(p);
+      top.push_back(json::Object{{"plan", std::move(po)},
+                                 {"predicted", std::move(pr)}});
+    }
+    out["top_k"] = std::move(top);
+  }
+  return out;
+}
+
+void printTransformerPlan(const TransformerReport &r, bool explain,
+                          raw_ostream &os) {
+  const cost::PlanPrediction &best = r.plans.front();
+  const std::vector<cost::PlanPrediction> &plans = r.plans;
+  const cost::PlanSearchResult *search = r.search;
+  const cost::Cluster *cluster = &r.cluster;
+  double parameters = r.parameters;
+  os << "model:        " << r.model << " ("
+         << (parameters >= 1e9 ? formatv("{0:F2}B", parameters / 1e9).str()
+                               : formatv("{0:F2}M", parameters / 1e6).str())
+         << " parameters)\n";
+  os << "cluster:      " << cluster->name << ", " << cluster->numDevices()
+         << " devices\n";
+  printPrediction(best, os);
+  if (!search)
+    return;
+  os << formatv("search:       {0} plans considered, {1} infeasible, {2} "
+                    "simulated, {3:F2} s{4}\n",
+                    search->candidates, search->infeasible, search->simulated,
+                    search->seconds,
+                    search->timedOut
+                        ? formatv("; stopped at the time limit, optimality "
+                                  "gap at most {0:F1}%",
+                                  100 * search->optimalityGap)
+                              .str()
+                        : std::string("; optimal within the cost model"));
+  printAlternatives(plans, os);
+  if (explain) {
+    os << "why: the best plan of each tensor x pipeline x context shape, "
+              "and what holds it back\n";
+    os << formatv("  {0,3} {1,4} {2,3} {3,10} {4,8} {5,8} {6,9}  {7}\n",
+                      "tp", "pp", "cp", "step s", "vs best", "bubble",
+                      "memory", "plan or reason");
+    for (const auto &shapeInfo : search->shapes) {
+      if (!shapeInfo.feasible) {
+        os << formatv("  {0,3} {1,4} {2,3} {3,10}  {4}\n", shapeInfo.tp,
+                          shapeInfo.pp, shapeInfo.cp, "-", shapeInfo.reason);
+        continue;
+      }
+      const auto &p = shapeInfo.best;
+      double memoryCap =
+          r.memoryLimit.value_or(cluster->device.memoryBytes);
+      os << formatv("  {0,3} {1,4} {2,3} {3,10:F3} {4,7:F1}% {5,7:F1}% "
+                        "{6,8:F0}%  {7}\n",
+                        shapeInfo.tp, shapeInfo.pp, shapeInfo.cp,
+                        p.stepSeconds,
+                        100 * (p.stepSeconds / best.stepSeconds - 1),
+                        100 * p.bubbleFraction,
+                        100 * p.peakMemoryBytes / memoryCap,
                         cost::planKnobsString(p.plan));
     }
   }

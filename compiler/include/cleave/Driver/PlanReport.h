@@ -11,12 +11,15 @@
 #define CLEAVE_DRIVER_PLANREPORT_H
 
 #include "cleave/Driver/GraphPlanner.h"
+#include "cleave/cost_model/PlanSearch.h"
 #include "cleave/cost_model/TransformerPlan.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 #include <utility>
 
 namespace cleave::driver {
@@ -29,6 +32,26 @@ planJson(const cost::PlanPrediction &p);
 /// The prediction as text: knobs, microbatches, step time, throughput,
 /// bubble and memory.
 void printPrediction(const cost::PlanPrediction &p, llvm::raw_ostream &os);
+
+/// A transformer's chosen plan (the best first, then the alternatives) and
+/// the search that found it (null: every knob was fixed).
+struct TransformerReport {
+  std::string model;
+  cost::Cluster cluster;
+  std::vector<cost::PlanPrediction> plans;
+  const cost::PlanSearchResult *search = nullptr;
+  std::optional<double> memoryLimit;
+  /// The graph's own parameter count (the text's model line).
+  double parameters = 0;
+};
+
+/// `compile --json`'s object for a transformer plan.
+llvm::json::Object transformerPlanJson(const TransformerReport &report);
+
+/// `compile`'s text for a transformer plan (`explain`: the best plan of
+/// every tensor x pipeline x context shape and what holds it back).
+void printTransformerPlan(const TransformerReport &report, bool explain,
+                          llvm::raw_ostream &os);
 
 /// `compile --json`'s object for a graph plan search.
 llvm::json::Object graphPlanJson(const GraphPlanResult &result,
