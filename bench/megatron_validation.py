@@ -30,7 +30,13 @@ Transformer Engine's collective GEMMs); attention priced unfused and fused
 states). overlap-tp and zero-bucket price how Megatron-Core runs; cleave's
 own lowering does neither, so `-o` refuses them.
 
-Usage: bench/megatron_validation.py [path/to/cleave]
+With `--profile FILE` (what `cleave profile --backend cuda` or the device
+script's cleave-profile-cuda measured on an H100 or H200: GEMM tables,
+bandwidths, collectives) the H100 table is priced on those measurements
+instead of the preset's efficiency formulas; the H200 has the H100's
+compute, so its GEMM table stands in for it.
+
+Usage: bench/megatron_validation.py [path/to/cleave] [--profile FILE]
 """
 import json
 import os
@@ -72,8 +78,7 @@ def score(cleave, name, gpus, tp, pp, dp, batch, mbs):
     return json.loads(out.stdout)["predicted"]
 
 
-def main():
-    cleave = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_CLEAVE
+def a100_table(cleave):
     print(f"{'model':>7} {'GPUs':>5} {'t':>2} {'p':>3} {'d':>3} {'batch':>5} "
           f"{'measured':>8} | {'mbs=1':>6} {'err':>7} | {'best mbs':>8} "
           f"{'TFLOP/s':>7} {'err':>7} | {'step s':>7} {'bubble':>6} {'mem GB':>6}")
@@ -133,7 +138,7 @@ def megatron_core_flops(batch, layers, hidden):
 
 
 def score_h100(cleave, heads, hidden, layers, tp, pp, gpus, batch,
-               attention, free=False):
+               attention, free=False, profile=None):
     """Megatron-Core's settings: bf16, the distributed optimizer (ZeRO-1,
     40 M-element buckets), gradient reduction, parameter gathers, pipeline
     transfers and tensor-parallel collectives overlapped, sequence
@@ -151,16 +156,18 @@ def score_h100(cleave, heads, hidden, layers, tp, pp, gpus, batch,
     cmd = [cleave, "compile", model, "--cluster",
            f"dgx-h100,nodes={gpus // 8}", "--global-batch", str(batch),
            "--fix", knobs, "--json"]
+    if profile:
+        cmd += ["--profile", profile]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         return None
     return json.loads(out.stdout)
 
 
-def h100_table(cleave):
+def h100_table(cleave, profile=None):
     print()
     print("Megatron-Core r0.8, H100 weak scaling (TFLOP/s per GPU by "
-          "Megatron's count)")
+          "Megatron's count)" + (f", priced on {profile}" if profile else ""))
     print(f"{'model':>6} {'GPUs':>5} {'t':>2} {'p':>3} {'measured':>8} | "
           f"{'unfused':>7} {'err':>7} | {'fused':>7} {'err':>7} | "
           f"{'searched':>8} {'err':>7} | searched schedule")
@@ -173,7 +180,7 @@ def h100_table(cleave):
                                        ("fused", "fused", False),
                                        ("searched", "fused", True)):
             found = score_h100(cleave, a, h, l, tp, pp, gpus, batch,
-                               attention, free)
+                               attention, free, profile)
             if not found:
                 cells.append(f"{'-':>7} {'':>7}")
                 continue
@@ -198,5 +205,14 @@ def h100_table(cleave):
 
 
 if __name__ == "__main__":
-    main()
-    h100_table(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_CLEAVE)
+    args = sys.argv[1:]
+    profile = None
+    if "--profile" in args:
+        i = args.index("--profile")
+        if i + 1 >= len(args):
+            sys.exit("--profile needs a FILE")
+        profile = args[i + 1]
+        del args[i:i + 2]
+    cleave = args[0] if args else DEFAULT_CLEAVE
+    a100_table(cleave)
+    h100_table(cleave, profile)

@@ -10,7 +10,7 @@
 #include "Strings.h"
 
 #include "KeyValueText.h"
-#include "Quantity.h"
+#include "cleave/cost_model/Quantity.h"
 
 #include <algorithm>
 #include <fstream>

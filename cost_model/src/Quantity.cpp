@@ -1,6 +1,6 @@
 //===- Quantity.cpp - Numbers with units in text files --------------------===//
 
-#include "Quantity.h"
+#include "cleave/cost_model/Quantity.h"
 #include "Strings.h"
 
 #include <charconv>

@@ -79,11 +79,11 @@ TEST(GraphPlan, PlanDegreesMustMatchThePricing) {
   plan.microbatchSize = 4;
   plan.globalBatch = 16;
   plan.precision = cost::DType::Bf16;
-  auto scored = scoreGraphPlan(*split, cluster, plan, "sgd", nullptr);
+  auto scored = scoreGraphPlan(*split, cluster, plan, Optimizer::Sgd, nullptr);
   ASSERT_TRUE(scored.ok()) << scored.status();
   EXPECT_GT(scored->stepSeconds, 0);
   auto refused = [&](const cost::ParallelConfig &p, llvm::StringRef why) {
-    return refusedWith(scoreGraphPlan(*split, cluster, p, "sgd", nullptr),
+    return refusedWith(scoreGraphPlan(*split, cluster, p, Optimizer::Sgd, nullptr),
                        why);
   };
   // Priced for tp=2, asked for tp=1.
@@ -122,8 +122,8 @@ TEST(GraphPlan, GradientReductionsHideOnlyWhereCollectivesOverlapCompute) {
       plan.microbatchSize = 1;
       plan.globalBatch = 4 * plan.dp;
       plan.precision = cost::DType::Bf16;
-      auto hidden = scoreGraphPlan(*work, overlapping, plan, "sgd", nullptr);
-      auto exposed = scoreGraphPlan(*work, blocking, plan, "sgd", nullptr);
+      auto hidden = scoreGraphPlan(*work, overlapping, plan, Optimizer::Sgd, nullptr);
+      auto exposed = scoreGraphPlan(*work, blocking, plan, Optimizer::Sgd, nullptr);
       ASSERT_TRUE(hidden.ok() && exposed.ok()) << "pp " << pp;
       EXPECT_LT(hidden->stepSeconds, exposed->stepSeconds)
           << "pp " << pp << " zero " << zero;
@@ -134,7 +134,7 @@ TEST(GraphPlan, GradientReductionsHideOnlyWhereCollectivesOverlapCompute) {
         cost::Profile allHidden;
         allHidden.collectiveWindowHidden = 1.0;
         auto measured =
-            scoreGraphPlan(*work, blocking, plan, "sgd", &allHidden);
+            scoreGraphPlan(*work, blocking, plan, Optimizer::Sgd, &allHidden);
         ASSERT_TRUE(measured.ok()) << measured.status();
         // Never dearer than stalling; cheaper here in one stage (in the
         // pipeline ZeRO-3's collectives outlast a chunk's short backward
@@ -154,9 +154,9 @@ TEST(GraphPlan, GradientReductionsHideOnlyWhereCollectivesOverlapCompute) {
       // overlaps it costs the same.
       if (zero == 1 || zero == 2) {
         plan.overlapGradReduce = false;
-        auto after = scoreGraphPlan(*work, overlapping, plan, "sgd", nullptr);
+        auto after = scoreGraphPlan(*work, overlapping, plan, Optimizer::Sgd, nullptr);
         auto afterBlocking =
-            scoreGraphPlan(*work, blocking, plan, "sgd", nullptr);
+            scoreGraphPlan(*work, blocking, plan, Optimizer::Sgd, nullptr);
         ASSERT_TRUE(after.ok() && afterBlocking.ok());
         EXPECT_LT(hidden->stepSeconds, after->stepSeconds)
             << "pp " << pp << " zero " << zero;
@@ -192,11 +192,11 @@ TEST(GraphPlan, ZeroPaysACollectivePerParameterTensor) {
   plan.microbatchSize = 1;
   plan.globalBatch = 4 * plan.dp;
   plan.precision = cost::DType::Bf16;
-  auto perTensor = scoreGraphPlan(*work, c, plan, "sgd", nullptr);
+  auto perTensor = scoreGraphPlan(*work, c, plan, Optimizer::Sgd, nullptr);
   GraphWork lumped = *work;
   for (GraphPiece &piece : lumped.pieces)
     piece.paramTensors = 0;
-  auto once = scoreGraphPlan(lumped, c, plan, "sgd", nullptr);
+  auto once = scoreGraphPlan(lumped, c, plan, Optimizer::Sgd, nullptr);
   ASSERT_TRUE(perTensor.ok() && once.ok());
   cost::Group group = cost::Group::strided(0, 8, 1);
   auto rs = cost::estimateCollective(cost::Collective::ReduceScatter, 4.0 * 8,
@@ -227,8 +227,9 @@ TEST(GraphPlan, RecomputationTradesAForwardPassForTheBlocksStash) {
     registerAutodiffExternalModels(registry);
     m.ctx->appendDialectRegistry(registry);
   }
-  auto none = lowering::stashedActivationBytesByBlock(*m.module, "sgd");
-  auto full = lowering::stashedActivationBytesByBlock(*m.module, "sgd", "full");
+  auto none = lowering::stashedActivationBytesByBlock(*m.module, Optimizer::Sgd);
+  auto full =
+      lowering::stashedActivationBytesByBlock(*m.module, Optimizer::Sgd, true);
   ASSERT_TRUE(succeeded(none) && succeeded(full));
   ASSERT_EQ(none->size(), work.pieces.size());
   ASSERT_EQ(full->size(), work.pieces.size());
@@ -251,7 +252,7 @@ TEST(GraphPlan, RecomputationTradesAForwardPassForTheBlocksStash) {
   plan.globalBatch = 64;
   plan.precision = cost::DType::Bf16;
   auto score = [&](cost::ParallelConfig p) {
-    return scoreGraphPlan(work, c, p, "sgd", nullptr);
+    return scoreGraphPlan(work, c, p, Optimizer::Sgd, nullptr);
   };
   double blocksForward = 0, blocksFlops = 0;
   for (int64_t k = 0; k < work.numBlocks(); ++k) {
@@ -316,7 +317,7 @@ TEST(GraphPlan, RecomputationTradesAForwardPassForTheBlocksStash) {
   GraphWork unknown = work;
   for (GraphPiece &piece : unknown.pieces)
     piece.recomputedActivationBytes = -1;
-  auto r = scoreGraphPlan(unknown, c, plan, "sgd", nullptr);
+  auto r = scoreGraphPlan(unknown, c, plan, Optimizer::Sgd, nullptr);
   EXPECT_FALSE(r.ok());
 }
 
@@ -352,7 +353,7 @@ TEST(GraphPlan, InterleavedAndZeroBubbleSchedulesShortenTheBubble) {
     cost::ParallelConfig p = plan;
     p.schedule = schedule;
     p.chunks = chunks;
-    return scoreGraphPlan(*work, c, p, "sgd", nullptr);
+    return scoreGraphPlan(*work, c, p, Optimizer::Sgd, nullptr);
   };
   auto oneF = score(cost::ScheduleKind::OneFOneB, 1);
   auto interleaved = score(cost::ScheduleKind::Interleaved, 2);
@@ -384,7 +385,7 @@ TEST(GraphPlan, InterleavedAndZeroBubbleSchedulesShortenTheBubble) {
     p.schedule = schedule;
     p.chunks = chunks;
     p.globalBatch = globalBatch;
-    return refusedWith(scoreGraphPlan(*work, c, p, "sgd", nullptr), why);
+    return refusedWith(scoreGraphPlan(*work, c, p, Optimizer::Sgd, nullptr), why);
   };
   EXPECT_TRUE(refused(cost::ScheduleKind::Interleaved, 1, 64, "two or more"));
   EXPECT_TRUE(refused(cost::ScheduleKind::OneFOneB, 2, 64, "interleaved"));

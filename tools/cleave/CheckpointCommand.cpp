@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CheckpointCommand.h"
+#include "Commands.h"
 
 #include "cleave/runtime/checkpoint/Restore.h"
 #include "cleave/runtime/checkpoint/SafeTensors.h"
@@ -310,6 +311,22 @@ absl::StatusOr<std::string> weightsForWorkers(const std::string &path) {
       !s.ok())
     return s;
   return out;
+}
+
+int runCheckpoint(const CheckpointArgs &a) {
+  if (a.args.size() != 2 || (a.args[0] != "inspect" && a.args[0] != "export")) {
+    std::cerr << "cleave: error: usage: cleave checkpoint inspect DIR [--json] "
+                 "[--no-verify] | cleave checkpoint export DIR -o "
+                 "FILE.safetensors\n";
+    return 2;
+  }
+  if (a.args[0] == "inspect")
+    return inspectCheckpoint(a.args[1], a.json, !a.noVerify);
+  if (a.output.empty()) {
+    std::cerr << "cleave: error: checkpoint export needs -o FILE.safetensors\n";
+    return 2;
+  }
+  return exportCheckpoint(a.args[1], a.output);
 }
 
 } // namespace cleave::tool

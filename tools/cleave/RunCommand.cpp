@@ -1,324 +1,150 @@
-//===- RunCommand.cpp - `cleave run`: launch a plan, check it -------------===//
+//===- RunCommand.cpp - `cleave run`: the flags to a launch ---------------===//
 //
-// Plain C++ (the reference plan comes from a callback): the launcher starts
-// cleave-worker on as many local ranks as the plan has, and --check runs
-// the one-rank reference the same way, both dumping their parameters, then
-// assembles every parameter from its blocks and compares.
+// Checks the flags into a launcher::RunRequest (RunPlan.h runs it); --check's
+// one-rank reference plan is built here, where the compiler is linked.
 //
 //===----------------------------------------------------------------------===//
 
-#include "RunCommand.h"
+#include "CheckpointCommand.h"
+#include "Commands.h"
+#include "ToolSupport.h"
 
-#include "cleave/runtime/checkpoint/Restore.h"
-#include "cleave/runtime/launcher/Launch.h"
-#include "cleave/runtime/launcher/RunDumps.h"
-#include "cleave/runtime/plan/PlanIO.h"
+#include "cleave/Driver/PlanArtifact.h"
+#include "cleave/Importers/ModelLoader.h"
+#include "cleave/runtime/launcher/RunPlan.h"
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
-#include <cstdio>
-#include <ctime>
-#include <optional>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <map>
-#include <sstream>
-#include <unistd.h>
+
+using namespace llvm;
 
 namespace cleave::tool {
 
 namespace {
 
-std::string tempDir(const std::string &tag) {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("cleave-" + tag + "-" + std::to_string(getpid())))
-                        .string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+/// The flag that a name=file list entry breaks, or "".
+std::string badPair(const std::vector<std::string> &entries) {
+  for (const std::string &entry : entries) {
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == entry.size())
+      return entry;
+  }
+  return "";
 }
 
-/// What differs between the launches of one `cleave run`: the first and a
-/// restarted one, the plan's and the reference's.
-struct LaunchArgs {
-  int64_t steps = 1;
-  /// Checkpoint to continue from ("" for none).
-  std::string resume;
-  std::string initFrom;
-  /// The seed of the data and initialisation, when not the plan's.
-  std::optional<uint64_t> seed;
-  /// Pass --save and its flags, and the fault flags.
-  bool save = false;
-  bool fault = false;
-};
+int checkData(const std::string &data) {
+  if (data.empty())
+    return kOk;
+  if (!sys::fs::exists(data))
+    return badUsage("--data " + data + ": no such file");
+  // Token ids are uint16 (nanoGPT's .bin files): a directory, an empty
+  // file or an odd byte count is not such a file (the workers check too).
+  uint64_t size = 0;
+  if (!sys::fs::is_regular_file(data) || sys::fs::file_size(data, size))
+    return badUsage("--data " + data + ": not a file of token ids");
+  if (size < 2 || size % 2)
+    return badUsage("--data " + data + ": " + Twine(size) +
+                    " bytes; token ids are uint16, 2 bytes each, and at "
+                    "least one is needed");
+  return kOk;
+}
 
-absl::Status launchPlan(const RunRequest &r, const std::string &path,
-                        int ranks, const std::string &dumpDir,
-                        bool printSteps, const LaunchArgs &args) {
-  launcher::LaunchOptions options;
-  options.worker = launcher::defaultWorkerPath(r.argv0);
-  options.ranks = ranks;
-  options.workerArgs = {path, "--steps", std::to_string(args.steps),
-                        "--timeout", absl::StrFormat("%g", r.timeoutSeconds)};
-  auto add = [&](std::initializer_list<std::string> more) {
-    options.workerArgs.insert(options.workerArgs.end(), more);
-  };
-  if (!args.resume.empty())
-    add({"--resume", args.resume});
-  if (!args.initFrom.empty())
-    add({"--init-from", args.initFrom});
-  if (args.seed)
-    add({"--seed", std::to_string(*args.seed)});
-  if (args.save && !r.saveDir.empty()) {
-    add({"--save", r.saveDir});
-    if (r.saveEvery > 0)
-      add({"--save-every", std::to_string(r.saveEvery)});
-    if (r.keep > 0)
-      add({"--keep", std::to_string(r.keep)});
-    if (r.saveSync)
-      add({"--save-sync"});
+/// What the flags get wrong, as the exit code.
+int checkArgs(const RunArgs &a) {
+  if (a.steps < 1)
+    return badUsage("--steps must be at least 1, got " + Twine(a.steps));
+  if (!(a.tolerance > 0) || !std::isfinite(a.tolerance))
+    return badUsage("--tolerance must be a positive number, got " +
+                    formatv("{0}", a.tolerance).str());
+  if (!(a.timeout > 0) || !std::isfinite(a.timeout))
+    return badUsage("--timeout must be a positive number of seconds");
+  if (int code = checkData(a.data))
+    return code;
+  if (a.backend != "cpu" && a.backend != "cuda")
+    return badUsage("--backend must be cpu or cuda, not '" + a.backend + "'");
+  if (std::string bad = badPair(a.inputs); !bad.empty())
+    return badUsage("--input " + bad + ": expected NAME=FILE");
+  if (std::string bad = badPair(a.expectedOutputs); !bad.empty())
+    return badUsage("--expect-output " + bad + ": expected I=FILE");
+  if (!a.interleave.empty()) {
+    // The plans run in turn in one launch, for their step times only.
+    const char *alone = a.check                      ? "--check"
+                        : !a.trace.empty()           ? "--trace"
+                        : !a.inputs.empty()          ? "--input"
+                        : !a.expectedOutputs.empty() ? "--expect-output"
+                        : !a.data.empty()            ? "--data"
+                        : a.backend != "cpu"         ? "--backend cuda"
+                                                     : nullptr;
+    if (alone)
+      return badUsage(Twine("--interleave times plans in turn; it does not "
+                            "take ") +
+                      alone);
   }
-  if (args.fault && !r.fault.empty())
-    add({"--fault", r.fault, "--fault-rank", std::to_string(r.faultRank),
-         "--fault-step", std::to_string(r.faultStep)});
-  if (!r.dataPath.empty())
-    options.workerArgs.insert(options.workerArgs.end(), {"--data", r.dataPath});
-  // The plan's run (printSteps) on the chosen backend; references on the
-  // CPU.
-  if (printSteps && r.backend != "cpu")
-    options.workerArgs.insert(options.workerArgs.end(),
-                              {"--backend", r.backend});
-  if (printSteps && !r.fuse)
-    options.workerArgs.push_back("--no-fuse");
-  if (!r.tracePath.empty() && printSteps)
-    options.workerArgs.insert(options.workerArgs.end(),
-                              {"--trace", r.tracePath});
-  if (!dumpDir.empty())
-    options.workerArgs.insert(options.workerArgs.end(),
-                              {"--dump-params", dumpDir});
-  if (printSteps)
-    for (const std::string &other : r.interleave)
-      options.workerArgs.insert(options.workerArgs.end(),
-                                {"--interleave", other});
-  for (const std::string &input : r.inputs)
-    options.workerArgs.insert(options.workerArgs.end(), {"--input", input});
-  if (!r.expectedOutputs.empty() && printSteps)
-    options.workerArgs.insert(options.workerArgs.end(),
-                              {"--dump-outputs", dumpDir});
-  int64_t plans = 1 + (printSteps ? int64_t(r.interleave.size()) : 0);
-  options.timeoutSeconds = r.timeoutSeconds * (args.steps + 2) * plans + 60;
-  if (!printSteps)
-    options.onLine = [](const std::string &) {};
-  auto result = launcher::launch(options);
-  if (!result.ok())
-    return result.status();
-  if (result->timedOut || result->exitStatus != 0) {
-    std::string tail;
-    for (const std::string &line : result->lastLines)
-      tail += "\n  " + line;
-    return absl::InternalError(absl::StrCat(
-        ranks, " rank(s) of ", path,
-        result->timedOut ? " timed out"
-                         : absl::StrCat(" failed with status ",
-                                        result->exitStatus),
-        tail));
-  }
-  return absl::OkStatus();
+  if (a.saveEvery < 0 || a.keep < 0 || a.maxRestarts < 0)
+    return badUsage("--save-every, --keep and --max-restarts take a "
+                    "non-negative number");
+  if (a.save.empty() && (a.saveEvery > 0 || a.keep > 0 || a.saveSync))
+    return badUsage("--save-every, --keep and --save-sync need --save DIR");
+  if (a.maxRestarts > 0 && a.save.empty())
+    return badUsage("--max-restarts needs --save DIR (a restart continues "
+                    "from the last checkpoint saved there)");
+  if (!a.resume.empty() && !a.initFrom.empty())
+    return badUsage("--resume and --init-from exclude each other (a "
+                    "checkpoint holds the weights already)");
+  if ((!a.save.empty() || !a.resume.empty() || !a.initFrom.empty()) &&
+      !a.interleave.empty())
+    return badUsage("--interleave times plans in turn; it does not take "
+                    "--save, --resume or --init-from");
+  return kOk;
 }
 
 } // namespace
 
-int runPlan(const RunRequest &r) {
-  auto loaded = plan::readPlanFile(r.planPath);
-  if (!loaded.ok()) {
-    std::cerr << "cleave: error: " << loaded.status().message() << "\n";
-    return 2;
+int runRun(const RunArgs &a, const char *argv0) {
+  if (int code = checkArgs(a))
+    return code;
+  launcher::RunRequest request;
+  request.backend = a.backend;
+  request.planPath = a.plan;
+  request.argv0 = argv0;
+  request.steps = a.steps;
+  request.dataPath = a.data;
+  request.tracePath = a.trace;
+  request.timeoutSeconds = a.timeout;
+  request.check = a.check;
+  request.fuse = !a.noFuse;
+  request.inputs = a.inputs;
+  request.expectedOutputs = a.expectedOutputs;
+  request.interleave = a.interleave;
+  request.saveDir = a.save;
+  request.saveEvery = a.saveEvery;
+  request.keep = a.keep;
+  request.saveSync = a.saveSync;
+  request.resumePath = a.resume;
+  request.maxRestarts = a.maxRestarts;
+  request.fault = a.fault;
+  request.faultRank = a.faultRank;
+  request.faultStep = a.faultStep;
+  if (!a.initFrom.empty()) {
+    // An ONNX file's initializers are written out as safetensors, which
+    // every rank reads.
+    absl::StatusOr<std::string> weights = weightsForWorkers(a.initFrom);
+    if (!weights.ok())
+      return badUsage("--init-from " + a.initFrom + ": " +
+                      std::string(weights.status().message()));
+    request.initFrom = *weights;
   }
-  const plan::Plan &p = *loaded;
-  int ranks = p.ranks_size();
-  for (const std::string &other : r.interleave) {
-    auto plan = plan::readPlanFile(other);
-    if (!plan.ok()) {
-      std::cerr << "cleave: error: --interleave: " << plan.status().message()
-                << "\n";
-      return 2;
-    }
-    if (plan->ranks_size() != ranks) {
-      std::cerr << "cleave: error: --interleave " << other << ": the plan has "
-                << plan->ranks_size() << " ranks, " << r.planPath << " has "
-                << ranks << " (plans run in turn need the same ranks)\n";
-      return 2;
-    }
-  }
-  std::cout << "running " << r.planPath << " (" << p.model().name() << ", "
-            << p.knobs().text() << ") on " << ranks << " local rank(s)"
-            << std::endl;
-  // Where the run starts: after a checkpoint's step, or at the start.
-  int64_t startStep = 0;
-  std::string initFrom = r.initFrom;
-  std::optional<uint64_t> resumedSeed;
-  if (!r.resumePath.empty()) {
-    absl::StatusOr<checkpoint::Checkpoint> ckpt =
-        checkpoint::openCheckpoint(r.resumePath);
-    if (!ckpt.ok()) {
-      std::cerr << "cleave: error: --resume: " << ckpt.status().message()
-                << "\n";
-      return 2;
-    }
-    const checkpoint::Manifest &m = ckpt->manifest;
-    startStep = m.step();
-    initFrom = m.run().init_from();
-    resumedSeed = m.run().seed();
-    // --check trains the reference from the start: it must see the data
-    // the checkpoint's steps saw.
-    if (r.check && m.run().global_batch() != p.training().global_batch()) {
-      std::cerr << "cleave: error: --check --resume: the checkpoint's run "
-                   "trained on global batches of "
-                << m.run().global_batch() << " samples, the plan on "
-                << p.training().global_batch()
-                << "; one reference cannot retrace both\n";
-      return 2;
-    }
-  }
-  int64_t target = startStep + r.steps;
-  bool compareOutputs = !r.expectedOutputs.empty();
-  std::string planDir = r.check || compareOutputs ? tempDir("plan") : "";
-  LaunchArgs args;
-  args.steps = r.steps;
-  args.resume = r.resumePath;
-  args.initFrom = r.resumePath.empty() ? r.initFrom : "";
-  args.save = true;
-  args.fault = true;
-  int64_t lastStart = startStep;
-  double launchedAt = static_cast<double>(std::time(nullptr));
-  for (int attempt = 0;; ++attempt) {
-    absl::Status s = launchPlan(r, r.planPath, ranks, planDir, true, args);
-    if (s.ok())
-      break;
-    if (attempt >= r.maxRestarts) {
-      std::cerr << "cleave: error: " << s.message() << "\n";
-      if (r.maxRestarts > 0)
-        std::cerr << "cleave: error: gave up after " << r.maxRestarts
-                  << " restart(s)\n";
-      return 1;
-    }
-    // The newest complete checkpoint this run wrote, else where it began.
-    LaunchArgs next = args;
-    next.fault = false;
-    absl::StatusOr<checkpoint::Checkpoint> latest =
-        checkpoint::openCheckpoint(r.saveDir);
-    std::string from = lastStart == startStep && r.resumePath.empty()
-                           ? "the start"
-                           : absl::StrCat("checkpoint step ", lastStart);
-    if (latest.ok() && latest->manifest.step() > startStep &&
-        latest->manifest.created_unix() + 1 >= launchedAt &&
-        latest->manifest.step() < target) {
-      lastStart = latest->manifest.step();
-      next.resume = latest->dir;
-      next.initFrom = "";
-      next.steps = target - lastStart;
-      from = absl::StrCat("checkpoint step ", lastStart, " (", latest->dir,
-                          ")");
-    }
-    std::cout << "cleave: the job failed (" << s.message().substr(0, s.message().find('\n'))
-              << "); restart " << attempt + 1 << " of " << r.maxRestarts
-              << " from " << from << std::endl;
-    args = next;
-  }
-  if (compareOutputs) {
-    for (const std::string &spec : r.expectedOutputs) {
-      size_t eq = spec.find('=');
-      int index = -1;
-      if (eq == std::string::npos ||
-          (index = std::atoi(spec.substr(0, eq).c_str()), spec[0] < '0' ||
-           spec[0] > '9')) {
-        std::cerr << "cleave: error: --expect-output " << spec
-                  << ": expected INDEX=FILE\n";
-        return 2;
-      }
-      auto mine = launcher::assembleOutput(p, index, planDir);
-      auto ref = launcher::readFloats(spec.substr(eq + 1));
-      if (!mine.ok() || !ref.ok()) {
-        std::cerr << "cleave: error: --expect-output: "
-                  << (!mine.ok() ? mine.status() : ref.status()).message()
-                  << "\n";
-        return 1;
-      }
-      if (mine->size() != ref->size()) {
-        std::cerr << "cleave: error: --expect-output " << spec << ": output "
-                  << index << " has " << mine->size() << " values, the file "
-                  << ref->size() << "\n";
-        return 1;
-      }
-      double diff = 0, scale = 0;
-      for (size_t i = 0; i < ref->size(); ++i) {
-        diff = std::max(diff, std::fabs(double((*mine)[i]) - (*ref)[i]));
-        scale = std::max(scale, std::fabs(double((*ref)[i])));
-      }
-      double err = scale > 0 ? diff / scale : diff;
-      std::cout << absl::StrFormat(
-          "output %d: %d values, largest difference %.3g, relative error "
-          "%.2e\n",
-          index, ref->size(), diff, err);
-      if (!(err <= r.tolerance)) {
-        std::cerr << absl::StrFormat("cleave: error: output %d differs from "
-                                     "%s: relative error %.2e > %.0e\n",
-                                     index, spec.substr(eq + 1), err,
-                                     r.tolerance);
-        return 1;
-      }
-    }
-    std::cout << "outputs match within " << absl::StrFormat("%.0e", r.tolerance)
-              << std::endl;
-  }
-  if (!r.check) {
-    if (!planDir.empty())
-      std::filesystem::remove_all(planDir);
-    return 0;
-  }
-  auto reference = r.reference(p);
-  if (!reference.ok()) {
-    std::cerr << "cleave: error: --check: " << reference.status().message()
-              << "\n";
-    return 1;
-  }
-  std::string refDir = tempDir("reference");
-  std::string refPath = refDir + "/reference.cleave";
-  if (absl::Status s = plan::writePlanFile(refPath, *reference); !s.ok()) {
-    std::cerr << "cleave: error: " << s.message() << "\n";
-    return 1;
-  }
-  std::cout << "check: training the unpartitioned model on one rank"
-            << std::endl;
-  LaunchArgs refArgs;
-  refArgs.steps = target;
-  refArgs.initFrom = initFrom;
-  refArgs.seed = resumedSeed;
-  if (absl::Status s = launchPlan(r, refPath, 1, refDir, false, refArgs);
-      !s.ok()) {
-    std::cerr << "cleave: error: --check reference: " << s.message() << "\n";
-    return 1;
-  }
-  std::string report;
-  absl::Status s = launcher::compareRuns(p, planDir, *reference, refDir, r.tolerance,
-                               &report, lastStart + 1);
-  std::cout << report;
-  if (!s.ok()) {
-    std::cerr << "cleave: error: --check: " << s.message() << "\n";
-    return 1;
-  }
-  std::cout << absl::StrFormat("check passed: %d steps and every parameter "
-                               "within %.0e of the unpartitioned run%s\n",
-                               r.steps, r.tolerance,
-                               target > r.steps
-                                   ? absl::StrFormat(" of %d steps", target)
-                                   : std::string());
-  std::filesystem::remove_all(planDir);
-  std::filesystem::remove_all(refDir);
-  return 0;
+  request.tolerance = a.tolerance;
+  request.reference = [](const plan::Plan &plan) {
+    ToolContext tool;
+    return driver::buildReferencePlan(
+        plan, [&](const std::string &source, const ImportOptions &o) {
+          return loadModel(tool.ctx, source, o);
+        });
+  };
+  return launcher::runPlan(request);
 }
 
 } // namespace cleave::tool

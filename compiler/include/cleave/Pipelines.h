@@ -3,6 +3,8 @@
 #ifndef CLEAVE_PIPELINES_H
 #define CLEAVE_PIPELINES_H
 
+#include "cleave/Transforms/Optimizer.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -14,7 +16,7 @@ struct TrainingPipelineOptions {
   /// Append a cross-entropy loss on @forward's first output first (for
   /// inference graphs such as exported ONNX classifiers).
   bool appendLoss = false;
-  std::string optimizer = "adamw";
+  Optimizer optimizer = Optimizer::AdamW;
   double lr = 1e-3;
 };
 

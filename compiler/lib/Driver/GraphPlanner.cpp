@@ -73,7 +73,7 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
                       "recomputes attention cores, which " + r.model +
                       " has none of (no transformer layers); it recomputes "
                       "whole residual blocks: recompute=full or none");
-    if (r.optimizer == "none" &&
+    if (!trains(r.optimizer) &&
         (plan.recompute != cost::Recompute::None ||
          !plan.stageRecompute.empty()))
       return usage("--fix recompute: an inference plan (--optimizer "
@@ -215,7 +215,7 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
     using cost::Recompute;
     std::vector<std::pair<Recompute, std::vector<Recompute>>> choices = {
         {plan.recompute, plan.stageRecompute}};
-    if (fixed.contains(Knob::Recompute) || r.optimizer == "none")
+    if (fixed.contains(Knob::Recompute) || !trains(r.optimizer))
       return choices;
     choices.push_back({Recompute::Full, {}});
     for (int64_t k = 1; k < pp; ++k) {
@@ -302,9 +302,9 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
     // The same with each block recomputed in the backward pass: what the
     // lowering's cleave-recompute leaves stashed (inputs and outputs).
     mlir::FailureOr<std::vector<double>> recomputedStash = mlir::failure();
-    if (r.optimizer != "none")
+    if (trains(r.optimizer))
       recomputedStash = lowering::stashedActivationBytesByBlock(
-          *module, r.optimizer, "full");
+          *module, r.optimizer, /*recompute=*/true);
     for (auto [tp, pp] : degrees) {
       int64_t dp = devices / tp / pp;
       if (r.globalBatch % dp || (r.globalBatch / dp) % b)
@@ -314,7 +314,7 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
       auto &work = works[{b, tp}];
       if (!work) {
         auto measured = search::measureGraphWork(
-            *module, b, capped, r.profile, tp, r.optimizer != "none");
+            *module, b, capped, r.profile, tp, trains(r.optimizer));
         if (!measured.ok()) {
           if (tp == 1 || fixed.contains(Knob::Tp)) {
             return absl::FailedPreconditionError(

@@ -191,7 +191,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
                    : fp16        ? plan::defaultDynamicLossScaling()
                                  : plan::LossScaling();
   if (fp16 && lo.lossScaling.mode() == plan::LossScaling::NONE &&
-      r.step.optimizer != "none")
+      trains(r.step.optimizer))
     llvm::errs() << "cleave: warning: precision=fp16 with --loss-scale=none: "
                     "gradients below 2^-24 become zero\n";
   lo.sequenceParallel = knobs.sequenceParallel;
@@ -405,7 +405,12 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
   lo.microbatches = std::max<int64_t>(1, t.global_batch() / b);
   lo.seed = t.seed();
   lo.seqLen = t.seq_len();
-  lo.step.optimizer = t.optimizer();
+  std::optional<Optimizer> optimizer = parseOptimizer(t.optimizer());
+  if (!optimizer)
+    return absl::InvalidArgumentError(
+        "the plan's training.optimizer '" + t.optimizer() +
+        "' is not adamw, sgd or none");
+  lo.step.optimizer = *optimizer;
   lo.step.lr = t.lr();
   lo.step.beta1 = t.beta1();
   lo.step.beta2 = t.beta2();

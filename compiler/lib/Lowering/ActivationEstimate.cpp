@@ -20,10 +20,8 @@ static constexpr llvm::StringLiteral kBlockSlot = "cleave.block_slot";
 namespace {
 /// Bytes stashed per block slot (see stashedActivationBytesByBlock); one
 /// slot when `byBlock` is off.
-FailureOr<std::vector<double>> stash(ModuleOp module,
-                                     const std::string &optimizer,
-                                     bool byBlock,
-                                     const std::string &recompute = "none") {
+FailureOr<std::vector<double>> stash(ModuleOp module, Optimizer optimizer,
+                                     bool byBlock, bool recompute = false) {
   OwningOpRef<ModuleOp> copy(module.clone());
   auto forward = copy->lookupSymbol<func::FuncOp>("forward");
   if (!forward)
@@ -52,16 +50,17 @@ FailureOr<std::vector<double>> stash(ModuleOp module,
     }
   }
   StepOptions step;
-  step.optimizer = optimizer == "none" ? "sgd" : optimizer;
+  // An inference plan's stash is what training it would keep.
+  step.optimizer = trains(optimizer) ? optimizer : Optimizer::Sgd;
   step.tagPhases = true;
   FailureOr<func::FuncOp> train =
       buildTrainingStep(forward, "activation_estimate", step);
   if (failed(train))
     return failure();
-  if (recompute != "none") {
+  if (recompute) {
     PassManager pm(module.getContext(), func::FuncOp::getOperationName());
     RecomputeOptions options;
-    options.mode = recompute;
+    options.mode = "full";
     options.residualBlocks = byBlock;
     pm.addPass(createRecompute(options));
     if (failed(pm.run(*train)))
@@ -107,7 +106,7 @@ FailureOr<std::vector<double>> stash(ModuleOp module,
 } // namespace
 
 FailureOr<double> stashedActivationBytes(ModuleOp module,
-                                         const std::string &optimizer) {
+                                         Optimizer optimizer) {
   FailureOr<std::vector<double>> bytes = stash(module, optimizer, false);
   if (failed(bytes))
     return failure();
@@ -115,8 +114,8 @@ FailureOr<double> stashedActivationBytes(ModuleOp module,
 }
 
 FailureOr<std::vector<double>>
-stashedActivationBytesByBlock(ModuleOp module, const std::string &optimizer,
-                              const std::string &recompute) {
+stashedActivationBytesByBlock(ModuleOp module, Optimizer optimizer,
+                              bool recompute) {
   return stash(module, optimizer, true, recompute);
 }
 

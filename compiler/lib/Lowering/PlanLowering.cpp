@@ -34,7 +34,7 @@ LogicalResult searchAndPartition(ModuleOp module, IntraOpSearchOptions search,
   search.mesh = size;
   search.clusterSpec = o.clusterSpec;
   search.profilePath = o.profilePath;
-  search.training = o.step.optimizer != "none";
+  search.training = trains(o.step.optimizer);
   search.timeLimit = o.searchTimeLimit;
   SpmdPartitionOptions spmd;
   spmd.axis = axis.str();
@@ -440,7 +440,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   auto results = forward.getFunctionType().getResults();
   auto first = results.empty() ? RankedTensorType()
                                : dyn_cast<RankedTensorType>(results[0]);
-  bool inference = o.step.optimizer == "none";
+  bool inference = !trains(o.step.optimizer);
   if (!inference && (!first || first.getRank() != 0)) {
     PassManager pm(ctx);
     pm.addPass(createAppendLoss());
@@ -610,11 +610,11 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
     k->add_stage_recompute(std::string(cost::recomputeName(mode)));
   k->set_precision("fp32");
   plan::TrainingConfig *t = plan.mutable_training();
-  if (o.step.optimizer != "none")
+  if (trains(o.step.optimizer))
     *t->mutable_loss_scaling() = o.lossScaling;
   t->set_global_batch(o.microbatchSize * o.microbatches * o.dp);
   t->set_seq_len(o.seqLen);
-  t->set_optimizer(o.step.optimizer);
+  t->set_optimizer(optimizerName(o.step.optimizer));
   t->set_lr(o.step.lr);
   t->set_beta1(o.step.beta1);
   t->set_beta2(o.step.beta2);

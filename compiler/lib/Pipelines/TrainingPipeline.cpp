@@ -24,7 +24,7 @@ void buildTrainingPipeline(OpPassManager &pm,
   if (options.appendLoss)
     pm.addPass(createAppendLoss());
   TrainingStepOptions step;
-  step.optimizer = options.optimizer;
+  step.optimizer = optimizerName(options.optimizer);
   step.lr = options.lr;
   pm.addPass(createTrainingStep(step));
 }

@@ -207,11 +207,6 @@ absl::StatusOr<int64_t> microbatchesPerReplica(const GraphWork &work,
   return perReplica / plan.microbatchSize;
 }
 
-/// fp32 states per parameter: AdamW's two moments, SGD's momentum.
-double optimizerStates(const std::string &optimizer) {
-  return optimizer == "adamw" ? 2 : optimizer == "sgd" ? 1 : 0;
-}
-
 /// The blocks of each of `chunks` pipeline chunks, balanced by their
 /// passes' time with the stem on the first chunk and the head on the last;
 /// under the interleaved schedule (chunk c on stage c % pp) for the
@@ -265,7 +260,7 @@ std::vector<int64_t> splitBlocks(const GraphWork &work,
 absl::StatusOr<cost::PlanPrediction>
 scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
                     const cost::ParallelConfig &plan,
-                    const std::string &optimizer, const cost::Profile *profile,
+                    Optimizer optimizer, const cost::Profile *profile,
                     cost::TaskGraph *graphOut, cost::Timeline *timelineOut) {
   int64_t devices = cluster.numDevices(), p = plan.pp, blocks = work.numBlocks();
   if (plan.dp * p * plan.tp != devices)
@@ -838,7 +833,7 @@ absl::StatusOr<GraphWork> measureGraphWork(ModuleOp module, int64_t microbatch,
 
 absl::StatusOr<cost::PlanPrediction>
 scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
-               const cost::ParallelConfig &plan, const std::string &optimizer,
+               const cost::ParallelConfig &plan, Optimizer optimizer,
                const cost::Profile *profile, cost::TaskGraph *graph,
                cost::Timeline *timeline) {
   int64_t devices = cluster.numDevices();

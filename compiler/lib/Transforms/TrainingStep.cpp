@@ -140,7 +140,7 @@ LogicalResult StepBuilder::build(cleave::StepStatistics &stats) {
 
   // Optimizer updates, in parameter order.
   Value stepInput;
-  if (options.optimizer == "adamw") {
+  if (options.optimizer == cleave::Optimizer::AdamW) {
     OpBuilder top = OpBuilder::atBlockBegin(&body);
     stepInput = InputOp::create(top, step.getLoc(),
                                 RankedTensorType::get({}, b.getF32Type()),
@@ -174,7 +174,8 @@ LogicalResult StepBuilder::build(cleave::StepStatistics &stats) {
   ret.erase();
   step.setFunctionType(b.getFunctionType(step.getArgumentTypes(),
                                          TypeRange(ValueRange(newResults))));
-  StringRef tag = options.optimizer == "none" ? "cleave.grad" : "cleave.update";
+  StringRef tag =
+      cleave::trains(options.optimizer) ? "cleave.update" : "cleave.grad";
   unsigned first = loss ? 1 : 0;
   // All at once: setResultAttr rebuilds the array of every result's
   // attributes per call, and the context keeps each one, which made a model
@@ -213,7 +214,7 @@ void StepBuilder::buildUpdate(
   Block &body = step.front();
   std::string name = param.getName().str();
   Location loc = param.getLoc();
-  if (options.optimizer == "none") {
+  if (!cleave::trains(options.optimizer)) {
     outputs.push_back({grad, name});
     return;
   }
@@ -223,7 +224,7 @@ void StepBuilder::buildUpdate(
                                     (name + "." + suffix).str())
         .getResult();
   };
-  if (options.optimizer == "sgd") {
+  if (options.optimizer == cleave::Optimizer::Sgd) {
     Value momentumBuf = state("momentum");
     auto update = SgdUpdateOp::create(
         b, loc, param, grad, momentumBuf, b.getF64FloatAttr(options.lr),
@@ -266,7 +267,9 @@ void TrainingStepPass::runOnOperation() {
     module.emitError("the module already has a @train_step");
     return signalPassFailure();
   }
-  if (optimizer != "sgd" && optimizer != "adamw" && optimizer != "none") {
+  std::optional<cleave::Optimizer> chosen =
+      cleave::parseOptimizer(optimizer.getValue());
+  if (!chosen) {
     module.emitError("unknown optimizer '")
         << optimizer << "' (expected sgd, adamw or none)";
     return signalPassFailure();
@@ -286,7 +289,7 @@ void TrainingStepPass::runOnOperation() {
     return signalPassFailure();
   }
   cleave::StepOptions options;
-  options.optimizer = optimizer;
+  options.optimizer = *chosen;
   options.lr = lr;
   options.momentum = momentum;
   options.beta1 = beta1;

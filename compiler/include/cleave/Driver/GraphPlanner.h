@@ -14,7 +14,9 @@
 #ifndef CLEAVE_DRIVER_GRAPHPLANNER_H
 #define CLEAVE_DRIVER_GRAPHPLANNER_H
 
+#include "cleave/Driver/PlanInputs.h"
 #include "cleave/Importers/ImportOptions.h"
+#include "cleave/Transforms/Optimizer.h"
 #include "cleave/Search/GraphPlan.h"
 #include "cleave/cost_model/PlanKnobs.h"
 #include "cleave/cost_model/Profile.h"
@@ -34,29 +36,17 @@
 
 namespace cleave::driver {
 
-struct GraphPlanRequest {
+/// The common inputs; `exhaustive` prices every pipelined candidate, and
+/// `explain` keeps every (tp, pp) degree's best plan.
+struct GraphPlanRequest : PlanInputs {
   /// The model as the user named it (messages).
   std::string model;
   /// Import options; the search sets the batch per microbatch size.
   ImportOptions options;
   /// The batch the model's file fixes, if it does.
   std::optional<int64_t> fileBatch;
-  cost::Cluster cluster;
-  /// Knob values, and which of them `--fix` gave (held by the search).
-  cost::ParallelConfig plan;
-  cost::KnobSet fixed;
-  const cost::Profile *profile = nullptr;
-  /// `--memory-limit`: the device memory the plans must fit.
-  std::optional<double> memoryLimit;
-  int64_t globalBatch = 0;
-  /// "adamw", "sgd" or "none" (an inference plan: no backward pass).
-  std::string optimizer = "adamw";
-  /// Price every candidate (no bound on pipelined ones).
-  bool exhaustive = false;
-  /// Keep the K best distinct plans.
-  int topK = 1;
-  /// Keep every (tp, pp) degree's best plan (the bound spares them).
-  bool explain = false;
+  /// None: an inference plan, no backward pass.
+  Optimizer optimizer = Optimizer::AdamW;
   /// Progress on stderr for searches over a second.
   bool showProgress = false;
   /// Imports the model at the given options (the tool's loader); its

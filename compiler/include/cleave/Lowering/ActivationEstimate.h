@@ -12,6 +12,8 @@
 #ifndef CLEAVE_LOWERING_ACTIVATIONESTIMATE_H
 #define CLEAVE_LOWERING_ACTIVATIONESTIMATE_H
 
+#include "cleave/Transforms/Optimizer.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -23,19 +25,18 @@ namespace cleave::lowering {
 /// step (the module is not changed). An inference graph (first result not a
 /// scalar) gets the cross-entropy loss the lowering appends.
 mlir::FailureOr<double> stashedActivationBytes(mlir::ModuleOp module,
-                                               const std::string &optimizer);
+                                               Optimizer optimizer);
 
 /// The same bytes by where their producers sit among the graph's residual
 /// blocks (numberResidualBlocks): [0] before the first block, [1 + k] block
 /// k, the last entry after the last block. Pipeline stages of a graph
 /// without transformer layers keep what their blocks stash. With
-/// `recompute` "full", the step is first rewritten as the lowering
-/// rewrites it (cleave-recompute over residual blocks): the blocks then
-/// stash their inputs and outputs only.
+/// `recompute`, the step is first rewritten as the lowering rewrites it
+/// under full recomputation (cleave-recompute over residual blocks): the
+/// blocks then stash their inputs and outputs only.
 mlir::FailureOr<std::vector<double>>
-stashedActivationBytesByBlock(mlir::ModuleOp module,
-                              const std::string &optimizer,
-                              const std::string &recompute = "none");
+stashedActivationBytesByBlock(mlir::ModuleOp module, Optimizer optimizer,
+                              bool recompute = false);
 
 } // namespace cleave::lowering
 

@@ -18,6 +18,7 @@
 #ifndef CLEAVE_SEARCH_GRAPHPLAN_H
 #define CLEAVE_SEARCH_GRAPHPLAN_H
 
+#include "cleave/Transforms/Optimizer.h"
 #include "cleave/cost_model/Cluster.h"
 #include "cleave/cost_model/Profile.h"
 #include "cleave/cost_model/Simulator.h"
@@ -117,7 +118,7 @@ struct GraphWork {
 /// under the sharding the intra-operator search chooses with the limits
 /// the lowering uses (tensorParallelLimits), so that the plan priced is
 /// the plan run. `training`: price the backward pass and the update in the
-/// search (an optimizer other than "none").
+/// search (an optimizer other than None).
 absl::StatusOr<GraphWork> measureGraphWork(mlir::ModuleOp module,
                                            int64_t microbatch,
                                            const cost::Cluster &cluster,
@@ -132,8 +133,8 @@ absl::StatusOr<GraphWork> measureGraphWork(mlir::ModuleOp module,
 /// microbatches of forward and backward, the optimizer step (over the
 /// device's ZeRO shard), the gradient reduction (an all-reduce overlapping
 /// the last backward pass with ZeRO 0; reduce-scatters and parameter
-/// all-gathers with ZeRO 1-3), and the memory per device. `optimizer` is
-/// "adamw" (two fp32 states per parameter), "sgd" (one) or "none".
+/// all-gathers with ZeRO 1-3), and the memory per device, with the fp32
+/// states `optimizer` keeps per parameter (optimizerStates).
 ///
 /// With pp > 1 the residual blocks are cut into pp contiguous stages, or
 /// pp x vpp chunks under the interleaved schedule (chunk c on stage
@@ -162,7 +163,7 @@ absl::StatusOr<GraphWork> measureGraphWork(mlir::ModuleOp module,
 /// leaves them empty).
 absl::StatusOr<cost::PlanPrediction>
 scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
-               const cost::ParallelConfig &plan, const std::string &optimizer,
+               const cost::ParallelConfig &plan, Optimizer optimizer,
                const cost::Profile *profile, cost::TaskGraph *graph = nullptr,
                cost::Timeline *timeline = nullptr);
 

@@ -13,6 +13,8 @@
 #ifndef CLEAVE_TRANSFORMS_TRAININGSTEPBUILDER_H
 #define CLEAVE_TRANSFORMS_TRAININGSTEPBUILDER_H
 
+#include "cleave/Transforms/Optimizer.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <string>
@@ -20,8 +22,8 @@
 namespace cleave {
 
 struct StepOptions {
-  /// "sgd", "adamw", or "none" (return the gradients).
-  std::string optimizer = "adamw";
+  /// The update; None returns the gradients.
+  Optimizer optimizer = Optimizer::AdamW;
   double lr = 1e-3, momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
          weightDecay = 0.0;
   /// The gradient seeded at the loss: 1 for one step of the whole batch,

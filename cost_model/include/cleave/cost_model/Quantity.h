@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_COST_MODEL_SRC_QUANTITY_H
-#define CLEAVE_COST_MODEL_SRC_QUANTITY_H
+#ifndef CLEAVE_COST_MODEL_QUANTITY_H
+#define CLEAVE_COST_MODEL_QUANTITY_H
 
 #include "absl/status/statusor.h"
 
@@ -39,4 +39,4 @@ std::string_view quantityExample(Quantity quantity);
 
 } // namespace cleave::cost
 
-#endif // CLEAVE_COST_MODEL_SRC_QUANTITY_H
+#endif // CLEAVE_COST_MODEL_QUANTITY_H

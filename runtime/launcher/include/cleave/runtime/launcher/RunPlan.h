@@ -1,7 +1,7 @@
-//===- RunCommand.h - `cleave run`: launch a plan, check it -----*- C++ -*-===//
+//===- RunPlan.h - `cleave run`: launch a plan, check it --------*- C++ -*-===//
 
-#ifndef CLEAVE_TOOLS_RUNCOMMAND_H
-#define CLEAVE_TOOLS_RUNCOMMAND_H
+#ifndef CLEAVE_RUNTIME_LAUNCHER_RUNPLAN_H
+#define CLEAVE_RUNTIME_LAUNCHER_RUNPLAN_H
 
 #include "cleave/runtime/plan/plan.pb.h"
 
@@ -11,7 +11,7 @@
 #include <vector>
 #include <string>
 
-namespace cleave::tool {
+namespace cleave::launcher {
 
 struct RunRequest {
   std::string planPath;
@@ -70,6 +70,6 @@ struct RunRequest {
 /// input).
 int runPlan(const RunRequest &request);
 
-} // namespace cleave::tool
+} // namespace cleave::launcher
 
-#endif // CLEAVE_TOOLS_RUNCOMMAND_H
+#endif // CLEAVE_RUNTIME_LAUNCHER_RUNPLAN_H

@@ -1,0 +1,312 @@
+//===- Compile.cpp - `cleave compile`: model to plan ----------------------===//
+
+#include "cleave/Driver/Compile.h"
+
+#include "cleave/Analysis/ModelSummary.h"
+#include "cleave/Analysis/TransformerShape.h"
+#include "cleave/Driver/GraphPlanner.h"
+#include "cleave/Driver/PlanArtifact.h"
+#include "cleave/Driver/PlanReport.h"
+#include "cleave/Driver/TransformerPlanner.h"
+#include "cleave/Importers/ModelLoader.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace llvm;
+
+namespace cleave::driver {
+
+using cost::Knob;
+
+namespace {
+
+absl::Status usage(const Twine &message) {
+  return absl::InvalidArgumentError(message.str());
+}
+
+/// The exit code of writePlanArtifact as a status (it reported the error).
+absl::Status fromExitCode(int code) {
+  if (code == 0)
+    return absl::OkStatus();
+  return code == 2 ? absl::InvalidArgumentError("")
+                   : absl::InternalError("");
+}
+
+absl::Status writeText(const std::string &path, StringRef flag,
+                       const std::string &text) {
+  std::error_code ec;
+  raw_fd_ostream file(path, ec);
+  if (ec)
+    return absl::InternalError((flag + " " + path + ": " + ec.message()).str());
+  file << text;
+  return absl::OkStatus();
+}
+
+/// Knobs that price how others run (Megatron-LM, Megatron-Core,
+/// Transformer Engine) but that cleave's lowering does not build, and
+/// knobs the lowering does not support yet: refused with -o.
+absl::Status checkLowerable(const CompileRequest &r) {
+  const cost::ParallelConfig &plan = r.inputs.plan;
+  if (plan.recomputeWholeLayer)
+    return usage("--fix: recompute-scope=layer prices Megatron-LM's full "
+                 "recomputation (the whole layer forward again); cleave's "
+                 "lowering recomputes only what the backward pass reads, "
+                 "so a plan written with -o cannot take it");
+  if (plan.overlapTpComm)
+    return usage("--fix: overlap-tp=on prices Transformer Engine's "
+                 "collective GEMMs (Megatron-Core's --tp-comm-overlap); "
+                 "cleave's runtime runs each tensor-parallel collective "
+                 "between its GEMMs, so a plan written with -o cannot "
+                 "take it");
+  if (plan.halfGradReduce)
+    return usage("--fix: grad-reduce=half prices weight gradients "
+                 "accumulated and reduced in 16 bits (Megatron-LM's fp16 "
+                 "runs); cleave's lowering keeps them in fp32, so a plan "
+                 "written with -o cannot take it");
+  if (plan.zeroBucketElements > 0)
+    return usage("--fix: zero-bucket prices ZeRO collectives over packed "
+                 "buckets (Megatron-Core's distributed optimizer); "
+                 "cleave's lowering runs one per parameter tensor, so a "
+                 "plan written with -o cannot take it");
+  // Knobs not fixed yet are the search's, which keeps to what lowers.
+  cost::ParallelConfig asked = plan;
+  if (!r.inputs.fixed.contains(Knob::Precision))
+    asked.precision = cost::DType::Fp32;
+  if (std::string why = whyNotLowerable(asked); !why.empty())
+    for (Knob knob : {Knob::Cp, Knob::Ep, Knob::Schedule, Knob::Precision})
+      if (r.inputs.fixed.contains(knob) &&
+          why.find(cost::knobName(knob)) != std::string::npos)
+        return usage("-o: --fix " + std::string(cost::knobName(knob)) +
+                     " asks for what the lowering to programs does not "
+                     "support yet (" + why + ")");
+  return absl::OkStatus();
+}
+
+/// Compiles one request; the state its steps share.
+class Compiler {
+public:
+  Compiler(mlir::MLIRContext &ctx, const CompileRequest &r, raw_ostream &out)
+      : ctx(ctx), r(r), out(out), inputs(r.inputs), plan(inputs.plan),
+        fixed(inputs.fixed), options(r.importOptions) {
+    inputs.profile = r.profile ? &*r.profile : nullptr;
+  }
+
+  absl::Status run();
+
+private:
+  mlir::OwningOpRef<mlir::ModuleOp> load(const ImportOptions &o) {
+    return loadModel(ctx, r.model, o);
+  }
+  std::optional<int64_t> fixedBatch(mlir::ModuleOp module);
+  absl::Status writeArtifact(const cost::PlanPrediction &prediction,
+                             std::optional<cost::TransformerModel> shape,
+                             const std::string &name, std::string trace,
+                             std::vector<std::string> why);
+  absl::Status compileTransformer(const cost::TransformerModel &shape,
+                                  mlir::ModuleOp module);
+  absl::Status compileGraph();
+
+  mlir::MLIRContext &ctx;
+  const CompileRequest &r;
+  raw_ostream &out;
+  /// The planners' inputs; the search's microbatch and the lowerable
+  /// knobs are fixed in `plan` and `fixed` as compiling goes.
+  PlanInputs inputs;
+  cost::ParallelConfig &plan;
+  cost::KnobSet &fixed;
+  ImportOptions options;
+  /// The batch the model's file fixes, if it does.
+  std::optional<int64_t> fileBatch;
+};
+
+/// The batch a model's file fixes: imported at another batch, its first
+/// input keeps the leading dimension it had in `module` (zoo models follow
+/// the batch asked for).
+std::optional<int64_t> Compiler::fixedBatch(mlir::ModuleOp module) {
+  if (StringRef(r.model).starts_with("zoo:"))
+    return std::nullopt;
+  int64_t imported = summarizeModel(module).samples;
+  if (StringRef(r.model).ends_with(".mlir"))
+    return imported; // MLIR text has static shapes
+  ImportOptions other = options;
+  other.batch = imported + 1;
+  other.keepWeights = false; // the shapes are all this asks of it
+  mlir::OwningOpRef<mlir::ModuleOp> again;
+  {
+    mlir::ScopedDiagnosticHandler quiet(
+        &ctx, [](mlir::Diagnostic &) { return mlir::success(); });
+    again = load(other);
+  }
+  if (!again || summarizeModel(*again).samples != imported)
+    return std::nullopt;
+  return imported;
+}
+
+/// Lowers `prediction` of the model to the plan artifact -o names (the
+/// knob-level shape when the model is a transformer, else only its name).
+absl::Status Compiler::writeArtifact(
+    const cost::PlanPrediction &prediction,
+    std::optional<cost::TransformerModel> shape, const std::string &name,
+    std::string trace, std::vector<std::string> why) {
+  ArtifactRequest request;
+  request.path = r.planOut;
+  request.modelSource = r.model;
+  request.clusterSpec = r.clusterSpec;
+  request.cluster = inputs.cluster;
+  request.transformer = shape.has_value();
+  if (shape)
+    request.shape = *shape;
+  request.shape.name = name;
+  request.prediction = prediction;
+  request.profile = inputs.profile;
+  if (inputs.profile)
+    request.profilePath = r.profilePath;
+  request.globalBatch = inputs.globalBatch;
+  request.seed = r.seed;
+  request.step = r.step;
+  request.lossScaling = r.lossScaling;
+  request.importOptions = options;
+  request.simulatedTrace = std::move(trace);
+  request.why = std::move(why);
+  request.load = [&](const ImportOptions &o) { return load(o); };
+  request.initFromFile = r.initFromFile;
+  request.initFromSource = r.initFromSource;
+  return fromExitCode(writePlanArtifact(request));
+}
+
+absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
+                                          mlir::ModuleOp module) {
+  TransformerPlanRequest request;
+  static_cast<PlanInputs &>(request) = inputs;
+  request.shape = shape;
+  request.timeLimit = r.timeLimit;
+  request.lowerable = !r.planOut.empty();
+  auto started = std::chrono::steady_clock::now();
+  request.progress = [&](double fraction) {
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
+    if (r.showProgress && seconds > 1)
+      errs() << formatv("\rsearching: {0,3:F0}%", 100 * fraction);
+  };
+  absl::StatusOr<TransformerPlanResult> result = planTransformer(request);
+  if (r.showProgress)
+    errs() << "\r               \r";
+  if (!result.ok())
+    return result.status();
+  const cost::PlanPrediction &best = result->best();
+  if (!r.planOut.empty())
+    if (absl::Status s =
+            writeArtifact(best, shape, shape.name, {}, result->why());
+        !s.ok())
+      return s;
+  if (!r.tracePath.empty())
+    if (absl::Status s = writeText(r.tracePath, "--trace",
+                                   transformerTrace(request, best.plan));
+        !s.ok())
+      return s;
+
+  TransformerReport report{shape.name, inputs.cluster, result->plans,
+                           result->search ? &*result->search : nullptr,
+                           inputs.memoryLimit};
+  if (r.json) {
+    out << formatv("{0:2}", json::Value(transformerPlanJson(report))) << "\n";
+    return absl::OkStatus();
+  }
+  // The graph's own count (the knob-level model approximates some layers).
+  report.parameters = double(summarizeModel(module).trainableParams);
+  printTransformerPlan(report, inputs.explain, out);
+  return absl::OkStatus();
+}
+
+absl::Status Compiler::compileGraph() {
+  GraphPlanRequest request;
+  static_cast<PlanInputs &>(request) = inputs;
+  request.model = r.model;
+  request.options = options;
+  request.fileBatch = fileBatch;
+  request.optimizer = r.step.optimizer;
+  request.showProgress = r.showProgress;
+  request.load = [&](const ImportOptions &o) { return load(o); };
+  request.context = &ctx;
+  absl::StatusOr<GraphPlanResult> searched = planGraph(std::move(request));
+  if (!searched.ok())
+    return searched.status();
+  const GraphPlanResult &result = *searched;
+  const std::string &trace = result.trace;
+  options.batch = result.best().plan.microbatchSize;
+  if (!r.tracePath.empty()) {
+    if (trace.empty())
+      return usage("--trace: " + r.model + "'s plan is one data-parallel "
+                   "stage, priced by formula; only pipelined plans (and "
+                   "transformer plans) have a simulated timeline");
+    if (absl::Status s = writeText(r.tracePath, "--trace", trace); !s.ok())
+      return s;
+  }
+  if (!r.planOut.empty())
+    if (absl::Status s = writeArtifact(result.best(), std::nullopt,
+                                       result.name, trace, {});
+        !s.ok())
+      return s;
+  if (r.json) {
+    out << formatv("{0:2}", json::Value(graphPlanJson(result, inputs.cluster.name)))
+        << "\n";
+    return absl::OkStatus();
+  }
+  printGraphPlan(result, inputs.cluster.name, inputs.explain, out);
+  return absl::OkStatus();
+}
+
+absl::Status Compiler::run() {
+  if (!r.planOut.empty()) {
+    if (absl::Status s = checkLowerable(r); !s.ok())
+      return s;
+    restrictToLowerable(plan, fixed);
+  }
+  // The search imports the model at each microbatch it tries; this first
+  // import only reads what the model is, so a symbolic batch need not be
+  // given (a dimension --dim binds, or a batch fixed in the file, wins).
+  if (!options.batch && !StringRef(r.model).starts_with("zoo:") &&
+      !StringRef(r.model).ends_with(".mlir"))
+    options.batch = 1;
+  mlir::OwningOpRef<mlir::ModuleOp> module = load(options);
+  if (!module)
+    return absl::InvalidArgumentError("");
+  // A file that fixes its batch (a number, or a dimension --dim binds)
+  // imports at that batch whatever microbatch is asked: the microbatch is
+  // that batch, not a knob to search.
+  if (std::optional<int64_t> b = fixedBatch(*module)) {
+    fileBatch = b;
+    if (fixed.contains(Knob::Microbatch) && plan.microbatchSize != *b)
+      return usage("--fix microbatch=" + Twine(plan.microbatchSize) + ": " +
+                   r.model + " fixes its batch at " + Twine(*b) +
+                   " (the leading dimension of its first input), so each "
+                   "microbatch holds " + Twine(*b) + " samples");
+    plan.microbatchSize = *b;
+    fixed.insert(Knob::Microbatch);
+  }
+  // Transformers are planned by their layers; other graphs op by op.
+  mlir::FailureOr<std::optional<cost::TransformerModel>> read =
+      getTransformerModel(*module);
+  if (failed(read))
+    return absl::InvalidArgumentError(""); // dimensions that do not read
+  if (!read->has_value())
+    return compileGraph();
+  return compileTransformer(**read, *module);
+}
+
+} // namespace
+
+absl::Status compileModel(mlir::MLIRContext &context,
+                          const CompileRequest &request, raw_ostream &out) {
+  return Compiler(context, request, out).run();
+}
+
+} // namespace cleave::driver

@@ -1,0 +1,147 @@
+//===- CompileCommand.cpp - `cleave compile`: the flags to a request ------===//
+//
+// Checks and types the flags (the cluster, the profile, --fix, sizes and
+// limits) into a driver::CompileRequest; cleave/Driver/Compile.h does the
+// rest.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CheckpointCommand.h"
+#include "Commands.h"
+#include "ToolSupport.h"
+
+#include "cleave/Driver/Compile.h"
+#include "cleave/cost_model/Quantity.h"
+
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <filesystem>
+
+using namespace llvm;
+
+namespace cleave::tool {
+
+using cost::Knob;
+
+namespace {
+
+/// The typed request, or the exit code of what the flags get wrong.
+int buildRequest(const CompileArgs &a, driver::CompileRequest &request) {
+  driver::PlanInputs &r = request.inputs;
+  if (a.cluster.empty())
+    return badUsage(
+        "compile needs --cluster (e.g. --cluster dgx-a100-80g,nodes=4)");
+  if (!a.globalBatch || *a.globalBatch <= 0)
+    return badUsage("compile needs a positive --global-batch");
+  // A step's microbatches are simulated one by one: bound them (the largest
+  // published global batches are tens of thousands of samples).
+  constexpr int64_t kMaxGlobalBatch = int64_t(1) << 20;
+  if (*a.globalBatch > kMaxGlobalBatch)
+    return badUsage("--global-batch " + Twine(*a.globalBatch) +
+                    " is more than " + Twine(kMaxGlobalBatch) +
+                    " samples a step");
+  r.globalBatch = *a.globalBatch;
+  if (!a.initFrom.empty() && a.planOut.empty())
+    return badUsage("--init-from bakes weights into the plan artifact: it "
+                    "needs -o FILE");
+  auto cluster = cost::parseCluster(a.cluster);
+  if (!cluster.ok())
+    return badUsage("--cluster: " +
+                    Twine(std::string(cluster.status().message())));
+  request.clusterSpec = a.cluster;
+  r.cluster = *std::move(cluster);
+  if (!a.profile.empty()) {
+    auto loaded = cost::loadProfileFile(a.profile);
+    if (!loaded.ok())
+      return badUsage("--profile: " +
+                      Twine(std::string(loaded.status().message())));
+    request.profile = *std::move(loaded);
+    request.profilePath = a.profile;
+  }
+  r.plan.globalBatch = r.globalBatch;
+  auto given = cost::applyPlanKnobs(a.fix, r.plan);
+  if (!given.ok())
+    return badUsage("--fix: " + Twine(std::string(given.status().message())));
+  r.fixed = *given;
+  if (r.fixed.contains(Knob::Vpp))
+    r.fixed.insert(Knob::Schedule);
+  // dp is given, or fixed by tp x pp x cp filling the devices.
+  bool dpGiven = r.fixed.contains(Knob::Dp);
+  if (dpGiven || (r.fixed.contains(Knob::Tp) && r.fixed.contains(Knob::Pp) &&
+                  r.fixed.contains(Knob::Cp))) {
+    if (auto status = cost::inferDataParallel(r.cluster.numDevices(), dpGiven,
+                                              r.plan);
+        !status.ok())
+      return badUsage("--fix: " + Twine(std::string(status.message())));
+    r.fixed.insert(Knob::Dp);
+  }
+  std::optional<Optimizer> optimizer = parseOptimizer(a.optimizer);
+  if (!optimizer)
+    return badUsage("--optimizer must be adamw, sgd or none (an inference "
+                    "plan), got '" + a.optimizer + "'");
+  if (!(a.lr > 0))
+    return badUsage("--lr must be positive");
+  request.step.optimizer = *optimizer;
+  request.step.lr = a.lr;
+  if (!a.lossScale.empty()) {
+    absl::StatusOr<plan::LossScaling> scaling =
+        plan::parseLossScaling(a.lossScale);
+    if (!scaling.ok())
+      return badUsage("--loss-scale=" + a.lossScale + ": " +
+                      std::string(scaling.status().message()));
+    request.lossScaling = *scaling;
+  }
+  if (a.topK < 1)
+    return badUsage("--top-k must be at least 1, got " + Twine(a.topK));
+  if (a.timeLimit < 0 || std::isnan(a.timeLimit))
+    return badUsage("--time-limit must be a non-negative number of seconds");
+  if (!a.memoryLimit.empty()) {
+    absl::StatusOr<double> bytes =
+        cost::parseQuantity(a.memoryLimit, cost::Quantity::Bytes);
+    if (!bytes.ok() || *bytes <= 0)
+      return badUsage("--memory-limit expects a size such as 40GB, got '" +
+                      a.memoryLimit + "'");
+    r.memoryLimit = *bytes;
+  }
+  if (!parseImportOptions(a.model, request.importOptions))
+    return kBadInput;
+  request.model = a.model.source;
+  r.topK = a.topK;
+  r.exhaustive = a.exhaustive;
+  r.explain = a.explain;
+  request.timeLimit = a.timeLimit;
+  request.json = a.json;
+  request.showProgress = !a.json && sys::Process::StandardErrIsDisplayed();
+  request.planOut = a.planOut;
+  request.tracePath = a.trace;
+  request.seed = a.seed;
+  return kOk;
+}
+
+} // namespace
+
+int runCompile(const CompileArgs &args) {
+  driver::CompileRequest request;
+  if (int code = buildRequest(args, request))
+    return code;
+  if (!args.initFrom.empty()) {
+    // The weights to bake: a safetensors file, or an ONNX file's
+    // initializers written to a temporary one (removed once baked).
+    absl::StatusOr<std::string> weights = weightsForWorkers(args.initFrom);
+    if (!weights.ok())
+      return badUsage("--init-from " + args.initFrom + ": " +
+                      std::string(weights.status().message()));
+    request.initFromFile = *weights;
+    request.initFromSource = std::filesystem::absolute(args.initFrom);
+  }
+  ToolContext tool;
+  int code = exitCode(driver::compileModel(tool.ctx, request, outs()));
+  if (!request.initFromFile.empty() &&
+      request.initFromFile != request.initFromSource)
+    std::filesystem::remove(request.initFromFile);
+  return code;
+}
+
+} // namespace cleave::tool

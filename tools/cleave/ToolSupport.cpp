@@ -1,0 +1,124 @@
+//===- ToolSupport.cpp - What every `cleave` subcommand shares ------------===//
+
+#include "ToolSupport.h"
+
+#include "cleave/Importers/ModelLoader.h"
+#include "cleave/Pipelines.h"
+#include "cleave/Transforms/Autodiff.h"
+
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace cleave::tool {
+
+int badUsage(const Twine &message) {
+  WithColor::error(errs(), "cleave") << message << "\n";
+  return kBadInput;
+}
+
+int failure(const Twine &message) {
+  WithColor::error(errs(), "cleave") << message << "\n";
+  return kFailed;
+}
+
+int exitCode(const absl::Status &status) {
+  if (status.ok())
+    return kOk;
+  int code = absl::IsInvalidArgument(status) ? kBadInput : kFailed;
+  if (!status.message().empty())
+    WithColor::error(errs(), "cleave") << std::string(status.message()) << "\n";
+  return code;
+}
+
+bool parseImportOptions(const ModelArgs &args, ImportOptions &options) {
+  if (args.batch) {
+    if (*args.batch <= 0)
+      return badUsage("--batch must be positive, got " + Twine(*args.batch)),
+             false;
+    options.batch = *args.batch;
+  }
+  if (args.seq) {
+    if (*args.seq <= 0)
+      return badUsage("--seq must be positive, got " + Twine(*args.seq)),
+             false;
+    options.seq = *args.seq;
+  }
+  for (const std::string &d : args.dims) {
+    auto [name, value] = StringRef(d).split('=');
+    int64_t v;
+    if (name.empty() || value.getAsInteger(10, v) || v <= 0)
+      return badUsage("--dim expects NAME=VALUE with a positive VALUE, got '" +
+                      d + "'"),
+             false;
+    if (options.dims.count(name.str()))
+      return badUsage("--dim " + name + " is given twice"), false;
+    options.dims[name.str()] = v;
+  }
+  options.keepWeights = !args.noWeights;
+  return true;
+}
+
+int writeTextFile(const std::string &path, StringRef flag,
+                  const std::string &text) {
+  std::error_code ec;
+  raw_fd_ostream file(path, ec);
+  if (ec)
+    return failure(flag + " " + path + ": " + ec.message());
+  file << text;
+  return kOk;
+}
+
+namespace {
+
+/// Prints a diagnostic as "where: error: message", where is the file
+/// position, the ONNX node or the zoo spec that the location names.
+void printDiagnostic(mlir::Diagnostic &diag, raw_ostream &os) {
+  std::string where;
+  raw_string_ostream w(where);
+  mlir::Location loc = diag.getLocation();
+  if (auto file = dyn_cast<mlir::FileLineColLoc>(loc)) {
+    w << file.getFilename().getValue();
+    if (file.getLine())
+      w << ":" << file.getLine() << ":" << file.getColumn();
+  } else if (auto name = dyn_cast<mlir::NameLoc>(loc)) {
+    w << name.getName().getValue();
+  } else if (!isa<mlir::UnknownLoc>(loc)) {
+    loc.print(w);
+  }
+  StringRef severity = diag.getSeverity() == mlir::DiagnosticSeverity::Error
+                           ? "error"
+                       : diag.getSeverity() == mlir::DiagnosticSeverity::Warning
+                           ? "warning"
+                           : "note";
+  os << (where.empty() ? "cleave" : where) << ": " << severity << ": " << diag
+     << "\n";
+  for (mlir::Diagnostic &note : diag.getNotes())
+    printDiagnostic(note, os);
+}
+
+mlir::DialectRegistry registry() {
+  mlir::DialectRegistry r;
+  registerCleaveDialects(r);
+  registerAutodiffExternalModels(r);
+  return r;
+}
+
+} // namespace
+
+ToolContext::ToolContext()
+    : ctx(registry()), diagnostics(&ctx, [](mlir::Diagnostic &diag) {
+        printDiagnostic(diag, errs());
+        return mlir::success();
+      }) {
+  ctx.printOpOnDiagnostic(false);
+}
+
+mlir::OwningOpRef<mlir::ModuleOp>
+ToolContext::loadModel(const std::string &source,
+                       const ImportOptions &options) {
+  return cleave::loadModel(ctx, source, options);
+}
+
+} // namespace cleave::tool
