@@ -8,10 +8,10 @@
 // batch's).
 
 // CHECK-LABEL: func.func @block
-// CHECK: graph.conv2d {{.*}}cleave.strategy = "conv.out"
-// CHECK: graph.batch_norm {{.*}}cleave.operand_sharding = [array<i64: -1, 0, -1, -1>, array<i64: 0>, array<i64: 0>, array<i64: 0>, array<i64: 0>], cleave.sharding = [array<i64: -1, 0, -1, -1>], cleave.strategy = "split1"
-// CHECK: graph.relu {{.*}}cleave.strategy = "split1"
-// CHECK: graph.conv2d {{.*}}cleave.partial = "{{all_reduce|reduce_scatter}}"{{.*}}cleave.strategy = "conv.in+{{ar|rs[01]}}"
+// CHECK: graph.conv2d {{.*}}graph.sharding = #graph.op_sharding<"conv.out"
+// CHECK: graph.batch_norm {{.*}}graph.sharding = #graph.op_sharding<"split1", operands = [<[{}, {0}, {}, {}]>, <[{0}]>, <[{0}]>, <[{0}]>, <[{0}]>], results = [<[{}, {0}, {}, {}]>]
+// CHECK: graph.relu {{.*}}graph.sharding = #graph.op_sharding<"split1"
+// CHECK: graph.conv2d {{.*}}graph.sharding = #graph.op_sharding<"conv.in+{{ar|rs[01]}}"{{.*}}partial = {{all_reduce|reduce_scatter}}
 func.func @block(%x: tensor<8x64x16x16xf32>) -> tensor<8x64x16x16xf32> {
   %w1 = graph.param "conv1.weight" : tensor<128x64x3x3xf32>
   %c1 = graph.conv2d %x, %w1 strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups = 1 : tensor<8x64x16x16xf32>, tensor<128x64x3x3xf32>
@@ -32,9 +32,9 @@ func.func @block(%x: tensor<8x64x16x16xf32>) -> tensor<8x64x16x16xf32> {
 // pooling splits channels or images, never pixels.
 
 // CHECK-LABEL: func.func @depthwise
-// CHECK: graph.conv2d {{.*}}cleave.strategy = "conv.groups"
-// CHECK: graph.max_pool2d {{.*}}cleave.sharding = [array<i64: -1, 0, -1, -1>]
-// CHECK: graph.global_avg_pool {{.*}}cleave.sharding = [array<i64: -1, 0, -1, -1>]
+// CHECK: graph.conv2d {{.*}}graph.sharding = #graph.op_sharding<"conv.groups"
+// CHECK: graph.max_pool2d {{.*}}results = [<[{}, {0}, {}, {}]>]
+// CHECK: graph.global_avg_pool {{.*}}results = [<[{}, {0}, {}, {}]>]
 func.func @depthwise(%x: tensor<8x4096x8x8xf32>) -> tensor<8x4096x1x1xf32> {
   %w = graph.param "dw.weight" : tensor<4096x1x3x3xf32>
   %c = graph.conv2d %x, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups = 4096 : tensor<8x4096x8x8xf32>, tensor<4096x1x3x3xf32>
@@ -51,8 +51,8 @@ func.func @depthwise(%x: tensor<8x4096x8x8xf32>) -> tensor<8x4096x1x1xf32> {
 // the channels.
 
 // CHECK-LABEL: func.func @training
-// CHECK: graph.conv2d {{.*}}cleave.strategy = "conv.out"
-// CHECK: graph.batch_norm {{.*}}training {{.*}}cleave.strategy = "split1"
+// CHECK: graph.conv2d {{.*}}graph.sharding = #graph.op_sharding<"conv.out"
+// CHECK: graph.batch_norm {{.*}}training {{.*}}graph.sharding = #graph.op_sharding<"split1"
 func.func @training(%x: tensor<64x16x8x8xf32>) -> tensor<64x16x8x8xf32> {
   %w = graph.param "conv.weight" : tensor<16x16x1x1xf32>
   %c = graph.conv2d %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups = 1 : tensor<64x16x8x8xf32>, tensor<16x16x1x1xf32>

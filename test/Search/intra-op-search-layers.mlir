@@ -14,10 +14,10 @@
 // CHECK-LABEL: func.func @layers
 // CHECK: graph.matmul
 // CHECK: graph.matmul
-// CHECK: graph.matmul {{.*}}cleave.strategy = "[[FC:[^"]+]]"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "[[PROJ:[^"]+]]"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "[[FC]]"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "[[PROJ]]"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"[[FC:[^"]+]]"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"[[PROJ:[^"]+]]"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"[[FC]]"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"[[PROJ]]"
 func.func @layers() -> tensor<8x128x256xf32> {
   %x = graph.input "x" : tensor<8x128x256xf32>
   %w0 = graph.param "h.0.fc.weight" : tensor<256x1024xf32>

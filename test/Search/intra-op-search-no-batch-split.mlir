@@ -12,7 +12,7 @@
 // ZeRO-3 over the group does; cheaper in its prices than the activations'
 // collectives at this size).
 // FREE: %[[WQ:.*]] = graph.param "h.0.attn.q_proj.weight"
-// FREE: graph.matmul %{{.*}}, %[[WQ]] {{.*}}cleave.strategy = "matmul.b0"
+// FREE: graph.matmul %{{.*}}, %[[WQ]] {{.*}}graph.sharding = #graph.op_sharding<"matmul.b0"
 //
 // With the batch kept whole (a transformer plan's tp; its dp and zero
 // knobs split the batch, priced as such) it finds Megatron's layer with
@@ -20,21 +20,21 @@
 // heads, the output projection by rows with its partial sums
 // reduce-scattered along the sequence, the MLP column then row, the norms
 // on sequence blocks, the LM head by vocabulary and the loss over it.
-// CHECK: graph.layer_norm {{.*}}cleave.strategy = "split1"
+// CHECK: graph.layer_norm {{.*}}graph.sharding = #graph.op_sharding<"split1"
 // CHECK: %[[WQ:.*]] = graph.param "h.0.attn.q_proj.weight"
-// CHECK: graph.matmul %{{.*}}, %[[WQ]] {{.*}}cleave.strategy = "matmul.n"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.n"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.n"
-// CHECK: graph.matmul {{.*}} transpose_rhs {{.*}}cleave.strategy = "matmul.b1"
-// CHECK: graph.softmax {{.*}}cleave.strategy = "split1"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.b1"
+// CHECK: graph.matmul %{{.*}}, %[[WQ]] {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// CHECK: graph.matmul {{.*}} transpose_rhs {{.*}}graph.sharding = #graph.op_sharding<"matmul.b1"
+// CHECK: graph.softmax {{.*}}graph.sharding = #graph.op_sharding<"split1"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.b1"
 // CHECK: %[[WO:.*]] = graph.param "h.0.attn.o_proj.weight"
-// CHECK: graph.matmul %{{.*}}, %[[WO]] {{.*}}cleave.partial = "reduce_scatter"{{.*}}cleave.strategy = "matmul.k+rs1"
-// CHECK: graph.layer_norm {{.*}}cleave.strategy = "split1"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.n"
-// CHECK: graph.matmul {{.*}}cleave.partial = "reduce_scatter"{{.*}}cleave.strategy = "matmul.k+rs1"
-// CHECK: graph.matmul {{.*}} transpose_rhs {{.*}}cleave.strategy = "matmul.n"
-// CHECK: graph.cross_entropy {{.*}}cleave.strategy = "ce.classes"
+// CHECK: graph.matmul %{{.*}}, %[[WO]] {{.*}}graph.sharding = #graph.op_sharding<"matmul.k+rs1"{{.*}}partial = reduce_scatter
+// CHECK: graph.layer_norm {{.*}}graph.sharding = #graph.op_sharding<"split1"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.k+rs1"{{.*}}partial = reduce_scatter
+// CHECK: graph.matmul {{.*}} transpose_rhs {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// CHECK: graph.cross_entropy {{.*}}graph.sharding = #graph.op_sharding<"ce.classes"
 // CHECK-NOT: matmul.b0
 module attributes {cleave.model = "gpt", cleave.source = "zoo", cleave.zoo_family = "gpt", cleave.zoo_settings = "layers=1,hidden=512,heads=8,ffn=0,vocab=1024,pad_vocab=1,seq=128,positions=0,batch=8,dropout=0.0,tied=true,eps=1e-5,experts=0,top_k=1,moe_every=2,capacity_factor=1.25"} {
   func.func @forward() -> tensor<f32> {

@@ -14,19 +14,19 @@
 // one. Megatron's layer: q, k and v by columns, the attention by heads,
 // the output projection by rows with an all-reduce, the MLP column then
 // row, and no split of the tokens anywhere.
-// CHECK: graph.layer_norm {{.*}}cleave.strategy = "replicated"
+// CHECK: graph.layer_norm {{.*}}graph.sharding = #graph.op_sharding<"replicated"
 // CHECK: %[[WQ:.*]] = graph.param "h.0.attn.q_proj.weight"
-// CHECK: graph.matmul %{{.*}}, %[[WQ]] {{.*}}cleave.strategy = "matmul.n"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.n"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.n"
-// CHECK: graph.matmul {{.*}} transpose_rhs {{.*}}cleave.strategy = "matmul.b1"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.b1"
+// CHECK: graph.matmul %{{.*}}, %[[WQ]] {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// CHECK: graph.matmul {{.*}} transpose_rhs {{.*}}graph.sharding = #graph.op_sharding<"matmul.b1"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.b1"
 // CHECK: %[[WO:.*]] = graph.param "h.0.attn.o_proj.weight"
-// CHECK: graph.matmul %{{.*}}, %[[WO]] {{.*}}cleave.partial = "all_reduce"{{.*}}cleave.strategy = "matmul.k+ar"
-// CHECK: graph.layer_norm {{.*}}cleave.strategy = "replicated"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.n"
-// CHECK: graph.matmul {{.*}}cleave.partial = "all_reduce"{{.*}}cleave.strategy = "matmul.k+ar"
-// TOKENS-NOT: cleave.strategy = "matmul.m"
+// CHECK: graph.matmul %{{.*}}, %[[WO]] {{.*}}graph.sharding = #graph.op_sharding<"matmul.k+ar"{{.*}}partial = all_reduce
+// CHECK: graph.layer_norm {{.*}}graph.sharding = #graph.op_sharding<"replicated"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.k+ar"{{.*}}partial = all_reduce
+// TOKENS-NOT: graph.sharding = #graph.op_sharding<"matmul.m"
 module attributes {cleave.model = "gpt", cleave.source = "zoo", cleave.zoo_family = "gpt", cleave.zoo_settings = "layers=1,hidden=256,heads=4,ffn=0,vocab=512,pad_vocab=1,seq=1024,positions=0,batch=1,dropout=0.0,tied=true,eps=1e-5,experts=0,top_k=1,moe_every=2,capacity_factor=1.25"} {
   func.func @forward() -> tensor<f32> {
     %0 = graph.input "tokens" : tensor<1x1024xi64>

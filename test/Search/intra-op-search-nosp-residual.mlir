@@ -8,11 +8,11 @@
 // the residual add. The bias add is on the residual stream too: with it
 // whole, the all-reduce is the block's only collective forward.
 // NOSPCPU-LABEL: func.func @biased_block
-// NOSPCPU: graph.matmul {{.*}}cleave.strategy = "matmul.n"
-// NOSPCPU: %[[Y:.*]] = graph.matmul {{.*}}cleave.partial = "all_reduce"{{.*}}cleave.strategy = "matmul.k+ar"
-// NOSPCPU: %[[B:.*]] = graph.add %[[Y]], %{{.*}}cleave.strategy = "replicated"
-// NOSPCPU: %[[R:.*]] = graph.add %[[B]], %{{.*}}cleave.strategy = "replicated"
-// NOSPCPU: graph.layer_norm %[[R]]{{.*}}cleave.strategy = "replicated"
+// NOSPCPU: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// NOSPCPU: %[[Y:.*]] = graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.k+ar"{{.*}}partial = all_reduce
+// NOSPCPU: %[[B:.*]] = graph.add %[[Y]], %{{.*}}graph.sharding = #graph.op_sharding<"replicated"
+// NOSPCPU: %[[R:.*]] = graph.add %[[B]], %{{.*}}graph.sharding = #graph.op_sharding<"replicated"
+// NOSPCPU: graph.layer_norm %[[R]]{{.*}}graph.sharding = #graph.op_sharding<"replicated"
 func.func @biased_block() -> tensor<2x128x256xf32> {
   %tokens = graph.input "tokens" : tensor<2x128xi64>
   %wte = graph.param "wte.weight" : tensor<64x256xf32>

@@ -9,10 +9,10 @@
 // Megatron's way: fc by columns, proj by rows with an all-reduce. With a
 // profile whose tensor-parallel collectives take a second each, no
 // activation is split by the weights: the search splits the batch instead.
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.n"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.k+ar"
-// PROFILE: graph.matmul {{.*}}cleave.strategy = "matmul.b0"
-// PROFILE: graph.matmul {{.*}}cleave.strategy = "matmul.b0"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.k+ar"
+// PROFILE: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.b0"
+// PROFILE: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.b0"
 func.func @mlp(%x: tensor<8x256x512xf32>) -> tensor<8x256x512xf32> {
   %w1 = graph.param "fc.weight" : tensor<512x2048xf32>
   %w2 = graph.param "proj.weight" : tensor<2048x512xf32>

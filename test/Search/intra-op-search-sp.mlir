@@ -6,14 +6,14 @@
 // With sequence parallelism asked for, a norm may only run on sequence
 // blocks [B, S/4, H] (not replicated, not on batch blocks).
 // CHECK-LABEL: func.func @norm
-// CHECK: graph.layer_norm {{.*}}cleave.sharding = [array<i64: -1, 0, -1>], cleave.strategy = "split1"
+// CHECK: graph.layer_norm {{.*}}graph.sharding = #graph.op_sharding<"split1"{{.*}}results = [<[{}, {0}, {}]>]
 // Left free, the search splits it on the sequence too (the batch of 2
 // does not divide by 4); with sequence parallelism ruled out (a plan with
 // sp=off) the norm runs whole.
 // FREE-LABEL: func.func @norm
-// FREE: graph.layer_norm {{.*}}cleave.strategy = "split1"
+// FREE: graph.layer_norm {{.*}}graph.sharding = #graph.op_sharding<"split1"
 // NOSP-LABEL: func.func @norm
-// NOSP: graph.layer_norm {{.*}}cleave.strategy = "replicated"
+// NOSP: graph.layer_norm {{.*}}graph.sharding = #graph.op_sharding<"replicated"
 func.func @norm(%x: tensor<2x64x32xf32>) -> tensor<2x64x32xf32> {
   %w = graph.param "ln.weight" : tensor<32xf32>
   %y = graph.layer_norm %x scale(%w : tensor<32xf32>) axis = 2 epsilon = 1.0e-5 : tensor<2x64x32xf32>
@@ -30,13 +30,13 @@ func.func @norm(%x: tensor<2x64x32xf32>) -> tensor<2x64x32xf32> {
 // rows with its partial sums all-reduced, the residual add and both norms
 // whole.
 // FREE-LABEL: func.func @block
-// FREE: graph.matmul {{.*}}cleave.partial = "reduce_scatter"{{.*}}cleave.strategy = "matmul.k+rs{{[12]}}"
+// FREE: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.k+rs{{[12]}}"{{.*}}partial = reduce_scatter
 // NOSP-LABEL: func.func @block
-// NOSP: %[[LN:.*]] = graph.layer_norm {{.*}}cleave.strategy = "replicated"
-// NOSP: graph.matmul %[[LN]], {{.*}}cleave.strategy = "matmul.n"
-// NOSP: %[[Y:.*]] = graph.matmul {{.*}}cleave.partial = "all_reduce"{{.*}}cleave.strategy = "matmul.k+ar"
-// NOSP: %[[R:.*]] = graph.add %[[Y]], %{{.*}}cleave.strategy = "replicated"
-// NOSP: graph.layer_norm %[[R]]{{.*}}cleave.strategy = "replicated"
+// NOSP: %[[LN:.*]] = graph.layer_norm {{.*}}graph.sharding = #graph.op_sharding<"replicated"
+// NOSP: graph.matmul %[[LN]], {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"
+// NOSP: %[[Y:.*]] = graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.k+ar"{{.*}}partial = all_reduce
+// NOSP: %[[R:.*]] = graph.add %[[Y]], %{{.*}}graph.sharding = #graph.op_sharding<"replicated"
+// NOSP: graph.layer_norm %[[R]]{{.*}}graph.sharding = #graph.op_sharding<"replicated"
 func.func @block() -> tensor<1x512x1024xf32> {
   %tokens = graph.input "tokens" : tensor<1x512xi64>
   %wte = graph.param "wte.weight" : tensor<64x1024xf32>

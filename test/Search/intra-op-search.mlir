@@ -19,16 +19,16 @@
 // residual add and the returned value may stay split).
 
 // CHECK-LABEL: func.func @mlp
-// CHECK: %[[X:.*]] = graph.input "x" {cleave.sharding = [array<i64: -1, -1, -1>], cleave.strategy = "replicated"}
-// CHECK: %[[W1:.*]] = graph.param "fc.weight" {cleave.sharding = [array<i64: -1, 0>], cleave.strategy = "split1"}
-// CHECK: %[[W2:.*]] = graph.param "proj.weight" {cleave.sharding = [array<i64: 0, -1>], cleave.strategy = "split0"}
-// CHECK: %[[H:.*]] = graph.matmul %[[X]], %[[W1]] {cleave.operand_sharding = [array<i64: -1, -1, -1>, array<i64: -1, 0>], cleave.sharding = [array<i64: -1, -1, 0>], cleave.strategy = "matmul.n"}
-// CHECK: %[[HB:.*]] = graph.add %[[H]], %{{.*}} {cleave.operand_sharding = [array<i64: -1, -1, 0>, array<i64: 0>], cleave.sharding = [array<i64: -1, -1, 0>], cleave.strategy = "split2"}
-// CHECK: %[[G:.*]] = graph.gelu %[[HB]] tanh {{{.*}}cleave.sharding = [array<i64: -1, -1, 0>]
+// CHECK: %[[X:.*]] = graph.input "x" {graph.sharding = #graph.op_sharding<"replicated"{{.*}}results = [<[{}, {}, {}]>]>}
+// CHECK: %[[W1:.*]] = graph.param "fc.weight" {graph.sharding = #graph.op_sharding<"split1"{{.*}}results = [<[{}, {0}]>]>}
+// CHECK: %[[W2:.*]] = graph.param "proj.weight" {graph.sharding = #graph.op_sharding<"split0"{{.*}}results = [<[{0}, {}]>]>}
+// CHECK: %[[H:.*]] = graph.matmul %[[X]], %[[W1]] {graph.sharding = #graph.op_sharding<"matmul.n", operands = [<[{}, {}, {}]>, <[{}, {0}]>], results = [<[{}, {}, {0}]>]>}
+// CHECK: %[[HB:.*]] = graph.add %[[H]], %{{.*}} {graph.sharding = #graph.op_sharding<"split2", operands = [<[{}, {}, {0}]>, <[{0}]>], results = [<[{}, {}, {0}]>]>}
+// CHECK: %[[G:.*]] = graph.gelu %[[HB]] tanh {{{.*}}results = [<[{}, {}, {0}]>]
 // Reduce-scattering onto the sequence or the hidden dimension costs the
 // same; the residual add then runs on whichever was chosen.
-// CHECK: %[[Y:.*]] = graph.matmul %[[G]], %[[W2]] {cleave.operand_sharding = [array<i64: -1, -1, 0>, array<i64: 0, -1>], cleave.partial = "reduce_scatter", cleave.sharding = {{\[}}[[YS:array<i64: -1, [^>]*>]]{{\]}}, cleave.strategy = "matmul.k+rs{{[12]}}"}
-// CHECK: graph.add %[[Y]], %[[X]] {cleave.operand_sharding = {{\[}}[[YS]], [[YS]]{{\]}}, cleave.sharding = {{\[}}[[YS]]{{\]}}
+// CHECK: %[[Y:.*]] = graph.matmul %[[G]], %[[W2]] {graph.sharding = #graph.op_sharding<"matmul.k+rs{{[12]}}", operands = [<[{}, {}, {0}]>, <[{0}, {}]>], results = [[[YS:<\[\{\}, [^>]*>]]], partial = reduce_scatter>}
+// CHECK: graph.add %[[Y]], %[[X]] {graph.sharding = #graph.op_sharding<"{{[^"]*}}", operands = [[[YS]], [[YS]]], results = [[[YS]]]>}
 
 // On a 2 x 4 mesh every strategy names one rule per axis and layouts list,
 // per dimension, the axes that split it (outermost first). Inside one node
@@ -36,19 +36,19 @@
 // rows, its partial sums all-reduced over axis 0 and reduce-scattered over
 // axis 1.
 // MESH2-LABEL: func.func @mlp
-// MESH2: graph.matmul {{.*}}cleave.sharding = {{\[}}[array<i64>, array<i64>, array<i64: 0, 1>]], cleave.strategy = "matmul.n|matmul.n"
-// MESH2: graph.matmul {{.*}}cleave.operand_sharding = {{\[}}[array<i64>, array<i64>, array<i64: 0, 1>], [array<i64: 0, 1>, array<i64>]], {{.*}}cleave.strategy = "matmul.k+ar|matmul.k+rs{{[0-2]}}"
+// MESH2: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.n|matmul.n"{{.*}}results = [<[{}, {}, {0, 1}]>]>
+// MESH2: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.k+ar|matmul.k+rs{{[0-2]}}", operands = [<[{}, {}, {0, 1}]>, <[{0, 1}, {}]>]
 
 // On three axes (2 x 2 x 2, the most a mesh has) the same split over all
 // 8 devices: fc by columns over every axis, proj by rows, each axis's
 // partial sums all-reduced or reduce-scattered.
 // MESH3-LABEL: func.func @mlp
-// MESH3: graph.matmul {{.*}}cleave.sharding = {{\[}}[array<i64>, array<i64>, array<i64: 0, 1, 2>]], cleave.strategy = "matmul.n|matmul.n|matmul.n"
-// MESH3: graph.matmul {{.*}}cleave.operand_sharding = {{\[}}[array<i64>, array<i64>, array<i64: 0, 1, 2>], [array<i64: 0, 1, 2>, array<i64>]], {{.*}}cleave.strategy = "matmul.k+{{ar|rs[0-2]}}|matmul.k+{{ar|rs[0-2]}}|matmul.k+{{ar|rs[0-2]}}"
+// MESH3: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.n|matmul.n|matmul.n"{{.*}}results = [<[{}, {}, {0, 1, 2}]>]>
+// MESH3: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.k+{{ar|rs[0-2]}}|matmul.k+{{ar|rs[0-2]}}|matmul.k+{{ar|rs[0-2]}}", operands = [<[{}, {}, {0, 1, 2}]>, <[{0, 1, 2}, {}]>]
 
 // ONE-LABEL: func.func @mlp
-// ONE-NOT: cleave.strategy = "{{[^r]}}
-// ONE-NOT: cleave.partial
+// ONE-NOT: #graph.op_sharding<"{{[^r]}}
+// ONE-NOT: partial =
 func.func @mlp() -> tensor<4x512x1024xf32> {
   %x = graph.input "x" : tensor<4x512x1024xf32>
   %w1 = graph.param "fc.weight" : tensor<1024x4096xf32>
@@ -69,10 +69,10 @@ func.func @mlp() -> tensor<4x512x1024xf32> {
 // transpose onto the heads dimension.
 
 // CHECK-LABEL: func.func @heads
-// CHECK: graph.matmul {{.*}}cleave.sharding = [array<i64: -1, -1, 0>], cleave.strategy = "matmul.n"
-// CHECK: graph.reshape {{.*}}cleave.operand_sharding = [array<i64: -1, -1, 0>], cleave.sharding = [array<i64: -1, -1, 0, -1>]
-// CHECK: graph.transpose {{.*}}cleave.operand_sharding = [array<i64: -1, -1, 0, -1>], cleave.sharding = [array<i64: -1, 0, -1, -1>]
-// CHECK: graph.softmax {{.*}}cleave.sharding = [array<i64: -1, 0, -1, -1>]
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.n"{{.*}}results = [<[{}, {}, {0}]>]
+// CHECK: graph.reshape {{.*}}operands = [<[{}, {}, {0}]>], results = [<[{}, {}, {0}, {}]>]
+// CHECK: graph.transpose {{.*}}operands = [<[{}, {}, {0}, {}]>], results = [<[{}, {0}, {}, {}]>]
+// CHECK: graph.softmax {{.*}}results = [<[{}, {0}, {}, {}]>]
 func.func @heads() -> tensor<4x16x512x512xf32> {
   %x = graph.input "x" : tensor<4x512x1024xf32>
   %wq = graph.param "q.weight" : tensor<1024x1024xf32>
@@ -100,16 +100,16 @@ func.func @heads() -> tensor<4x16x512x512xf32> {
 // else reads, gathers them and combines on every device.
 
 // CHECK-LABEL: func.func @moe
-// CHECK: graph.param "experts.fc.weight" {cleave.sharding = [array<i64: 0, -1, -1>], cleave.strategy = "split0"}
-// CHECK: graph.param "experts.proj.weight" {cleave.sharding = [array<i64: 0, -1, -1>], cleave.strategy = "split0"}
-// CHECK: graph.moe_dispatch {{.*}}cleave.sharding = [array<i64: 0, -1, -1>], cleave.strategy = "dispatch.experts"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.b0"
-// CHECK: graph.matmul {{.*}}cleave.strategy = "matmul.b0"
-// CHECK: graph.moe_combine {{.*}}cleave.operand_sharding = [array<i64: -1, -1, -1>, array<i64: -1, -1>, array<i64: -1, -1>], cleave.sharding = [array<i64: -1, -1>], cleave.strategy = "replicated"
+// CHECK: graph.param "experts.fc.weight" {graph.sharding = #graph.op_sharding<"split0"{{.*}}results = [<[{0}, {}, {}]>]>}
+// CHECK: graph.param "experts.proj.weight" {graph.sharding = #graph.op_sharding<"split0"{{.*}}results = [<[{0}, {}, {}]>]>}
+// CHECK: graph.moe_dispatch {{.*}}graph.sharding = #graph.op_sharding<"dispatch.experts"{{.*}}results = [<[{0}, {}, {}]>]
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.b0"
+// CHECK: graph.matmul {{.*}}graph.sharding = #graph.op_sharding<"matmul.b0"
+// CHECK: graph.moe_combine {{.*}}graph.sharding = #graph.op_sharding<"replicated", operands = [<[{}, {}, {}]>, <[{}, {}]>, <[{}, {}]>], results = [<[{}, {}]>]
 
 // FWD-LABEL: func.func @moe
-// FWD: graph.moe_dispatch {{.*}}cleave.strategy = "dispatch.experts"
-// FWD: graph.moe_combine {{.*}}cleave.operand_sharding = [array<i64: 0, -1, -1>, array<i64: 0, -1>, array<i64: 0, -1>], cleave.sharding = [array<i64: 0, -1>], cleave.strategy = "combine.a2a"
+// FWD: graph.moe_dispatch {{.*}}graph.sharding = #graph.op_sharding<"dispatch.experts"
+// FWD: graph.moe_combine {{.*}}graph.sharding = #graph.op_sharding<"combine.a2a", operands = [<[{0}, {}, {}]>, <[{0}, {}]>, <[{0}, {}]>], results = [<[{0}, {}]>]
 func.func @moe() -> tensor<1024x512xf32> {
   %x = graph.input "x" : tensor<1024x512xf32>
   %wr = graph.param "router.weight" : tensor<512x8xf32>

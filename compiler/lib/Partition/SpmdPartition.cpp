@@ -10,6 +10,7 @@
 
 #include "VocabParallel.h"
 
+#include "cleave/Dialect/Graph/IR/GraphAttrs.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/Passes.h"
 
@@ -39,22 +40,26 @@ struct Local {
   int64_t layout = kReplicated;
 };
 
-/// The split dimension of each value of an annotation array, or kReplicated.
-SmallVector<int64_t> readLayouts(Operation *op, StringRef name,
+/// The dimension mesh axis 0 splits in each of `shardings` (kReplicated
+/// when none; every value replicated without a sharding).
+SmallVector<int64_t> readLayouts(ArrayRef<TensorShardingAttr> shardings,
                                  unsigned count) {
   SmallVector<int64_t> layouts(count, kReplicated);
-  auto arrays = op->getAttrOfType<ArrayAttr>(name);
-  if (!arrays)
-    return layouts;
-  for (auto [i, attr] : llvm::enumerate(arrays)) {
-    if (i >= count)
-      break;
-    if (auto dims = dyn_cast<DenseI64ArrayAttr>(attr))
-      for (auto [d, axis] : llvm::enumerate(dims.asArrayRef()))
-        if (axis >= 0)
-          layouts[i] = d;
-  }
+  for (auto [i, tensor] : llvm::enumerate(shardings))
+    if (i < count)
+      layouts[i] = tensor.dimOf(0);
   return layouts;
+}
+
+/// True when a sharding splits a dimension over a mesh axis other than 0.
+bool usesOtherAxes(OpShardingAttr sharding) {
+  for (ArrayRef<TensorShardingAttr> list :
+       {sharding.getOperands(), sharding.getResults()})
+    for (TensorShardingAttr tensor : list)
+      for (int64_t d = 0; d < tensor.getRank(); ++d)
+        if (llvm::any_of(tensor.axesOf(d), [](int64_t a) { return a != 0; }))
+          return true;
+  return false;
 }
 
 /// Strategies whose local computation is neither the op itself on local
@@ -232,26 +237,23 @@ void Partitioner::partitionParam(ParamOp param, int64_t layout) {
 
 LogicalResult Partitioner::partitionOp(Operation *op) {
   unsigned numOperands = op->getNumOperands(), numResults = op->getNumResults();
-  // A search on a mesh of several axes writes, per dimension, the list of
-  // axes that split it; this pass partitions one axis.
-  for (StringRef name : {"cleave.sharding", "cleave.operand_sharding"})
-    if (auto arrays = op->getAttrOfType<ArrayAttr>(name))
-      if (llvm::any_of(arrays, [](Attribute a) { return isa<ArrayAttr>(a); }))
-        return op->emitOpError()
-               << name
-               << " is annotated for a mesh of several axes; "
-                  "cleave-spmd-partition partitions one axis (search with "
-                  "mesh=N)";
-  SmallVector<int64_t> required =
-      readLayouts(op, "cleave.operand_sharding", numOperands);
-  SmallVector<int64_t> produced =
-      readLayouts(op, "cleave.sharding", numResults);
-  StringRef strategy = "replicated";
-  if (auto s = op->getAttrOfType<StringAttr>("cleave.strategy"))
-    strategy = s.getValue();
-  StringRef partial = "none";
-  if (auto p = op->getAttrOfType<StringAttr>("cleave.partial"))
-    partial = p.getValue();
+  // A search on a mesh of several axes may split over the others; this
+  // pass partitions one axis.
+  OpShardingAttr sharding = getSharding(op);
+  if (sharding && usesOtherAxes(sharding))
+    return op->emitOpError()
+           << kShardingAttrName
+           << " splits over mesh axes other than 0; cleave-spmd-partition "
+              "partitions one axis (search with mesh=N)";
+  SmallVector<int64_t> required = readLayouts(
+      sharding ? sharding.getOperands() : ArrayRef<TensorShardingAttr>(),
+      numOperands);
+  SmallVector<int64_t> produced = readLayouts(
+      sharding ? sharding.getResults() : ArrayRef<TensorShardingAttr>(),
+      numResults);
+  StringRef strategy = sharding ? sharding.getStrategy() : "replicated";
+  PartialReduction partial =
+      sharding ? sharding.getPartial() : PartialReduction::None;
 
   if (size > 1 && needsOwnKernel(op, strategy)) {
     ++fallbacks;
@@ -260,11 +262,10 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     required.assign(numOperands, kReplicated);
     produced.assign(numResults, kReplicated);
     strategy = "replicated";
-    partial = "none";
+    partial = PartialReduction::None;
   }
-  for (StringRef name : {"cleave.sharding", "cleave.operand_sharding",
-                         "cleave.partial", "cleave.strategy"})
-    op->removeAttr(name);
+  // `strategy` reads the attribute's storage, which the context keeps.
+  op->removeAttr(kShardingAttrName);
 
   // Sources: inputs and constants stay whole (consumers slice them for
   // free); parameters are stored split.
@@ -322,7 +323,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     int64_t layout = kReplicated;
     if (isa<GatherOp>(op)) {
       ++collectives;
-      if (partial == "reduce_scatter") {
+      if (partial == PartialReduction::ReduceScatter) {
         // Summed onto a block of the result (gather.rows+rs<d>: sequence
         // parallelism's norms read their sequence block straight away).
         layout = produced[0];
@@ -346,7 +347,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   for (unsigned j = 0; j < numResults; ++j) {
     Value result = op->getResult(j);
     int64_t layout = size > 1 ? produced[j] : kReplicated;
-    if (partial == "none") {
+    if (partial == PartialReduction::None) {
       result.setType(splitType(result.getType(), layout, size));
       locals[result] = {result, layout};
       // Queries split (context parallelism): the causal mask must know
@@ -378,21 +379,21 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     // The op leaves whole-shaped partial values; reduce them.
     ++collectives;
     Value reduced;
-    if (partial == "reduce_scatter")
+    if (partial == PartialReduction::ReduceScatter)
       reduced = ReduceScatterOp::create(
           b, op->getLoc(), splitType(result.getType(), layout, size),
           zigzag ? reorderChunks(result, layout, /*toBlocks=*/true,
                                  op->getLoc())
                  : result,
           axes, sizeAttr, b.getI64IntegerAttr(layout));
-    else if (partial == "all_reduce" || partial == "all_reduce_mean")
+    else
       reduced = AllReduceOp::create(
           b, op->getLoc(), result.getType(), result, axes, sizeAttr,
-          b.getStringAttr(partial == "all_reduce" ? "sum" : "mean"));
-    else
-      return op->emitOpError("unknown partial reduction '") << partial << "'";
-    locals[result] = {reduced,
-                      partial == "reduce_scatter" ? layout : kReplicated};
+          b.getStringAttr(partial == PartialReduction::AllReduce ? "sum"
+                                                                 : "mean"));
+    locals[result] = {reduced, partial == PartialReduction::ReduceScatter
+                                   ? layout
+                                   : kReplicated};
   }
   return success();
 }

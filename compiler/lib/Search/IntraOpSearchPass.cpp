@@ -3,6 +3,7 @@
 #include "cleave/Search/IntraOpSearch.h"
 #include "cleave/Transforms/Passes.h"
 
+#include "cleave/Dialect/Graph/IR/GraphAttrs.h"
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
 #include "cleave/cost_model/Cluster.h"
 #include "cleave/cost_model/Profile.h"
@@ -21,49 +22,34 @@ using namespace mlir;
 
 namespace cleave::search {
 
-/// Per value: on a 1-D mesh, one array holding for each dimension the mesh
-/// axis (0) it is split over, or -1; on a mesh of several axes, one array
-/// per dimension listing the axes it is split over (outermost first;
-/// empty: whole).
-static ArrayAttr layoutAttr(Builder &b, ValueRange values,
-                            llvm::ArrayRef<int64_t> layouts, unsigned meshAxes) {
-  SmallVector<Attribute> arrays;
+/// Per value, the mesh axes that split each of its dimensions.
+static SmallVector<graph::TensorShardingAttr>
+tensorShardings(MLIRContext *ctx, ValueRange values,
+                llvm::ArrayRef<int64_t> layouts, unsigned meshAxes) {
+  SmallVector<graph::TensorShardingAttr> out;
   for (auto [v, layout] : llvm::zip(values, layouts)) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     int64_t rank = t ? t.getRank() : 0;
     SmallVector<SmallVector<int64_t>> axesOf(rank);
     for (auto [axis, dim] : llvm::enumerate(unpackLayout(layout, meshAxes)))
       if (dim != kReplicated && dim < rank)
-        axesOf[dim].push_back(axis);
-    if (meshAxes == 1) {
-      SmallVector<int64_t> axes;
-      for (auto &a : axesOf)
-        axes.push_back(a.empty() ? -1 : a.front());
-      arrays.push_back(b.getDenseI64ArrayAttr(axes));
-      continue;
-    }
-    SmallVector<Attribute> dims;
-    for (auto &a : axesOf)
-      dims.push_back(b.getDenseI64ArrayAttr(a));
-    arrays.push_back(b.getArrayAttr(dims));
+        axesOf[dim].push_back(static_cast<int64_t>(axis));
+    out.push_back(graph::TensorShardingAttr::get(ctx, axesOf));
   }
-  return b.getArrayAttr(arrays);
+  return out;
 }
 
 void annotateIntraOpPlan(const IntraOpPlan &plan) {
   for (auto [op, s] : llvm::zip(plan.ops, plan.strategies)) {
-    Builder b(op->getContext());
-    op->setAttr("cleave.strategy", b.getStringAttr(s.name));
-    op->setAttr("cleave.sharding",
-                layoutAttr(b, op->getResults(), s.results, plan.meshAxes));
-    if (op->getNumOperands())
-      op->setAttr("cleave.operand_sharding",
-                  layoutAttr(b, op->getOperands(), s.operands, plan.meshAxes));
-    if (s.partial != PartialReduction::None)
-      op->setAttr("cleave.partial",
-                  b.getStringAttr(partialReductionName(s.partial)));
-    else
-      op->removeAttr("cleave.partial");
+    MLIRContext *ctx = op->getContext();
+    op->setAttr(graph::kShardingAttrName,
+                graph::OpShardingAttr::get(
+                    ctx, s.name,
+                    tensorShardings(ctx, op->getOperands(), s.operands,
+                                    plan.meshAxes),
+                    tensorShardings(ctx, op->getResults(), s.results,
+                                    plan.meshAxes),
+                    s.partial));
   }
 }
 

@@ -23,20 +23,6 @@ using namespace mlir;
 
 namespace cleave::search {
 
-llvm::StringRef partialReductionName(PartialReduction p) {
-  switch (p) {
-  case PartialReduction::None:
-    return "none";
-  case PartialReduction::AllReduce:
-    return "all_reduce";
-  case PartialReduction::ReduceScatter:
-    return "reduce_scatter";
-  case PartialReduction::AllReduceMean:
-    return "all_reduce_mean";
-  }
-  return "none";
-}
-
 cost::DType costDType(Type elementType) {
   if (elementType.isBF16())
     return cost::DType::Bf16;

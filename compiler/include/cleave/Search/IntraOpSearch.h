@@ -339,13 +339,10 @@ llvm::FailureOr<IntraOpPlan> searchIntraOp(mlir::func::FuncOp func,
                                            llvm::ArrayRef<int64_t> meshShape,
                                            const IntraOpOptions &options);
 
-/// Writes the choice as discardable attributes on every op:
-///   cleave.sharding         one array per result: the mesh axis each
-///                           tensor dimension is split over, or -1
-///   cleave.operand_sharding the same for the layouts the op reads
-///   cleave.partial          "all_reduce" / "reduce_scatter" where the op
-///                           reduces partial sums itself
-///   cleave.strategy         the strategy's name
+/// Writes the choice on every op as `graph.sharding`, a verified
+/// #graph.op_sharding (GraphAttrs.td): the strategy's name, per operand
+/// and result the mesh axes that split each dimension, and how the op
+/// reduces partial sums itself.
 void annotateIntraOpPlan(const IntraOpPlan &plan);
 
 } // namespace cleave::search

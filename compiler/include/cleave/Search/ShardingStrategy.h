@@ -11,6 +11,7 @@
 #ifndef CLEAVE_SEARCH_SHARDINGSTRATEGY_H
 #define CLEAVE_SEARCH_SHARDINGSTRATEGY_H
 
+#include "cleave/Dialect/Graph/IR/GraphAttrs.h"
 #include "cleave/cost_model/Collectives.h"
 #include "cleave/cost_model/OperatorCost.h"
 
@@ -27,17 +28,9 @@ namespace cleave::search {
 inline constexpr int64_t kReplicated = -1;
 
 /// How an op that computes partial sums (a split contraction dimension)
-/// turns them into its declared result layout.
-enum class PartialReduction {
-  None,
-  AllReduce,     ///< result replicated
-  ReduceScatter, ///< result split on the declared dimension
-  /// Each device's result is the mean over its share (a loss over a split
-  /// batch); the all-reduced mean is the whole result, shares being equal.
-  AllReduceMean,
-};
-
-llvm::StringRef partialReductionName(PartialReduction p);
+/// turns them into its declared result layout: the graph dialect's enum,
+/// which its sharding attribute carries (GraphAttrs.td).
+using PartialReduction = graph::PartialReduction;
 
 /// A collective the strategy itself issues, in the cost model's convention
 /// for `bytes` (see cost_model/Collectives.h).

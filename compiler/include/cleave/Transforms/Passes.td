@@ -129,16 +129,16 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
     each device's share plus the strategies' collectives plus the
     resharding between producers and consumers, each with its backward
     counterpart unless `training=false`, with parameter bytes per device
-    under `param-memory`. The choice is written as discardable
-    attributes for the SPMD lowering:
+    under `param-memory`. The choice is written on every op as the graph
+    dialect's verified sharding attribute for the SPMD lowering:
 
     ```mlir
-    %1 = graph.matmul %x, %w {cleave.operand_sharding = [array<i64: -1, -1, -1>, array<i64: -1, 0>],
-                              cleave.sharding = [array<i64: -1, -1, 0>], cleave.strategy = "matmul.n"} : ...
+    %1 = graph.matmul %x, %w {graph.sharding = #graph.op_sharding<"matmul.n",
+        operands = [<[{}, {}, {}]>, <[{}, {0}]>], results = [<[{}, {}, {0}]>]>} : ...
     ```
 
-    (`cleave.partial = "all_reduce"` marks an op that reduces partial sums
-    itself). Runs on every function with a body, which must be one block;
+    (`partial = all_reduce` marks an op that reduces partial sums itself).
+    Runs on every function with a body, which must be one block;
     the rules and the program are in compiler/lib/Search
     (docs/intra-op-search.md); `cleave-spmd-partition` consumes the
     attributes.
@@ -199,8 +199,8 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
 def SpmdPartition : Pass<"cleave-spmd-partition", "mlir::func::FuncOp"> {
   let summary = "Rewrite a sharded function into the program of one device";
   let description = [{
-    Consumes the shardings cleave-intra-op-search wrote
-    (`cleave.sharding`, `cleave.operand_sharding`, `cleave.partial`) and
+    Consumes the shardings cleave-intra-op-search wrote (`graph.sharding`,
+    a `#graph.op_sharding` on each op) and
     rewrites the function, in place, into what each of the `size` devices
     of mesh axis `axis` runs (SPMD): every value gets its local type; where
     a consumer needs a layout its producer does not give, a collective
@@ -233,7 +233,7 @@ def SpmdPartition : Pass<"cleave-spmd-partition", "mlir::func::FuncOp"> {
 
     ```mlir
     // before (size=2)
-    %y = graph.matmul %x, %w {cleave.strategy = "matmul.n", ...} : tensor<4x8xf32>, tensor<8x16xf32>
+    %y = graph.matmul %x, %w {graph.sharding = #graph.op_sharding<"matmul.n", ...>} : tensor<4x8xf32>, tensor<8x16xf32>
     // after
     %w = graph.param "w" {cleave.global_shape = array<i64: 8, 16>, cleave.shard_axes = ["", "tp"]} : tensor<8x8xf32>
     %xc = graph.copy_to_group %x axes ["tp"] size 2 : tensor<4x8xf32>

@@ -1,6 +1,7 @@
 //===- GraphDialect.cpp - The graph dialect -------------------------------===//
 
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Dialect/Graph/IR/GraphAttrs.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 
 using namespace mlir;
@@ -14,4 +15,5 @@ void GraphDialect::initialize() {
 #define GET_OP_LIST
 #include "cleave/Dialect/Graph/IR/GraphOps.cpp.inc"
       >();
+  registerAttributes();
 }

@@ -33,6 +33,12 @@ def Graph_Dialect : Dialect {
     `CostOpInterface`, which is what the cost model prices.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
+  // `graph.sharding` (GraphAttrs.td) is checked against the op it is on.
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
 }
 
 class Graph_Op<string mnemonic, list<Trait> traits = []>
