@@ -132,12 +132,15 @@ def IntraOpSearch : Pass<"cleave-intra-op-search", "mlir::func::FuncOp"> {
     under `param-memory`. The choice is written on every op as the graph
     dialect's verified sharding attribute for the SPMD lowering:
 
-    ```mlir
+    ```
     %1 = graph.matmul %x, %w {graph.sharding = #graph.op_sharding<"matmul.n",
-        operands = [<[{}, {}, {}]>, <[{}, {0}]>], results = [<[{}, {}, {0}]>]>} : ...
+        operands = [X, W], results = [Y]>} : ...
     ```
 
-    (`partial = all_reduce` marks an op that reduces partial sums itself).
+    where X keeps every dimension whole and W and Y split their last over
+    mesh axis 0, each written as a `#graph.tensor_sharding` body
+    (GraphAttrs.td; `partial = all_reduce` marks an op that reduces partial
+    sums itself).
     Runs on every function with a body, which must be one block;
     the rules and the program are in compiler/lib/Search
     (docs/intra-op-search.md); `cleave-spmd-partition` consumes the
