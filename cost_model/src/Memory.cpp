@@ -35,6 +35,13 @@ std::string_view recomputeName(Recompute recompute) {
   return "none";
 }
 
+std::optional<Recompute> parseRecompute(std::string_view name) {
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
+    if (name == recomputeName(r))
+      return r;
+  return std::nullopt;
+}
+
 std::vector<std::pair<std::string_view, double>>
 MemoryBreakdown::items() const {
   return {{"params", params},

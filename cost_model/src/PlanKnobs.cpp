@@ -153,12 +153,9 @@ absl::StatusOr<KnobSet> applyPlanKnobs(std::string_view knobs,
       // One mode for every stage, or one per stage separated by '/'.
       std::vector<Recompute> modes;
       for (absl::string_view part : absl::StrSplit(value, '/')) {
-        if (part == "none")
-          modes.push_back(Recompute::None);
-        else if (part == "selective")
-          modes.push_back(Recompute::Selective);
-        else if (part == "full")
-          modes.push_back(Recompute::Full);
+        if (std::optional<Recompute> mode =
+                parseRecompute(std::string_view(part.data(), part.size())))
+          modes.push_back(*mode);
         else {
           status = absl::InvalidArgumentError(absl::StrCat(
               "knob 'recompute' takes none, selective or full, or one of "

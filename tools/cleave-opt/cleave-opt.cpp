@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Lowering/LoweringPipeline.h"
 #include "cleave/Transforms/Autodiff.h"
 #include "cleave/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
   registry.insert<cleave::graph::GraphDialect, mlir::func::FuncDialect>();
   cleave::registerAutodiffExternalModels(registry);
   cleave::registerCleavePasses();
+  cleave::lowering::registerLoweringPipeline();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   return mlir::asMainReturnCode(

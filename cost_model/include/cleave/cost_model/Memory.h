@@ -42,6 +42,8 @@
 
 #include <cstdint>
 #include <string_view>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -52,6 +54,8 @@ enum class Recompute { None, Selective, Full };
 
 std::string_view pipelineScheduleName(PipelineSchedule schedule);
 std::string_view recomputeName(Recompute recompute);
+/// "none", "selective" or "full"; unset for any other text.
+std::optional<Recompute> parseRecompute(std::string_view name);
 
 struct TransformerMemoryConfig {
   // The model (GPT: 4h MLP, learned biases, tied input/output embedding).
