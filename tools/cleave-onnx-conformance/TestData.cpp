@@ -160,7 +160,8 @@ std::string withIntegerInputsKnown(const fs::path &dir,
                     (smallFloatVectors &&
                      (first.dims_size() == 0 ||
                       (first.dims_size() == 1 && first.dims(0) <= 8)) &&
-                     first.data_type() == onnx::TensorProto::FLOAT));
+                     (first.data_type() == onnx::TensorProto::FLOAT ||
+                      first.data_type() == onnx::TensorProto::BOOL)));
     for (size_t s = 1; integer && s < sets.size(); ++s) {
       onnx::TensorProto other;
       integer = readProto(sets[s] / file, other) &&

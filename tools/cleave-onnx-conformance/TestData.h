@@ -37,8 +37,9 @@ std::vector<std::filesystem::path> dataSets(const std::filesystem::path &dir);
 /// initializers from the test's data, where every data set gives the same
 /// values: cleave plans static shapes, so such inputs must be known at
 /// import, as exporters write them (constants). With `smallFloatVectors`,
-/// float scalars and vectors of up to 8 values too (Resize's scales,
-/// OneHot's depth, Range's bounds), for a model refused for want of them.
+/// float scalars and vectors of up to 8 values and bool scalars too
+/// (Resize's scales, OneHot's depth, Range's bounds, Dropout's ratio and
+/// training mode), for a model refused for want of them.
 /// Written to a temporary file; empty when there is nothing to promote.
 std::string
 withIntegerInputsKnown(const std::filesystem::path &dir,

@@ -14,6 +14,9 @@
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cmath>
 
 #include <numeric>
 
@@ -103,16 +106,103 @@ LogicalResult convertConstant(NodeContext &ctx) {
   return ctx.emitError() << "has no value attribute";
 }
 
-/// Identity, and Dropout in inference mode.
+/// Identity.
 LogicalResult convertIdentity(NodeContext &ctx) {
-  if (ctx.getOpType() == "Dropout" && ctx.isOutputUsed(1))
-    return ctx.emitError() << "the mask output is not supported";
   if (std::shared_ptr<const HostTensor> input = ctx.getConstantRef(0))
     return ctx.setResult(0, std::move(input));
   Value input = ctx.getValue(0);
   if (!input)
     return failure();
   return ctx.setResult(0, input);
+}
+
+/// Dropout: the identity in inference mode (its mask, where read, all
+/// true); in training mode (a `training_mode` input known to be true) with
+/// a ratio above 0, graph.dropout, whose mask is a function of its seed and
+/// the element index (the same on every partition). The seed is the
+/// output's name hashed, so that two dropouts draw different masks.
+LogicalResult convertDropout(NodeContext &ctx) {
+  double ratio = ctx.getFloat("ratio", 0.5); // opset < 12: an attribute
+  if (ctx.hasInput(1)) {
+    const HostTensor *r = ctx.getImportValue(1);
+    if (!r || r->size() != 1)
+      return ctx.emitError() << "the ratio must be a scalar known at import "
+                                "time";
+    ratio = r->getDouble(0);
+  }
+  bool training = false;
+  if (ctx.hasInput(2)) {
+    const HostTensor *t = ctx.getImportValue(2);
+    if (!t || t->size() != 1)
+      return ctx.emitError() << "training_mode must be a scalar known at "
+                                "import time";
+    training = t->getInt(0) != 0;
+  }
+  if (training && !(ratio >= 0 && ratio < 1))
+    return ctx.emitError() << "ratio " << ratio << " is outside [0, 1)";
+  bool drops = training && ratio > 0;
+  if (ctx.isOutputUsed(1)) {
+    if (drops)
+      return ctx.emitError() << "the mask output of training-mode dropout "
+                                "(ratio > 0) is not supported: graph.dropout "
+                                "draws its mask inside the kernel";
+    FailureOr<Shape> shape = getShape(ctx, 0);
+    if (failed(shape))
+      return failure();
+    HostTensor mask = HostTensor::zeros(onnx::TensorProto::BOOL, *shape);
+    if (fitsOnHost(*shape)) {
+      std::fill(mask.ints.begin(), mask.ints.end(), 1);
+      if (failed(ctx.setResult(1, std::move(mask))))
+        return failure();
+    } else if (failed(ctx.setResult(
+                   1, ctx.createSplat(RankedTensorType::get(
+                                          *shape, ctx.getBuilder().getI1Type()),
+                                      1.0)))) {
+      return failure();
+    }
+  }
+  if (!drops)
+    return convertIdentity(ctx);
+  Value input = ctx.getValue(0);
+  if (!input)
+    return failure();
+  std::string name = ctx.getNode().output(0);
+  int64_t seed = static_cast<int64_t>(llvm::xxh3_64bits(name) >> 33);
+  OpBuilder &b = ctx.getBuilder();
+  FailureOr<DropoutOp> dropout = ctx.create<DropoutOp>(
+      input, b.getF64FloatAttr(ratio), b.getI64IntegerAttr(seed));
+  if (failed(dropout))
+    return failure();
+  return ctx.setResult(0, dropout->getResult());
+}
+
+/// HannWindow, HammingWindow and BlackmanWindow (opset 17): a constant of
+/// `size` elements, computed at import. Periodic (the default) windows
+/// span size samples of the cosine, symmetric ones size - 1.
+LogicalResult convertWindow(NodeContext &ctx) {
+  const HostTensor *size = ctx.getConstant(0);
+  if (!size || size->size() != 1)
+    return ctx.emitError() << "the size must be a scalar known at import time";
+  int64_t n = size->getInt(0);
+  if (n < 1)
+    return ctx.emitError() << "the size must be positive, got " << n;
+  int32_t dtype = ctx.getInt("output_datatype", onnx::TensorProto::FLOAT);
+  if (!isFloatType(dtype))
+    return ctx.emitError() << "output_datatype " << dtype
+                           << " is not a floating-point type";
+  double span = ctx.getInt("periodic", 1) ? double(n) : double(n - 1);
+  HostTensor w = HostTensor::zeros(dtype, {n});
+  StringRef op = ctx.getOpType();
+  for (int64_t i = 0; i < n; ++i) {
+    double x = span > 0 ? 2 * M_PI * double(i) / span : 0.0;
+    if (op == "HannWindow")
+      w.floats[i] = 0.5 - 0.5 * std::cos(x);
+    else if (op == "HammingWindow") // alpha 25/46, beta 21/46
+      w.floats[i] = 25.0 / 46.0 - 21.0 / 46.0 * std::cos(x);
+    else // BlackmanWindow
+      w.floats[i] = 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x);
+  }
+  return ctx.setResult(0, std::move(w));
 }
 
 LogicalResult convertShape(NodeContext &ctx) {
@@ -638,7 +728,9 @@ LogicalResult convertExpand(NodeContext &ctx) {
 void addShapeConverters(ConverterTable &table) {
   table.add("Constant", convertConstant);
   table.add("Identity", convertIdentity);
-  table.add("Dropout", convertIdentity);
+  table.add("Dropout", convertDropout);
+  for (const char *window : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+    table.add(window, convertWindow);
   table.add("Shape", convertShape);
   table.add("Size", convertSize);
   table.add("Cast", convertCast);
