@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OnnxCompose.h"
 #include "OnnxGraphImporter.h"
 #include "OnnxTensors.h"
 
@@ -406,10 +407,60 @@ LogicalResult convertGlobalMaxPool(NodeContext &ctx) {
   return ctx.setResult(0, op->getResult());
 }
 
+/// LRN (AlexNet's local response normalisation across channels): x over
+/// (bias + alpha / size * the sum of x^2 over the `size` channels around
+/// each, zero beyond the edges)^beta. The window sum is a convolution of
+/// x^2, viewed as [N, 1, C, spatial], with a [1, 1, size, 1] filter of ones.
+LogicalResult convertLrn(NodeContext &ctx) {
+  Value x = floatOperand(ctx, 0, "the input");
+  if (!x)
+    return failure();
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getRank() < 3)
+    return ctx.emitError() << "needs an input [N, C, ...], got " << type;
+  int64_t size = ctx.getInt("size", 0);
+  if (size < 1)
+    return ctx.emitError() << "size must be a positive channel count, got "
+                           << size;
+  double alpha = ctx.getFloat("alpha", 1e-4), beta = ctx.getFloat("beta", 0.75),
+         bias = ctx.getFloat("bias", 1.0);
+  Shape shape(type.getShape());
+  int64_t spatial = 1;
+  for (int64_t d : llvm::drop_begin(shape, 2))
+    spatial *= d;
+  Chain c(ctx);
+  Value squares = c.mul(x, x);
+  if (!squares)
+    return failure();
+  FailureOr<Value> column =
+      ctx.reshape(squares, {shape[0], 1, shape[1], spatial});
+  if (failed(column))
+    return failure();
+  HostTensor ones =
+      HostTensor::zeros(onnx::TensorProto::FLOAT, {1, 1, size, 1});
+  std::fill(ones.floats.begin(), ones.floats.end(), 1.0);
+  Value filter = ctx.createConstant(ones);
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  FailureOr<Conv2dOp> sums = ctx.create<Conv2dOp>(
+      *column, filter, Value(), ArrayRef<int64_t>{1, 1},
+      ArrayRef<int64_t>{before, 0, after, 0}, ArrayRef<int64_t>{1, 1},
+      int64_t(1));
+  if (failed(sums))
+    return failure();
+  FailureOr<Value> sum = ctx.reshape(sums->getResult(), shape);
+  if (failed(sum))
+    return failure();
+  Value scaled = c.add(c.scalar(x, bias),
+                       c.mul(*sum, c.scalar(x, alpha / double(size))));
+  Value denominator = c.op<PowOp>(scaled, c.scalar(x, beta));
+  return c.result(c.op<DivOp>(x, denominator));
+}
+
 } // namespace
 
 void addConvolutionConverters(ConverterTable &table) {
   table.add("Conv", convertConv);
+  table.add("LRN", convertLrn);
   table.add("ConvTranspose", convertConvTranspose);
   table.add("MaxPool", convertPool<MaxPool2dOp>);
   table.add("AveragePool", convertPool<AvgPool2dOp>);
