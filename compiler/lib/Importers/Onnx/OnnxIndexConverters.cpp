@@ -356,6 +356,47 @@ LogicalResult setGathered(NodeContext &ctx, const std::vector<int64_t> &map,
   return y ? ctx.setResult(0, y) : failure();
 }
 
+/// ReverseSequence: in each batch entry b, the first sequence_lens[b]
+/// steps along the time axis in reverse, the rest as they are; one gather
+/// by a map computed at import (the lengths must be known then).
+LogicalResult convertReverseSequence(NodeContext &ctx) {
+  RankedTensorType type = ctx.getType(0);
+  if (!type || !type.hasStaticShape() || type.getRank() < 2)
+    return ctx.emitError() << "needs an input of at least two dimensions, "
+                              "of known shape";
+  int64_t batchAxis = ctx.getInt("batch_axis", 1);
+  int64_t timeAxis = ctx.getInt("time_axis", 0);
+  if (!((batchAxis == 0 && timeAxis == 1) ||
+        (batchAxis == 1 && timeAxis == 0)))
+    return ctx.emitError() << "batch_axis and time_axis must be 0 and 1, "
+                              "either way round; got "
+                           << batchAxis << " and " << timeAxis;
+  FailureOr<Shape> lens = ctx.getConstantInts(1, "the sequence lengths");
+  if (failed(lens))
+    return failure();
+  int64_t batch = type.getDimSize(batchAxis), time = type.getDimSize(timeAxis);
+  if (int64_t(lens->size()) != batch)
+    return ctx.emitError() << "sequence_lens has " << lens->size()
+                           << " entries for a batch of " << batch;
+  for (int64_t len : *lens)
+    if (len < 0 || len > time)
+      return ctx.emitError() << "sequence length " << len
+                             << " is outside [0, " << time << "]";
+  Shape shape(type.getShape());
+  Shape strides(shape.size(), 1);
+  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  std::vector<int64_t> map(type.getNumElements());
+  for (int64_t e = 0; e < int64_t(map.size()); ++e) {
+    int64_t b = e / strides[batchAxis] % batch;
+    int64_t t = e / strides[timeAxis] % time;
+    int64_t len = (*lens)[b];
+    int64_t from = t < len ? len - 1 - t : t;
+    map[e] = e + (from - t) * strides[timeAxis];
+  }
+  return setGathered(ctx, map, shape);
+}
+
 LogicalResult convertGatherElements(NodeContext &ctx) {
   RankedTensorType type = ctx.getType(0);
   const HostTensor *idx = type ? indicesOf(ctx, 1) : nullptr;
@@ -549,6 +590,7 @@ void addIndexConverters(ConverterTable &table) {
   table.add("TopK", convertTopK);
   table.add("ArgMin", convertArgMin);
   table.add("GatherElements", convertGatherElements);
+  table.add("ReverseSequence", convertReverseSequence);
   table.add("GatherND", convertGatherND);
   table.add("ScatterElements", convertScatterElements);
   table.add("ScatterND", convertScatterND);
