@@ -498,15 +498,56 @@ LogicalResult convertLayerNormalization(NodeContext &ctx) {
                                                  b.getF64FloatAttr(epsilon)));
 }
 
-/// Inference-mode batch norm: scale and bias are trained, the running mean
-/// and variance are frozen statistics.
+/// Training-mode batch norm's updated running statistics (outputs 1 and
+/// 2): running x momentum + the batch's (mean, biased variance over every
+/// axis but the channels) x (1 - momentum).
+LogicalResult setRunningStatistics(NodeContext &ctx, Value x, Value mean,
+                                   Value variance) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> axes = {0};
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    axes.push_back(d);
+  double momentum = ctx.getFloat("momentum", 0.9);
+  Chain c(ctx);
+  Value batchMean = c.op<ReduceMeanOp>(x, ArrayRef<int64_t>(axes), true);
+  Value centred = batchMean ? c.op<SubOp>(x, batchMean) : Value();
+  Value batchVar =
+      centred ? c.op<ReduceMeanOp>(c.mul(centred, centred),
+                                   ArrayRef<int64_t>(axes), false)
+              : Value();
+  FailureOr<Value> flatMean =
+      batchMean ? ctx.reshape(batchMean, {type.getDimSize(1)})
+                : FailureOr<Value>(failure());
+  if (!batchVar || failed(flatMean))
+    return failure();
+  auto blend = [&](Value running, Value batch) {
+    return c.add(c.mul(running, c.scalar(x, momentum)),
+                 c.mul(batch, c.scalar(x, 1.0 - momentum)));
+  };
+  if (ctx.isOutputUsed(1)) {
+    Value out = blend(mean, *flatMean);
+    if (!out || failed(ctx.setResult(1, out)))
+      return failure();
+  }
+  if (ctx.isOutputUsed(2)) {
+    Value out = blend(variance, batchVar);
+    if (!out || failed(ctx.setResult(2, out)))
+      return failure();
+  }
+  return success();
+}
+
+/// Batch norm: scale and bias are trained, the running mean and variance
+/// frozen statistics. In inference mode the statistics normalise; in
+/// training mode (training_mode = 1) the batch's own do (graph.batch_norm
+/// `training`), and the updated running statistics are outputs 1 and 2.
 LogicalResult convertBatchNormalization(NodeContext &ctx) {
-  if (ctx.getInt("training_mode", 0) != 0)
-    return ctx.emitError() << "training_mode = 1 is not supported";
-  for (unsigned i = 1; i < ctx.getNumOutputs(); ++i)
-    if (ctx.isOutputUsed(i))
-      return ctx.emitError() << "running-statistics outputs are not "
-                                "supported";
+  bool training = ctx.getInt("training_mode", 0) != 0;
+  if (!training)
+    for (unsigned i = 1; i < ctx.getNumOutputs(); ++i)
+      if (ctx.isOutputUsed(i))
+        return ctx.emitError() << "running-statistics outputs are only "
+                                  "defined in training mode";
   Value x = ctx.getValue(0);
   if (!x || failed(requireFloat(ctx, x, "the input")))
     return failure();
@@ -516,10 +557,12 @@ LogicalResult convertBatchNormalization(NodeContext &ctx) {
   if (!scale || !bias || !mean || !variance)
     return failure();
   OpBuilder &b = ctx.getBuilder();
+  if (training && failed(setRunningStatistics(ctx, x, mean, variance)))
+    return failure();
   return setCreated(ctx, ctx.create<BatchNormOp>(
                              x, scale, bias, mean, variance,
                              b.getF64FloatAttr(ctx.getFloat("epsilon", 1e-5)),
-                             UnitAttr()));
+                             training ? b.getUnitAttr() : UnitAttr()));
 }
 
 //===----------------------------------------------------------------------===//
