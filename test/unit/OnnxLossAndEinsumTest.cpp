@@ -147,8 +147,10 @@ TEST(OnnxEinsum, ContractsAndRefusesWhatItCannot) {
     const char *equation;
     const char *message;
   };
-  for (Bad bad : {Bad{"...j,kj->...k", "ellipses are not supported"},
-                  Bad{"ii,kj->ik", "repeats within operand 0 (a diagonal)"},
+  for (Bad bad : {Bad{"...j...,kj->k", "operand 0's ellipsis does not fit "
+                                         "its rank"},
+                  Bad{"ii,kj->ik", "index 'i' repeats within an operand over "
+                                   "sizes"},
                   Bad{"ij,kl->iz", "output index 'z' names no operand's"},
                   Bad{"ij,jk->ik", "index 'j' is 4 in operand 0 and 2 in "
                                    "operand 1"},

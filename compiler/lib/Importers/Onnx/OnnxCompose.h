@@ -61,6 +61,24 @@ inline mlir::Value concat(NodeContext &ctx, llvm::SmallVector<mlir::Value> parts
   return compose<graph::ConcatOp>(ctx, mlir::ValueRange(parts), axis);
 }
 
+/// out[e] = flat(src)[map[e]], out of `shape`: one gather of the flattened
+/// source by a constant map.
+inline mlir::Value gatherByMap(NodeContext &ctx, mlir::Value src,
+                               const std::vector<int64_t> &map,
+                               llvm::ArrayRef<int64_t> shape) {
+  auto type = mlir::cast<mlir::RankedTensorType>(src.getType());
+  llvm::FailureOr<mlir::Value> flat =
+      ctx.reshape(src, {type.getNumElements()});
+  if (mlir::failed(flat))
+    return {};
+  HostTensor indices;
+  indices.dtype = onnx::TensorProto::INT64;
+  indices.shape.assign(shape.begin(), shape.end());
+  indices.ints = map;
+  return compose<graph::GatherOp>(ctx, *flat, ctx.createConstant(indices),
+                                  int64_t(0));
+}
+
 /// Builds a chain of graph ops for one node: each step returns null once
 /// one failed (its diagnostic already given).
 class Chain {

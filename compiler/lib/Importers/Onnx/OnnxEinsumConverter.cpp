@@ -6,9 +6,11 @@
 // two are transposed to [batch, free, contracted] and [batch, contracted,
 // free], flattened to three dimensions and multiplied by one batched
 // matmul, and the result is unflattened and transposed to the output's
-// order (one operand: only the sum and the transpose). Repeated indices
-// within an operand (diagonals), ellipses and more than two operands are
-// refused by name.
+// order (one operand: only the sum and the transpose). An ellipsis stands
+// for an operand's unnamed dimensions (right-aligned across operands, as
+// numpy does; they come first in an implicit output); an index repeated
+// within an operand takes its diagonal first, one gather by a map. More
+// than two operands are refused by name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,13 +63,122 @@ LogicalResult sumOut(Chain &c, Term &t, StringRef keep) {
   return success(t.value != nullptr);
 }
 
+/// `t` with each repeated letter's diagonal taken: the letters keep their
+/// first occurrences, and element e of the result is the source element
+/// whose repeated positions share e's coordinate.
+LogicalResult takeDiagonals(NodeContext &ctx, Term &t) {
+  std::string unique;
+  for (char l : t.letters)
+    if (unique.find(l) == std::string::npos)
+      unique += l;
+  if (unique == t.letters)
+    return success();
+  auto type = cast<RankedTensorType>(t.value.getType());
+  for (char l : unique) {
+    int64_t size = -1;
+    for (auto [i, m] : llvm::enumerate(t.letters))
+      if (m == l) {
+        if (size >= 0 && type.getDimSize(i) != size)
+          return ctx.emitError() << "index '" << l << "' repeats within an "
+                                 << "operand over sizes " << size << " and "
+                                 << type.getDimSize(i);
+        size = type.getDimSize(i);
+      }
+  }
+  Shape shape;
+  for (char l : unique)
+    shape.push_back(type.getDimSize(t.letters.find(l)));
+  Shape strides(type.getRank(), 1);
+  for (int64_t d = type.getRank() - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * type.getDimSize(d + 1);
+  int64_t count = 1;
+  for (int64_t s : shape)
+    count *= s;
+  std::vector<int64_t> map(count);
+  for (int64_t e = 0; e < count; ++e) {
+    // e's coordinate per unique letter, row-major over `shape`.
+    Shape coord(shape.size());
+    for (int64_t d = int64_t(shape.size()) - 1, rest = e; d >= 0; --d) {
+      coord[d] = rest % shape[d];
+      rest /= shape[d];
+    }
+    int64_t flat = 0;
+    for (auto [i, m] : llvm::enumerate(t.letters))
+      flat += coord[unique.find(m)] * strides[i];
+    map[e] = flat;
+  }
+  t.value = gatherByMap(ctx, t.value, map, shape);
+  t.letters = unique;
+  return success(t.value != nullptr);
+}
+
+/// The equation with every ellipsis spelled as letters the equation does
+/// not use, one per dimension it covers, right-aligned across operands; an
+/// implicit output gets them first.
+FailureOr<std::string> expandEllipses(NodeContext &ctx, std::string equation) {
+  if (equation.find('.') == std::string::npos)
+    return equation;
+  size_t arrow = equation.find("->");
+  SmallVector<std::string> parts;
+  {
+    SmallVector<StringRef> refs;
+    StringRef(equation.substr(0, arrow)).split(refs, ',');
+    for (StringRef r : refs)
+      parts.push_back(r.str());
+  }
+  std::string fresh;
+  for (char l = 'A'; l <= 'Z' && fresh.size() < 26; ++l)
+    if (equation.find(l) == std::string::npos)
+      fresh += l;
+  int64_t covered = 0;
+  SmallVector<int64_t> spans;
+  for (auto [i, part] : llvm::enumerate(parts)) {
+    size_t dots = part.find("...");
+    if (dots == std::string::npos) {
+      spans.push_back(0);
+      continue;
+    }
+    RankedTensorType type = ctx.getType(i);
+    int64_t named = int64_t(part.size()) - 3;
+    if (!type || part.find('.', dots + 3) != std::string::npos ||
+        type.getRank() < named)
+      return ctx.emitError() << "equation '" << equation << "': operand " << i
+                             << "'s ellipsis does not fit its rank";
+    spans.push_back(type.getRank() - named);
+    covered = std::max(covered, spans.back());
+  }
+  if (covered > int64_t(fresh.size()))
+    return ctx.emitError() << "equation '" << equation
+                           << "': too many dimensions under the ellipsis";
+  std::string all = fresh.substr(0, covered);
+  for (auto [part, span] : llvm::zip(parts, spans)) {
+    size_t dots = part.find("...");
+    if (dots != std::string::npos)
+      part.replace(dots, 3, all.substr(covered - span));
+  }
+  std::string out = llvm::join(parts, ",");
+  if (arrow == std::string::npos) {
+    std::string implicit = all;
+    for (char l = 'A'; l <= 'z'; ++l)
+      if (llvm::isAlpha(l) && all.find(l) == std::string::npos &&
+          llvm::count(out, l) == 1)
+        implicit += l;
+    return out + "->" + implicit;
+  }
+  std::string output = equation.substr(arrow + 2);
+  if (size_t dots = output.find("..."); dots != std::string::npos)
+    output.replace(dots, 3, all);
+  return out + "->" + output;
+}
+
 LogicalResult convertEinsum(NodeContext &ctx) {
   Chain c(ctx);
-  std::string equation = ctx.getString("equation", "");
-  equation.erase(llvm::remove_if(equation, llvm::isSpace), equation.end());
-  if (equation.find('.') != std::string::npos)
-    return ctx.emitError() << "equation '" << equation
-                           << "': ellipses are not supported";
+  std::string given = ctx.getString("equation", "");
+  given.erase(llvm::remove_if(given, llvm::isSpace), given.end());
+  FailureOr<std::string> expanded = expandEllipses(ctx, given);
+  if (failed(expanded))
+    return failure();
+  std::string equation = *expanded;
   size_t arrow = equation.find("->");
   std::string inputs = equation.substr(0, arrow);
   SmallVector<StringRef> parts;
@@ -98,12 +209,9 @@ LogicalResult convertEinsum(NodeContext &ctx) {
       return ctx.emitError() << "equation '" << equation << "': operand " << i
                              << " has " << part.size() << " indices for "
                              << v.getType();
-    for (char l : part)
-      if (llvm::count(part, l) > 1)
-        return ctx.emitError() << "equation '" << equation << "': index '"
-                               << l << "' repeats within operand " << i
-                               << " (a diagonal), which is not supported";
     terms.push_back({part.str(), v});
+    if (failed(takeDiagonals(ctx, terms.back())))
+      return failure();
   }
   for (char l : output)
     if (inputs.find(l) == std::string::npos)

@@ -226,22 +226,6 @@ FailureOr<int64_t> normalized(NodeContext &ctx, int64_t index, int64_t dim) {
   return index < 0 ? index + dim : index;
 }
 
-/// out[e] = flat(src)[map[e]], out of `shape`: one gather of the flattened
-/// source by a constant map.
-Value gatherByMap(NodeContext &ctx, Value src, const std::vector<int64_t> &map,
-                  ArrayRef<int64_t> shape) {
-  auto type = cast<RankedTensorType>(src.getType());
-  FailureOr<Value> flat = ctx.reshape(src, {type.getNumElements()});
-  if (failed(flat))
-    return {};
-  HostTensor indices;
-  indices.dtype = onnx::TensorProto::INT64;
-  indices.shape.assign(shape.begin(), shape.end());
-  indices.ints = map;
-  return compose<GatherOp>(ctx, *flat, ctx.createConstant(indices),
-                           int64_t(0));
-}
-
 /// A scatter's result: the data (input 0) with the updates (input 2)
 /// written where `writes` say, (target element, update element) in the
 /// order the node lists them, combined by `reduction`: "none" (the last
