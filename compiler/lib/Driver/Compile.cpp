@@ -1,5 +1,6 @@
 //===- Compile.cpp - `cleave compile`: model to plan ----------------------===//
 
+#include "Usage.h"
 #include "cleave/Driver/Compile.h"
 
 #include "cleave/Analysis/ModelSummary.h"
@@ -26,18 +27,6 @@ namespace cleave::driver {
 using cost::Knob;
 
 namespace {
-
-absl::Status usage(const Twine &message) {
-  return absl::InvalidArgumentError(message.str());
-}
-
-/// The exit code of writePlanArtifact as a status (it reported the error).
-absl::Status fromExitCode(int code) {
-  if (code == 0)
-    return absl::OkStatus();
-  return code == 2 ? absl::InvalidArgumentError("")
-                   : absl::InternalError("");
-}
 
 absl::Status writeText(const std::string &path, StringRef flag,
                        const std::string &text) {
@@ -178,7 +167,7 @@ absl::Status Compiler::writeArtifact(
   request.load = [&](const ImportOptions &o) { return load(o); };
   request.initFromFile = r.initFromFile;
   request.initFromSource = r.initFromSource;
-  return fromExitCode(writePlanArtifact(request));
+  return writePlanArtifact(request);
 }
 
 absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,

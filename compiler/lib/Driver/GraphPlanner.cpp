@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Usage.h"
 #include "cleave/Driver/GraphPlanner.h"
 
 #include "cleave/Analysis/ModelSummary.h"
@@ -32,14 +33,6 @@ using namespace llvm;
 namespace cleave::driver {
 
 using cost::Knob;
-
-namespace {
-
-absl::Status usage(const Twine &message) {
-  return absl::InvalidArgumentError(message.str());
-}
-
-} // namespace
 
 absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
   cost::ParallelConfig plan = r.plan;

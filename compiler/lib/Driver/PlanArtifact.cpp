@@ -78,9 +78,10 @@ std::string graphHash(mlir::ModuleOp module) {
   return toHex(ArrayRef<uint8_t>(digest), /*LowerCase=*/true);
 }
 
-int fail(const Twine &message, int code) {
-  WithColor::error(errs(), "cleave") << message << "\n";
-  return code;
+/// Bad input (InvalidArgument, exit code 2) or a failed step (1).
+absl::Status fail(const Twine &message, int code) {
+  return code == 2 ? absl::InvalidArgumentError(message.str())
+                   : absl::InternalError(message.str());
 }
 
 std::string gib(double bytes) {
@@ -144,7 +145,7 @@ std::vector<std::string> boundsOfStep(const cost::PlanPrediction &p,
 
 } // namespace
 
-int writePlanArtifact(const ArtifactRequest &r) {
+absl::Status writePlanArtifact(const ArtifactRequest &r) {
   const cost::ParallelConfig &knobs = r.prediction.plan;
   if (std::string why = whyNotLowerable(knobs); !why.empty())
     return fail("-o: the plan uses " + why +
@@ -163,7 +164,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
   options.batch = b;
   mlir::OwningOpRef<mlir::ModuleOp> module = r.load(options);
   if (!module)
-    return 2;
+    return absl::InvalidArgumentError(""); // the loader reported why
   std::string hash = graphHash(*module);
   ModelSummary summary = summarizeModel(*module);
 
@@ -370,7 +371,7 @@ int writePlanArtifact(const ArtifactRequest &r) {
     return fail("-o: " + Twine(r.path) +
                     " does not load back identically to the lowered plan",
                 1);
-  return 0;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<plan::Plan> buildReferencePlan(

@@ -358,18 +358,22 @@ void regatherForBackward(func::FuncOp step) {
   }
 }
 
-void registerSearchModels(MLIRContext *ctx) {
-  DialectRegistry registry;
+/// The derivative rules and sharding rules the passes' nested pipelines
+/// (the intra-op search, autodiff) read, loaded as the passes' dependent
+/// dialects' extensions.
+void addSearchModels(DialectRegistry &registry) {
   registerAutodiffExternalModels(registry);
   search::registerShardingStrategyExternalModels(registry);
-  ctx->appendDialectRegistry(registry);
 }
 
 struct PartitionContextParallelPass
     : impl::PartitionContextParallelBase<PartitionContextParallelPass> {
   using PartitionContextParallelBase::PartitionContextParallelBase;
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    addSearchModels(registry);
+  }
   void runOnOperation() override {
-    registerSearchModels(&getContext());
     if (failed(partitionContextParallel(
             getOperation(), cp,
             {clusterSpec, profilePath, training, timeLimit})))
@@ -380,6 +384,10 @@ struct PartitionContextParallelPass
 struct PartitionTensorParallelPass
     : impl::PartitionTensorParallelBase<PartitionTensorParallelPass> {
   using PartitionTensorParallelBase::PartitionTensorParallelBase;
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    addSearchModels(registry);
+  }
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (tp <= 1)
@@ -389,7 +397,6 @@ struct PartitionTensorParallelPass
       module.emitError("expected a func.func @forward holding the model");
       return signalPassFailure();
     }
-    registerSearchModels(&getContext());
     if (failed(partitionTensorParallel(
             module, forward, tp, sequenceParallel, residualBlocks,
             {clusterSpec, profilePath, training, timeLimit})))
@@ -400,6 +407,10 @@ struct PartitionTensorParallelPass
 struct StageTrainingStepsPass
     : impl::StageTrainingStepsBase<StageTrainingStepsPass> {
   using StageTrainingStepsBase::StageTrainingStepsBase;
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    addSearchModels(registry);
+  }
   void runOnOperation() override;
 };
 
@@ -438,7 +449,6 @@ void StageTrainingStepsPass::runOnOperation() {
   step.lossScale = lossScale;
   step.tagPhases = true;
   step.scaledLoss = scaledLoss;
-  registerSearchModels(&getContext());
   for (int64_t c = 0; c < stages; ++c) {
     auto stage =
         module.lookupSymbol<func::FuncOp>("stage" + std::to_string(c));

@@ -68,10 +68,11 @@ struct ArtifactRequest {
   std::string initFromFile, initFromSource;
 };
 
-/// Lowers the predicted plan to programs and writes the artifact. Returns
-/// the exit code (0, 1 for a failed lowering, 2 for bad input); errors are
-/// reported on stderr.
-int writePlanArtifact(const ArtifactRequest &request);
+/// Lowers the predicted plan to programs and writes the artifact.
+/// InvalidArgument: bad input; any other error: the lowering or the write
+/// failed. An empty message was reported already (the model's
+/// diagnostics).
+absl::Status writePlanArtifact(const ArtifactRequest &request);
 
 /// The one-rank plan of `partitioned`'s model that `cleave run --check`
 /// trains alongside: the same microbatches accumulated on one device, the
