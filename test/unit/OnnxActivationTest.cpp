@@ -388,8 +388,7 @@ TEST(OnnxLayoutOps, BadInputsAreErrors) {
                   Bad{"PadReflect", "reflect pads of 2 and 2 need more than "
                                     "2 elements along axis 2"},
                   Bad{"DepthToSpace", "blocksize^2 divides"},
-                  Bad{"Mod", "input 0 must be floating point at run time "
-                             "(the runtime computes no integer arithmetic)"}}) {
+                  Bad{"Mod", "operand element types differ: 'i64' vs 'f32'"}}) {
     ModelBuilder m;
     m.input("x", kFloat, {1, 3, 2, 2});
     m.ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
@@ -406,10 +405,11 @@ TEST(OnnxLayoutOps, BadInputsAreErrors) {
       node = &m.node("DepthToSpace", "p", {"x"}, {"y"});
       ModelBuilder::intAttr(*node, "blocksize", 2);
     } else {
-      // Integer operands computed at run time (floats compose from floor).
+      // An integer dividend and a float divisor, both known at run time
+      // only (ONNX requires one type; integers take graph.mod).
       m.input("xi", onnx::TensorProto::INT64, {4});
-      m.ints("di", {2});
-      node = &m.node("Mod", "p", {"xi", "di"}, {"y"});
+      m.input("df", kFloat, {4});
+      node = &m.node("Mod", "p", {"xi", "df"}, {"y"});
     }
     m.output("y", std::string(bad.op) == "Mod" ? 1 : 4);
     expectImportError(m, bad.message, bad.op);

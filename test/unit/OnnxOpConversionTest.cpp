@@ -410,18 +410,46 @@ TEST(OnnxOpConversion, ConvolutionAndPooling) {
         << error;
   }
 
-  TEST(OnnxOpConversion, IntegerArithmeticOnRunTimeValuesIsAnError) {
+  TEST(OnnxOpConversion, IntegerArithmeticOnRunTimeValuesImports) {
+    // Position ids from a mask, index arithmetic: integers computed at run
+    // time are graph ops on integer tensors (unsigned ONNX types as MLIR's
+    // unsigned integers, so that the runtime divides them as such).
     ModelBuilder m;
     m.input("ids", kInt64, {2, 3});
+    m.input("bytes", onnx::TensorProto::UINT8, {3});
     m.ints("one", {1});
     m.node("Add", "shift", {"ids", "one"}, {"y"});
+    m.node("Div", "halve", {"bytes", "bytes"}, {"q"});
     m.output("y", 2, kInt64);
+    m.output("q", 1, onnx::TensorProto::UINT8);
+    MLIRContext ctx;
+    Import import = m.import(ctx);
+    ASSERT_TRUE(import.module) << import.allErrors();
+    int adds = 0, divs = 0;
+    import.module->walk([&](graph::AddOp op) {
+      EXPECT_TRUE(op.getType().getElementType().isSignlessInteger(64));
+      ++adds;
+    });
+    import.module->walk([&](graph::DivOp op) {
+      EXPECT_TRUE(op.getType().getElementType().isUnsignedInteger(8));
+      ++divs;
+    });
+    EXPECT_EQ(adds, 1);
+    EXPECT_EQ(divs, 1);
+  }
+
+  TEST(OnnxOpConversion, BoolArithmeticOnRunTimeValuesIsAnError) {
+    ModelBuilder m;
+    m.input("mask", onnx::TensorProto::BOOL, {2, 3});
+    m.node("Add", "both", {"mask", "mask"}, {"y"});
+    m.output("y", 2, onnx::TensorProto::BOOL);
     std::string error = singleError(m);
-    EXPECT_NE(
-        error.find("node 'shift' (Add): operand 0 must be floating point"),
-        std::string::npos)
+    EXPECT_NE(error.find("node 'both' (Add): operand 0 must be a number "
+                         "tensor, got 'tensor<2x3xi1>'"),
+              std::string::npos)
         << error;
   }
+
 
   TEST(OnnxOpConversion, RunTimeReshapeTargetIsAnError) {
     ModelBuilder m;

@@ -98,7 +98,9 @@ Outcome runTest(const fs::path &dir, bool throughRuntime,
         continue; // an optional input left out
       std::string why;
       std::optional<cleave::EvalTensor> value;
-      if (!readProto(file, t) || !(value = toEval(t, why))) {
+      if (!readProto(file, t) ||
+          !matchDeclaredType(t, declaredInput(original, name), why) ||
+          !(value = toEval(t, why))) {
         detail = "input " + std::to_string(i) + ": " + why;
         return Outcome::Unsupported;
       }
@@ -129,7 +131,10 @@ Outcome runTest(const fs::path &dir, bool throughRuntime,
       std::string why;
       std::optional<cleave::EvalTensor> want;
       fs::path file = set / ("output_" + std::to_string(i) + ".pb");
-      if (!readProto(file, t) || !(want = toEval(t, why))) {
+      if (!readProto(file, t) ||
+          (int(i) < original.graph().output_size() &&
+           !matchDeclaredType(t, original.graph().output(i), why)) ||
+          !(want = toEval(t, why))) {
         detail = "output " + std::to_string(i) + ": " + why;
         return Outcome::Unsupported;
       }

@@ -7,6 +7,7 @@
 #include "cleave/cost_model/Cluster.h"
 #include "cleave/runtime/comm/Communicator.h"
 #include "cleave/runtime/executor/Executor.h"
+#include "cleave/runtime/plan/PlanIO.h"
 
 #include <fstream>
 #include <type_traits>
@@ -18,9 +19,15 @@ namespace cleave::conformance {
 
 namespace {
 
+bool isUnsignedDType(cleave::plan::DType dtype) {
+  return dtype == cleave::plan::U8 || dtype == cleave::plan::U16 ||
+         dtype == cleave::plan::U32 || dtype == cleave::plan::U64;
+}
+
 /// The raw bytes the executor reads for an input of `t`'s values in its
-/// INPUT tensor's dtype: fp32 (or 16-bit floats rounded from them), or
-/// int64 for integers.
+/// INPUT tensor's dtype: fp32 (or 16-bit floats rounded from them), bool
+/// bytes, or integers at the dtype's width (the low bytes of the int64
+/// the evaluator holds).
 std::string rawInput(const cleave::EvalTensor &t, cleave::plan::DType dtype) {
   if (dtype == cleave::plan::F16 || dtype == cleave::plan::BF16) {
     const std::vector<float> &v = std::get<k::Tensor>(t).values();
@@ -31,6 +38,15 @@ std::string rawInput(const cleave::EvalTensor &t, cleave::plan::DType dtype) {
       words[i] = cleave::comm::floatToHalf(type, v[i]);
     return std::string(reinterpret_cast<const char *>(words.data()),
                        words.size() * 2);
+  }
+  if (const auto *ints = std::get_if<k::IndexTensor>(&t)) {
+    int64_t width = cleave::plan::dtypeBytes(dtype);
+    std::string out;
+    for (int64_t v : ints->values())
+      for (int64_t b = 0; b < width; ++b)
+        out.push_back(static_cast<char>((static_cast<uint64_t>(v) >> (8 * b)) &
+                                        0xff));
+    return out;
   }
   return std::visit(
       [](const auto &tensor) {
@@ -60,8 +76,6 @@ runtimeOutput(const cleave::executor::Executor &ex, int i) {
   switch (decl.dtype()) {
   case cleave::plan::F32:
     return k::Tensor(shape, values(float()));
-  case cleave::plan::I64:
-    return k::IndexTensor(shape, values(int64_t()));
   case cleave::plan::BF16:
   case cleave::plan::F16: {
     std::vector<uint16_t> v = values(uint16_t());
@@ -73,15 +87,25 @@ runtimeOutput(const cleave::executor::Executor &ex, int i) {
       f[i] = cleave::comm::halfToFloat(type, v[i]);
     return k::Tensor(shape, f);
   }
-  case cleave::plan::I32: {
-    std::vector<int32_t> v = values(int32_t());
-    return k::IndexTensor(shape, std::vector<int64_t>(v.begin(), v.end()));
-  }
   case cleave::plan::BOOL:
     return k::MaskTensor(shape, values(uint8_t()));
   default:
-    return std::nullopt;
+    break;
   }
+  int64_t width = cleave::plan::dtypeBytes(decl.dtype());
+  // Integers, sign- or zero-extended to the int64 the evaluator holds.
+  bool zeroExtend = isUnsignedDType(decl.dtype());
+  std::vector<int64_t> held(bytes.size() / width);
+  for (size_t i = 0; i < held.size(); ++i) {
+    uint64_t bits = 0;
+    for (int64_t b = 0; b < width; ++b)
+      bits |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i * width + b]))
+              << (8 * b);
+    if (!zeroExtend && width < 8 && (bits >> (8 * width - 1)) & 1)
+      bits |= ~uint64_t(0) << (8 * width);
+    held[i] = static_cast<int64_t>(bits);
+  }
+  return k::IndexTensor(shape, std::move(held));
 }
 
 } // namespace
@@ -129,7 +153,19 @@ runOnRuntime(mlir::ModuleOp module,
     if (dtype == read.end())
       continue;
     fs::path file = scratch / (name + ".bin");
-    std::ofstream(file, std::ios::binary) << rawInput(value, dtype->second);
+    // The data set's element kind must be the input's (a bfloat16 input
+    // whose test data is stored as uint16 words is not).
+    bool floats = std::holds_alternative<k::Tensor>(value);
+    bool bools = std::holds_alternative<k::MaskTensor>(value);
+    cleave::plan::DType d = dtype->second;
+    bool floatInput = d == cleave::plan::F32 || d == cleave::plan::F16 ||
+                      d == cleave::plan::BF16;
+    if (floats != floatInput || bools != (d == cleave::plan::BOOL)) {
+      why = "input '" + name + "' has test data of another element type than "
+            "its " + cleave::plan::DType_Name(d) + " tensor";
+      return {};
+    }
+    std::ofstream(file, std::ios::binary) << rawInput(value, d);
     options.inputFiles[name] = file.string();
   }
   cleave::comm::MeshInfo mesh;

@@ -16,6 +16,44 @@ namespace k = cleave::kernels;
 
 namespace cleave::conformance {
 
+const onnx::ValueInfoProto &declaredInput(const onnx::ModelProto &model,
+                                          const std::string &name) {
+  for (const onnx::ValueInfoProto &v : model.graph().input())
+    if (v.name() == name)
+      return v;
+  return onnx::ValueInfoProto::default_instance();
+}
+
+bool matchDeclaredType(onnx::TensorProto &t, const onnx::ValueInfoProto &v,
+                       std::string &why) {
+  if (!v.type().has_tensor_type())
+    return true;
+  // Static dimensions the model declares must be the data's (a CastLike
+  // test gives one element for its `like` input declared 3x4).
+  const onnx::TensorShapeProto &shape = v.type().tensor_type().shape();
+  if (v.type().tensor_type().has_shape()) {
+    bool differs = shape.dim_size() != t.dims_size();
+    for (int d = 0; d < shape.dim_size() && !differs; ++d)
+      differs = shape.dim(d).has_dim_value() &&
+                shape.dim(d).dim_value() != t.dims(d);
+    if (differs) {
+      why = "data of another shape than " + v.name() + " declares";
+      return false;
+    }
+  }
+  int32_t declared = v.type().tensor_type().elem_type();
+  if (declared == t.data_type())
+    return true;
+  if (declared == onnx::TensorProto::BFLOAT16 &&
+      t.data_type() == onnx::TensorProto::UINT16) {
+    t.set_data_type(onnx::TensorProto::BFLOAT16);
+    return true;
+  }
+  why = "data of element type " + std::to_string(t.data_type()) + " for " +
+        v.name() + ", declared " + std::to_string(declared);
+  return false;
+}
+
 std::optional<cleave::EvalTensor> toEval(const onnx::TensorProto &t,
                                          std::string &why) {
   k::Shape shape(t.dims().begin(), t.dims().end());
@@ -63,20 +101,63 @@ std::optional<cleave::EvalTensor> toEval(const onnx::TensorProto &t,
       break;
     return k::Tensor(shape, std::vector<float>(d.begin(), d.end()));
   }
-  case onnx::TensorProto::INT64: {
-    std::vector<int64_t> v(t.int64_data().begin(), t.int64_data().end());
-    if (!raw.empty())
-      v = fromRaw(int64_t(), [](std::vector<int64_t> x) { return x; });
-    if (int64_t(v.size()) != n)
-      break;
-    return k::IndexTensor(shape, v);
-  }
-  case onnx::TensorProto::INT32: {
-    std::vector<int64_t> v(t.int32_data().begin(), t.int32_data().end());
-    if (!raw.empty())
-      v = fromRaw(int32_t(), [](std::vector<int32_t> x) {
-        return std::vector<int64_t>(x.begin(), x.end());
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::UINT8: {
+    // Held as int64 (a uint64 above 2^63 as its bit pattern), from raw
+    // little-endian values or the typed field ONNX keeps each type in.
+    std::vector<int64_t> v;
+    auto widen = [&](auto sample) {
+      using T = decltype(sample);
+      return fromRaw(sample, [](std::vector<T> x) {
+        std::vector<int64_t> out;
+        for (T e : x)
+          out.push_back(static_cast<int64_t>(e));
+        return out;
       });
+    };
+    switch (t.data_type()) {
+    case onnx::TensorProto::INT64:
+      v.assign(t.int64_data().begin(), t.int64_data().end());
+      if (!raw.empty())
+        v = widen(int64_t());
+      break;
+    case onnx::TensorProto::UINT64:
+    case onnx::TensorProto::UINT32:
+      for (uint64_t e : t.uint64_data())
+        v.push_back(static_cast<int64_t>(e));
+      if (!raw.empty())
+        v = t.data_type() == onnx::TensorProto::UINT64 ? widen(uint64_t())
+                                                       : widen(uint32_t());
+      break;
+    default: // INT32, INT16, INT8, UINT16, UINT8: int32_data
+      v.assign(t.int32_data().begin(), t.int32_data().end());
+      if (!raw.empty()) {
+        switch (t.data_type()) {
+        case onnx::TensorProto::INT32:
+          v = widen(int32_t());
+          break;
+        case onnx::TensorProto::INT16:
+          v = widen(int16_t());
+          break;
+        case onnx::TensorProto::INT8:
+          v = widen(int8_t());
+          break;
+        case onnx::TensorProto::UINT16:
+          v = widen(uint16_t());
+          break;
+        default:
+          v = widen(uint8_t());
+          break;
+        }
+      }
+      break;
+    }
     if (int64_t(v.size()) != n)
       break;
     return k::IndexTensor(shape, v);
@@ -110,9 +191,10 @@ std::string compare(const cleave::EvalTensor &got,
         for (int64_t i = 0; i < w.numElements(); ++i) {
           double a = double(g[i]), b = double(w[i]);
           bool ok = std::is_same_v<T, k::Tensor>
-                        ? (std::isnan(b) ? std::isnan(a)
-                                         : std::fabs(a - b) <=
-                                               1e-5 + 1e-3 * std::fabs(b))
+                        ? (std::isnan(b)   ? std::isnan(a)
+                           : std::isinf(b) ? a == b
+                                           : std::fabs(a - b) <=
+                                                 1e-5 + 1e-3 * std::fabs(b))
                         : a == b;
           if (!ok)
             return "element " + std::to_string(i) + ": " + std::to_string(a) +

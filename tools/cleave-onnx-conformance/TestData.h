@@ -26,6 +26,17 @@ bool readProto(const std::filesystem::path &path, Proto &out) {
 std::optional<cleave::EvalTensor> toEval(const onnx::TensorProto &t,
                                          std::string &why);
 
+/// The graph input of `model` named `name` (an empty one if none is).
+const onnx::ValueInfoProto &declaredInput(const onnx::ModelProto &model,
+                                          const std::string &name);
+
+/// Checks a data set's tensor against the element type the model declares
+/// for it. Old node tests store bfloat16 data as its uint16 words, which
+/// are relabelled (the storage is the same); any other difference is an
+/// error, so that data of one type never feeds a tensor of another.
+bool matchDeclaredType(onnx::TensorProto &t, const onnx::ValueInfoProto &v,
+                       std::string &why);
+
 /// Empty when `got` matches `want`, else why not.
 std::string compare(const cleave::EvalTensor &got,
                     const cleave::EvalTensor &want);

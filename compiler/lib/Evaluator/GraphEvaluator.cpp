@@ -18,7 +18,10 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include "IntegerValues.h"
+
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 using namespace mlir;
@@ -35,6 +38,10 @@ k::Shape shapeOf(Type t) {
 }
 
 std::vector<int64_t> vec(ArrayRef<int64_t> a) { return {a.begin(), a.end()}; }
+
+Type elementTypeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
 
 /// Holds the values of one run and the op-by-op dispatch.
 class Run {
@@ -59,6 +66,17 @@ private:
   k::Tensor &out(Value v) {
     values[v] = k::Tensor(shapeOf(v.getType()));
     return f(v);
+  }
+
+  /// Stores compute()'s integer result for `res`; a kernel's error (a zero
+  /// divisor) becomes the op's.
+  template <typename F> LogicalResult integer(Value res, F compute) {
+    try {
+      values[res] = compute();
+    } catch (const std::invalid_argument &e) {
+      return res.getDefiningOp()->emitOpError(e.what());
+    }
+    return success();
   }
 
   LogicalResult bindNamed(Operation *op, StringRef name, Value result,
@@ -169,7 +187,15 @@ LogicalResult Run::execute(Operation *op) {
     k::unary(kind, f(in), out(res));
     return success();
   };
-  auto binary = [&](Value l, Value r, Value res, BinaryOp kind) {
+  auto binary = [&](Value l, Value r, Value res, BinaryOp kind) -> LogicalResult {
+    if (auto type = dyn_cast<IntegerType>(elementTypeOf(res))) {
+      std::optional<k::IntegerOp> op = k::integerOpOf(kind);
+      if (!op)
+        return res.getDefiningOp()->emitOpError("computes on floats only");
+      return integer(res, [&] {
+        return evaluator::integerBinary(*op, type, idx(l), idx(r));
+      });
+    }
     k::binary(kind, f(l), f(r), out(res));
     return success();
   };
@@ -196,6 +222,15 @@ LogicalResult Run::execute(Operation *op) {
       .Case([&](gr::PowOp o) { return binary(o.getLhs(), o.getRhs(), o, BinaryOp::Pow); })
       .Case([&](gr::MaxOp o) { return binary(o.getLhs(), o.getRhs(), o, BinaryOp::Max); })
       .Case([&](gr::MinOp o) { return binary(o.getLhs(), o.getRhs(), o, BinaryOp::Min); })
+      .Case([&](gr::ModOp o) -> LogicalResult {
+        auto type = cast<IntegerType>(elementTypeOf(o.getResult()));
+        return integer(o, [&] {
+          return evaluator::integerBinary(o.getFmod() ? k::IntegerOp::FMod
+                                                      : k::IntegerOp::Mod,
+                                          type, idx(o.getLhs()),
+                                          idx(o.getRhs()));
+        });
+      })
       .Case([&](gr::NegOp o) { return unary(o.getInput(), o, UnaryOp::Neg); })
       .Case([&](gr::StopGradientOp o) {
         k::Tensor copy = f(o.getInput());
@@ -226,46 +261,43 @@ LogicalResult Run::execute(Operation *op) {
         return success();
       })
       .Case([&](gr::CastOp o) -> LogicalResult {
-        // Every float type is computed in fp32 here, so a float-to-float
-        // cast copies; floats to integers truncate (indices computed in
-        // floats, ArgMax's; Pow of an integer base) and integers to floats
-        // convert, as the runtime's cast does.
         if (!has(o.getInput()))
           return o.emitOpError("has no evaluated input");
-        Type to = cast<RankedTensorType>(o.getType()).getElementType();
-        if (auto *ints = std::get_if<k::IndexTensor>(&get(o.getInput()))) {
-          if (!isa<FloatType>(to))
-            return o.emitOpError("the evaluator casts int64 to floats only");
-          k::Tensor result(ints->shape());
-          for (int64_t i = 0; i < ints->numElements(); ++i)
-            result[i] = static_cast<float>((*ints)[i]);
-          values[o] = std::move(result);
-          return success();
-        }
-        if (!std::holds_alternative<k::Tensor>(get(o.getInput())))
-          return o.emitOpError("the evaluator casts floats and int64 only");
-        if (isa<FloatType>(to)) {
-          values[o] = get(o.getInput());
-          return success();
-        }
-        if (!isa<IntegerType>(to) || to.isInteger(1))
-          return o.emitOpError("the evaluator casts floats to floats or "
-                               "integers");
-        const k::Tensor &in = f(o.getInput());
-        k::IndexTensor result(in.shape());
-        for (int64_t i = 0; i < in.numElements(); ++i)
-          result[i] = static_cast<int64_t>(in[i]);
-        values[o] = std::move(result);
+        values[o] = evaluator::castHeld(get(o.getInput()),
+                                        elementTypeOf(o.getInput()),
+                                        elementTypeOf(o.getResult()));
         return success();
       })
-      .Case([&](gr::WhereOp o) {
-        k::where(mask(o.getCondition()), f(o.getLhs()), f(o.getRhs()), out(o));
-        return success();
+      .Case([&](gr::WhereOp o) -> LogicalResult {
+        k::MaskRef c = mask(o.getCondition());
+        if (std::holds_alternative<k::Tensor>(get(o.getLhs()))) {
+          k::where(c, f(o.getLhs()), f(o.getRhs()), out(o));
+          return success();
+        }
+        // Integers and bools select their held values alike.
+        return std::visit(
+            [&](const auto &a) -> LogicalResult {
+              using Held = std::decay_t<decltype(a)>;
+              const auto *b = std::get_if<Held>(&get(o.getRhs()));
+              if (!b)
+                return o.emitOpError("selects between values of two kinds");
+              Held result(shapeOf(o.getType()));
+              k::whereValues(c, a.ref(), b->ref(), result.ref());
+              values[o] = std::move(result);
+              return success();
+            },
+            get(o.getLhs()));
       })
-      .Case([&](gr::CompareOp o) {
+      .Case([&](gr::CompareOp o) -> LogicalResult {
+        k::ComparePredicate p = k::comparePredicate(o.getPredicate().str());
+        if (auto type = dyn_cast<IntegerType>(
+                cast<RankedTensorType>(o.getLhs().getType()).getElementType()))
+          return integer(o, [&] {
+            return evaluator::integerCompare(p, type, idx(o.getLhs()),
+                                             idx(o.getRhs()));
+          });
         k::MaskTensor m(shapeOf(o.getType()));
-        k::compare(k::comparePredicate(o.getPredicate().str()), f(o.getLhs()),
-                   f(o.getRhs()), m);
+        k::compare(p, f(o.getLhs()), f(o.getRhs()), m);
         values[o] = std::move(m);
         return success();
       })

@@ -45,11 +45,22 @@ plan::DType dtypeOf(Type type) {
     return plan::BF16;
   if (e.isF16())
     return plan::F16;
-  if (e.isInteger(1))
-    return plan::BOOL;
-  if (e.isInteger(32))
-    return plan::I32;
-  return isa<FloatType>(e) ? plan::F32 : plan::I64;
+  if (auto integer = dyn_cast<IntegerType>(e)) {
+    bool u = integer.isUnsigned();
+    switch (integer.getWidth()) {
+    case 1:
+      return plan::BOOL;
+    case 8:
+      return u ? plan::U8 : plan::I8;
+    case 16:
+      return u ? plan::U16 : plan::I16;
+    case 32:
+      return u ? plan::U32 : plan::I32;
+    default:
+      return u ? plan::U64 : plan::I64;
+    }
+  }
+  return plan::F32;
 }
 
 /// Raw little-endian bytes of a constant in the plan's dtype.
@@ -80,13 +91,14 @@ std::string rawBytes(ElementsAttr attr, plan::DType dtype) {
       append(&b, 1);
     }
   } else {
+    // Little-endian, at the dtype's width (the low bytes of the value,
+    // which the attribute holds at the type's width already).
+    int64_t width = plan::dtypeBytes(dtype);
     for (APInt v : attr.getValues<APInt>()) {
-      int64_t i = v.getSExtValue();
-      if (dtype == plan::I32) {
-        int32_t j = static_cast<int32_t>(i);
-        append(&j, 4);
-      } else {
-        append(&i, 8);
+      uint64_t bits = v.zextOrTrunc(64).getZExtValue();
+      for (int64_t b = 0; b < width; ++b) {
+        char byte = static_cast<char>((bits >> (8 * b)) & 0xff);
+        out.push_back(byte);
       }
     }
   }

@@ -16,6 +16,7 @@
 #include "cleave/runtime/kernels/Conv.h"
 #include "cleave/runtime/kernels/DataMovement.h"
 #include "cleave/runtime/kernels/Elementwise.h"
+#include "cleave/runtime/kernels/IntegerElementwise.h"
 #include "cleave/runtime/kernels/Loss.h"
 #include "cleave/runtime/kernels/Matmul.h"
 #include "cleave/runtime/kernels/Moe.h"
@@ -23,6 +24,7 @@
 #include "cleave/runtime/kernels/Reduction.h"
 
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 namespace cleave::executor {
@@ -33,6 +35,13 @@ namespace {
 
 template <k::BinaryOp Op> void binaryKernel(OpContext &c) {
   c.expectArity(2, 1);
+  if (c.input(0) && isIntegerDType(c.input(0).dtype)) {
+    std::optional<k::IntegerOp> op = k::integerOpOf(Op);
+    if (!op)
+      throw std::invalid_argument("computes on floats only, got " +
+                                  plan::DType_Name(c.input(0).dtype));
+    return integerBinaryKernel(c, *op);
+  }
   k::binary(Op, c.in(0), c.in(1), c.out(0));
 }
 
@@ -61,30 +70,6 @@ void castKernel(OpContext &c) {
   const TensorView &in = c.input(0), &out = c.output(0);
   if (in.dtype == out.dtype)
     return copyKernel(c);
-  // Integer ids used as floats (a position table, a mask from labels).
-  if ((in.dtype == plan::I64 || in.dtype == plan::I32) &&
-      out.dtype == plan::F32 && in.numElements() == out.numElements()) {
-    float *dst = static_cast<float *>(out.data);
-    for (int64_t i = 0; i < in.numElements(); ++i)
-      dst[i] = in.dtype == plan::I64
-                   ? static_cast<float>(static_cast<const int64_t *>(in.data)[i])
-                   : static_cast<float>(static_cast<const int32_t *>(in.data)[i]);
-    return;
-  }
-  // Float ids back to indices (the vocabulary-parallel lookup computes its
-  // local rows in floats; ids below 2^24 are exact).
-  if (in.dtype == plan::F32 &&
-      (out.dtype == plan::I64 || out.dtype == plan::I32) &&
-      in.numElements() == out.numElements()) {
-    const float *src = static_cast<const float *>(in.data);
-    for (int64_t i = 0; i < in.numElements(); ++i) {
-      if (out.dtype == plan::I64)
-        static_cast<int64_t *>(out.data)[i] = static_cast<int64_t>(src[i]);
-      else
-        static_cast<int32_t *>(out.data)[i] = static_cast<int32_t>(src[i]);
-    }
-    return;
-  }
   // Mixed precision: fp32 master weights to their bf16 (fp16) copies, a
   // 16-bit value to fp32 (the loss's logits, a weight's gradient).
   bool sameSize = in.numElements() == out.numElements();
@@ -104,8 +89,9 @@ void castKernel(OpContext &c) {
     return comm::f16ToFloats(static_cast<const uint16_t *>(in.data),
                              static_cast<float *>(out.data),
                              in.numElements());
-  throw std::invalid_argument("the CPU executor casts between f32 and bf16 "
-                              "or f16, and between f32 and i64 or i32");
+  // Everything else (integer ids used as floats, float ids back to
+  // indices, between integer widths, to and from bool) element by element.
+  convertElements(in, out);
 }
 
 
@@ -118,15 +104,6 @@ template <k::ReduceOp Op> void reduceKernel(OpContext &c) {
   c.expectArity(1, 1);
   k::reduce(Op, c.in(0), c.attrInts("axes"), c.attrBool("keepdims"),
             c.out(0));
-}
-
-void compareKernel(OpContext &c) {
-  c.expectArity(2, 1);
-  const TensorView &out = c.output(0);
-  if (out.dtype != plan::BOOL)
-    throw std::invalid_argument("output is not a bool tensor");
-  k::compare(k::comparePredicate(c.attrString("predicate")), c.in(0),
-             c.in(1), {static_cast<uint8_t *>(out.data), out.shape});
 }
 
 } // namespace
@@ -167,11 +144,12 @@ void registerComputeKernels(Registry &r) {
   r["graph.cast"] = castKernel;
   r["graph.stop_gradient"] = copyKernel;
   r["graph.reshape"] = copyKernel;
-  r["graph.where"] = [](OpContext &c) {
-    c.expectArity(3, 1);
-    k::where(c.mask(0), c.in(1), c.in(2), c.out(0));
+  r["graph.where"] = whereAnyKernel;
+  r["graph.compare"] = compareAnyKernel;
+  r["graph.mod"] = [](OpContext &c) {
+    integerBinaryKernel(c, c.attrBool("fmod") ? k::IntegerOp::FMod
+                                              : k::IntegerOp::Mod);
   };
-  r["graph.compare"] = compareKernel;
   r["graph.broadcast_to"] = [](OpContext &c) {
     c.expectArity(1, 1);
     k::Tensor zeros(c.output(0).shape);

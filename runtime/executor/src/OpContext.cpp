@@ -41,7 +41,8 @@ const TensorView &required(const std::vector<TensorView> &views, size_t i,
     throw std::invalid_argument(
         std::string(what) + " " + std::to_string(i) + " (tensor " +
         std::to_string(v.id) + ") is " + dtypeName(v.dtype) + ", expected " +
-        dtypeName(dtype) + " (the CPU executor computes in fp32)");
+        dtypeName(dtype) + " (this kernel takes " + dtypeName(dtype) +
+        " tensors)");
   return v;
 }
 

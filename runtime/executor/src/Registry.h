@@ -8,6 +8,7 @@
 #include "cleave/runtime/executor/OpContext.h"
 #include "cleave/runtime/kernels/Conv.h"
 #include "cleave/runtime/kernels/FlashAttention.h"
+#include "cleave/runtime/kernels/IntegerElementwise.h"
 
 #include <map>
 #include <string>
@@ -26,6 +27,15 @@ void registerRuntimeKernels(Registry &registry);
 /// instruction (scale, causal, query_blocks) for the kernels' shapes.
 kernels::FlashAttentionOptions
 attentionOptions(const OpContext &c, const kernels::AttentionShapes &shapes);
+/// Integer element types, and the kernels that take them or any type
+/// (IntegerKernels.cpp): binary arithmetic and mod on two integer operands
+/// of one type, compare and where on f32, bool or integer values, and a
+/// cast between any two dtypes.
+bool isIntegerDType(plan::DType dtype);
+void integerBinaryKernel(OpContext &c, kernels::IntegerOp op);
+void compareAnyKernel(OpContext &c);
+void whereAnyKernel(OpContext &c);
+void convertElements(const TensorView &in, const TensorView &out);
 /// The CPU backend's kernel for a fused group (CpuFusedKernels.cpp).
 FusedKernelFn cpuFusedKernel(Fusion kind);
 

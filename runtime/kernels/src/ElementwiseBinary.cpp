@@ -189,62 +189,6 @@ ComparePredicate comparePredicate(const std::string &name) {
   throwInvalid("compare: unknown predicate '" + name + "'");
 }
 
-void compare(ComparePredicate predicate, ConstTensorRef lhs,
-             ConstTensorRef rhs, View<uint8_t> out) {
-  detail::checkShape(out, broadcastShape(lhs.shape, rhs.shape), "compare",
-                     "result");
-  BroadcastPlan<3> plan = planBroadcast<3>(
-      out.shape, {&out.shape, &lhs.shape, &rhs.shape}, "compare");
-  int64_t n = plan.inner();
-  int64_t sa = plan.strides[1].back(), sb = plan.strides[2].back();
-  auto holds = [predicate](float a, float b) {
-    switch (predicate) {
-    case ComparePredicate::Eq:
-      return a == b;
-    case ComparePredicate::Ne:
-      return a != b;
-    case ComparePredicate::Lt:
-      return a < b;
-    case ComparePredicate::Le:
-      return a <= b;
-    case ComparePredicate::Gt:
-      return a > b;
-    case ComparePredicate::Ge:
-      return a >= b;
-    }
-    return false;
-  };
-  forEachRow(plan, [&](const std::array<int64_t, 3> &off) {
-    uint8_t *o = out.data + off[0];
-    const float *a = lhs.data + off[1];
-    const float *b = rhs.data + off[2];
-    for (int64_t i = 0; i < n; ++i)
-      o[i] = holds(a[i * sa], b[i * sb]) ? 1 : 0;
-  });
-}
-
-void where(MaskRef condition, ConstTensorRef lhs, ConstTensorRef rhs,
-           TensorRef out) {
-  detail::checkShape(
-      out,
-      broadcastShape(condition.shape, broadcastShape(lhs.shape, rhs.shape)),
-      "where", "result");
-  BroadcastPlan<4> plan = planBroadcast<4>(
-      out.shape, {&out.shape, &condition.shape, &lhs.shape, &rhs.shape},
-      "where");
-  int64_t n = plan.inner();
-  int64_t sc = plan.strides[1].back(), sa = plan.strides[2].back(),
-          sb = plan.strides[3].back();
-  forEachRow(plan, [&](const std::array<int64_t, 4> &off) {
-    float *o = out.data + off[0];
-    const uint8_t *c = condition.data + off[1];
-    const float *a = lhs.data + off[2];
-    const float *b = rhs.data + off[3];
-    for (int64_t i = 0; i < n; ++i)
-      o[i] = c[i * sc] ? a[i * sa] : b[i * sb];
-  });
-}
-
 void whereBackward(MaskRef condition, ConstTensorRef dOut, TensorRef dLhs,
                    TensorRef dRhs) {
   for (int side = 0; side < 2; ++side) {

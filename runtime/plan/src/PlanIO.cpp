@@ -62,13 +62,19 @@ int64_t dtypeBytes(DType dtype) {
   switch (dtype) {
   case F32:
   case I32:
+  case U32:
     return 4;
   case BF16:
   case F16:
+  case I16:
+  case U16:
     return 2;
   case I64:
+  case U64:
     return 8;
   case BOOL:
+  case I8:
+  case U8:
     return 1;
   default:
     return 4;

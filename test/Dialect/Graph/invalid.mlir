@@ -57,6 +57,38 @@ func.func @broadcast(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) {
 
 // -----
 
+func.func @bool_arithmetic(%a: tensor<3xi1>) {
+  // expected-error @+1 {{computes on numbers, not bool: got 'tensor<3xi1>'}}
+  %0 = graph.add %a, %a : tensor<3xi1>, tensor<3xi1>
+  return
+}
+
+// -----
+
+func.func @integer_pow(%a: tensor<3xi32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = graph.pow %a, %a : tensor<3xi32>, tensor<3xi32>
+  return
+}
+
+// -----
+
+func.func @float_mod(%a: tensor<3xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of signless integer or unsigned integer values}}
+  %0 = graph.mod %a, %a : tensor<3xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @signedness(%a: tensor<3xi8>, %b: tensor<3xui8>) {
+  // expected-error @+1 {{operand element types differ: 'i8' vs 'ui8'}}
+  %0 = graph.min %a, %b : tensor<3xi8>, tensor<3xui8>
+  return
+}
+
+// -----
+
 func.func @element_types(%a: tensor<3xf32>, %b: tensor<3xbf16>) {
   // expected-error @+1 {{operand element types differ: 'f32' vs 'bf16'}}
   %0 = graph.mul %a, %b : tensor<3xf32>, tensor<3xbf16>

@@ -16,6 +16,29 @@ func.func @sources() -> (tensor<4x8xi64>, tensor<8x16xf32>, tensor<2xf32>, tenso
   return %t, %w, %m, %c : tensor<4x8xi64>, tensor<8x16xf32>, tensor<2xf32>, tensor<f32>
 }
 
+// Integers of any signedness compute add ... min, mod, compare and where.
+// CHECK-LABEL: func.func @integer_elementwise
+func.func @integer_elementwise(%a: tensor<2x3xui8>, %b: tensor<3xui8>, %i: tensor<4xi64>, %c: tensor<4xi1>) -> (tensor<2x3xui8>, tensor<4xi64>, tensor<4xi1>, tensor<4xi1>) {
+  // CHECK: graph.add %{{.*}}, %{{.*}} : tensor<2x3xui8>, tensor<3xui8>
+  %0 = graph.add %a, %b : tensor<2x3xui8>, tensor<3xui8>
+  // CHECK: graph.div %{{.*}}, %{{.*}} : tensor<2x3xui8>, tensor<3xui8>
+  %1 = graph.div %0, %b : tensor<2x3xui8>, tensor<3xui8>
+  // CHECK: graph.mod %{{.*}}, %{{.*}} : tensor<4xi64>, tensor<4xi64>
+  %2 = graph.mod %i, %i : tensor<4xi64>, tensor<4xi64>
+  // CHECK: graph.mod %{{.*}}, %{{.*}} {fmod} : tensor<4xi64>, tensor<4xi64>
+  %3 = graph.mod %2, %i {fmod} : tensor<4xi64>, tensor<4xi64>
+  // CHECK: graph.max
+  %4 = graph.max %3, %i : tensor<4xi64>, tensor<4xi64>
+  // CHECK: graph.compare "lt", %{{.*}}, %{{.*}} : tensor<4xi64>, tensor<4xi64>
+  %5 = graph.compare "lt", %4, %i : tensor<4xi64>, tensor<4xi64>
+  // CHECK: graph.where %{{.*}}, %{{.*}}, %{{.*}} : tensor<4xi1>, tensor<4xi64>, tensor<4xi64>
+  %6 = graph.where %5, %4, %i : tensor<4xi1>, tensor<4xi64>, tensor<4xi64>
+  // A select between bools: the result is bool.
+  // CHECK: graph.where %{{.*}}, %{{.*}}, %{{.*}} : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>
+  %7 = graph.where %c, %5, %c : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>
+  return %1, %6, %5, %7 : tensor<2x3xui8>, tensor<4xi64>, tensor<4xi1>, tensor<4xi1>
+}
+
 // CHECK-LABEL: func.func @elementwise
 func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %c: tensor<2x1xi1>) {
   // CHECK: graph.add %{{.*}}, %{{.*}} : tensor<2x3xf32>, tensor<3xf32>

@@ -195,12 +195,13 @@ TEST(PlanIO, FlippedPayloadByteFailsTheChecksum) {
 
 TEST(PlanIO, OtherVersionIsRejectedFirst) {
   std::string bytes = serializePlan(testing::makeTwoStagePlan());
-  bytes[8] = 7;
+  bytes[8] = static_cast<char>(kFormatVersion + 1);
   absl::StatusOr<Plan> parsed = parsePlan(bytes);
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(message(parsed.status()),
-              HasSubstr("version 7 is not supported"));
+              HasSubstr("version " + std::to_string(kFormatVersion + 1) +
+                        " is not supported"));
   EXPECT_THAT(message(parsed.status()), HasSubstr("recompile"));
   // The version is checked before the length: a newer plan that is also
   // cut short still says "version", the more useful message.

@@ -27,7 +27,9 @@ namespace {
 
 LogicalResult convertClip(NodeContext &ctx) {
   Chain c(ctx);
-  Value x = c.input();
+  // Integers too (the clamps of quantised pre-processing): max and min
+  // compute on them.
+  Value x = numericOperand(ctx, 0, "the input");
   if (!x)
     return failure();
   // Bounds: optional inputs since opset 11 (attributes before; the version

@@ -30,6 +30,29 @@ inline mlir::Value floatOperand(NodeContext &ctx, unsigned i,
   return x;
 }
 
+/// Whether values of element type `e` are numbers graph arithmetic takes:
+/// floats, or integers that are not bool.
+inline bool isNumeric(mlir::Type e) {
+  return mlir::isa<mlir::FloatType>(e) ||
+         (mlir::isa<mlir::IntegerType>(e) && !e.isInteger(1));
+}
+
+/// Input `i` of the node as a run-time value of numbers (add, sub, mul,
+/// div, max, min, mod, compare and where take integers as well as floats),
+/// or null after an error.
+inline mlir::Value numericOperand(NodeContext &ctx, unsigned i,
+                                  const char *what) {
+  mlir::Value x = ctx.getValue(i, ParamUse::Frozen);
+  if (!x)
+    return {};
+  auto type = mlir::cast<mlir::RankedTensorType>(x.getType());
+  if (!isNumeric(type.getElementType())) {
+    ctx.emitError() << what << " must be a number tensor, got " << type;
+    return {};
+  }
+  return x;
+}
+
 /// The static shape of a ranked tensor value.
 inline Shape shapeOf(mlir::Value v) {
   auto type = mlir::cast<mlir::RankedTensorType>(v.getType());

@@ -46,8 +46,7 @@ Value floatInput(NodeContext &ctx, unsigned i) {
   auto type = v ? dyn_cast<RankedTensorType>(v.getType()) : nullptr;
   if (v && (!type || !isa<FloatType>(type.getElementType()))) {
     ctx.emitError() << "input " << i
-                    << " must be floating point at run time (the runtime "
-                       "computes no integer arithmetic), got "
+                    << " must be floating point at run time, got "
                     << v.getType();
     return {};
   }
@@ -125,6 +124,21 @@ LogicalResult convertMod(NodeContext &ctx) {
           ctx, std::nullopt, fmod ? HostBinaryOp::FMod : HostBinaryOp::Mod))
     return *folded;
   Chain c(ctx);
+  // Integers: one graph.mod, exact at every width.
+  if (RankedTensorType type = ctx.getType(0);
+      type && isNumeric(type.getElementType()) &&
+      !isa<FloatType>(type.getElementType())) {
+    Value x = numericOperand(ctx, 0, "input 0");
+    Value y = x ? numericOperand(ctx, 1, "input 1") : Value();
+    if (!x || !y)
+      return failure();
+    FailureOr<ModOp> mod = ctx.create<ModOp>(x, y);
+    if (failed(mod))
+      return failure();
+    if (fmod)
+      mod->setFmod(true);
+    return ctx.setResult(0, mod->getResult());
+  }
   Value x = floatInput(ctx, 0), y = x ? floatInput(ctx, 1) : Value();
   if (!x || !y)
     return failure();

@@ -37,6 +37,18 @@ LogicalResult requireFloat(NodeContext &ctx, Value value, StringRef what) {
             "known at import time)";
 }
 
+/// Checks that `value` holds numbers: floats, or integers for the ops that
+/// compute on them at run time (add, sub, mul, div, max, min, where).
+LogicalResult requireNumeric(NodeContext &ctx, Value value, StringRef what) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (isNumeric(type.getElementType()))
+    return success();
+  return ctx.emitError() << what << " must be a number tensor, got " << type
+                         << " (bool tensors are computed only when they are "
+                            "known at import time, or through And, Or, Not "
+                            "and Where)";
+}
+
 /// The ONNX data type of a floating-point MLIR element type.
 int32_t onnxFloatType(Type element) {
   if (element.isF64())
@@ -64,9 +76,11 @@ Value getValueAs(NodeContext &ctx, unsigned i, Type element) {
 }
 
 /// Gets the operands of an elementwise node, converting constants to the
-/// element type of the first run-time operand.
+/// element type of the first run-time operand. Integers are accepted where
+/// `integers` is set (the ops the graph dialect computes on them).
 LogicalResult getElementwiseOperands(NodeContext &ctx,
-                                     SmallVectorImpl<Value> &operands) {
+                                     SmallVectorImpl<Value> &operands,
+                                     bool integers) {
   Type element;
   for (unsigned i = 0; i < ctx.getNumInputs() && !element; ++i)
     if (ctx.hasInput(i) && !ctx.getConstant(i))
@@ -74,7 +88,20 @@ LogicalResult getElementwiseOperands(NodeContext &ctx,
         element = type.getElementType();
   for (unsigned i = 0; i < ctx.getNumInputs(); ++i) {
     Value v = element ? getValueAs(ctx, i, element) : ctx.getValue(i);
-    if (!v || failed(requireFloat(ctx, v, "operand " + std::to_string(i))))
+    // Pow alone lets its exponent's type differ from the base's: a run-time
+    // integer exponent of a float base is converted to the base's type.
+    if (v && !integers && i == 1 && element && isa<FloatType>(element))
+      if (auto type = cast<RankedTensorType>(v.getType());
+          isNumeric(type.getElementType()) &&
+          !isa<FloatType>(type.getElementType())) {
+        FailureOr<CastOp> cast = ctx.create<CastOp>(type.clone(element), v);
+        if (failed(cast))
+          return failure();
+        v = cast->getResult();
+      }
+    std::string what = "operand " + std::to_string(i);
+    if (!v || failed(integers ? requireNumeric(ctx, v, what)
+                              : requireFloat(ctx, v, what)))
       return failure();
     operands.push_back(v);
   }
@@ -137,7 +164,8 @@ LogicalResult convertBinary(NodeContext &ctx) {
       return ctx.setResult(0, std::move(acc));
   }
   SmallVector<Value> operands;
-  if (failed(getElementwiseOperands(ctx, operands)))
+  constexpr bool pow = HostOp == HostBinaryOp::Pow;
+  if (failed(getElementwiseOperands(ctx, operands, /*integers=*/!pow)))
     return failure();
   Value acc = operands.front();
   for (Value rhs : ArrayRef(operands).drop_front()) {
@@ -233,8 +261,8 @@ LogicalResult convertComparison(NodeContext &ctx, StringRef predicate) {
   if (ctx.getConstant(0) && ctx.getConstant(1))
     return convertHostBinary<HostOp>(ctx);
   RankedTensorType lhs = ctx.getType(0), rhs = ctx.getType(1);
-  if (!lhs || !rhs || !isa<FloatType>(lhs.getElementType()) ||
-      !isa<FloatType>(rhs.getElementType()))
+  if (!lhs || !rhs || !isNumeric(lhs.getElementType()) ||
+      lhs.getElementType() != rhs.getElementType())
     return convertHostBinary<HostOp>(ctx);
   Chain c(ctx);
   return c.result(c.op<CompareOp>(StringAttr::get(ctx.getContext(), predicate),
@@ -313,7 +341,7 @@ LogicalResult convertWhere(NodeContext &ctx) {
   SmallVector<Value> operands;
   for (unsigned i = 1; i < 3; ++i) {
     Value v = element ? getValueAs(ctx, i, element) : ctx.getValue(i);
-    if (!v || failed(requireFloat(ctx, v, "operand " + std::to_string(i))))
+    if (!v || failed(requireNumeric(ctx, v, "operand " + std::to_string(i))))
       return failure();
     operands.push_back(v);
   }

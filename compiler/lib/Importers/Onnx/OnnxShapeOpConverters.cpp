@@ -246,10 +246,9 @@ LogicalResult castTo(NodeContext &ctx, int32_t to) {
   auto type = cast<RankedTensorType>(input.getType());
   if (type.getElementType() == target)
     return ctx.setResult(0, input);
-  if (!isa<FloatType>(type.getElementType()) || !isa<FloatType>(target))
-    return ctx.emitError() << "casting a run-time " << type << " to " << target
-                           << " is not supported (only between floating-point "
-                              "types, or of values known at import time)";
+  // Every pair of float, integer and bool types: the runtime converts
+  // element by element (floats to integers truncate; anything to bool is
+  // "not zero"; float64 is stored and computed as float32).
   FailureOr<CastOp> op =
       ctx.create<CastOp>(RankedTensorType::get(type.getShape(), target), input);
   if (failed(op))
@@ -263,14 +262,28 @@ LogicalResult convertCast(NodeContext &ctx) {
 
 /// The ONNX data type of MLIR element type `e` (UNDEFINED for others).
 int32_t onnxTypeOf(Type e) {
-  return e.isF32()           ? onnx::TensorProto::FLOAT
-         : e.isF16()         ? onnx::TensorProto::FLOAT16
-         : e.isBF16()        ? onnx::TensorProto::BFLOAT16
-         : e.isF64()         ? onnx::TensorProto::DOUBLE
-         : e.isInteger(64)   ? onnx::TensorProto::INT64
-         : e.isInteger(32)   ? onnx::TensorProto::INT32
-         : e.isInteger(1)    ? onnx::TensorProto::BOOL
-                             : onnx::TensorProto::UNDEFINED;
+  if (auto integer = dyn_cast<IntegerType>(e)) {
+    bool u = integer.isUnsigned();
+    switch (integer.getWidth()) {
+    case 1:
+      return onnx::TensorProto::BOOL;
+    case 8:
+      return u ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
+    case 16:
+      return u ? onnx::TensorProto::UINT16 : onnx::TensorProto::INT16;
+    case 32:
+      return u ? onnx::TensorProto::UINT32 : onnx::TensorProto::INT32;
+    case 64:
+      return u ? onnx::TensorProto::UINT64 : onnx::TensorProto::INT64;
+    default:
+      return onnx::TensorProto::UNDEFINED;
+    }
+  }
+  return e.isF32()    ? onnx::TensorProto::FLOAT
+         : e.isF16()  ? onnx::TensorProto::FLOAT16
+         : e.isBF16() ? onnx::TensorProto::BFLOAT16
+         : e.isF64()  ? onnx::TensorProto::DOUBLE
+                      : onnx::TensorProto::UNDEFINED;
 }
 
 /// Cast to the element type of input 1 (only its type is read).

@@ -89,8 +89,9 @@ StringRef dataTypeName(int32_t dtype) {
 Type getElementType(MLIRContext *ctx, int32_t dtype) {
   if (!isSupportedType(dtype))
     return {};
-  // The graph dialect uses signless integers; unsigned ONNX types keep their
-  // width (only shapes and indices are integers in practice).
+  // Signed ONNX integers are MLIR's signless ones (what indices and shapes
+  // use); unsigned ones are MLIR's unsigned types, so that run-time
+  // division, remainders, min, max and comparisons treat them as unsigned.
   switch (dtype) {
   case TensorProto::FLOAT:
     return Float32Type::get(ctx);
@@ -101,17 +102,21 @@ Type getElementType(MLIRContext *ctx, int32_t dtype) {
   case TensorProto::BFLOAT16:
     return BFloat16Type::get(ctx);
   case TensorProto::INT64:
-  case TensorProto::UINT64:
     return IntegerType::get(ctx, 64);
   case TensorProto::INT32:
-  case TensorProto::UINT32:
     return IntegerType::get(ctx, 32);
   case TensorProto::INT16:
-  case TensorProto::UINT16:
     return IntegerType::get(ctx, 16);
   case TensorProto::INT8:
-  case TensorProto::UINT8:
     return IntegerType::get(ctx, 8);
+  case TensorProto::UINT64:
+    return IntegerType::get(ctx, 64, IntegerType::Unsigned);
+  case TensorProto::UINT32:
+    return IntegerType::get(ctx, 32, IntegerType::Unsigned);
+  case TensorProto::UINT16:
+    return IntegerType::get(ctx, 16, IntegerType::Unsigned);
+  case TensorProto::UINT8:
+    return IntegerType::get(ctx, 8, IntegerType::Unsigned);
   case TensorProto::BOOL:
     return IntegerType::get(ctx, 1);
   default:

@@ -90,6 +90,8 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
+LogicalResult ModOp::verify() { return verifyArithmeticOperands(*this); }
+
 LogicalResult CompareOp::verify() {
   if (!llvm::is_contained({"eq", "ne", "lt", "le", "gt", "ge"},
                           getPredicate()))

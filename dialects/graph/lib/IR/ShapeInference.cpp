@@ -3,6 +3,7 @@
 #include "cleave/Dialect/Graph/IR/ShapeInference.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Operation.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -69,13 +70,12 @@ LogicalResult inferBroadcastResult(std::optional<Location> loc,
                                    SmallVectorImpl<Type> &results) {
   SmallVector<Shape> shapes;
   Type elementType;
-  for (Type t : operands) {
+  for (auto [i, t] : llvm::enumerate(operands)) {
     auto ranked = dyn_cast<RankedTensorType>(t);
     if (!ranked)
       return emitOptionalError(loc, "expected ranked tensor operands");
     shapes.emplace_back(ranked.getShape());
-    if (ranked.getElementType().isInteger(1) && operands.size() == 3 &&
-        t == operands.front())
+    if (i == 0 && operands.size() == 3)
       continue; // the condition of a select
     if (elementType && elementType != ranked.getElementType())
       return emitOptionalError(loc, "operand element types differ: ",
@@ -86,6 +86,14 @@ LogicalResult inferBroadcastResult(std::optional<Location> loc,
   if (failed(shape))
     return failure();
   results.push_back(RankedTensorType::get(*shape, elementType));
+  return success();
+}
+
+LogicalResult verifyArithmeticOperands(Operation *op) {
+  for (Value v : op->getOperands())
+    if (cast<RankedTensorType>(v.getType()).getElementType().isInteger(1))
+      return op->emitOpError("computes on numbers, not bool: got ")
+             << v.getType();
   return success();
 }
 

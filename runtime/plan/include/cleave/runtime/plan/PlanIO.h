@@ -29,7 +29,7 @@
 namespace cleave::plan {
 
 /// The version this build reads and writes (Plan.format_version).
-inline constexpr uint32_t kFormatVersion = 6;
+inline constexpr uint32_t kFormatVersion = 7;
 
 /// Serializes `plan` (its format_version is set to kFormatVersion) with the
 /// header above.

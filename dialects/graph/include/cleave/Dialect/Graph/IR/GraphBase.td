@@ -48,6 +48,15 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
 def Graph_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 def Graph_IndexTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
 def Graph_BoolTensor : StaticShapeTensorOf<[I1]>;
+// Integers of any width and signedness (ONNX's uint8 is ui8): the integer
+// arithmetic of imported models (position ids, index arithmetic, the clamps
+// of quantised pre-processing).
+def Graph_IntegerTensor : StaticShapeTensorOf<[AnySignlessInteger,
+                                               AnyUnsignedInteger]>;
+// What graph.add, sub, mul, div, max and min compute on: floats (and
+// their gradients) or integers (no gradients).
+def Graph_NumericTensor : StaticShapeTensorOf<[AnyFloat, AnySignlessInteger,
+                                               AnyUnsignedInteger]>;
 def Graph_Tensor : StaticShapeTensorOf<[AnyType]>;
 
 #endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHBASE_TD

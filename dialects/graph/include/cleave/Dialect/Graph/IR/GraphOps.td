@@ -160,14 +160,18 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, Graph_CostOpInterface]> {
   let extraClassDeclaration = [{ double getFlops() { return 0; } }];
 }
 
-class Graph_BinaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = []>
+class Graph_BinaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = [],
+                     TypeConstraint operand = Graph_NumericTensor>
     : Graph_Op<mnemonic, traits # [Pure, InferTypeOpAdaptor,
                                    Graph_CostOpInterface]> {
-  let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs);
-  let results = (outs Graph_FloatTensor:$result);
-  let description = "Broadcasts like numpy. FLOPs: " # flopsPerElement #
+  let arguments = (ins operand:$lhs, operand:$rhs);
+  let results = (outs operand:$result);
+  let description = "Broadcasts like numpy; both operands have one element "
+                    "type. Integers (not bool) wrap around in their type "
+                    "and divide towards zero. FLOPs: " # flopsPerElement #
                     " per result element.";
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasVerifier = 1;
   code flopsCode = "double getFlops() { return " # flopsPerElement #
       " * ::cleave::graph::numElements(getType()); }";
   let extraClassDeclaration = flopsCode;
@@ -178,6 +182,9 @@ class Graph_BinaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = 
       return ::cleave::graph::inferBroadcastResult(
           loc, {adaptor.getLhs().getType(), adaptor.getRhs().getType()}, types);
     }
+    ::llvm::LogicalResult $cppClass::verify() {
+      return ::cleave::graph::verifyArithmeticOperands(getOperation());
+    }
   }];
 }
 
@@ -185,16 +192,50 @@ def Graph_AddOp : Graph_BinaryOp<"add", 1, [Commutative]> { let summary = "a + b
 def Graph_SubOp : Graph_BinaryOp<"sub", 1> { let summary = "a - b"; }
 def Graph_MulOp : Graph_BinaryOp<"mul", 1, [Commutative]> { let summary = "a * b"; }
 def Graph_DivOp : Graph_BinaryOp<"div", 1> { let summary = "a / b"; }
-def Graph_PowOp : Graph_BinaryOp<"pow", 1> { let summary = "a ^ b"; }
+def Graph_PowOp : Graph_BinaryOp<"pow", 1, [], Graph_FloatTensor> {
+  let summary = "a ^ b";
+}
 def Graph_MaxOp : Graph_BinaryOp<"max", 1, [Commutative]> { let summary = "max(a, b)"; }
 def Graph_MinOp : Graph_BinaryOp<"min", 1, [Commutative]> { let summary = "min(a, b)"; }
+
+def Graph_ModOp : Graph_Op<"mod", [Pure, InferTypeOpAdaptor,
+                                   Graph_CostOpInterface]> {
+  let summary = "Integer remainder, broadcasting";
+  let description = [{
+    ONNX's Mod on integers: the remainder takes the divisor's sign
+    (Python's `%`), or with `fmod` the dividend's (C's `%`). A zero divisor
+    is a run-time error. Floating-point Mod is composed of div, floor and
+    sub by the importer, so that it has gradients.
+
+    ```mlir
+    %r = graph.mod %a, %b : tensor<6xi8>, tensor<6xi8>
+    %f = graph.mod %a, %b {fmod} : tensor<6xi8>, tensor<6xi8>
+    ```
+  }];
+  let arguments = (ins Graph_IntegerTensor:$lhs, Graph_IntegerTensor:$rhs,
+                       UnitAttr:$fmod);
+  let results = (outs Graph_IntegerTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    double getFlops() { return ::cleave::graph::numElements(getType()); }
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::cleave::graph::inferBroadcastResult(
+          loc, {adaptor.getLhs().getType(), adaptor.getRhs().getType()}, types);
+    }
+  }];
+}
 
 def Graph_WhereOp : Graph_Op<"where", [Pure, InferTypeOpAdaptor,
                                        Graph_CostOpInterface]> {
   let summary = "cond ? a : b, broadcasting all three";
-  let arguments = (ins Graph_BoolTensor:$condition, Graph_FloatTensor:$lhs,
-                       Graph_FloatTensor:$rhs);
-  let results = (outs Graph_FloatTensor:$result);
+  let arguments = (ins Graph_BoolTensor:$condition, Graph_Tensor:$lhs,
+                       Graph_Tensor:$rhs);
+  let results = (outs Graph_Tensor:$result);
   let assemblyFormat = [{
     $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs)
     `,` type($rhs)
@@ -215,8 +256,8 @@ def Graph_CompareOp : Graph_Op<"compare", [Pure, InferTypeOpAdaptor,
     %m = graph.compare ge, %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$predicate, Graph_FloatTensor:$lhs,
-                       Graph_FloatTensor:$rhs);
+  let arguments = (ins StrAttr:$predicate, Graph_NumericTensor:$lhs,
+                       Graph_NumericTensor:$rhs);
   let results = (outs Graph_BoolTensor:$result);
   let assemblyFormat = [{
     $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)

@@ -33,6 +33,11 @@ int64_t sumTensorBytes(mlir::ValueRange values);
 mlir::FailureOr<Shape> broadcastShapes(std::optional<mlir::Location> loc,
                                        llvm::ArrayRef<Shape> shapes);
 
+/// The verifier of graph.add, sub, mul, div, pow, max, min and mod: the
+/// operands share one element type, which is not bool (And, Or and Not are
+/// composed on 0/1 floats instead).
+llvm::LogicalResult verifyArithmeticOperands(mlir::Operation *op);
+
 /// Result type of an elementwise op over `operands` (all float operands
 /// must share the element type; an i1 condition may come first).
 llvm::LogicalResult
