@@ -13,7 +13,7 @@
 // RUN: printf '[gemm fp32]\n64x64 = 1 ms\n' > %t.bad.profile
 // RUN: not cleave-opt %s --cleave-intra-op-search="mesh=4 profile=%t.bad.profile" 2>&1 | FileCheck %s --check-prefix=BADPROFILE
 
-// CLUSTER: bad cluster 'no-such-cluster'
+// CLUSTER: bad cluster 'no-such-cluster': cluster spec 'no-such-cluster': unknown cluster preset
 // NOPROFILE: error: 'func.func' op bad profile: {{.*}}no-such.profile
 // BADPROFILE: error: 'func.func' op bad profile: {{.*}}bad.profile:2
 // MESH: mesh of 16 ranks does not fit cluster 'dgx-a100-80g' of 8 devices

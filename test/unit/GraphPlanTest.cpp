@@ -9,9 +9,14 @@
 
 #include "SearchTestUtil.h"
 
+#include "cleave/Dialect/Graph/IR/GraphAttrs.h"
 #include "cleave/Lowering/ActivationEstimate.h"
 #include "cleave/Search/GraphPlan.h"
 #include "cleave/Transforms/Autodiff.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace cleave;
@@ -63,6 +68,21 @@ TEST(GraphPlan, TensorParallelWorkIsOneDevicesShare) {
             whole->forwardSeconds + whole->backwardSeconds);
   EXPECT_LT(split->activationBytes, whole->activationBytes);
   EXPECT_GT(split->tpStrategies["conv.out"], 0);
+  // The choice itself, one verified sharding per op of @forward in order
+  // (what the artifact writes on the ops for the lowering to keep), and
+  // the same strategies the counts say.
+  EXPECT_TRUE(whole->tpShardings.empty());
+  auto ops = m.forward.getBody().front().without_terminator();
+  ASSERT_EQ(split->tpShardings.size(),
+            size_t(std::distance(ops.begin(), ops.end())));
+  std::map<std::string, int64_t> counts;
+  for (const std::string &text : split->tpShardings) {
+    auto attr = dyn_cast_or_null<graph::OpShardingAttr>(
+        parseAttribute(text, m.forward.getContext()));
+    ASSERT_TRUE(attr) << text;
+    ++counts[attr.getStrategy().str()];
+  }
+  EXPECT_EQ(counts, split->tpStrategies);
   // The whole model's FLOPs are what a replica does, split or not.
   EXPECT_DOUBLE_EQ(split->trainingFlops, whole->trainingFlops);
 }

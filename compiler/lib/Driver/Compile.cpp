@@ -97,7 +97,8 @@ private:
   absl::Status writeArtifact(const cost::PlanPrediction &prediction,
                              std::optional<cost::TransformerModel> shape,
                              const std::string &name, std::string trace,
-                             std::vector<std::string> why);
+                             std::vector<std::string> why,
+                             std::vector<std::string> shardings = {});
   absl::Status compileTransformer(const cost::TransformerModel &shape,
                                   mlir::ModuleOp module);
   absl::Status compileGraph();
@@ -143,8 +144,10 @@ std::optional<int64_t> Compiler::fixedBatch(mlir::ModuleOp module) {
 absl::Status Compiler::writeArtifact(
     const cost::PlanPrediction &prediction,
     std::optional<cost::TransformerModel> shape, const std::string &name,
-    std::string trace, std::vector<std::string> why) {
+    std::string trace, std::vector<std::string> why,
+    std::vector<std::string> shardings) {
   ArtifactRequest request;
+  request.shardings = std::move(shardings);
   request.path = r.planOut;
   request.modelSource = r.model;
   request.clusterSpec = r.clusterSpec;
@@ -239,11 +242,17 @@ absl::Status Compiler::compileGraph() {
     if (absl::Status s = writeText(r.tracePath, "--trace", trace); !s.ok())
       return s;
   }
-  if (!r.planOut.empty())
-    if (absl::Status s = writeArtifact(result.best(), std::nullopt,
-                                       result.name, trace, {});
+  if (!r.planOut.empty()) {
+    // The planner's sharding, where it priced the plan's tp and microbatch.
+    const search::GraphWork &work = result.bestWork;
+    bool sameWork = work.tp == result.best().plan.tp &&
+                    work.microbatch == result.best().plan.microbatchSize;
+    if (absl::Status s = writeArtifact(
+            result.best(), std::nullopt, result.name, trace, {},
+            sameWork ? work.tpShardings : std::vector<std::string>());
         !s.ok())
       return s;
+  }
   if (r.json) {
     out << formatv("{0:2}", json::Value(graphPlanJson(result, inputs.cluster.name)))
         << "\n";

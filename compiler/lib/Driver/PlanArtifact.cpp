@@ -17,6 +17,9 @@
 
 #include "absl/strings/str_format.h"
 
+#include "cleave/Dialect/Graph/IR/GraphAttrs.h"
+
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -66,6 +69,29 @@ std::string whyNotLowerable(const cost::ParallelConfig &plan) {
 }
 
 namespace {
+
+/// Writes the planner's sharding on the ops of @forward (one per op, in
+/// order: the model was imported the same way for the planner).
+absl::Status applyShardings(mlir::ModuleOp module,
+                            llvm::ArrayRef<std::string> shardings) {
+  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  if (!forward || !forward.getBody().hasOneBlock())
+    return absl::InternalError("the planned model has no single-block "
+                               "@forward to write its sharding on");
+  auto ops = forward.getBody().front().without_terminator();
+  size_t count = std::distance(ops.begin(), ops.end());
+  if (count != shardings.size())
+    return absl::InternalError(absl::StrCat(
+        "the planner sharded ", shardings.size(), " ops, the model to lower "
+        "has ", count));
+  for (auto [op, text] : llvm::zip(ops, shardings)) {
+    mlir::Attribute attr = mlir::parseAttribute(text, module.getContext());
+    if (!attr)
+      return absl::InternalError("cannot read back the sharding " + text);
+    op.setAttr(graph::kShardingAttrName, attr);
+  }
+  return absl::OkStatus();
+}
 
 std::string graphHash(mlir::ModuleOp module) {
   std::string text;
@@ -166,6 +192,9 @@ absl::Status writePlanArtifact(const ArtifactRequest &r) {
   if (!module)
     return absl::InvalidArgumentError(""); // the loader reported why
   std::string hash = graphHash(*module);
+  if (!r.shardings.empty())
+    if (absl::Status s = applyShardings(*module, r.shardings); !s.ok())
+      return s;
   ModelSummary summary = summarizeModel(*module);
 
   lowering::LoweringOptions lo;

@@ -11,6 +11,7 @@
 #include "cleave/Lowering/Passes.h"
 
 #include "cleave/Analysis/LayerNumbering.h"
+#include "cleave/Dialect/Graph/IR/GraphAttrs.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Lowering/ProgramEmitter.h"
 #include "cleave/Search/IntraOpSearch.h"
@@ -80,6 +81,18 @@ LogicalResult partitionContextParallel(ModuleOp module, int64_t cp,
                                        const SearchSettings &o) {
   if (cp <= 1)
     return success();
+  // Shardings written before lowering are tensor-parallel ones (a graph
+  // plan's, which has no cp); this search runs first and would keep them.
+  if (auto forward = module.lookupSymbol<func::FuncOp>("forward")) {
+    WalkResult annotated = forward.walk([](Operation *op) {
+      return gr::getSharding(op) ? WalkResult::interrupt()
+                                 : WalkResult::advance();
+    });
+    if (annotated.wasInterrupted())
+      return forward.emitOpError(
+          "carries tensor-parallel shardings (graph.sharding), which context "
+          "parallelism cannot combine with: it partitions first");
+  }
   IntraOpSearchOptions search;
   search.contextParallel = true;
   // The parameters stay whole on the cp axis by design, and this runs on

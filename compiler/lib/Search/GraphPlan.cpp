@@ -703,6 +703,13 @@ absl::Status shardWork(GraphWork &work, func::FuncOp forward,
     return absl::InternalError("pricing the tensor-parallel sharding again "
                                "with the profile failed");
   const std::vector<unsigned> &choice = plan->choice;
+  work.tpShardings.clear();
+  for (auto [op, s] : llvm::zip(plan->ops, plan->strategies)) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    shardingAttrOf(op, s, plan->meshAxes).print(os);
+    work.tpShardings.push_back(std::move(text));
+  }
 
   size_t n = work.pieces.size();
   std::vector<double> sharded(n, 0), whole(n, 0), local(n, 0), full(n, 0),

@@ -3,6 +3,7 @@
 #include "cleave/Search/IntraOpSearch.h"
 
 #include "cleave/Dialect/Graph/IR/GraphInterfaces.h"
+#include "cleave/Dialect/Graph/IR/GraphAttrs.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Dialect/Graph/IR/ShapeInference.h"
 
@@ -605,6 +606,31 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
     auto &strategies = p.nodeStrategies.emplace_back();
     std::vector<unsigned> splitAxes;
     compose(&op, meshShape, perAxis, strategies, splitAxes);
+    // An op that already carries a sharding (the planner's choice, or one
+    // written by hand) keeps it: the search solves for the others only.
+    graph::OpShardingAttr chosen = graph::getSharding(&op);
+    std::optional<size_t> pinned;
+    if (chosen) {
+      for (auto [i, s] : llvm::enumerate(strategies))
+        if (shardingAttrOf(&op, s, axes) == chosen) {
+          pinned = i;
+          break;
+        }
+      if (!pinned) {
+        InFlightDiagnostic d = op.emitOpError()
+                               << "carries the sharding '"
+                               << chosen.getStrategy()
+                               << "', which is not one of its strategies on a "
+                                  "mesh of shape [";
+        llvm::interleave(meshShape, [&](int64_t n) { d << n; },
+                         [&] { d << ", "; });
+        d << "]";
+        return failure();
+      }
+    }
+    const ShardingStrategy pinnedStrategy =
+        pinned ? strategies[*pinned] : ShardingStrategy();
+    unsigned pinnedSplit = pinned ? splitAxes[*pinned] : 0u;
     // The token dimensions of a transformer plan's tensor parallelism
     // (ruleOutTokenSplitsOfTheModel), read off the strategies before any
     // is ruled out (a norm under sequence parallelism keeps only its
@@ -656,6 +682,10 @@ IntraOpProblem::build(func::FuncOp func, const cost::Cluster &cluster,
                         [&](Value v) { return weights.contains(v); })))
         for (Value r : op.getResults())
           weights.insert(r);
+    }
+    if (pinned) { // over whatever the restrictions above kept
+      strategies.assign(1, pinnedStrategy);
+      splitAxes.assign(1, pinnedSplit);
     }
     if (axes == 1) { // the 1-D restrictions above may have dropped some
       splitAxes.clear();

@@ -39,18 +39,19 @@ tensorShardings(MLIRContext *ctx, ValueRange values,
   return out;
 }
 
+Attribute shardingAttrOf(Operation *op, const ShardingStrategy &s,
+                         unsigned meshAxes) {
+  MLIRContext *ctx = op->getContext();
+  return graph::OpShardingAttr::get(
+      ctx, s.name,
+      tensorShardings(ctx, op->getOperands(), s.operands, meshAxes),
+      tensorShardings(ctx, op->getResults(), s.results, meshAxes), s.partial);
+}
+
 void annotateIntraOpPlan(const IntraOpPlan &plan) {
-  for (auto [op, s] : llvm::zip(plan.ops, plan.strategies)) {
-    MLIRContext *ctx = op->getContext();
+  for (auto [op, s] : llvm::zip(plan.ops, plan.strategies))
     op->setAttr(graph::kShardingAttrName,
-                graph::OpShardingAttr::get(
-                    ctx, s.name,
-                    tensorShardings(ctx, op->getOperands(), s.operands,
-                                    plan.meshAxes),
-                    tensorShardings(ctx, op->getResults(), s.results,
-                                    plan.meshAxes),
-                    s.partial));
-  }
+                shardingAttrOf(op, s, plan.meshAxes));
 }
 
 } // namespace cleave::search
@@ -73,7 +74,7 @@ struct IntraOpSearchPass
     auto cluster = cleave::cost::parseCluster(clusterSpec);
     if (!cluster.ok()) {
       func.emitOpError() << "bad cluster '" << clusterSpec
-                         << "': " << cluster.status().message();
+                         << "': " << std::string(cluster.status().message());
       return signalPassFailure();
     }
     if (sequenceParallel && noSequenceParallel) {

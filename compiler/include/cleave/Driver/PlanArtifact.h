@@ -38,6 +38,10 @@ struct ArtifactRequest {
   cost::TransformerModel shape;
   bool transformer = true;
   cost::PlanPrediction prediction;
+  /// A graph plan's tensor-parallel sharding, per op of @forward as the
+  /// planner priced it (GraphWork::tpShardings); written on the ops before
+  /// lowering, which honours them. Empty: the lowering searches.
+  std::vector<std::string> shardings;
   /// The measured profile the prediction used (null: the formulas).
   const cost::Profile *profile = nullptr;
   /// Where `profile` was read from: the lowering's intra-op searches read

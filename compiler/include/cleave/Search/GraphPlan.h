@@ -89,6 +89,12 @@ struct GraphWork {
   /// above the best sharding's objective it may be.
   double tpGap = 0;
   std::map<std::string, int64_t> tpStrategies;
+  /// The sharding it chose for each op of @forward, in order, as
+  /// #graph.op_sharding text (empty with tp = 1): the artifact writes them
+  /// on the ops it lowers, so the lowering runs the sharding priced here
+  /// instead of solving again on a graph it has changed (a loss appended,
+  /// 16-bit activations).
+  std::vector<std::string> tpShardings;
   int64_t params = 0;
   double paramBytes = 0;
   /// What one microbatch's forward keeps for its backward: every forward

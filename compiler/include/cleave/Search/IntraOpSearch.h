@@ -339,6 +339,12 @@ llvm::FailureOr<IntraOpPlan> searchIntraOp(mlir::func::FuncOp func,
                                            llvm::ArrayRef<int64_t> meshShape,
                                            const IntraOpOptions &options);
 
+/// `s` on `op` as a #graph.op_sharding: the strategy's name, per operand
+/// and result the mesh axes (of `meshAxes`) that split each dimension, and
+/// how the op reduces partial sums itself.
+mlir::Attribute shardingAttrOf(mlir::Operation *op, const ShardingStrategy &s,
+                               unsigned meshAxes);
+
 /// Writes the choice on every op as `graph.sharding`, a verified
 /// #graph.op_sharding (GraphAttrs.td): the strategy's name, per operand
 /// and result the mesh axes that split each dimension, and how the op
