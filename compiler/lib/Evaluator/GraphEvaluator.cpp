@@ -231,6 +231,16 @@ LogicalResult Run::execute(Operation *op) {
                                           idx(o.getRhs()));
         });
       })
+      .Case([&](gr::BitShiftOp o) -> LogicalResult {
+        auto type = cast<IntegerType>(elementTypeOf(o.getResult()));
+        return integer(o, [&] {
+          return evaluator::integerBinary(o.getRight()
+                                              ? k::IntegerOp::ShiftRight
+                                              : k::IntegerOp::ShiftLeft,
+                                          type, idx(o.getLhs()),
+                                          idx(o.getRhs()));
+        });
+      })
       .Case([&](gr::NegOp o) { return unary(o.getInput(), o, UnaryOp::Neg); })
       .Case([&](gr::StopGradientOp o) {
         k::Tensor copy = f(o.getInput());

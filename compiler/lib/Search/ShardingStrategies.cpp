@@ -618,7 +618,7 @@ void registerShardingStrategyExternalModels(DialectRegistry &registry) {
     attach<elementwiseRule, StopGradientOp, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReluOp,
            TanhOp, ErfOp, SinOp, CosOp, AtanOp, FloorOp, SigmoidOp, SiluOp,
            GeluOp, DropoutOp, CastOp, AddOp,
-           SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, WhereOp,
+           SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, BitShiftOp, WhereOp,
            CompareOp>(ctx);
     attach<softmaxRule, SoftmaxOp>(ctx);
     attach<attentionRule, AttentionOp>(ctx);

@@ -146,6 +146,10 @@ void registerComputeKernels(Registry &r) {
   r["graph.reshape"] = copyKernel;
   r["graph.where"] = whereAnyKernel;
   r["graph.compare"] = compareAnyKernel;
+  r["graph.bit_shift"] = [](OpContext &c) {
+    integerBinaryKernel(c, c.attrBool("right") ? k::IntegerOp::ShiftRight
+                                               : k::IntegerOp::ShiftLeft);
+  };
   r["graph.mod"] = [](OpContext &c) {
     integerBinaryKernel(c, c.attrBool("fmod") ? k::IntegerOp::FMod
                                               : k::IntegerOp::Mod);

@@ -53,6 +53,17 @@ template <typename T> T divide(IntegerOp op, T a, T b) {
   return r;
 }
 
+template <typename T> T shifted(IntegerOp op, T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  constexpr int bits = 8 * sizeof(T);
+  if (b < 0 || static_cast<uint64_t>(b) >= bits)
+    return T(0);
+  int n = static_cast<int>(b);
+  if (op == IntegerOp::ShiftLeft)
+    return static_cast<T>(static_cast<U>(a) << n);
+  return static_cast<T>(a >> n);
+}
+
 template <typename T> T apply(IntegerOp op, T a, T b) {
   switch (op) {
   case IntegerOp::Add:
@@ -67,6 +78,9 @@ template <typename T> T apply(IntegerOp op, T a, T b) {
     return std::max(a, b);
   case IntegerOp::Min:
     return std::min(a, b);
+  case IntegerOp::ShiftLeft:
+  case IntegerOp::ShiftRight:
+    return shifted(op, a, b);
   }
   return T();
 }

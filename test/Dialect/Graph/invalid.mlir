@@ -81,6 +81,14 @@ func.func @float_mod(%a: tensor<3xf32>) {
 
 // -----
 
+func.func @signed_shift(%a: tensor<3xi8>) {
+  // expected-error @+1 {{shifts unsigned integers, got 'tensor<3xi8>'}}
+  %0 = graph.bit_shift %a, %a : tensor<3xi8>, tensor<3xi8>
+  return
+}
+
+// -----
+
 func.func @signedness(%a: tensor<3xi8>, %b: tensor<3xui8>) {
   // expected-error @+1 {{operand element types differ: 'i8' vs 'ui8'}}
   %0 = graph.min %a, %b : tensor<3xi8>, tensor<3xui8>

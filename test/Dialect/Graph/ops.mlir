@@ -22,7 +22,9 @@ func.func @integer_elementwise(%a: tensor<2x3xui8>, %b: tensor<3xui8>, %i: tenso
   // CHECK: graph.add %{{.*}}, %{{.*}} : tensor<2x3xui8>, tensor<3xui8>
   %0 = graph.add %a, %b : tensor<2x3xui8>, tensor<3xui8>
   // CHECK: graph.div %{{.*}}, %{{.*}} : tensor<2x3xui8>, tensor<3xui8>
-  %1 = graph.div %0, %b : tensor<2x3xui8>, tensor<3xui8>
+  %d = graph.div %0, %b : tensor<2x3xui8>, tensor<3xui8>
+  // CHECK: graph.bit_shift %{{.*}}, %{{.*}} {right} : tensor<2x3xui8>, tensor<3xui8>
+  %1 = graph.bit_shift %d, %b {right} : tensor<2x3xui8>, tensor<3xui8>
   // CHECK: graph.mod %{{.*}}, %{{.*}} : tensor<4xi64>, tensor<4xi64>
   %2 = graph.mod %i, %i : tensor<4xi64>, tensor<4xi64>
   // CHECK: graph.mod %{{.*}}, %{{.*}} {fmod} : tensor<4xi64>, tensor<4xi64>

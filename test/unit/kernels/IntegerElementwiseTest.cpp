@@ -109,6 +109,17 @@ TEST(IntegerElementwise, WhereSelectsAnyElementType) {
   EXPECT_EQ(out.values(), (std::vector<uint16_t>{1, 9, 9, 4}));
 }
 
+TEST(IntegerElementwise, ShiftsGiveZeroPastTheWidth) {
+  using U8 = BasicTensor<uint8_t>;
+  EXPECT_EQ(run(IntegerOp::ShiftLeft, U8({4}, {1, 255, 3, 1}),
+                U8({4}, {7, 1, 0, 8})),
+            (std::vector<uint8_t>{128, 254, 3, 0}));
+  using U64 = BasicTensor<uint64_t>;
+  EXPECT_EQ(run(IntegerOp::ShiftRight, U64({3}, {~uint64_t(0), 16, 16}),
+                U64({3}, {63, 4, 64})),
+            (std::vector<uint64_t>{1, 1, 0}));
+}
+
 TEST(IntegerElementwise, PowHasNoIntegerCounterpart) {
   EXPECT_FALSE(integerOpOf(BinaryOp::Pow));
   EXPECT_EQ(integerOpOf(BinaryOp::Div), IntegerOp::Div);

@@ -153,6 +153,25 @@ LogicalResult convertMod(NodeContext &ctx) {
   return c.result(c.op<SubOp>(x, c.mul(y, whole)));
 }
 
+/// BitShift on unsigned integers: one graph.bit_shift (the ONNX type
+/// constraint; the dialect verifies it).
+LogicalResult convertBitShift(NodeContext &ctx) {
+  std::string direction = ctx.getString("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return ctx.emitError() << "direction must be LEFT or RIGHT, got '"
+                           << direction << "'";
+  Value x = numericOperand(ctx, 0, "input 0");
+  Value y = x ? numericOperand(ctx, 1, "input 1") : Value();
+  if (!x || !y)
+    return failure();
+  FailureOr<BitShiftOp> shift = ctx.create<BitShiftOp>(x, y);
+  if (failed(shift))
+    return failure();
+  if (direction == "RIGHT")
+    shift->setRight(true);
+  return ctx.setResult(0, shift->getResult());
+}
+
 /// x == +inf (detect_positive) or -inf (detect_negative); both: |x| ==
 /// inf. One comparison at run time (a bool tensor, as ONNX's).
 LogicalResult convertIsInf(NodeContext &ctx) {
@@ -186,6 +205,7 @@ void addMathConverters(ConverterTable &table) {
   table.add("Ceil", convertFloorOrCeil<HostUnaryOp::Ceil>);
   table.add("Round", convertRound);
   table.add("Mod", convertMod);
+  table.add("BitShift", convertBitShift);
   table.add("IsInf", convertIsInf);
 }
 

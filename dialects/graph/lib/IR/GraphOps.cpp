@@ -92,6 +92,14 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
 
 LogicalResult ModOp::verify() { return verifyArithmeticOperands(*this); }
 
+LogicalResult BitShiftOp::verify() {
+  if (!cast<RankedTensorType>(getLhs().getType())
+           .getElementType()
+           .isUnsignedInteger())
+    return emitOpError("shifts unsigned integers, got ") << getLhs().getType();
+  return success();
+}
+
 LogicalResult CompareOp::verify() {
   if (!llvm::is_contained({"eq", "ne", "lt", "le", "gt", "ge"},
                           getPredicate()))

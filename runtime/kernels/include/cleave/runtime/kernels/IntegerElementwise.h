@@ -22,8 +22,20 @@
 namespace cleave::kernels {
 
 /// The integer operations. Mod takes the divisor's sign (Python's %, ONNX's
-/// Mod with fmod = 0); FMod the dividend's (C's %, fmod = 1).
-enum class IntegerOp { Add, Sub, Mul, Div, Max, Min, Mod, FMod };
+/// Mod with fmod = 0); FMod the dividend's (C's %, fmod = 1). The shifts
+/// give 0 for a shift by the type's width or more (or a negative one).
+enum class IntegerOp {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
+  Mod,
+  FMod,
+  ShiftLeft,
+  ShiftRight
+};
 
 /// The integer counterpart of a float binary op (graph.add ... graph.min
 /// on integer operands); none for pow.

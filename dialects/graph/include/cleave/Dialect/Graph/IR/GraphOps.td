@@ -230,6 +230,36 @@ def Graph_ModOp : Graph_Op<"mod", [Pure, InferTypeOpAdaptor,
   }];
 }
 
+def Graph_BitShiftOp : Graph_Op<"bit_shift", [Pure, InferTypeOpAdaptor,
+                                               Graph_CostOpInterface]> {
+  let summary = "Bitwise shift of unsigned integers, broadcasting";
+  let description = [{
+    ONNX's BitShift: each element of `lhs` shifted left (or, with `right`,
+    right) by the matching element of `rhs`, both of one unsigned type; a
+    shift by the type's width or more gives 0.
+
+    ```mlir
+    %r = graph.bit_shift %a, %b {right} : tensor<3xui8>, tensor<3xui8>
+    ```
+  }];
+  let arguments = (ins Graph_IntegerTensor:$lhs, Graph_IntegerTensor:$rhs,
+                       UnitAttr:$right);
+  let results = (outs Graph_IntegerTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    double getFlops() { return ::cleave::graph::numElements(getType()); }
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::cleave::graph::inferBroadcastResult(
+          loc, {adaptor.getLhs().getType(), adaptor.getRhs().getType()}, types);
+    }
+  }];
+}
+
 def Graph_WhereOp : Graph_Op<"where", [Pure, InferTypeOpAdaptor,
                                        Graph_CostOpInterface]> {
   let summary = "cond ? a : b, broadcasting all three";
