@@ -15,6 +15,7 @@
 #include "cleave/cost_model/OperatorCost.h"
 #include "cleave/cost_model/PipelineSimulation.h"
 #include "cleave/cost_model/StageBalance.h"
+#include "cleave/cost_model/StageWorkload.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -26,30 +27,11 @@
 namespace cleave::search {
 
 using namespace mlir;
+using cost::backwardWindowHidden;
+using cost::besidePass;
+using cost::workspaceBytes;
 
 namespace {
-
-/// ZeRO-2/3's collectives beside a pass (cost::collectivesBesidePass;
-/// the lowering keeps a window of them in flight, CollectiveOverlap.h):
-/// `hidden` is the share they run beside it (1 where the cluster's
-/// collectives overlap compute).
-double besidePass(double pass, double comm, int64_t blocks, double hidden) {
-  return cost::collectivesBesidePass(pass, comm, static_cast<double>(blocks),
-                                     hidden);
-}
-
-/// The share of the backward pass's ZeRO-2/3 window that runs beside it:
-/// all where the cluster's collectives overlap compute, else what the
-/// profile measured (cost::collectiveWindowHidden) while overlap-grad
-/// keeps the window, as the transformer cost model prices it.
-double backwardWindowHidden(const cost::Cluster &cluster,
-                            const cost::Profile *profile,
-                            const cost::ParallelConfig &plan) {
-  if (cluster.commOverlapsCompute)
-    return 1.0;
-  return plan.overlapGradReduce ? cost::collectiveWindowHidden(cluster, profile)
-                                : 0.0;
-}
 
 /// Whether `v` is a trainable parameter, or made from trainable
 /// parameters alone (a transposed or reshaped weight).
@@ -181,16 +163,6 @@ double seconds(absl::StatusOr<cost::CollectiveCost> c) {
   return c.ok() ? c->seconds : 0;
 }
 
-/// The backward pass's working set beside the stash: an op's output
-/// gradient, its input gradient and a temporary of the largest
-/// intermediate's size, or a parameter's gradient computed in a temporary
-/// before it is accumulated (what dominates a stage of few, wide layers:
-/// a Wide ResNet's last block holds 36 MiB 3x3 convolution weights beside
-/// 0.8 MiB activations).
-double workspaceBytes(double largestIntermediate, double largestParam) {
-  return std::max(3 * largestIntermediate, largestParam + largestIntermediate);
-}
-
 /// Microbatches each replica runs a step, checked against the batch the
 /// graph was priced at.
 absl::StatusOr<int64_t> microbatchesPerReplica(const GraphWork &work,
@@ -287,70 +259,35 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     return absl::InvalidArgumentError(absl::StrCat(
         "the interleaved schedule runs a multiple of pp (", p,
         ") microbatches per replica, not ", m));
-  double dp = static_cast<double>(plan.dp);
-  double states = optimizerStates(optimizer);
-  bool zeroBubble = plan.schedule == cost::ScheduleKind::ZeroBubbleH1;
   const std::vector<GraphPiece> &pieces = work.pieces;
   std::vector<int64_t> split = splitBlocks(work, plan, n);
-
-  // Ranks are pp-major (the plan's mesh is pp x dp x tp): a replica's
-  // tensor-parallel devices are neighbours, the stage's replicas tp apart,
-  // and stage s sends to the ranks dp x tp further on.
-  cost::Group dpGroup = cost::Group::strided(0, plan.dp, plan.tp);
-  cost::Group ppPair = cost::Group::strided(0, 2, plan.dp * plan.tp);
-  auto collective = [&](cost::Collective kind, double bytes,
-                        const cost::Group &group) -> absl::StatusOr<double> {
-    if (bytes <= 0 || group.ranks.size() < 2)
-      return 0.0;
-    absl::StatusOr<cost::CollectiveCost> c =
-        cost::estimateCollective(kind, bytes, group, cluster, profile);
-    if (!c.ok())
-      return c.status();
-    return c->seconds;
-  };
-  // ZeRO's collectives, one per parameter tensor: the bytes of all, plus
-  // the latency of every further call (as TransformerPlan prices them).
-  auto perTensor = [&](cost::Collective kind, double bytes,
-                       const cost::Group &group,
-                       double tensors) -> absl::StatusOr<double> {
-    absl::StatusOr<double> all = collective(kind, bytes, group);
-    absl::StatusOr<double> call =
-        collective(kind, 4.0 * double(group.ranks.size()), group);
-    if (!all.ok() || !call.ok())
-      return all.ok() ? call.status() : all.status();
-    return *all + (bytes > 0 ? std::max(0.0, tensors - 1) * *call : 0.0);
-  };
 
   // Each chunk's pieces: its blocks, the stem on the first, the head on
   // the last. Recomputing: each block stashes its input and output, runs
   // its forward pass again before its backward pass, and holds what that
   // pass makes until its backward pass has read it (one block at a time).
-  struct Chunk {
-    GraphPiece piece;
-    int64_t blocks = 0;
-    double largestIntermediate = 0, largestParams = 0, largestParam = 0;
-    double recomputedWork = 0, recomputedFlops = 0;
-    double inBytes = 0, outBytes = 0;
-  };
-  std::vector<Chunk> chunks(n);
+  cost::StageWorkload workload;
+  workload.microbatches = m;
+  workload.trainingFlops = work.trainingFlops;
+  workload.optimizerStates = optimizerStates(optimizer);
+  workload.chunks.resize(n);
   int64_t first = 0;
   for (int64_t c = 0; c < n; ++c) {
-    Chunk &chunk = chunks[c];
-    GraphPiece &sum = chunk.piece;
+    cost::ChunkWorkload &chunk = workload.chunks[c];
     auto add = [&](const GraphPiece &g) {
       chunk.largestParams = std::max(chunk.largestParams, g.paramBytes);
       chunk.largestParam = std::max(chunk.largestParam, g.largestParamBytes);
       chunk.largestIntermediate =
           std::max(chunk.largestIntermediate, g.largestIntermediateBytes);
-      sum.forwardSeconds += g.forwardSeconds;
-      sum.backwardSeconds += g.backwardSeconds;
-      sum.weightGradSeconds += g.weightGradSeconds;
-      sum.weightGradBytes += g.weightGradBytes;
-      sum.params += g.params;
-      sum.paramBytes += g.paramBytes;
-      sum.paramTensors += g.paramTensors;
-      sum.activationBytes += g.activationBytes;
-      sum.inputBytes += g.inputBytes;
+      chunk.forwardSeconds += g.forwardSeconds;
+      chunk.backwardSeconds += g.backwardSeconds;
+      chunk.weightGradSeconds += g.weightGradSeconds;
+      chunk.weightGradBytes += g.weightGradBytes;
+      chunk.params += g.params;
+      chunk.paramBytes += g.paramBytes;
+      chunk.paramTensors += g.paramTensors;
+      chunk.activationBytes += g.activationBytes;
+      chunk.inputBytes += g.inputBytes;
     };
     if (c == 0)
       add(pieces.front());
@@ -360,8 +297,8 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
       add(block);
       if (!recompute)
         continue;
-      sum.backwardSeconds += block.forwardSeconds;
-      sum.activationBytes +=
+      chunk.backwardSeconds += block.forwardSeconds;
+      chunk.activationBytes +=
           block.recomputedActivationBytes - block.activationBytes;
       chunk.recomputedWork =
           std::max(chunk.recomputedWork,
@@ -376,224 +313,8 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     chunk.outBytes = c < n - 1 ? pieces[first + split[c]].outputBytes : 0;
     first += split[c];
   }
-
-  cost::PipelineSpec spec;
-  spec.schedule = plan.schedule;
-  spec.microbatches = static_cast<int>(m);
-  cost::PlanPrediction out;
-  out.plan = plan;
-  out.numMicrobatches = m;
-  out.layersPerChunk = split;
-  out.layersPerStage.assign(p, 0);
-  for (int64_t c = 0; c < n; ++c)
-    out.layersPerStage[c % p] += split[c];
-  double capacity = cluster.device.memoryBytes;
-  double exposedGathers = 0;
-  // Recomputed forward FLOPs per microbatch, over the stages.
-  double extraFlops = 0;
-  bool overlaps = cluster.commOverlapsCompute;
-  for (int64_t s = 0; s < p; ++s) {
-    cost::StageCosts sc;
-    double stageParams = 0, stageParamBytes = 0, stageTensors = 0;
-    double largestParams = 0, largestParam = 0, largest = 0;
-    double recomputedWork = 0, sendBuffers = 0, stageSeconds = 0;
-    // Per chunk of the stage: what a microbatch keeps from its forward to
-    // its backward, and from its B to its W under zero-bubble.
-    std::vector<double> stash(v), pendingW(v);
-    for (int64_t local = 0; local < v; ++local) {
-      const Chunk &chunk = chunks[local * p + s];
-      const GraphPiece &g = chunk.piece;
-      stageParams += g.params;
-      stageParamBytes += g.paramBytes;
-      stageTensors += g.paramTensors;
-      largestParams = std::max(largestParams, chunk.largestParams);
-      largestParam = std::max(largestParam, chunk.largestParam);
-      largest = std::max(largest, chunk.largestIntermediate);
-      recomputedWork = std::max(recomputedWork, chunk.recomputedWork);
-      extraFlops += chunk.recomputedFlops;
-
-      cost::ChunkCosts cc;
-      cc.forward = g.forwardSeconds;
-      cc.backward = g.backwardSeconds;
-      // The first chunk sends no gradient back: the lowering runs its
-      // whole backward as B, defers nothing and holds nothing for a W.
-      bool sendsBack = local * p + s > 0;
-      if (zeroBubble && sendsBack)
-        cc.weightGrad = g.weightGradSeconds;
-      absl::StatusOr<double> sendOut =
-          collective(cost::Collective::SendRecv, chunk.outBytes, ppPair);
-      absl::StatusOr<double> sendIn =
-          collective(cost::Collective::SendRecv, chunk.inBytes, ppPair);
-      absl::StatusOr<double> allReduce =
-          collective(cost::Collective::AllReduce, g.paramBytes, dpGroup);
-      absl::StatusOr<double> scatter =
-          perTensor(cost::Collective::ReduceScatter, g.paramBytes, dpGroup,
-                    g.paramTensors);
-      absl::StatusOr<double> gather = perTensor(
-          cost::Collective::AllGather, g.paramBytes, dpGroup, g.paramTensors);
-      for (const auto *c : {&sendOut, &sendIn, &allReduce, &scatter, &gather})
-        if (!c->ok())
-          return c->status();
-      cc.sendForward = *sendOut;
-      cc.sendBackward = *sendIn;
-      // As on one stage (scoreGraphPlan): ZeRO 0 all-reduces the gradients
-      // and ZeRO 1 reduce-scatters them as the last backward pass makes
-      // them, beside that pass where the device's collectives progress
-      // beside its compute (not CPU ranks over MPI); ZeRO 1 and 2 gather
-      // the updated shards after the update. ZeRO 2 and 3 reduce-scatter
-      // each microbatch's gradients, and ZeRO 3 gathers the parameters for
-      // every pass of every microbatch: there the lowering keeps a window
-      // of them in flight beside the pass, which what outlasts the pass
-      // and one block's share extend (as TransformerPlan prices it);
-      // elsewhere they stall it.
-      cc.gradReduce = plan.zero == 0 ? *allReduce : *scatter;
-      cc.gradBuckets = plan.zero <= 1 && overlaps ? 4 : 1;
-      if (plan.zero >= 2 && plan.dp > 1) {
-        double gathered = plan.zero == 3 ? *gather : 0;
-        cc.forward += besidePass(cc.forward, gathered, chunk.blocks, overlaps);
-        cc.backward +=
-            besidePass(cc.backward, *scatter + gathered, chunk.blocks,
-                       backwardWindowHidden(cluster, profile, plan));
-        cc.gradReduce = 0;
-      }
-      // ZeRO 1 and 2's gather of the updated blocks: carried into the next
-      // step beside its first forward pass where overlap-grad is on (the
-      // lowering's carryParameterGathers), else after the update.
-      if (plan.overlapGradReduce && plan.dp > 1 &&
-          (plan.zero == 1 || plan.zero == 2)) {
-        cc.carriedGather = *gather;
-        cc.carriedLayers =
-            static_cast<int>(std::max<int64_t>(1, chunk.blocks));
-        cc.carriedBeside = overlaps;
-      }
-      stageSeconds += cc.forward + cc.backward;
-      sc.chunks.push_back(cc);
-
-      // The value a cut sends is what the next block reads again in its
-      // backward pass: the training step counted it with its producer, but
-      // the chunk that receives it keeps it (per microbatch in flight). A
-      // recomputing chunk's last block keeps its output as well (a block
-      // keeps its input and output). The first chunk keeps the graph's
-      // inputs (the images) until its backward pass.
-      bool recomputing = recomputes(plan, s);
-      stash[local] = g.activationBytes + chunk.inBytes + g.inputBytes -
-                     (recomputing ? 0
-                                  : std::min(chunk.outBytes, g.activationBytes));
-      pendingW[local] = sendsBack ? g.weightGradBytes : 0;
-
-      sendBuffers += chunk.outBytes + chunk.inBytes;
-    }
-    if ((plan.zero == 1 || plan.zero == 2) &&
-        !(plan.overlapGradReduce && plan.dp > 1)) {
-      absl::StatusOr<double> gather = perTensor(
-          cost::Collective::AllGather, stageParamBytes, dpGroup, stageTensors);
-      if (!gather.ok())
-        return gather.status();
-      exposedGathers = std::max(exposedGathers, *gather);
-    }
-    double shard = plan.zero >= 1 ? dp : 1;
-    cost::GenericOp update;
-    update.bytesRead = stageParamBytes * (2 + states) / shard;
-    update.bytesWritten = stageParamBytes * (1 + states) / shard;
-    update.flops = 10.0 * stageParams / shard;
-    absl::StatusOr<cost::OpCost> step =
-        cost::estimateGeneric(update, cluster, profile);
-    sc.optimizer = step.ok() ? step->seconds : 0;
-    spec.stages.push_back(sc);
-
-    // Memory: the stashes the stage's schedule holds at once (a forward
-    // adds its chunk's; the backward frees it, or under zero-bubble trades
-    // it for what the W reads, which the W frees); each send keeps two
-    // slots once more than one microbatch is in flight.
-    absl::StatusOr<std::vector<cost::PipelineSlot>> order =
-        cost::pipelineOrder(plan.schedule, static_cast<int>(p),
-                            static_cast<int>(s), static_cast<int>(m),
-                            static_cast<int>(v));
-    if (!order.ok())
-      return order.status();
-    double live = 0, peak = 0;
-    for (const cost::PipelineSlot &slot : *order) {
-      double kept = stash[slot.chunk], w = pendingW[slot.chunk];
-      switch (slot.pass) {
-      case cost::PassKind::Forward:
-        live += kept;
-        break;
-      case cost::PassKind::Backward:
-        live += zeroBubble ? w - kept : -kept;
-        break;
-      case cost::PassKind::WeightGrad:
-        live -= w;
-        break;
-      }
-      peak = std::max(peak, live);
-    }
-    // Interleaved chunks of uneven stashes: the lowering keeps them in
-    // frames by classes of chunks, which the same plan prices.
-    if (v > 1 && !zeroBubble)
-      peak = cost::planStashFrames(*order, stash).bytes;
-    double slots = cost::peakInFlight(*order) > 1 ? 2 : 1;
-    cost::MemoryBreakdown mem;
-    mem.params = stageParamBytes / (plan.zero >= 3 ? dp : 1);
-    mem.grads =
-        cost::modelStateBytes(stageParamBytes, plan.zero, plan.dp, 1, 1, 0)
-            .grads;
-    mem.optimizer = cost::modelStateBytes(stageParamBytes, plan.zero, plan.dp,
-                                          1, 1, states)
-                        .optimizer;
-    mem.activations = peak + recomputedWork;
-    // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
-    // shard it keeps; ZeRO-3 gathers a piece's parameters where it runs;
-    // both keep a window of those collectives in flight beside compute.
-    mem.commBuffers = slots * sendBuffers +
-                      (plan.zero >= 3 ? largestParams : 0) +
-                      cost::zeroWindowBytes(plan.zero, stageParamBytes);
-    mem.workspace = workspaceBytes(largest, largestParam);
-    double allocated = mem.params + mem.grads + mem.optimizer +
-                       mem.activations + mem.commBuffers + mem.workspace;
-    mem.fragmentation =
-        cost::TransformerMemoryConfig{}.fragmentation * allocated;
-    mem.total = allocated + mem.fragmentation;
-    if (capacity > 0 && mem.total > capacity)
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "stage %d needs %.2f GB of %.2f GB (params %.2f, grads %.2f, "
-          "optimizer %.2f, activations %.2f)",
-          s, mem.total / 1e9, capacity / 1e9, mem.params / 1e9,
-          mem.grads / 1e9, mem.optimizer / 1e9, mem.activations / 1e9));
-    out.stageMemory.push_back(mem);
-    if (mem.total > out.peakMemoryBytes) {
-      out.peakMemoryBytes = mem.total;
-      out.peakMemoryStage = s;
-      out.memory = mem;
-    }
-    out.lowerBoundSeconds =
-        std::max(out.lowerBoundSeconds, double(m) * stageSeconds);
-  }
-  absl::StatusOr<cost::TaskGraph> graph = cost::buildPipelineTasks(spec);
-  if (!graph.ok())
-    return graph.status();
-  absl::StatusOr<cost::Timeline> timeline = cost::simulate(*graph);
-  if (!timeline.ok())
-    return timeline.status();
-  if (graphOut)
-    *graphOut = *graph;
-  if (timelineOut)
-    *timelineOut = *timeline;
-  out.stepSeconds = timeline->makespan + exposedGathers;
-  out.bubbleFraction = timeline->bubbleFraction;
-  out.pipelineSendSeconds = spec.stages.front().chunks.front().sendForward;
-  out.modelFlops = work.trainingFlops * double(m) * dp;
-  out.hardwareFlops = out.modelFlops + extraFlops * double(m) * dp;
-  out.tflopsPerDevice = out.stepSeconds > 0
-                            ? out.modelFlops / double(devices) /
-                                  out.stepSeconds / 1e12
-                            : 0;
-  out.hwTflopsPerDevice =
-      out.stepSeconds > 0
-          ? out.hardwareFlops / double(devices) / out.stepSeconds / 1e12
-          : 0;
-  double peak = cluster.device.peakFlops(plan.precision);
-  out.mfu = peak > 0 ? out.tflopsPerDevice * 1e12 / peak : 0;
-  return out;
+  return cost::scoreStages(workload, cluster, plan, profile, graphOut,
+                           timelineOut);
 }
 
 /// The piece an op of the forward function belongs to.
