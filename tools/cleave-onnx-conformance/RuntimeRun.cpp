@@ -133,7 +133,7 @@ runOnRuntime(mlir::ModuleOp module,
     auto type = mlir::cast<mlir::RankedTensorType>(input.getType());
     if (batchFound || type.getRank() == 0)
       return;
-    lo.microbatchSize = type.getDimSize(0);
+    lo.knobs.microbatchSize = type.getDimSize(0);
     batchFound = true;
   });
   llvm::FailureOr<cleave::plan::Plan> plan =

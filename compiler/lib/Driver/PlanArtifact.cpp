@@ -201,19 +201,9 @@ absl::Status writePlanArtifact(const ArtifactRequest &r) {
   lo.cluster = r.cluster;
   lo.clusterSpec = r.clusterSpec;
   lo.profilePath = r.profile ? r.profilePath : std::string();
-  lo.dp = knobs.dp;
-  lo.tp = knobs.tp;
-  lo.pp = knobs.pp;
-  lo.cp = knobs.cp;
-  lo.ep = knobs.ep;
-  lo.zero = knobs.zero;
-  lo.overlapGrad = knobs.overlapGradReduce;
-  lo.fusedAttention = knobs.fusedAttention;
-  // bf16 and fp16 plans store 16 bits; tf32 and fp8 ones fp32 (the
-  // precision then says how a GPU multiplies them).
-  if (knobs.precision == cost::DType::Bf16 ||
-      knobs.precision == cost::DType::Fp16)
-    lo.storage = knobs.precision;
+  // The knobs as the search chose them (bf16 and fp16 plans store 16 bits;
+  // tf32 and fp8 ones fp32: LoweringOptions::storage).
+  lo.knobs = knobs;
   // fp16's 5 exponent bits flush gradients under 2^-24 to zero: its plans
   // scale the loss unless told otherwise.
   bool fp16 = knobs.precision == cost::DType::Fp16;
@@ -224,13 +214,7 @@ absl::Status writePlanArtifact(const ArtifactRequest &r) {
       trains(r.step.optimizer))
     llvm::errs() << "cleave: warning: precision=fp16 with --loss-scale=none: "
                     "gradients below 2^-24 become zero\n";
-  lo.sequenceParallel = knobs.sequenceParallel;
-  lo.recompute = knobs.recompute;
-  lo.stageRecompute = knobs.stageRecompute;
-  lo.microbatchSize = b;
   lo.microbatches = replicaBatch / b;
-  lo.schedule = knobs.schedule;
-  lo.virtualStages = knobs.chunks;
   lo.chunkLayers = r.prediction.layersPerChunk;
   lo.residualBlocks = !r.transformer;
   lo.seed = r.seed;
@@ -431,7 +415,7 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
   if (!cluster.ok())
     return cluster.status();
   lo.cluster = *cluster;
-  lo.microbatchSize = b;
+  lo.knobs.microbatchSize = b;
   lo.microbatches = std::max<int64_t>(1, t.global_batch() / b);
   lo.seed = t.seed();
   lo.seqLen = t.seq_len();
@@ -452,9 +436,9 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
   // attention stays unfused, so that a fused plan is checked against the
   // plain ops.
   if (knobs.precision() == "bf16")
-    lo.storage = cost::DType::Bf16;
+    lo.knobs.precision = cost::DType::Bf16;
   else if (knobs.precision() == "fp16")
-    lo.storage = cost::DType::Fp16;
+    lo.knobs.precision = cost::DType::Fp16;
   lo.lossScaling = t.loss_scaling();
   for (const plan::Program &p : partitioned.programs())
     for (const plan::TensorDecl &decl : p.tensors())

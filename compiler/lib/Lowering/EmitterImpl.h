@@ -49,7 +49,7 @@ public:
           plan::Plan &plan)
       : chunks(chunks.begin(), chunks.end()), step(chunks.front()), ctx(ctx),
         plan(plan),
-        perChunk(ctx.schedule == cost::ScheduleKind::ZeroBubbleH1 ? 3 : 2),
+        perChunk(ctx.knobs.schedule == cost::ScheduleKind::ZeroBubbleH1 ? 3 : 2),
         segments(perChunk * chunks.size() + 1) {}
 
   FailureOr<plan::Program> run();

@@ -143,7 +143,7 @@ void Emitter::emitGradientBuckets(ArrayRef<int> grads,
       members.push_back(g);
     bool tied =
         llvm::any_of(members, [&](int g) { return tiedGradients.count(g); });
-    if (tied || !ctx.overlapGrad || failed(placeInBackward(ar, members)))
+    if (tied || !ctx.knobs.overlapGradReduce || failed(placeInBackward(ar, members)))
       segments.back().push_back(std::move(ar));
     begin = end;
   }
@@ -190,7 +190,7 @@ int64_t Emitter::zeroDimOf(gr::ParamOp param) const {
   // A ZeRO-3 parameter is already a shard whose gradient the backward
   // pass reduce-scattered (the all-gather's gradient).
   int64_t n = replicasOf(param, ctx).count;
-  if (ctx.zero < 1 || n <= 1 || param->hasAttr("cleave.zero_sharded"))
+  if (ctx.knobs.zero < 1 || n <= 1 || param->hasAttr("cleave.zero_sharded"))
     return -1;
   return zeroDim(cast<RankedTensorType>(param.getType()).getShape(), n);
 }
@@ -253,7 +253,7 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     gradTensors.push_back({update, g});
     auto holders = ctx.paramStages.find(paramOp.getName().str());
     bool tied = holders != ctx.paramStages.end() && holders->second.size() > 1;
-    bool shardGrad = ctx.zero == 2 && dim >= 0 && !tied;
+    bool shardGrad = ctx.knobs.zero == 2 && dim >= 0 && !tied;
     gradSharded.push_back(shardGrad);
     Replicas replicas = replicasOf(paramOp, ctx);
     if (shardGrad)
@@ -380,7 +380,7 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     plan::Instruction rs =
         collectiveInstruction("comm.reduce_scatter", g, shard, dim, replicas);
     (*rs.mutable_attrs())["reduction"].set_s("sum");
-    if (tiedGradients.count(g) || !ctx.overlapGrad ||
+    if (tiedGradients.count(g) || !ctx.knobs.overlapGradReduce ||
         failed(placeInBackward(rs, {g})))
       segments.back().push_back(std::move(rs));
   }

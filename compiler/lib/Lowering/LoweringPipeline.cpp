@@ -20,39 +20,39 @@ void addLossAndFusionPasses(OpPassManager &pm, const LoweringOptions &o,
   // Before any partitioning: the sharding search and the partitioners
   // then see one attention op per layer (its rule splits heads, batch or
   // queries), and autodiff gives it its fused backward.
-  if (o.fusedAttention)
+  if (o.knobs.fusedAttention)
     pm.nest<func::FuncOp>().addPass(createFuseAttention());
 }
 
 void addPartitionPasses(OpPassManager &pm, const LoweringOptions &o) {
-  if (o.ep > 1) {
+  if (o.knobs.ep > 1) {
     ExpertParallelOptions expert;
     expert.axis = "ep";
-    expert.size = o.ep;
+    expert.size = o.knobs.ep;
     pm.nest<func::FuncOp>().addPass(createExpertParallel(expert));
   }
   // After expert parallelism, which re-types the expert weights it splits
   // (a cast between a weight and its matmul would not be re-typed); the
   // tokens' all-to-alls it adds then carry bf16 like the other collectives.
-  if (o.storage == cost::DType::Bf16 || o.storage == cost::DType::Fp16) {
+  if (o.storage() == cost::DType::Bf16 || o.storage() == cost::DType::Fp16) {
     MixedPrecisionOptions mixed;
-    mixed.storage = o.storage == cost::DType::Bf16 ? "bf16" : "f16";
+    mixed.storage = o.storage() == cost::DType::Bf16 ? "bf16" : "f16";
     pm.nest<func::FuncOp>().addPass(createMixedPrecision(mixed));
   }
   bool training = trains(o.step.optimizer);
-  if (o.cp > 1) {
+  if (o.knobs.cp > 1) {
     PartitionContextParallelOptions cp;
-    cp.cp = o.cp;
+    cp.cp = o.knobs.cp;
     cp.clusterSpec = o.clusterSpec;
     cp.profilePath = o.profilePath;
     cp.training = training;
     cp.timeLimit = o.searchTimeLimit;
     pm.addPass(createPartitionContextParallel(cp));
   }
-  if (o.tp > 1) {
+  if (o.knobs.tp > 1) {
     PartitionTensorParallelOptions tp;
-    tp.tp = o.tp;
-    tp.sequenceParallel = o.sequenceParallel;
+    tp.tp = o.knobs.tp;
+    tp.sequenceParallel = o.knobs.sequenceParallel;
     tp.residualBlocks = o.residualBlocks;
     tp.clusterSpec = o.clusterSpec;
     tp.profilePath = o.profilePath;
@@ -68,22 +68,22 @@ void addStagePasses(OpPassManager &pm, const LoweringOptions &o,
   // Interleaved: pp x v chunks; chunk c runs on stage c % pp, and the
   // sends of chunk pp - 1 wrap around the "pp" axis to stage 0.
   PipelineSplitOptions split;
-  split.stages = o.pp * o.virtualStages;
+  split.stages = o.knobs.pp * o.knobs.chunks;
   split.residualBlocks = o.residualBlocks;
   split.layersPerStage.assign(layersPerStage.begin(), layersPerStage.end());
   pm.addPass(createPipelineSplit(split));
   if (!trains(o.step.optimizer))
     return;
   StageTrainingStepsOptions steps;
-  steps.stages = o.pp * o.virtualStages;
-  steps.pp = o.pp;
-  steps.dp = o.dp;
-  steps.ep = o.ep;
-  steps.zero = o.zero;
-  steps.recompute.push_back(std::string(cost::recomputeName(o.recompute)));
-  if (!o.stageRecompute.empty()) {
+  steps.stages = o.knobs.pp * o.knobs.chunks;
+  steps.pp = o.knobs.pp;
+  steps.dp = o.knobs.dp;
+  steps.ep = o.knobs.ep;
+  steps.zero = o.knobs.zero;
+  steps.recompute.push_back(std::string(cost::recomputeName(o.knobs.recompute)));
+  if (!o.knobs.stageRecompute.empty()) {
     steps.recompute.clear();
-    for (cost::Recompute mode : o.stageRecompute)
+    for (cost::Recompute mode : o.knobs.stageRecompute)
       steps.recompute.push_back(std::string(cost::recomputeName(mode)));
   }
   if (!recomputeNames.empty())
@@ -96,7 +96,7 @@ void addStagePasses(OpPassManager &pm, const LoweringOptions &o,
   steps.beta2 = o.step.beta2;
   steps.eps = o.step.eps;
   steps.weightDecay = o.step.weightDecay;
-  steps.lossScale = 1.0 / double(o.microbatches * o.dp);
+  steps.lossScale = 1.0 / double(o.microbatches * o.knobs.dp);
   steps.scaledLoss = o.lossScaling.mode() != plan::LossScaling::NONE;
   pm.addPass(createStageTrainingSteps(steps));
 }
@@ -160,25 +160,25 @@ struct LowerToStagesOptions
 /// the reason) are passed through as given.
 void buildLowerToStages(OpPassManager &pm, const LowerToStagesOptions &p) {
   LoweringOptions o;
-  o.dp = p.dp;
-  o.tp = p.tp;
-  o.pp = p.pp;
-  o.virtualStages = p.vpp;
-  o.cp = p.cp;
-  o.ep = p.ep;
-  o.zero = static_cast<int>(p.zero);
+  o.knobs.dp = p.dp;
+  o.knobs.tp = p.tp;
+  o.knobs.pp = p.pp;
+  o.knobs.chunks = p.vpp;
+  o.knobs.cp = p.cp;
+  o.knobs.ep = p.ep;
+  o.knobs.zero = static_cast<int>(p.zero);
   o.microbatches = p.microbatches;
-  o.sequenceParallel = p.sp;
-  o.fusedAttention = p.fusedAttention;
+  o.knobs.sequenceParallel = p.sp;
+  o.knobs.fusedAttention = p.fusedAttention;
   o.residualBlocks = p.residualBlocks;
   o.clusterSpec = p.cluster;
-  o.storage = p.storage == "bf16"  ? cost::DType::Bf16
+  o.knobs.precision = p.storage == "bf16"  ? cost::DType::Bf16
               : p.storage == "f16" ? cost::DType::Fp16
                                    : cost::DType::Fp32;
   std::optional<Optimizer> optimizer = parseOptimizer(p.optimizer);
   o.step.optimizer = optimizer.value_or(Optimizer::AdamW);
   addLossAndFusionPasses(pm, o, p.appendLoss);
-  if (p.storage != "fp32" && o.storage == cost::DType::Fp32) {
+  if (p.storage != "fp32" && o.storage() == cost::DType::Fp32) {
     MixedPrecisionOptions mixed; // fails with what storage takes
     mixed.storage = p.storage;
     pm.nest<func::FuncOp>().addPass(createMixedPrecision(mixed));

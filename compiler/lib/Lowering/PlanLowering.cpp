@@ -30,7 +30,7 @@ void addMeshAndRanks(const LoweringOptions &o, plan::Plan &plan) {
   // NVLink domain), pipeline stages the farthest apart.
   // The "dp" and "ep" axes together are the data-parallel replicas.
   constexpr int kAxes = 5;
-  const int64_t sizes[kAxes] = {o.pp, o.dp / o.ep, o.ep, o.cp, o.tp};
+  const int64_t sizes[kAxes] = {o.knobs.pp, o.knobs.dp / o.knobs.ep, o.knobs.ep, o.knobs.cp, o.knobs.tp};
   const char *names[kAxes] = {"pp", "dp", "ep", "cp", "tp"};
   for (int a = 0; a < kAxes; ++a) {
     plan::MeshAxis *axis = plan.mutable_mesh()->add_axes();
@@ -38,7 +38,7 @@ void addMeshAndRanks(const LoweringOptions &o, plan::Plan &plan) {
     axis->set_size(sizes[a]);
   }
   int64_t perNode = std::max<int64_t>(1, o.cluster.devicesPerNode);
-  int64_t total = o.pp * o.dp * o.cp * o.tp;
+  int64_t total = o.knobs.pp * o.knobs.dp * o.knobs.cp * o.knobs.tp;
   for (int64_t r = 0; r < total; ++r) {
     plan::RankAssignment *rank = plan.add_ranks();
     rank->set_rank(r);
@@ -86,20 +86,20 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
     return module.emitError("expected a func.func @forward holding the model");
-  if (o.dp < 1 || o.tp < 1 || o.pp < 1 || o.cp < 1 || o.microbatches < 1)
+  if (o.knobs.dp < 1 || o.knobs.tp < 1 || o.knobs.pp < 1 || o.knobs.cp < 1 || o.microbatches < 1)
     return module.emitError("parallel degrees and microbatches must be "
                             "positive");
-  if (o.ep < 1 || o.dp % o.ep != 0)
+  if (o.knobs.ep < 1 || o.knobs.dp % o.knobs.ep != 0)
     return module.emitError("expert parallelism (ep=")
-           << o.ep << ") must divide the data-parallel replicas (dp=" << o.dp
+           << o.knobs.ep << ") must divide the data-parallel replicas (dp=" << o.knobs.dp
            << "): the experts are shared by groups of ep replicas";
-  if (o.virtualStages < 1 || (o.virtualStages > 1 && o.pp < 2))
+  if (o.knobs.chunks < 1 || (o.knobs.chunks > 1 && o.knobs.pp < 2))
     return module.emitError("virtual stages (")
-           << o.virtualStages
+           << o.knobs.chunks
            << ") must be positive, and more than one needs pipeline stages";
-  if (o.pp > 1 && o.microbatches < o.pp)
+  if (o.knobs.pp > 1 && o.microbatches < o.knobs.pp)
     module.emitWarning("fewer microbatches (")
-        << o.microbatches << ") than pipeline stages (" << o.pp
+        << o.microbatches << ") than pipeline stages (" << o.knobs.pp
         << "): most of the step is bubble";
 
   // The runtime cuts the batched inputs' first dimension from the global
@@ -115,11 +115,11 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   WalkResult batchCheck = forward.walk([&](gr::InputOp input) {
     auto type = cast<RankedTensorType>(input.getType());
     if (type.getRank() == 0 || type.getDimSize(0) != modelBatch ||
-        modelBatch == o.microbatchSize)
+        modelBatch == o.knobs.microbatchSize)
       return WalkResult::advance();
     input.emitError("input '")
         << input.getName() << "' has a batch of " << type.getDimSize(0)
-        << " but each microbatch holds " << o.microbatchSize
+        << " but each microbatch holds " << o.knobs.microbatchSize
         << " samples; the model has a fixed batch, so choose the microbatch "
            "size to match (--fix microbatch="
         << type.getDimSize(0) << ")";
@@ -141,7 +141,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
     if (failed(pm.run(module)))
       return failure();
   }
-  if (o.fusedAttention) {
+  if (o.knobs.fusedAttention) {
     int64_t fused = 0, unfused = 0;
     forward.walk([&](gr::AttentionOp) { ++fused; });
     forward.walk([&](gr::SoftmaxOp) { ++unfused; });
@@ -176,7 +176,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
     for (int64_t count : o.chunkLayers)
       given += count;
     SmallVector<int64_t> layersPerStage;
-    if (int64_t(o.chunkLayers.size()) == o.pp * o.virtualStages &&
+    if (int64_t(o.chunkLayers.size()) == o.knobs.pp * o.knobs.chunks &&
         given == modelLayers)
       layersPerStage.assign(o.chunkLayers.begin(), o.chunkLayers.end());
     PassManager pm(ctx);
@@ -186,25 +186,18 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   }
 
   bool halfStorage =
-      o.storage == cost::DType::Bf16 || o.storage == cost::DType::Fp16;
+      o.storage() == cost::DType::Bf16 || o.storage() == cost::DType::Fp16;
   bool scaledLoss =
       o.lossScaling.mode() != plan::LossScaling::NONE && !inference;
   ProgramContext pc;
-  pc.stages = o.pp;
+  pc.knobs = o.knobs;
   pc.microbatches = o.microbatches;
-  pc.microbatchSize = o.microbatchSize;
-  pc.dp = o.dp;
-  pc.ep = o.ep;
-  pc.zero = o.zero;
-  pc.overlapGrad = o.overlapGrad;
-  pc.halfParameters = halfStorage && (o.zero == 1 || o.zero == 2);
+  pc.halfParameters = halfStorage && (o.knobs.zero == 1 || o.knobs.zero == 2);
   pc.scaledLoss = scaledLoss;
-  pc.cp = o.cp;
   pc.inference = inference;
-  pc.schedule = o.schedule;
   pc.vocab = o.vocab;
   SmallVector<func::FuncOp> steps;
-  for (int64_t c = 0; c < o.pp * o.virtualStages; ++c) {
+  for (int64_t c = 0; c < o.knobs.pp * o.knobs.chunks; ++c) {
     std::string name = "stage" + std::to_string(c);
     auto stage = module.lookupSymbol<func::FuncOp>(name);
     auto step = module.lookupSymbol<func::FuncOp>(name + "_step");
@@ -212,18 +205,18 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
       return module.emitError("the lowering made no @") << name;
     stage.walk([&](gr::ParamOp p) {
       if (p.isTrainable())
-        pc.paramStages[p.getName().str()].push_back(c % o.pp);
+        pc.paramStages[p.getName().str()].push_back(c % o.knobs.pp);
     });
     steps.push_back(inference ? stage : step);
   }
 
   plan::Plan plan;
   addMeshAndRanks(o, plan);
-  for (int64_t s = 0; s < o.pp; ++s) {
+  for (int64_t s = 0; s < o.knobs.pp; ++s) {
     pc.stage = s;
     SmallVector<func::FuncOp> chunks;
-    for (int64_t v = 0; v < o.virtualStages; ++v)
-      chunks.push_back(steps[v * o.pp + s]);
+    for (int64_t v = 0; v < o.knobs.chunks; ++v)
+      chunks.push_back(steps[v * o.knobs.pp + s]);
     FailureOr<plan::Program> program = emitProgram(chunks, pc, plan);
     if (failed(program))
       return failure();
@@ -232,25 +225,25 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   }
 
   plan::Knobs *k = plan.mutable_knobs();
-  k->set_dp(o.dp);
-  k->set_tp(o.tp);
-  k->set_pp(o.pp);
-  k->set_cp(o.cp);
-  k->set_zero(o.zero);
-  k->set_sp(o.sequenceParallel);
-  k->set_ep(o.ep);
-  k->set_microbatch_size(o.microbatchSize);
+  k->set_dp(o.knobs.dp);
+  k->set_tp(o.knobs.tp);
+  k->set_pp(o.knobs.pp);
+  k->set_cp(o.knobs.cp);
+  k->set_zero(o.knobs.zero);
+  k->set_sp(o.knobs.sequenceParallel);
+  k->set_ep(o.knobs.ep);
+  k->set_microbatch_size(o.knobs.microbatchSize);
   k->set_num_microbatches(o.microbatches);
-  k->set_schedule(cost::scheduleName(o.schedule));
-  k->set_virtual_stages(o.virtualStages);
-  k->set_recompute(std::string(cost::recomputeName(o.recompute)));
-  for (cost::Recompute mode : o.stageRecompute)
+  k->set_schedule(cost::scheduleName(o.knobs.schedule));
+  k->set_virtual_stages(o.knobs.chunks);
+  k->set_recompute(std::string(cost::recomputeName(o.knobs.recompute)));
+  for (cost::Recompute mode : o.knobs.stageRecompute)
     k->add_stage_recompute(std::string(cost::recomputeName(mode)));
   k->set_precision("fp32");
   plan::TrainingConfig *t = plan.mutable_training();
   if (trains(o.step.optimizer))
     *t->mutable_loss_scaling() = o.lossScaling;
-  t->set_global_batch(o.microbatchSize * o.microbatches * o.dp);
+  t->set_global_batch(o.knobs.microbatchSize * o.microbatches * o.knobs.dp);
   t->set_seq_len(o.seqLen);
   t->set_optimizer(optimizerName(o.step.optimizer));
   t->set_lr(o.step.lr);

@@ -280,7 +280,7 @@ LogicalResult Emitter::declareSource(Operation *op) {
     t.set_input_name(input.getName().str());
     auto type = cast<RankedTensorType>(input.getType());
     if (input.getName() != "step" && type.getRank() > 0 &&
-        type.getDimSize(0) == ctx.microbatchSize)
+        type.getDimSize(0) == ctx.knobs.microbatchSize)
       t.set_batch_dim(0);
     if (!isa<FloatType>(type.getElementType()) && ctx.vocab > 0)
       t.set_vocab(ctx.vocab);
@@ -346,7 +346,7 @@ plan::Instruction &Emitter::append(Phase phase, const std::string &name) {
 }
 
 bool Emitter::foldsIntoBuckets(gr::AllReduceOp sum) const {
-  if (ctx.zero != 0 || sum.getAxes().size() != 1 ||
+  if (ctx.knobs.zero != 0 || sum.getAxes().size() != 1 ||
       sum.getReduction() != "sum")
     return false;
   // Two sums of a parameter's partial gradients over one axis: over "cp",
@@ -356,7 +356,7 @@ bool Emitter::foldsIntoBuckets(gr::AllReduceOp sum) const {
   // and row-parallel biases: five small all-reduces a layer and microbatch
   // otherwise).
   StringRef axis = cast<StringAttr>(sum.getAxes()[0]).getValue();
-  bool cp = axis == "cp" && ctx.cp > 1 &&
+  bool cp = axis == "cp" && ctx.knobs.cp > 1 &&
             sum->hasAttr("cleave.parameter_gradient");
   // Not yet with a separate weight-gradient pass (zero-bubble schedules):
   // a GPT at tp2 pp2 under ZB-H1 diverged at step 2 (relative 4.6e-5).
@@ -473,7 +473,7 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
 }
 
 LogicalResult Emitter::buildSchedule() {
-  bool interleaved = ctx.schedule == cost::ScheduleKind::Interleaved;
+  bool interleaved = ctx.knobs.schedule == cost::ScheduleKind::Interleaved;
   if (interleaved != (numChunks() > 1))
     return step.emitOpError("the interleaved schedule runs several model "
                             "chunks per stage, the others one; this stage "
@@ -487,13 +487,13 @@ LogicalResult Emitter::buildSchedule() {
     }
     return success();
   }
-  auto order = cost::pipelineOrder(ctx.schedule, ctx.stages, ctx.stage,
+  auto order = cost::pipelineOrder(ctx.knobs.schedule, ctx.knobs.pp, ctx.stage,
                                    static_cast<int>(ctx.microbatches),
                                    numChunks());
   if (!order.ok())
     return step.emitOpError(std::string(order.status().message()));
   absl::StatusOr<cost::SendSlots> sends = cost::minimalSendSlots(
-      ctx.schedule, ctx.stages, static_cast<int>(ctx.microbatches), numChunks());
+      ctx.knobs.schedule, ctx.knobs.pp, static_cast<int>(ctx.microbatches), numChunks());
   if (!sends.ok())
     return step.emitOpError(std::string(sends.status().message()));
   sendSlots = *std::move(sends);
@@ -656,11 +656,11 @@ FailureOr<plan::Program> Emitter::run() {
     return failure();
   // ZeRO's gathers and reduce-scatters inside the passes run beside their
   // compute (CollectiveOverlap.h).
-  for (size_t s = 0; ctx.overlapGrad && s + 1 < segments.size(); ++s)
+  for (size_t s = 0; ctx.knobs.overlapGradReduce && s + 1 < segments.size(); ++s)
     overlapCollectives(segments[s], program, numAsyncHandles);
   // ZeRO-1/2's gathers of the updated blocks run beside the next step's
   // forward pass.
-  if (ctx.overlapGrad)
+  if (ctx.knobs.overlapGradReduce)
     carryParameterGathers(segments, program, numAsyncHandles);
   for (size_t s = 0; s < segments.size(); ++s) {
     plan::Segment *seg = program.add_segments();
@@ -725,7 +725,7 @@ Replicas replicasOf(Operation *param, int64_t dp, int64_t ep) {
 }
 
 Replicas replicasOf(Operation *param, const ProgramContext &context) {
-  return replicasOf(param, context.dp, context.ep);
+  return replicasOf(param, context.knobs.dp, context.knobs.ep);
 }
 
 FailureOr<plan::Program> emitProgram(ArrayRef<func::FuncOp> chunks,

@@ -27,6 +27,7 @@
 #include "cleave/cost_model/Cluster.h"
 #include "cleave/cost_model/Memory.h"
 #include "cleave/cost_model/PipelineSchedule.h"
+#include "cleave/cost_model/TransformerPlan.h"
 #include "cleave/runtime/plan/plan.pb.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -41,52 +42,45 @@ struct LoweringOptions {
   /// The measured profile the plan was priced with (empty: the formulas);
   /// the intra-op searches choose their shardings with it too.
   std::string profilePath;
-  int64_t dp = 1, tp = 1, pp = 1;
-  /// Context parallelism: the sequence of every sample split over "cp"
-  /// (not yet together with tp).
-  int64_t cp = 1;
-  /// Expert parallelism: groups of ep of the dp replicas share the experts
-  /// of every MoE layer (cleave-expert-parallel); the mesh's "dp" axis then
-  /// holds dp / ep replicas and its "ep" axis ep.
-  int64_t ep = 1;
-  /// ZeRO stage over the "dp" replicas: 1 and 2 split the optimizer state
-  /// and its update, 3 also the parameters (gathered where read).
-  int zero = 0;
-  /// Megatron's sequence parallelism on the "tp" axis.
-  bool sequenceParallel = false;
-  /// The overlap-grad knob: gradient buckets, ZeRO's reduce-scatters and
-  /// ZeRO-3's gathers run beside the passes' compute (asynchronous, within
-  /// a window); off, they run where the graph needs them and the buckets
-  /// and ZeRO-1's reduce-scatters in the optimizer segment, as the cost
-  /// model then prices them.
-  bool overlapGrad = true;
-  /// Attention as graph.attention (FlashAttention-2) by
-  /// cleave-fuse-attention before partitioning: the attention=fused knob.
-  bool fusedAttention = false;
+  /// The plan's knobs, as the search chose them (cost::ParallelConfig):
+  /// dp, tp, pp, cp and ep (expert parallelism: groups of ep of the dp
+  /// replicas share the experts of every MoE layer; the mesh's "dp" axis
+  /// then holds dp / ep replicas and its "ep" axis ep), ZeRO over the "dp"
+  /// replicas, Megatron's sequence parallelism on "tp", overlap-grad
+  /// (gradient buckets, ZeRO's reduce-scatters and ZeRO-3's gathers beside
+  /// the passes' compute; off, where the graph needs them and in the
+  /// optimizer segment, as the cost model then prices them), fused
+  /// attention (graph.attention by cleave-fuse-attention before
+  /// partitioning), recomputation (per stage or for all), the microbatch
+  /// size (the imported batch), the schedule and its model chunks per
+  /// stage (`chunks`, the interleaved schedule's virtual stages), and the
+  /// precision, whose 16-bit types are the storage (storage()).
+  /// `globalBatch` is not read: `microbatches` is.
+  cost::ParallelConfig knobs = fp32Knobs();
   /// Storage of activations, their gradients and the collectives carrying
   /// them: Fp32, or Bf16 / Fp16 (cleave-mixed-precision, before
   /// partitioning), 2 bytes with fp32 parameters (the master weights),
-  /// weight gradients, optimizer state and loss. The precision knob's
-  /// storage: bf16 and fp16 plans; tf32 and fp8 store fp32.
-  cost::DType storage = cost::DType::Fp32;
+  /// weight gradients, optimizer state and loss. bf16 and fp16 plans
+  /// store 16 bits; tf32 and fp8 ones fp32 (the precision then says how a
+  /// GPU multiplies them).
+  cost::DType storage() const {
+    return knobs.precision == cost::DType::Bf16 ||
+                   knobs.precision == cost::DType::Fp16
+               ? knobs.precision
+               : cost::DType::Fp32;
+  }
+  static cost::ParallelConfig fp32Knobs() {
+    cost::ParallelConfig knobs;
+    knobs.precision = cost::DType::Fp32;
+    return knobs;
+  }
   /// Loss scaling (fp16 storage), written to TrainingConfig.loss_scaling:
   /// unless NONE, the loss's gradient is seeded with the runtime's
   /// "loss_scale" input, the reduced gradients are unscaled and checked in
   /// the optimizer segment, and the updates skipped on overflow.
   plan::LossScaling lossScaling;
   int64_t microbatches = 1;
-  /// Activation recomputation: none, selective (attention cores) or full
-  /// (whole layers from their inputs), by cleave-recompute.
-  cost::Recompute recompute = cost::Recompute::None;
-  /// Per pipeline stage (pp entries), or empty: every stage `recompute`.
-  std::vector<cost::Recompute> stageRecompute;
-  /// Samples per microbatch and replica (the imported batch).
-  int64_t microbatchSize = 1;
-  /// The pipeline schedule; interleaved runs virtualStages > 1 model chunks
-  /// per stage (Narayanan et al. 2021).
-  cost::ScheduleKind schedule = cost::ScheduleKind::OneFOneB;
-  int64_t virtualStages = 1;
-  /// Layers of each of the pp x virtualStages model chunks, in model order
+  /// Layers of each of the pp x chunks model chunks, in model order
   /// (the cost model's balanced split, PlanPrediction::layersPerChunk);
   /// empty, or not summing to the model's layers: an even split.
   std::vector<int64_t> chunkLayers;

@@ -11,6 +11,7 @@
 #define CLEAVE_LOWERING_PROGRAMEMITTER_H
 
 #include "cleave/cost_model/PipelineSchedule.h"
+#include "cleave/cost_model/TransformerPlan.h"
 #include "cleave/runtime/plan/plan.pb.h"
 
 #include "mlir/IR/Operation.h"
@@ -25,43 +26,37 @@
 namespace cleave::lowering {
 
 struct ProgramContext {
-  int stage = 0, stages = 1;
+  /// The stage emitted.
+  int stage = 0;
+  /// The plan's knobs (LoweringOptions::knobs): pp stages; microbatchSize
+  /// samples per microbatch (an input whose first dimension has this size
+  /// is cut from the global batch; another, a constant operand of an
+  /// imported graph, is whole on every rank and microbatch); dp replicas,
+  /// all of them (with expert parallelism the "dp" axis holds dp / ep of
+  /// them and the "ep" axis the rest: expert weights are split over "ep",
+  /// so only the "dp" replicas share them); ZeRO 1 and 2 split the
+  /// optimizer state (and its update) over the "dp" replicas, and the
+  /// parameters of stage 3 arrive already split; overlap-grad puts the
+  /// collectives beside compute; cp ranks hold the parameters whole and
+  /// their gradients as partial sums over "cp" (without ZeRO those sums
+  /// join the data-parallel buckets: one reduction over "dp,cp" a step
+  /// instead of one over "cp" per parameter and microbatch); the schedule.
+  cost::ParallelConfig knobs;
   int64_t microbatches = 1;
-  /// Samples per microbatch: an input whose first dimension has this size
-  /// is cut from the global batch; another (a constant operand of an
-  /// imported graph) is whole on every rank and microbatch.
-  int64_t microbatchSize = 1;
-  /// Data-parallel replicas, all of them: with expert parallelism the
-  /// "dp" axis holds dp / ep of them and the "ep" axis the rest.
-  int64_t dp = 1;
-  /// Expert-parallel group size (a factor of dp): expert weights are split
-  /// over "ep", so only the "dp" replicas share them.
-  int64_t ep = 1;
-  /// ZeRO stage: 1 and 2 split the optimizer state (and its update) over
-  /// the "dp" replicas; parameters of stage 3 arrive already split.
-  int zero = 0;
-  /// Collectives beside compute (LoweringOptions::overlapGrad).
-  bool overlapGrad = true;
   /// 16-bit storage under ZeRO 1-2: a parameter whose update ZeRO splits
   /// is held in bf16 or fp16 (what its casts read, so they vanish) and its
   /// fp32 master weights are this replica's block, kept with the optimizer
   /// state, as Megatron-LM's distributed optimizer holds them: 2 bytes a
   /// parameter plus 4 / dp, not 4.
   bool halfParameters = false;
-  /// Loss scaling (LoweringOptions::scaledLoss): the optimizer segment
+  /// Loss scaling (LoweringOptions::lossScaling): the optimizer segment
   /// unscales the gradients its updates read, all-reduces the overflow
   /// flag over every rank, and its updates run `unless` it is set.
   bool scaledLoss = false;
-  /// Context-parallel group size: parameters are whole on every "cp" rank
-  /// and their gradients partial sums over it. Without ZeRO those sums join
-  /// the data-parallel buckets (one reduction over "dp,cp" a step instead
-  /// of one over "cp" per parameter and microbatch).
-  int64_t cp = 1;
   /// An inference plan: the stage function is emitted as it is (no
   /// backward, no optimizer), microbatches run forward only, and the last
   /// stage's results become Program.output_tensors.
   bool inference = false;
-  cost::ScheduleKind schedule = cost::ScheduleKind::OneFOneB;
   /// Vocabulary size for synthetic token ids (0: not a language model).
   int64_t vocab = 0;
   /// Stages holding each parameter, by name (two for tied embeddings):
