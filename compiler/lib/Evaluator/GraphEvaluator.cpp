@@ -68,6 +68,26 @@ private:
     return f(v);
   }
 
+  /// A read-only view of a held tensor.
+  template <typename Held>
+  static k::View<const typename Held::value_type> cref(const Held &t) {
+    return t.ref();
+  }
+
+  /// Runs f(input, result) with `input`'s held tensor and a fresh one of
+  /// the same kind shaped as `res`, stored as `res`'s value.
+  template <typename F> LogicalResult move(Value input, Value res, F f) {
+    return std::visit(
+        [&](auto &in) -> LogicalResult {
+          using Held = std::decay_t<decltype(in)>;
+          Held result(shapeOf(res.getType()));
+          f(in, result);
+          values[res] = std::move(result);
+          return success();
+        },
+        get(input));
+  }
+
   /// Stores compute()'s integer result for `res`; a kernel's error (a zero
   /// divisor) becomes the op's.
   template <typename F> LogicalResult integer(Value res, F compute) {
@@ -376,9 +396,13 @@ LogicalResult Run::execute(Operation *op) {
         return success();
       })
       // Data movement.
+      // Data movement: floats, and integers and bools held as int64 and
+      // bytes, moved alike.
       .Case([&](gr::GatherOp o) {
-        k::gather(f(o.getData()), idx(o.getIndices()), o.getAxis(), out(o));
-        return success();
+        return move(o.getData(), o, [&](auto &data, auto &result) {
+          k::gatherValues(cref(data), idx(o.getIndices()).ref(), o.getAxis(),
+                          result.ref());
+        });
       })
       .Case([&](gr::ReshapeOp o) {
         EvalTensor v = get(o.getInput());
@@ -391,27 +415,43 @@ LogicalResult Run::execute(Operation *op) {
         return success();
       })
       .Case([&](gr::TransposeOp o) {
-        k::transpose(f(o.getInput()), vec(o.getPermutation()), out(o));
-        return success();
+        return move(o.getInput(), o, [&](auto &in, auto &result) {
+          k::transposeValues(cref(in), vec(o.getPermutation()), result.ref());
+        });
       })
       .Case([&](gr::SliceOp o) {
-        k::slice(f(o.getInput()), vec(o.getStarts()), vec(o.getLimits()),
-                 vec(o.getStrides()), out(o));
-        return success();
+        return move(o.getInput(), o, [&](auto &in, auto &result) {
+          k::sliceValues(cref(in), vec(o.getStarts()), vec(o.getLimits()),
+                         vec(o.getStrides()), result.ref());
+        });
       })
       .Case([&](gr::ConcatOp o) {
-        std::vector<k::ConstTensorRef> ins;
-        for (Value v : o.getInputs())
-          ins.push_back(f(v).ref());
-        k::concat(ins, o.getAxis(), out(o));
-        return success();
+        return move(o.getInputs().front(), o, [&](auto &first, auto &result) {
+          using Held = std::decay_t<decltype(first)>;
+          using T = typename Held::value_type;
+          std::vector<k::View<const T>> ins;
+          for (Value v : o.getInputs())
+            ins.push_back(cref(std::get<Held>(get(v))));
+          k::concatValues(ins, o.getAxis(), result.ref());
+        });
       })
-      .Case([&](gr::SplitOp o) {
-        std::vector<k::TensorRef> outs;
-        for (Value r : o.getResults())
-          outs.push_back(out(r).ref());
-        k::split(f(o.getInput()), o.getAxis(), outs);
-        return success();
+      .Case([&](gr::SplitOp o) -> LogicalResult {
+        return std::visit(
+            [&](auto &in) -> LogicalResult {
+              using Held = std::decay_t<decltype(in)>;
+              using T = typename Held::value_type;
+              std::vector<Held> results;
+              std::vector<k::View<T>> outs;
+              for (Value r : o.getResults())
+                results.emplace_back(shapeOf(r.getType()));
+              for (Held &r : results)
+                outs.push_back(r.ref());
+              k::splitValues(cref(in), o.getAxis(), outs);
+              for (auto [r, value] : llvm::zip(o.getResults(), results))
+                values[r] = std::move(value);
+              return success();
+            },
+            get(o.getInput()));
       })
       .Case([&](gr::ReduceSumOp o) {
         k::reduce(k::ReduceOp::Sum, f(o.getInput()), vec(o.getAxes()),

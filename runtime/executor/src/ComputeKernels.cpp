@@ -212,20 +212,28 @@ void registerComputeKernels(Registry &r) {
       k::rope(c.in(0), theta, offset, c.out(0));
   };
   r["graph.gather"] = [](OpContext &c) {
+    if (c.input(0) && c.input(0).dtype != plan::F32)
+      return moveAnyKernel(c, "graph.gather");
     c.expectArity(2, 1);
     k::gather(c.in(0), c.index(1), c.attrAxis("axis", c.in(0).rank()),
               c.out(0));
   };
   r["graph.transpose"] = [](OpContext &c) {
+    if (c.input(0) && c.input(0).dtype != plan::F32)
+      return moveAnyKernel(c, "graph.transpose");
     c.expectArity(1, 1);
     k::transpose(c.in(0), c.attrInts("permutation"), c.out(0));
   };
   r["graph.slice"] = [](OpContext &c) {
+    if (c.input(0) && c.input(0).dtype != plan::F32)
+      return moveAnyKernel(c, "graph.slice");
     c.expectArity(1, 1);
     k::slice(c.in(0), c.attrInts("starts"), c.attrInts("limits"),
              c.attrInts("strides"), c.out(0));
   };
   r["graph.concat"] = [](OpContext &c) {
+    if (c.input(0) && c.input(0).dtype != plan::F32)
+      return moveAnyKernel(c, "graph.concat");
     if (c.outputs.size() != 1)
       throw std::invalid_argument("needs one output");
     std::vector<k::ConstTensorRef> ins;
@@ -234,6 +242,8 @@ void registerComputeKernels(Registry &r) {
     k::concat(ins, c.attrAxis("axis", c.out(0).rank()), c.out(0));
   };
   r["graph.split"] = [](OpContext &c) {
+    if (c.input(0) && c.input(0).dtype != plan::F32)
+      return moveAnyKernel(c, "graph.split");
     if (c.inputs.size() != 1)
       throw std::invalid_argument("needs one input");
     std::vector<k::TensorRef> outs;

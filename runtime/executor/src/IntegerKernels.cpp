@@ -12,7 +12,9 @@
 
 #include "cleave/runtime/comm/Bfloat16.h"
 #include "cleave/runtime/comm/Float16.h"
+#include "cleave/runtime/kernels/DataMovement.h"
 #include "cleave/runtime/kernels/IntegerElementwise.h"
+#include "cleave/runtime/plan/PlanIO.h"
 
 #include <stdexcept>
 #include <vector>
@@ -142,6 +144,71 @@ void whereAnyKernel(OpContext &c) {
     using T = decltype(t);
     k::whereValues<T>(c.mask(0), viewOf<T>(a), viewOf<T>(b),
                       mutableViewOf<T>(out));
+  });
+}
+
+namespace {
+
+/// Calls f with the unsigned type of the width of dtype `dtype`'s
+/// elements: what moves them (gather, transpose, slice, concat, split)
+/// whatever they are.
+template <typename F> void withElementWidth(plan::DType dtype, F &&f) {
+  switch (plan::dtypeBytes(dtype)) {
+  case 1:
+    return f(uint8_t());
+  case 2:
+    return f(uint16_t());
+  case 4:
+    return f(uint32_t());
+  default:
+    return f(uint64_t());
+  }
+}
+
+} // namespace
+
+void moveAnyKernel(OpContext &c, const std::string &op) {
+  const TensorView &in = c.input(0);
+  if (!in)
+    throw std::invalid_argument("needs an input");
+  for (const TensorView &out : c.outputs)
+    if (out)
+      requireSameDType(in, out, "the input and the results");
+  withElementWidth(in.dtype, [&](auto t) {
+    using T = decltype(t);
+    if (op == "graph.gather") {
+      c.expectArity(2, 1);
+      k::gatherValues<T>(viewOf<T>(in), c.index(1),
+                         c.attrAxis("axis", in.shape.size()),
+                         mutableViewOf<T>(c.output(0)));
+    } else if (op == "graph.transpose") {
+      c.expectArity(1, 1);
+      k::transposeValues<T>(viewOf<T>(in), c.attrInts("permutation"),
+                            mutableViewOf<T>(c.output(0)));
+    } else if (op == "graph.slice") {
+      c.expectArity(1, 1);
+      k::sliceValues<T>(viewOf<T>(in), c.attrInts("starts"),
+                        c.attrInts("limits"), c.attrInts("strides"),
+                        mutableViewOf<T>(c.output(0)));
+    } else if (op == "graph.concat") {
+      if (c.outputs.size() != 1)
+        throw std::invalid_argument("needs one output");
+      std::vector<k::View<const T>> ins;
+      for (const TensorView &v : c.inputs) {
+        requireSameDType(in, v, "the inputs");
+        ins.push_back(viewOf<T>(v));
+      }
+      k::concatValues<T>(ins, c.attrAxis("axis", c.output(0).shape.size()),
+                         mutableViewOf<T>(c.output(0)));
+    } else { // graph.split
+      if (c.inputs.size() != 1)
+        throw std::invalid_argument("needs one input");
+      std::vector<k::View<T>> outs;
+      for (const TensorView &v : c.outputs)
+        outs.push_back(mutableViewOf<T>(v));
+      k::splitValues<T>(viewOf<T>(in), c.attrAxis("axis", in.shape.size()),
+                        outs);
+    }
   });
 }
 

@@ -36,6 +36,9 @@ void integerBinaryKernel(OpContext &c, kernels::IntegerOp op);
 void compareAnyKernel(OpContext &c);
 void whereAnyKernel(OpContext &c);
 void convertElements(const TensorView &in, const TensorView &out);
+/// graph.gather, transpose, slice, concat or split (`op`) on tensors of
+/// any dtype, moved by their elements' width.
+void moveAnyKernel(OpContext &c, const std::string &op);
 /// The CPU backend's kernel for a fused group (CpuFusedKernels.cpp).
 FusedKernelFn cpuFusedKernel(Fusion kind);
 

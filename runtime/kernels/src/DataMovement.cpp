@@ -4,14 +4,17 @@
 
 #include "Support.h"
 
+#include <algorithm>
+
 namespace cleave::kernels {
 namespace {
 
 /// Copies the box `dims` from `src` (strides srcStrides) to `dst` (strides
 /// dstStrides), merging dimensions that are contiguous in both so that the
 /// innermost loop is long; unit-stride rows are copied with memcpy.
-void copyStrided(Shape dims, Shape srcStrides, Shape dstStrides,
-                 const float *src, float *dst) {
+template <typename T>
+void copyStrided(Shape dims, Shape srcStrides, Shape dstStrides, const T *src,
+                 T *dst) {
   // Drop size-1 dimensions and merge neighbours.
   Shape sizes, ss, ds;
   for (size_t d = 0; d < dims.size(); ++d) {
@@ -39,10 +42,10 @@ void copyStrided(Shape dims, Shape srcStrides, Shape dstStrides,
   Shape index(outer, 0);
   int64_t so = 0, dOff = 0;
   while (true) {
-    const float *s = src + so;
-    float *t = dst + dOff;
+    const T *s = src + so;
+    T *t = dst + dOff;
     if (sIn == 1 && dIn == 1)
-      std::memcpy(t, s, sizeof(float) * n);
+      std::memcpy(t, s, sizeof(T) * n);
     else
       for (int64_t i = 0; i < n; ++i)
         t[i * dIn] = s[i * sIn];
@@ -126,8 +129,9 @@ Shape gatherShape(const Shape &data, const Shape &indices, int64_t axis) {
   return out;
 }
 
-void gather(ConstTensorRef data, IndexRef indices, int64_t axis,
-            TensorRef out) {
+template <typename T>
+void gatherValues(View<const T> data, IndexRef indices, int64_t axis,
+                  View<T> out) {
   detail::checkShape(out, gatherShape(data.shape, indices.shape, axis),
                      "gather", "result");
   int64_t outer, inner, size = data.shape[axis];
@@ -138,7 +142,7 @@ void gather(ConstTensorRef data, IndexRef indices, int64_t axis,
     for (int64_t j = 0; j < count; ++j)
       std::memcpy(out.data + (o * count + j) * inner,
                   data.data + (o * size + rows[j]) * inner,
-                  sizeof(float) * inner);
+                  sizeof(T) * inner);
 }
 
 void gatherBackward(IndexRef indices, int64_t axis, ConstTensorRef dOut,
@@ -167,8 +171,9 @@ Shape transposeShape(const Shape &in, const std::vector<int64_t> &perm) {
   return out;
 }
 
-void transpose(ConstTensorRef in, const std::vector<int64_t> &perm,
-               TensorRef out) {
+template <typename T>
+void transposeValues(View<const T> in, const std::vector<int64_t> &perm,
+                     View<T> out) {
   detail::checkShape(out, transposeShape(in.shape, perm), "transpose",
                      "result");
   Shape inStrides = rowMajorStrides(in.shape), src;
@@ -208,9 +213,10 @@ Shape sliceShape(const Shape &in, const std::vector<int64_t> &starts,
   return out;
 }
 
-void slice(ConstTensorRef in, const std::vector<int64_t> &starts,
-           const std::vector<int64_t> &limits,
-           const std::vector<int64_t> &strides, TensorRef out) {
+template <typename T>
+void sliceValues(View<const T> in, const std::vector<int64_t> &starts,
+                 const std::vector<int64_t> &limits,
+                 const std::vector<int64_t> &strides, View<T> out) {
   SliceBox box = sliceBox(in.shape, starts, limits, strides);
   detail::checkShape(out, box.dims, "slice", "result");
   copyStrided(box.dims, box.strides, rowMajorStrides(box.dims),
@@ -260,33 +266,35 @@ Shape concatShape(const std::vector<Shape> &inputs, int64_t axis) {
   return out;
 }
 
-void concat(const std::vector<ConstTensorRef> &inputs, int64_t axis,
-            TensorRef out) {
+template <typename T>
+void concatValues(const std::vector<View<const T>> &inputs, int64_t axis,
+                  View<T> out) {
   std::vector<Shape> shapes;
-  for (const ConstTensorRef &in : inputs)
+  for (const View<const T> &in : inputs)
     shapes.push_back(in.shape);
   detail::checkShape(out, concatShape(shapes, axis), "concat", "result");
   int64_t outer, inner;
   splitAround(out.shape, axis, outer, inner);
   int64_t rowOut = out.shape[axis] * inner;
   int64_t at = 0;
-  for (const ConstTensorRef &in : inputs) {
+  for (const View<const T> &in : inputs) {
     int64_t row = in.shape[axis] * inner;
     for (int64_t o = 0; o < outer; ++o) {
-      float *dst = out.data + o * rowOut + at;
+      T *dst = out.data + o * rowOut + at;
       if (in.data)
-        std::memcpy(dst, in.data + o * row, sizeof(float) * row);
+        std::memcpy(dst, in.data + o * row, sizeof(T) * row);
       else
-        detail::zero(dst, row);
+        std::fill(dst, dst + row, T(0));
     }
     at += row;
   }
 }
 
-void split(ConstTensorRef in, int64_t axis,
-           const std::vector<TensorRef> &outs) {
+template <typename T>
+void splitValues(View<const T> in, int64_t axis,
+                 const std::vector<View<T>> &outs) {
   std::vector<Shape> shapes;
-  for (const TensorRef &o : outs)
+  for (const View<T> &o : outs)
     shapes.push_back(o.shape);
   CLEAVE_CHECK(concatShape(shapes, axis) == in.shape,
                "the results do not add up to the input " +
@@ -296,14 +304,61 @@ void split(ConstTensorRef in, int64_t axis,
   splitAround(in.shape, axis, outer, inner);
   int64_t rowIn = in.shape[axis] * inner;
   int64_t at = 0;
-  for (const TensorRef &out : outs) {
+  for (const View<T> &out : outs) {
     int64_t row = out.shape[axis] * inner;
     if (out.data)
       for (int64_t o = 0; o < outer; ++o)
         std::memcpy(out.data + o * row, in.data + o * rowIn + at,
-                    sizeof(float) * row);
+                    sizeof(T) * row);
     at += row;
   }
+}
+
+// Data movement moves elements of any type alike: float, and the integer
+// and bool tensors of imported models (by their width).
+#define CLEAVE_DATA_MOVEMENT(T)                                                \
+  template void gatherValues<T>(View<const T>, IndexRef, int64_t, View<T>);    \
+  template void transposeValues<T>(View<const T>, const std::vector<int64_t> &, \
+                                   View<T>);                                   \
+  template void sliceValues<T>(View<const T>, const std::vector<int64_t> &,    \
+                               const std::vector<int64_t> &,                   \
+                               const std::vector<int64_t> &, View<T>);         \
+  template void concatValues<T>(const std::vector<View<const T>> &, int64_t,   \
+                                View<T>);                                      \
+  template void splitValues<T>(View<const T>, int64_t,                         \
+                               const std::vector<View<T>> &);
+CLEAVE_DATA_MOVEMENT(float)
+CLEAVE_DATA_MOVEMENT(int64_t)
+CLEAVE_DATA_MOVEMENT(uint8_t)
+CLEAVE_DATA_MOVEMENT(uint16_t)
+CLEAVE_DATA_MOVEMENT(uint32_t)
+CLEAVE_DATA_MOVEMENT(uint64_t)
+#undef CLEAVE_DATA_MOVEMENT
+
+void gather(ConstTensorRef data, IndexRef indices, int64_t axis,
+            TensorRef out) {
+  gatherValues<float>(data, indices, axis, out);
+}
+
+void transpose(ConstTensorRef in, const std::vector<int64_t> &perm,
+               TensorRef out) {
+  transposeValues<float>(in, perm, out);
+}
+
+void slice(ConstTensorRef in, const std::vector<int64_t> &starts,
+           const std::vector<int64_t> &limits,
+           const std::vector<int64_t> &strides, TensorRef out) {
+  sliceValues<float>(in, starts, limits, strides, out);
+}
+
+void concat(const std::vector<ConstTensorRef> &inputs, int64_t axis,
+            TensorRef out) {
+  concatValues<float>(inputs, axis, out);
+}
+
+void split(ConstTensorRef in, int64_t axis,
+           const std::vector<TensorRef> &outs) {
+  splitValues<float>(in, axis, outs);
 }
 
 } // namespace cleave::kernels

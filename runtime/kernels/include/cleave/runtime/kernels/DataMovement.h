@@ -67,6 +67,26 @@ void concat(const std::vector<ConstTensorRef> &inputs, int64_t axis,
 /// up to the input's; an output with null data is skipped.
 void split(ConstTensorRef in, int64_t axis, const std::vector<TensorRef> &outs);
 
+/// The same moves for elements of any type (instantiated for float, int64
+/// and the unsigned types of 1, 2, 4 and 8 bytes, which carry any element
+/// of that width): the integer and bool tensors of imported models.
+template <typename T>
+void gatherValues(View<const T> data, IndexRef indices, int64_t axis,
+                  View<T> out);
+template <typename T>
+void transposeValues(View<const T> in, const std::vector<int64_t> &permutation,
+                     View<T> out);
+template <typename T>
+void sliceValues(View<const T> in, const std::vector<int64_t> &starts,
+                 const std::vector<int64_t> &limits,
+                 const std::vector<int64_t> &strides, View<T> out);
+template <typename T>
+void concatValues(const std::vector<View<const T>> &inputs, int64_t axis,
+                  View<T> out);
+template <typename T>
+void splitValues(View<const T> in, int64_t axis,
+                 const std::vector<View<T>> &outs);
+
 } // namespace cleave::kernels
 
 #endif // CLEAVE_RUNTIME_KERNELS_DATAMOVEMENT_H

@@ -69,6 +69,7 @@ using MaskRef = View<const uint8_t>;
 /// that do not manage their own memory.
 template <typename T> class BasicTensor {
 public:
+  using value_type = T;
   BasicTensor() = default;
   explicit BasicTensor(Shape shape, T fill = T())
       : shape_(std::move(shape)), data_(kernels::numElements(shape_), fill) {}
