@@ -63,7 +63,9 @@ LogicalResult convertPad(NodeContext &ctx) {
   if (mode != "constant" && mode != "reflect" && mode != "edge")
     return ctx.emitError() << "mode '" << mode
                            << "' is not supported (constant, reflect, edge)";
-  Value x = floatOperand(ctx, 0, "the input");
+  // Any element type: the edges are gathers and the fill a splat, both
+  // kernels over any element width.
+  Value x = ctx.getValue(0);
   if (!x)
     return failure();
   Shape shape = shapeOf(x);
@@ -91,6 +93,9 @@ LogicalResult convertPad(NodeContext &ctx) {
       fill = ctx.getValue(2, ParamUse::Frozen);
       if (!fill)
         return failure();
+      if (!isNumeric(cast<RankedTensorType>(fill.getType()).getElementType()))
+        return ctx.emitError() << "a run-time constant_value must be a "
+                                  "number (it scales the fill), not bool";
       if (graph::numElements(cast<RankedTensorType>(fill.getType())) != 1)
         return ctx.emitError() << "constant_value must hold one value";
       value = 1.0;
@@ -232,6 +237,37 @@ LogicalResult convertInstanceNormalization(NodeContext &ctx) {
   Value normed = inv ? compose<MulOp>(ctx, centred, inv) : Value();
   Value scaled = normed ? compose<MulOp>(ctx, normed, *gamma) : Value();
   Value y = scaled ? compose<AddOp>(ctx, scaled, *beta) : Value();
+  return y ? ctx.setResult(0, y) : failure();
+}
+
+/// MeanVarianceNormalization: (x - E[x]) / (sqrt(Var[x]) + 1e-9) over
+/// `axes` (default N, H, W), as ONNX's function body defines it, with the
+/// variance taken of the centred values.
+LogicalResult convertMeanVarianceNormalization(NodeContext &ctx) {
+  Value x = floatOperand(ctx, 0, "the input");
+  if (!x)
+    return failure();
+  int64_t rank = static_cast<int64_t>(shapeOf(x).size());
+  SmallVector<int64_t> axes(ctx.getInts("axes").value_or(Shape{0, 2, 3}));
+  for (int64_t &axis : axes) {
+    if (axis < -rank || axis >= rank)
+      return ctx.emitError() << "axis " << axis << " is out of range for rank "
+                             << rank;
+    axis = axis < 0 ? axis + rank : axis;
+  }
+  llvm::sort(axes);
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return ctx.emitError() << "axes repeat an axis";
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  Value eps = ctx.createSplat(RankedTensorType::get({}, element), 1e-9);
+  ArrayRef<int64_t> over(axes);
+  Value mean = compose<ReduceMeanOp>(ctx, x, over, true);
+  Value centred = mean ? compose<SubOp>(ctx, x, mean) : Value();
+  Value square = centred ? compose<MulOp>(ctx, centred, centred) : Value();
+  Value var = square ? compose<ReduceMeanOp>(ctx, square, over, true) : Value();
+  Value std = var ? compose<SqrtOp>(ctx, var) : Value();
+  Value den = std ? compose<AddOp>(ctx, std, eps) : Value();
+  Value y = den ? compose<DivOp>(ctx, centred, den) : Value();
   return y ? ctx.setResult(0, y) : failure();
 }
 
@@ -566,6 +602,7 @@ void addLayoutConverters(ConverterTable &table) {
   table.add("DepthToSpace", convertDepthToSpace);
   table.add("SpaceToDepth", convertSpaceToDepth);
   table.add("InstanceNormalization", convertInstanceNormalization);
+  table.add("MeanVarianceNormalization", convertMeanVarianceNormalization);
 }
 
 } // namespace cleave::onnx_import

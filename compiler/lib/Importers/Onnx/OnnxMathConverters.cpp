@@ -192,6 +192,17 @@ LogicalResult convertIsInf(NodeContext &ctx) {
                                                                     : inf)));
 }
 
+/// IsNaN: NaN is the one value unequal to itself (the kernels compare as
+/// IEEE 754 says; nothing folds x != x).
+LogicalResult convertIsNaN(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = floatInput(ctx, 0);
+  if (!x)
+    return failure();
+  return c.result(
+      c.op<CompareOp>(StringAttr::get(ctx.getContext(), "ne"), x, x));
+}
+
 } // namespace
 
 void addMathConverters(ConverterTable &table) {
@@ -207,6 +218,7 @@ void addMathConverters(ConverterTable &table) {
   table.add("Mod", convertMod);
   table.add("BitShift", convertBitShift);
   table.add("IsInf", convertIsInf);
+  table.add("IsNaN", convertIsNaN);
 }
 
 } // namespace cleave::onnx_import

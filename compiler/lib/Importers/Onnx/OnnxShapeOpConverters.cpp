@@ -579,26 +579,50 @@ LogicalResult convertSlice(NodeContext &ctx) {
     return ctx.fail(spec.takeError());
   if (const HostTensor *constant = ctx.getConstant(0))
     return ctx.setResult(0, foldSlice(*constant, *spec));
-  if (spec->hasNegativeStep())
-    return ctx.emitError() << "negative slice steps (reversal) of a run-time "
-                              "tensor are not supported";
   Value value = ctx.getValue(0);
   if (!value)
     return failure();
-  if (ArrayRef<int64_t>(spec->sizes) == ArrayRef<int64_t>(*input))
-    return ctx.setResult(0, value);
-  Shape limits;
-  for (size_t d = 0; d < input->size(); ++d)
-    limits.push_back(spec->sizes[d] > 0
-                         ? spec->starts[d] +
-                               (spec->sizes[d] - 1) * spec->steps[d] + 1
-                         : spec->starts[d]);
-  FailureOr<SliceOp> op = ctx.create<SliceOp>(
-      value, ArrayRef<int64_t>(spec->starts), ArrayRef<int64_t>(limits),
-      ArrayRef<int64_t>(spec->steps));
-  if (failed(op))
-    return failure();
-  return ctx.setResult(0, op->getResult());
+  // A negative step walks an axis backwards (torch.flip, x[::-1]): the
+  // same elements taken forwards by graph.slice (from the last one it
+  // reaches, step |k|), then reversed by a gather of constant indices,
+  // which has its gradient and sharding rule already.
+  Shape from = spec->starts, stride = spec->steps, reversed;
+  for (size_t d = 0; d < input->size(); ++d) {
+    if (stride[d] >= 0)
+      continue;
+    if (spec->sizes[d] > 0)
+      from[d] += (spec->sizes[d] - 1) * stride[d];
+    stride[d] = -stride[d];
+    if (spec->sizes[d] > 1)
+      reversed.push_back(static_cast<int64_t>(d));
+  }
+  Value y = value;
+  if (ArrayRef<int64_t>(spec->sizes) != ArrayRef<int64_t>(*input) ||
+      llvm::any_of(stride, [](int64_t k) { return k != 1; })) {
+    Shape limits;
+    for (size_t d = 0; d < input->size(); ++d)
+      limits.push_back(spec->sizes[d] > 0
+                           ? from[d] + (spec->sizes[d] - 1) * stride[d] + 1
+                           : from[d]);
+    FailureOr<SliceOp> op =
+        ctx.create<SliceOp>(value, ArrayRef<int64_t>(from),
+                            ArrayRef<int64_t>(limits), ArrayRef<int64_t>(stride));
+    if (failed(op))
+      return failure();
+    y = op->getResult();
+  }
+  for (int64_t axis : reversed) {
+    int64_t n = spec->sizes[axis];
+    HostTensor idx = HostTensor::zeros(onnx::TensorProto::INT64, {n});
+    for (int64_t i = 0; i < n; ++i)
+      idx.ints[i] = n - 1 - i;
+    FailureOr<GatherOp> gather =
+        ctx.create<GatherOp>(y, ctx.createConstant(idx), axis);
+    if (failed(gather))
+      return failure();
+    y = gather->getResult();
+  }
+  return ctx.setResult(0, y);
 }
 
 LogicalResult convertGather(NodeContext &ctx) {

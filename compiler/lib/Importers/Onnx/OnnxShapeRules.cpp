@@ -147,10 +147,6 @@ llvm::Expected<Shape> broadcast(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   return out;
 }
 
-bool SliceSpec::hasNegativeStep() const {
-  return llvm::any_of(steps, [](int64_t s) { return s < 0; });
-}
-
 llvm::Expected<SliceSpec> computeSlice(ArrayRef<int64_t> input,
                                        ArrayRef<int64_t> starts,
                                        ArrayRef<int64_t> ends,

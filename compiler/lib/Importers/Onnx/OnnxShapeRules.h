@@ -42,7 +42,6 @@ llvm::Expected<Shape> broadcast(llvm::ArrayRef<int64_t> a,
 /// Per input dimension: first element, step and result size of a Slice.
 struct SliceSpec {
   Shape starts, steps, sizes;
-  bool hasNegativeStep() const;
 };
 
 /// Slice bounds after ONNX's rules: negative starts and ends count from
