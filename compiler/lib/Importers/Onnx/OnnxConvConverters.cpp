@@ -1,6 +1,7 @@
 //===- OnnxConvConverters.cpp - ONNX convolution and pooling --------------===//
 //
-// 2-D (NCHW) Conv, ConvTranspose, MaxPool, AveragePool and
+// 2-D (NCHW) Conv, ConvTranspose, MaxPool, AveragePool (other pooling is
+// OnnxPoolBySlices.cpp's) and
 // GlobalAveragePool, GlobalMaxPool (a maximum over the spatial axes), and
 // their 1-D (NCL) forms as 2-D ones over a height
 // of 1 (speech and sequence models' Conv1d): the input and filter gain a
@@ -14,6 +15,7 @@
 
 #include "OnnxCompose.h"
 #include "OnnxGraphImporter.h"
+#include "OnnxPoolBySlices.h"
 #include "OnnxTensors.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
@@ -290,12 +292,12 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
 
 /// MaxPool and AveragePool.
 template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
+  if (poolNeedsSlices(ctx))
+    return convertPoolBySlices(ctx, std::is_same_v<OpTy, MaxPool2dOp>);
   Lift lift;
   Value x = getImageInput(ctx, lift);
   if (!x)
     return failure();
-  if (ctx.isOutputUsed(1))
-    return ctx.emitError() << "the Indices output is not supported";
   auto xType = cast<RankedTensorType>(x.getType());
   std::optional<Shape> kernel = ctx.getInts("kernel_shape");
   if (kernel)
@@ -309,8 +311,6 @@ template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
   FailureOr<Shape> dilations = getPair(ctx, "dilations", lift);
   if (failed(dilations))
     return failure();
-  if ((*dilations)[0] != 1 || (*dilations)[1] != 1)
-    return ctx.emitError() << "dilated pooling is not supported";
   ArrayRef<int64_t> inputHW = xType.getShape().drop_front(2);
   FailureOr<Shape> pads =
       getPadding(ctx, inputHW, *kernel, *strides, *dilations, lift);
