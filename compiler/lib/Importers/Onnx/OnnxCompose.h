@@ -74,6 +74,18 @@ mlir::Value compose(NodeContext &ctx, Args... args) {
   return mlir::succeeded(op) ? (*op)->getResult(0) : mlir::Value();
 }
 
+/// `v` converted to element type `element` (itself if it has it; null if
+/// it is null).
+inline mlir::Value castTo(NodeContext &ctx, mlir::Value v,
+                          mlir::Type element) {
+  if (!v)
+    return {};
+  auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
+  if (type.getElementType() == element)
+    return v;
+  return compose<graph::CastOp>(ctx, type.clone(element), v);
+}
+
 /// `parts` joined along `axis` (the one part itself; null if any is null).
 inline mlir::Value concat(NodeContext &ctx, llvm::SmallVector<mlir::Value> parts,
                           int64_t axis) {
@@ -138,6 +150,20 @@ public:
     mlir::Value abs = max(x, op<graph::NegOp>(x));
     mlir::Value tail = op<graph::LogOp>(add(scalar(x, 1.0), op<graph::ExpOp>(op<graph::NegOp>(abs))));
     return add(op<graph::ReluOp>(x), tail);
+  }
+  /// The nearest integer, halves to the even one (ONNX's Round, numpy's):
+  /// r = floor(x + 1/2), less 1 where x was a half and r is odd.
+  mlir::Value roundHalfEven(mlir::Value x) {
+    mlir::MLIRContext *m = ctx.getContext();
+    mlir::Value half = scalar(x, 0.5), one = scalar(x, 1.0);
+    mlir::Value r = op<graph::FloorOp>(add(x, half));
+    mlir::Value tie = op<graph::CompareOp>(mlir::StringAttr::get(m, "eq"),
+                                           op<graph::SubOp>(r, x), half);
+    mlir::Value halfR = mul(r, half);
+    mlir::Value odd = op<graph::CompareOp>(mlir::StringAttr::get(m, "ne"),
+                                           op<graph::FloorOp>(halfR), halfR);
+    mlir::Value down = op<graph::WhereOp>(odd, op<graph::SubOp>(r, one), r);
+    return op<graph::WhereOp>(tie, down, r);
   }
   llvm::LogicalResult result(mlir::Value v) {
     return v ? ctx.setResult(0, v) : mlir::failure();

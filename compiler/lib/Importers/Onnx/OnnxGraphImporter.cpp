@@ -180,6 +180,7 @@ const ConverterTable &getConverterTable() {
     addMathConverters(t);
     addLayoutConverters(t);
     addRecurrentConverters(t);
+    addQuantizeConverters(t);
     addIndexConverters(t);
     addLossConverters(t);
     addEinsumConverter(t);

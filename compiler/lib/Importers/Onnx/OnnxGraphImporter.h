@@ -175,6 +175,9 @@ void addEinsumConverter(ConverterTable &table);
 /// RNN, GRU and LSTM unrolled over their static sequence
 /// (OnnxRecurrentConverters.cpp).
 void addRecurrentConverters(ConverterTable &table);
+/// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear as float
+/// arithmetic and casts (OnnxQuantizeConverters.cpp).
+void addQuantizeConverters(ConverterTable &table);
 /// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
 void addShapeConverters(ConverterTable &table);
 /// Every converter; built once.

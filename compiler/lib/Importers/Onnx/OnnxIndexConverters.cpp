@@ -558,12 +558,8 @@ LogicalResult convertOneHot(NodeContext &ctx) {
                               ArrayRef<int64_t>{i + 1}, ArrayRef<int64_t>{1});
     return one ? ctx.reshape(one, {}).value_or(Value()) : Value();
   };
-  Value out = c.op<WhereOp>(hot, element(1), element(0));
-  if (out && !valuesType.getElementType().isF32())
-    out = c.op<CastOp>(
-        cast<RankedTensorType>(out.getType()).clone(valuesType.getElementType()),
-        out);
-  return c.result(out);
+  return c.result(castTo(ctx, c.op<WhereOp>(hot, element(1), element(0)),
+                        valuesType.getElementType()));
 }
 
 } // namespace

@@ -97,23 +97,13 @@ template <HostUnaryOp F> LogicalResult convertFloorOrCeil(NodeContext &ctx) {
   return c.result(c.op<NegOp>(c.op<FloorOp>(c.op<NegOp>(x))));
 }
 
-/// Nearest integer, halves to the even one (ONNX's, numpy's): r =
-/// floor(x + 1/2), less 1 where x was a half and r is odd.
+/// Nearest integer, halves to the even one (ONNX's, numpy's).
 LogicalResult convertRound(NodeContext &ctx) {
   Chain c(ctx);
   Value x = floatInput(ctx, 0);
   if (!x)
     return failure();
-  MLIRContext *m = ctx.getContext();
-  Value half = c.scalar(x, 0.5), one = c.scalar(x, 1.0);
-  Value r = c.op<FloorOp>(c.add(x, half));
-  Value tie = c.op<CompareOp>(StringAttr::get(m, "eq"), c.op<SubOp>(r, x),
-                              half);
-  Value halfR = c.mul(r, half);
-  Value odd = c.op<CompareOp>(StringAttr::get(m, "ne"), c.op<FloorOp>(halfR),
-                              halfR);
-  Value down = c.op<WhereOp>(odd, c.op<SubOp>(r, one), r);
-  return c.result(c.op<WhereOp>(tie, down, r));
+  return c.result(c.roundHalfEven(x));
 }
 
 /// x mod y: y's sign (x - y floor(x / y)), or with fmod = 1 x's sign

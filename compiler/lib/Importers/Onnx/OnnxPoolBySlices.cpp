@@ -325,11 +325,8 @@ LogicalResult convertPoolBySlices(NodeContext &ctx, bool isMax) {
   }
   if (!isMax) {
     bool includePad = ctx.getInt("count_include_pad", 0) != 0;
-    Value scale = ctx.createConstant(averageScale(*w, includePad));
-    if (!element.isF32()) {
-      auto scaleType = cast<RankedTensorType>(scale.getType());
-      scale = compose<CastOp>(ctx, scaleType.clone(element), scale);
-    }
+    Value scale =
+        castTo(ctx, ctx.createConstant(averageScale(*w, includePad)), element);
     result = compose<MulOp>(ctx, result, scale);
     if (!result)
       return failure();
