@@ -181,6 +181,7 @@ const ConverterTable &getConverterTable() {
     addLayoutConverters(t);
     addRecurrentConverters(t);
     addQuantizeConverters(t);
+    addSpectralConverters(t);
     addIndexConverters(t);
     addLossConverters(t);
     addEinsumConverter(t);

@@ -178,6 +178,9 @@ void addRecurrentConverters(ConverterTable &table);
 /// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear as float
 /// arithmetic and casts (OnnxQuantizeConverters.cpp).
 void addQuantizeConverters(ConverterTable &table);
+/// DFT and STFT as GEMMs with constant matrices, MelWeightMatrix as a
+/// constant (OnnxSpectralConverters.cpp).
+void addSpectralConverters(ConverterTable &table);
 /// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
 void addShapeConverters(ConverterTable &table);
 /// Every converter; built once.
