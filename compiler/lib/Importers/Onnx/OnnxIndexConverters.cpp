@@ -335,9 +335,57 @@ LogicalResult setGathered(NodeContext &ctx, const std::vector<int64_t> &map,
       out.copyElement(e, *known, map[e]);
     return ctx.setResult(0, std::move(out));
   }
-  Value data = floatOperand(ctx, 0, "the data");
+  // Gathers move elements of any type (kernels by element width).
+  Value data = ctx.getValue(0, ParamUse::Frozen);
   Value y = data ? gatherByMap(ctx, data, map, shape) : Value();
   return y ? ctx.setResult(0, y) : failure();
+}
+
+/// Compress: the slices along `axis` (of the flattened input when there is
+/// no axis) where the condition is true. The result's shape depends on
+/// the condition, so it must be known at import; then this is one gather
+/// by a map.
+LogicalResult convertCompress(NodeContext &ctx) {
+  RankedTensorType type = ctx.getType(0);
+  if (!type || !type.hasStaticShape())
+    return ctx.emitError() << "needs an input of known shape";
+  const HostTensor *cond = ctx.getConstant(1);
+  if (!cond)
+    cond = ctx.getImportValue(1);
+  if (!cond || cond->isFloat() || cond->shape.size() != 1)
+    return ctx.emitError() << "the condition must be a 1-D bool tensor known "
+                              "at import time (the result's shape depends on "
+                              "it)";
+  Shape shape(type.getShape().begin(), type.getShape().end());
+  int64_t axis = 0;
+  if (ctx.getAttr("axis")) {
+    FailureOr<int64_t> a = ctx.getAxis(0, type.getRank());
+    if (failed(a))
+      return failure();
+    axis = *a;
+  } else {
+    shape = {type.getNumElements()};
+  }
+  if (cond->size() > shape[axis])
+    return ctx.emitError() << "the condition has " << cond->size()
+                           << " values for an axis of " << shape[axis];
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < cond->size(); ++i)
+    if (cond->ints[i])
+      kept.push_back(i);
+  if (kept.empty())
+    return ctx.emitError() << "the condition selects nothing (an empty "
+                              "result)";
+  int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(axis + 1));
+  int64_t n = static_cast<int64_t>(kept.size());
+  Shape out = shape;
+  out[axis] = n;
+  std::vector<int64_t> map(product(out));
+  for (int64_t e = 0; e < int64_t(map.size()); ++e) {
+    int64_t i = e % inner, k = e / inner % n, outer = e / inner / n;
+    map[e] = (outer * shape[axis] + kept[k]) * inner + i;
+  }
+  return setGathered(ctx, map, out);
 }
 
 /// ReverseSequence: in each batch entry b, the first sequence_lens[b]
@@ -570,6 +618,7 @@ void addIndexConverters(ConverterTable &table) {
   table.add("TopK", convertTopK);
   table.add("ArgMin", convertArgMin);
   table.add("GatherElements", convertGatherElements);
+  table.add("Compress", convertCompress);
   table.add("ReverseSequence", convertReverseSequence);
   table.add("GatherND", convertGatherND);
   table.add("ScatterElements", convertScatterElements);

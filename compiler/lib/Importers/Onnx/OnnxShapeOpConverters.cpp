@@ -347,11 +347,15 @@ LogicalResult convertConstantOfShape(NodeContext &ctx) {
 }
 
 LogicalResult convertRange(NodeContext &ctx) {
-  if (!ctx.allInputsConstant())
+  // The length depends on the values: they must be known here (integers
+  // are folded constants, float scalars small initializers).
+  const HostTensor *start = ctx.getImportValue(0);
+  const HostTensor *limit = ctx.getImportValue(1);
+  const HostTensor *delta = ctx.getImportValue(2);
+  if (!start || !limit || !delta)
     return ctx.emitError() << "start, limit and delta must be known at import "
                               "time";
-  llvm::Expected<HostTensor> r =
-      foldRange(*ctx.getConstant(0), *ctx.getConstant(1), *ctx.getConstant(2));
+  llvm::Expected<HostTensor> r = foldRange(*start, *limit, *delta);
   if (!r)
     return ctx.fail(r.takeError());
   return ctx.setResult(0, std::move(*r));
