@@ -127,6 +127,18 @@ public:
     for (int64_t v : values)
       t->add_int64_data(v);
   }
+  /// An integer initializer of `dtype` (int32_data holds the types of 32
+  /// bits or fewer, int64_data int64).
+  void typedInts(llvm::StringRef name, int32_t dtype,
+                 llvm::ArrayRef<int64_t> dims, llvm::ArrayRef<int64_t> values) {
+    onnx::TensorProto *t = tensor(name, dtype, dims);
+    for (int64_t v : values) {
+      if (dtype == onnx::TensorProto::INT64)
+        t->add_int64_data(v);
+      else
+        t->add_int32_data(static_cast<int32_t>(v));
+    }
+  }
   void scalar(llvm::StringRef name, float value) {
     onnx::TensorProto *t = tensor(name, onnx::TensorProto::FLOAT, {});
     t->add_float_data(value);

@@ -114,6 +114,13 @@ inline mlir::Value gatherByMap(NodeContext &ctx, mlir::Value src,
                                   int64_t(0));
 }
 
+/// A 1-D or 2-D convolution of `image` by `filter` (plus `bias`, which may
+/// be null) with the node's Conv attributes (strides, dilations, pads,
+/// auto_pad, group), as Conv imports it; null after an error
+/// (OnnxConvConverters.cpp).
+mlir::Value convolve(NodeContext &ctx, mlir::Value image, mlir::Value filter,
+                     mlir::Value bias);
+
 /// Builds a chain of graph ops for one node: each step returns null once
 /// one failed (its diagnostic already given).
 class Chain {

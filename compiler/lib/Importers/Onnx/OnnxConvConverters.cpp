@@ -49,24 +49,22 @@ struct Lift {
     auto s = cast<RankedTensorType>(v.getType()).getShape();
     return ctx.reshape(v, {s[0], s[1], 1, s[2]}).value_or(Value());
   }
-  /// A result [N, C, 1, L] back to [N, C, L], set as the node's output.
+  /// A result [N, C, 1, L] back to [N, C, L]; unchanged for 2-D.
+  Value down(NodeContext &ctx, Value y) const {
+    if (!oneD || !y)
+      return y;
+    auto s = cast<RankedTensorType>(y.getType()).getShape();
+    return ctx.reshape(y, {s[0], s[1], s[3]}).value_or(Value());
+  }
+  /// The same, set as the node's output.
   LogicalResult result(NodeContext &ctx, Value y) const {
-    if (!y)
-      return failure();
-    if (oneD) {
-      auto s = cast<RankedTensorType>(y.getType()).getShape();
-      FailureOr<Value> r = ctx.reshape(y, {s[0], s[1], s[3]});
-      if (failed(r))
-        return failure();
-      y = *r;
-    }
-    return ctx.setResult(0, y);
+    y = down(ctx, y);
+    return y ? ctx.setResult(0, y) : failure();
   }
 };
 
-/// The NCHW input of a 2-D window op (an NCL one lifted to NC1L).
-Value getImageInput(NodeContext &ctx, Lift &lift) {
-  Value x = ctx.getValue(0);
+/// `x` as the NCHW input of a 2-D window op (an NCL one lifted to NC1L).
+Value liftImage(NodeContext &ctx, Lift &lift, Value x) {
   if (!x)
     return {};
   auto type = cast<RankedTensorType>(x.getType());
@@ -82,6 +80,11 @@ Value getImageInput(NodeContext &ctx, Lift &lift) {
   }
   lift.oneD = type.getRank() == 3;
   return lift.up(ctx, x);
+}
+
+/// The node's input 0 as the image of a 2-D window op.
+Value getImageInput(NodeContext &ctx, Lift &lift) {
+  return liftImage(ctx, lift, ctx.getValue(0));
 }
 
 /// A 2-entry window attribute (strides, dilations), default all ones.
@@ -132,12 +135,13 @@ FailureOr<Shape> getPadding(NodeContext &ctx, ArrayRef<int64_t> inputHW,
   return pads;
 }
 
-/// The image input and the 4-D filter of Conv or ConvTranspose (3-D for
-/// 1-D data, lifted), the filter checked against kernel_shape; nulls after
-/// an error.
-std::pair<Value, Value> getImageAndFilter(NodeContext &ctx, Lift &lift) {
-  Value x = getImageInput(ctx, lift);
-  Value w = x ? ctx.getValue(1) : Value();
+/// The image and the 4-D filter of Conv or ConvTranspose (3-D for 1-D
+/// data, lifted), the filter checked against kernel_shape; nulls after an
+/// error.
+std::pair<Value, Value> liftImageAndFilter(NodeContext &ctx, Lift &lift,
+                                           Value image, Value filter) {
+  Value x = liftImage(ctx, lift, image);
+  Value w = x ? filter : Value();
   if (!w)
     return {};
   auto wType = cast<RankedTensorType>(w.getType());
@@ -160,34 +164,50 @@ std::pair<Value, Value> getImageAndFilter(NodeContext &ctx, Lift &lift) {
   return {x, w};
 }
 
+/// The node's inputs 0 and 1 as image and filter.
+std::pair<Value, Value> getImageAndFilter(NodeContext &ctx, Lift &lift) {
+  Value x = ctx.getValue(0);
+  Value w = x ? ctx.getValue(1) : Value();
+  return w ? liftImageAndFilter(ctx, lift, x, w) : std::pair<Value, Value>();
+}
+
 LogicalResult convertConv(NodeContext &ctx) {
-  Lift lift;
-  auto [x, w] = getImageAndFilter(ctx, lift);
-  if (!w)
+  Value x = ctx.getValue(0);
+  Value w = x ? ctx.getValue(1) : Value();
+  Value bias;
+  if (!w || (ctx.hasInput(2) && !(bias = ctx.getValue(2))))
     return failure();
+  Value y = convolve(ctx, x, w, bias);
+  return y ? ctx.setResult(0, y) : failure();
+}
+
+} // namespace
+
+Value convolve(NodeContext &ctx, Value image, Value filter, Value bias) {
+  Lift lift;
+  auto [x, w] = liftImageAndFilter(ctx, lift, image, filter);
+  if (!w)
+    return {};
   auto xType = cast<RankedTensorType>(x.getType());
   auto wType = cast<RankedTensorType>(w.getType());
   FailureOr<Shape> strides = getPair(ctx, "strides", lift);
-  if (failed(strides))
-    return failure();
   FailureOr<Shape> dilations = getPair(ctx, "dilations", lift);
-  if (failed(dilations))
-    return failure();
+  if (failed(strides) || failed(dilations))
+    return {};
   FailureOr<Shape> pads =
       getPadding(ctx, xType.getShape().drop_front(2),
                  wType.getShape().drop_front(2), *strides, *dilations, lift);
   if (failed(pads))
-    return failure();
-  Value bias;
-  if (ctx.hasInput(2) && !(bias = ctx.getValue(2)))
-    return failure();
+    return {};
   FailureOr<Conv2dOp> op = ctx.create<Conv2dOp>(
       x, w, bias, ArrayRef<int64_t>(*strides), ArrayRef<int64_t>(*pads),
       ArrayRef<int64_t>(*dilations), ctx.getInt("group", 1));
   if (failed(op))
-    return failure();
-  return lift.result(ctx, op->getResult());
+    return {};
+  return lift.down(ctx, op->getResult());
 }
+
+namespace {
 
 /// ConvTranspose as graph.conv2d_input_grad: a transposed convolution is
 /// the gradient of a convolution for its input, with ONNX's [C_in,

@@ -8,8 +8,8 @@
 //   quantize:   y = cast(clip(round_half_even(x / scale) + zero_point))
 //   dequantize: y = (float(x) - float(zero_point)) * scale
 // A per-axis scale (1-D, one value per slice along `axis`) is reshaped to
-// broadcast along that axis. QLinearMatMul is a float GEMM of the
-// dequantised operands, quantised. MatMulInteger and ConvInteger are not
+// broadcast along that axis. QLinearMatMul and QLinearConv are a float
+// GEMM or convolution of the dequantised operands, quantised. MatMulInteger and ConvInteger are not
 // here: their int32 results are exact integer sums, which a float GEMM
 // keeps only below 2^24.
 //
@@ -225,6 +225,44 @@ LogicalResult convertDynamicQuantizeLinear(NodeContext &ctx) {
   return ctx.setResult(2, castTo(ctx, zeroPoint, u8));
 }
 
+/// QLinearConv: Conv of the dequantised image and filter (w's parameters
+/// may be per output channel) with the int32 bias dequantised by
+/// x_scale * w_scale, quantised by y's scale and zero point.
+LogicalResult convertQLinearConv(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = ctx.getValue(0, ParamUse::Frozen);
+  Value w = ctx.getValue(3, ParamUse::Frozen);
+  if (!x || !w)
+    return failure();
+  Value image = dequantize(c, x, 1, 2, 1, "x_scale", "x_zero_point");
+  Value filter = dequantize(c, w, 4, 5, 0, "w_scale", "w_zero_point");
+  if (!image || !filter)
+    return failure();
+  Value bias;
+  if (ctx.hasInput(8)) {
+    Value b = ctx.getValue(8, ParamUse::Frozen);
+    Value xScale = ctx.getValue(1, ParamUse::Frozen);
+    Value wScale = ctx.getValue(4, ParamUse::Frozen);
+    if (!b || !xScale || !wScale)
+      return failure();
+    auto bType = cast<RankedTensorType>(b.getType());
+    if (!bType.getElementType().isInteger(32) || bType.getRank() != 1)
+      return ctx.emitError() << "the bias B must be 1-D int32, got " << bType;
+    Type f = cast<RankedTensorType>(image.getType()).getElementType();
+    bias = c.mul(castTo(ctx, b, f),
+                 c.mul(castTo(ctx, xScale, f), castTo(ctx, wScale, f)));
+    // A [1]-shaped product broadcast to [M] keeps the bias's shape.
+    if (bias && shapeOf(bias) != shapeOf(b))
+      bias = ctx.reshape(bias, shapeOf(b)).value_or(Value());
+    if (!bias)
+      return failure();
+  }
+  Value y = convolve(ctx, image, filter, bias);
+  if (!y)
+    return failure();
+  return c.result(quantizeInputs(c, y, 6, 7, 1, "y_scale", "y_zero_point"));
+}
+
 } // namespace
 
 void addQuantizeConverters(ConverterTable &table) {
@@ -232,6 +270,7 @@ void addQuantizeConverters(ConverterTable &table) {
   table.add("DequantizeLinear", convertDequantizeLinear);
   table.add("DynamicQuantizeLinear", convertDynamicQuantizeLinear);
   table.add("QLinearMatMul", convertQLinearMatMul);
+  table.add("QLinearConv", convertQLinearConv);
 }
 
 } // namespace cleave::onnx_import
