@@ -40,6 +40,13 @@ using InitializerMap = llvm::StringMap<const onnx::TensorProto *>;
 /// Static shapes that ONNX shape inference found, by value name.
 using ShapeMap = llvm::StringMap<Shape>;
 
+/// A value a subgraph body reads or writes: known at import (`constant`)
+/// or computed at run time (`value`).
+struct BodyValue {
+  mlir::Value value;
+  std::shared_ptr<const HostTensor> constant;
+};
+
 /// How a node uses a parameter: batch-norm statistics are `frozen`.
 enum class ParamUse { Trainable, Frozen };
 
@@ -105,6 +112,20 @@ public:
   llvm::LogicalResult setResult(unsigned i, HostTensor tensor);
   llvm::LogicalResult setResult(unsigned i,
                                 std::shared_ptr<const HostTensor> tensor);
+  llvm::LogicalResult setResult(unsigned i, const BodyValue &value) {
+    return value.constant ? setResult(i, value.constant)
+                          : setResult(i, value.value);
+  }
+  /// Input `i` as a BodyValue: its constant when known, else its value.
+  BodyValue getBodyValue(unsigned i) {
+    if (std::shared_ptr<const HostTensor> c = getConstantRef(i))
+      return {mlir::Value(), std::move(c)};
+    return {getValue(i, ParamUse::Frozen), nullptr};
+  }
+  /// GraphImporter::importBody for this node's subgraph `body`.
+  llvm::FailureOr<llvm::SmallVector<BodyValue>>
+  importBody(const onnx::GraphProto &body, llvm::ArrayRef<BodyValue> inputs,
+             llvm::StringRef prefix);
 
   /// Errors get "file.onnx: node 'name' (OpType): " prepended by the
   /// importer, so converters write only the message.
@@ -178,6 +199,9 @@ void addRecurrentConverters(ConverterTable &table);
 /// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear as float
 /// arithmetic and casts (OnnxQuantizeConverters.cpp).
 void addQuantizeConverters(ConverterTable &table);
+/// If, Loop and Scan steered by values known at import: the branch taken,
+/// the body unrolled (OnnxControlFlow.cpp).
+void addControlFlowConverters(ConverterTable &table);
 /// DFT and STFT as GEMMs with constant matrices, MelWeightMatrix as a
 /// constant (OnnxSpectralConverters.cpp).
 void addSpectralConverters(ConverterTable &table);
@@ -227,6 +251,15 @@ public:
     return graphOutputs.contains(name);
   }
 
+  /// Imports the nodes of `body`, a subgraph attribute (If's branch, a
+  /// Loop or Scan body), once into the current function: its inputs bound
+  /// to `inputs`, every name it defines prefixed with `prefix` so that
+  /// repeated imports do not collide, and outer names read as they are
+  /// (ONNX's lexical scope). Its outputs, by position.
+  llvm::FailureOr<llvm::SmallVector<BodyValue>>
+  importBody(const onnx::GraphProto &body, llvm::ArrayRef<BodyValue> inputs,
+             llvm::StringRef prefix);
+
   mlir::MLIRContext &getContext() { return ctx; }
   mlir::OpBuilder &getBuilder() { return builder; }
   const onnx::GraphProto &getGraph() const { return graph; }
@@ -246,6 +279,9 @@ private:
   llvm::LogicalResult checkSupported();
   llvm::LogicalResult createInputs();
   llvm::LogicalResult convertNode(int index);
+  llvm::LogicalResult convertNode(const onnx::NodeProto &node);
+  /// Counts the reads of `g`'s nodes and of its subgraphs' nodes.
+  void countUses(const onnx::GraphProto &g);
   llvm::LogicalResult convertLayerNorm(const LayerNormMatch &match);
   llvm::LogicalResult convertGelu(const GeluMatch &match);
   /// Runs `convert` with the node's errors prefixed by its description.
