@@ -65,3 +65,51 @@ TEST(OnnxQuantize, QuantizeRoundsHalvesToEvenAndSaturates) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(OnnxQuantize, MatMulIntegerIsExactPastFloatPrecision) {
+  // 4001 products of 255 * 253: 258,124,515, odd and past 2^24, where an
+  // f32 sum cannot hold it; the split into 16 hi + lo keeps it exact.
+  constexpr int64_t n = 4001;
+  ModelBuilder m(13);
+  m.input("a", kU8, {1, n});
+  m.input("b", kU8, {n, 1});
+  m.node("MatMulInteger", "mm", {"a", "b"}, {"y"});
+  m.output("y", 2, onnx::TensorProto::INT32);
+  mlir::MLIRContext ctx;
+  Import import = m.import(ctx);
+  ASSERT_TRUE(import.module) << import.allErrors();
+  GraphEvaluator eval;
+  k::IndexTensor a({1, n}), b({n, 1});
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = 255;
+    b[i] = 253;
+  }
+  eval.bindings["a"] = a;
+  eval.bindings["b"] = b;
+  auto results = eval.run(import.forward());
+  ASSERT_TRUE(mlir::succeeded(results));
+  const auto &y = std::get<k::IndexTensor>((*results)[0]);
+  EXPECT_EQ(y[0], int64_t(258124515));
+
+  // Past the exact bound: refused, not rounded.
+  ModelBuilder big(13);
+  big.typedInts("a", kU8, {1, 5000}, std::vector<int64_t>(5000, 1));
+  big.typedInts("b", kU8, {5000, 1}, std::vector<int64_t>(5000, 1));
+  big.node("MatMulInteger", "mm", {"a", "b"}, {"y"});
+  big.output("y", 2, onnx::TensorProto::INT32);
+  expectImportError(big, "a reduction over 5000 products is more than the "
+                         "4112 whose int32 sum this importer computes exactly",
+                    "a reduction past the exact bound");
+
+  ModelBuilder floats(13);
+  floats.input("a", kFloat, {2, 3});
+  floats.typedInts("b", kU8, {3, 2}, {1, 2, 3, 4, 5, 6});
+  floats.node("MatMulInteger", "mm", {"a", "b"}, {"y"});
+  floats.output("y", 2, onnx::TensorProto::INT32);
+  expectImportError(floats, "A must be uint8 or int8, got 'tensor<2x3xf32>'",
+                    "a float operand");
+}
+
+} // namespace

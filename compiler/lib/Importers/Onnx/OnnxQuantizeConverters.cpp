@@ -9,9 +9,11 @@
 //   dequantize: y = (float(x) - float(zero_point)) * scale
 // A per-axis scale (1-D, one value per slice along `axis`) is reshaped to
 // broadcast along that axis. QLinearMatMul and QLinearConv are a float
-// GEMM or convolution of the dequantised operands, quantised. MatMulInteger and ConvInteger are not
-// here: their int32 results are exact integer sums, which a float GEMM
-// keeps only below 2^24.
+// GEMM or convolution of the dequantised operands, quantised.
+// MatMulInteger and ConvInteger (ONNX Runtime's dynamic quantisation)
+// need int32 sums that are exact: float GEMMs of the centred operands,
+// one operand split in two so that every partial sum stays below 2^24,
+// combined in int32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -263,6 +265,93 @@ LogicalResult convertQLinearConv(NodeContext &ctx) {
   return c.result(quantizeInputs(c, y, 6, 7, 1, "y_scale", "y_zero_point"));
 }
 
+/// Input `i` (an 8-bit integer tensor) less its zero point (input `zpInput`,
+/// optional, per tensor or per index of `axis`), in f32: exact integers in
+/// [-255, 255].
+Value centred(Chain &c, unsigned i, unsigned zpInput, int64_t axis,
+              const char *what, const char *zpName) {
+  NodeContext &ctx = c.ctx;
+  Value x = ctx.getValue(i, ParamUse::Frozen);
+  if (!x)
+    return {};
+  auto type = cast<RankedTensorType>(x.getType());
+  auto integer = dyn_cast<IntegerType>(type.getElementType());
+  if (!integer || integer.getWidth() != 8) {
+    ctx.emitError() << what << " must be uint8 or int8, got " << type;
+    return {};
+  }
+  Type f32 = Float32Type::get(ctx.getContext());
+  Value y = castTo(ctx, x, f32);
+  if (ctx.hasInput(zpInput)) {
+    Value zp = quantParam(ctx, zpInput, type.getShape(), axis, zpName);
+    if (!zp)
+      return {};
+    y = c.op<SubOp>(y, castTo(ctx, zp, f32));
+  }
+  return y;
+}
+
+/// The largest reduction an integer product keeps exact below: after the
+/// split below, each f32 partial sum stays under 2^24 (255 * 16 per term).
+constexpr int64_t kMaxExactReduction = (int64_t(1) << 24) / (255 * 16);
+
+/// The int32 product `gemm(a, b)` of two centred 8-bit operands (f32
+/// integers in [-255, 255]), exact: f32 sums of such products are exact
+/// only below 2^24, so b is split as 16 hi + lo (lo in [0, 15], hi in
+/// [-16, 15]), each half's product is exact for reductions up to
+/// kMaxExactReduction, and the halves are combined in int32.
+Value exactIntegerProduct(Chain &c, Value a, Value b, int64_t reduction,
+                          llvm::function_ref<Value(Value, Value)> gemm) {
+  NodeContext &ctx = c.ctx;
+  if (!a || !b)
+    return {};
+  if (reduction > kMaxExactReduction) {
+    ctx.emitError() << "a reduction over " << reduction
+                    << " products is more than the " << kMaxExactReduction
+                    << " whose int32 sum this importer computes exactly";
+    return {};
+  }
+  Value hi = c.op<FloorOp>(c.mul(b, c.scalar(b, 1.0 / 16.0)));
+  Value lo = c.op<SubOp>(b, c.mul(hi, c.scalar(b, 16.0)));
+  Type i32 = IntegerType::get(ctx.getContext(), 32);
+  Value hiProduct = castTo(ctx, gemm(a, hi), i32);
+  Value loProduct = castTo(ctx, gemm(a, lo), i32);
+  if (!hiProduct || !loProduct)
+    return {};
+  return c.add(c.mul(hiProduct, c.scalar(hiProduct, 16.0)), loProduct);
+}
+
+/// MatMulInteger: (A - a_zero_point) (B - b_zero_point) in int32; A's zero
+/// point may be per row, B's per column.
+LogicalResult convertMatMulInteger(NodeContext &ctx) {
+  Chain c(ctx);
+  RankedTensorType aType = ctx.getType(0), bType = ctx.getType(1);
+  if (!aType || !bType || aType.getRank() < 2 || bType.getRank() < 2)
+    return ctx.emitError() << "needs operands of rank 2 or more";
+  Value a = centred(c, 0, 2, aType.getRank() - 2, "A", "a_zero_point");
+  Value b = centred(c, 1, 3, bType.getRank() - 1, "B", "b_zero_point");
+  return c.result(exactIntegerProduct(
+      c, a, b, aType.getShape().back(),
+      [&](Value x, Value y) { return c.op<MatmulOp>(x, y, false, false); }));
+}
+
+/// ConvInteger: Conv of (x - x_zero_point) by (w - w_zero_point) in int32;
+/// w's zero point may be per output channel.
+LogicalResult convertConvInteger(NodeContext &ctx) {
+  Chain c(ctx);
+  RankedTensorType wType = ctx.getType(1);
+  if (!wType || wType.getRank() < 3)
+    return ctx.emitError() << "needs a filter [M, C/group, kernel...]";
+  Value x = centred(c, 0, 2, 1, "x", "x_zero_point");
+  Value w = centred(c, 1, 3, 0, "w", "w_zero_point");
+  int64_t reduction = product(wType.getShape().drop_front());
+  return c.result(exactIntegerProduct(
+      c, x, w, reduction,
+      [&](Value image, Value filter) {
+        return convolve(ctx, image, filter, Value());
+      }));
+}
+
 } // namespace
 
 void addQuantizeConverters(ConverterTable &table) {
@@ -271,6 +360,8 @@ void addQuantizeConverters(ConverterTable &table) {
   table.add("DynamicQuantizeLinear", convertDynamicQuantizeLinear);
   table.add("QLinearMatMul", convertQLinearMatMul);
   table.add("QLinearConv", convertQLinearConv);
+  table.add("MatMulInteger", convertMatMulInteger);
+  table.add("ConvInteger", convertConvInteger);
 }
 
 } // namespace cleave::onnx_import
