@@ -183,6 +183,7 @@ const ConverterTable &getConverterTable() {
     addQuantizeConverters(t);
     addSpectralConverters(t);
     addControlFlowConverters(t);
+    addGridSampleConverter(t);
     addIndexConverters(t);
     addLossConverters(t);
     addEinsumConverter(t);

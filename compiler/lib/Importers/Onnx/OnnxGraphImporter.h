@@ -202,6 +202,8 @@ void addQuantizeConverters(ConverterTable &table);
 /// If, Loop and Scan steered by values known at import: the branch taken,
 /// the body unrolled (OnnxControlFlow.cpp).
 void addControlFlowConverters(ConverterTable &table);
+/// GridSample as gathers of run-time positions (OnnxGridSample.cpp).
+void addGridSampleConverter(ConverterTable &table);
 /// DFT and STFT as GEMMs with constant matrices, MelWeightMatrix as a
 /// constant (OnnxSpectralConverters.cpp).
 void addSpectralConverters(ConverterTable &table);
