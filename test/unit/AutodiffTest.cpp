@@ -275,6 +275,10 @@ const GradCase kCases[] = {
   %t = graph.param "table" : tensor<4x3xf32>
   %i = graph.input "ids" : tensor<2x3xi64>
   %out = graph.gather %t[%i] axis = 0 : tensor<4x3xf32>, tensor<2x3xi64>)", "tensor<2x3x3xf32>"},
+  {"gather_grad_scatter", R"(
+  %d = graph.param "d" : tensor<2x3xf32>
+  %i = graph.input "ids" : tensor<2x3xi64>
+  %out = graph.gather_grad %d[%i] axis = 0 : tensor<2x3xf32>, tensor<2x3xi64> -> tensor<4xf32>)", "tensor<4xf32>"},
   {"movement", R"(
   %a = graph.param "a" : tensor<2x3x4xf32>
   %r = graph.reshape %a : tensor<2x3x4xf32> -> tensor<6x4xf32>

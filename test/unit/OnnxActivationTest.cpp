@@ -201,6 +201,27 @@ TEST(OnnxActivations, GlobalMaxPoolOverTheSpatialAxes) {
   expectImportError(flat, "expects [N, C, spatial...]", "a 2-D input");
 }
 
+TEST(OnnxActivations, MaxUnpoolPutsOverlappingMaximaBackOnce) {
+  // 2x2 windows at stride 1 over 3x3: the centre (9) is every window's
+  // maximum, so its index comes 4 times; the scatter's sum is divided by
+  // that count, not left at 36.
+  ModelBuilder m;
+  m.input("x", kFloat, {1, 1, 3, 3});
+  onnx::NodeProto &pool = m.node("MaxPool", "pool", {"x"}, {"p", "i"});
+  ModelBuilder::intsAttr(pool, "kernel_shape", {2, 2});
+  onnx::NodeProto &unpool = m.node("MaxUnpool", "unpool", {"p", "i"}, {"y"});
+  ModelBuilder::intsAttr(unpool, "kernel_shape", {2, 2});
+  m.output("y", 4);
+  k::Tensor x({1, 1, 3, 3});
+  for (int64_t i = 0; i < 9; ++i)
+    x[i] = i == 4 ? 9.0f : float(i % 4);
+  std::vector<k::Tensor> out = runWithX(m, x);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].shape(), (k::Shape{1, 1, 3, 3}));
+  for (int64_t i = 0; i < 9; ++i)
+    EXPECT_EQ(out[0][i], i == 4 ? 9.0f : 0.0f) << i;
+}
+
 TEST(OnnxActivations, OldOpsetsAreConvertedAndNewerOnesRefused) {
   // Opset 6's Elu (its node tests are opset 6) goes through libonnx's
   // version converter to 17; opset 18 is past it and refused by name.

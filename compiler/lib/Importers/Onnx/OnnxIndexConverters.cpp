@@ -341,6 +341,89 @@ LogicalResult setGathered(NodeContext &ctx, const std::vector<int64_t> &map,
   return y ? ctx.setResult(0, y) : failure();
 }
 
+/// MaxUnpool: the pooled values put back where MaxPool's Indices (flat
+/// positions in the unpooled [N, C, spatial...], computed at run time)
+/// say, zero elsewhere: one scatter-add into zeros (graph.gather_grad).
+/// Overlapping windows can name one position twice, with the same value:
+/// the sums are divided by the times each position was named.
+LogicalResult convertMaxUnpool(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = floatOperand(ctx, 0, "the input");
+  Value indices = x ? ctx.getValue(1, ParamUse::Frozen) : Value();
+  if (!indices)
+    return failure();
+  Shape in = shapeOf(x);
+  if (in.size() < 3 || shapeOf(indices) != in)
+    return ctx.emitError() << "needs an input [N, C, spatial...] and indices "
+                              "of its shape, got "
+                           << shapeToString(in) << " and "
+                           << shapeToString(shapeOf(indices));
+  size_t k = in.size() - 2;
+  // The unpooled shape the indices address, by the window attributes.
+  std::optional<Shape> kernel = ctx.getInts("kernel_shape");
+  Shape strides = ctx.getInts("strides").value_or(Shape(k, 1));
+  Shape pads = ctx.getInts("pads").value_or(Shape(2 * k, 0));
+  if (!kernel || kernel->size() != k || strides.size() != k ||
+      pads.size() != 2 * k)
+    return ctx.emitError() << "needs kernel_shape, strides and pads of " << k
+                           << " spatial axes";
+  Shape unpooled = {in[0], in[1]};
+  for (size_t a = 0; a < k; ++a)
+    unpooled.push_back((in[a + 2] - 1) * strides[a] + (*kernel)[a] - pads[a] -
+                       pads[a + k]);
+  Shape out = unpooled;
+  if (ctx.hasInput(2)) {
+    FailureOr<Shape> given = ctx.getConstantInts(2, "output_shape");
+    if (failed(given))
+      return failure();
+    out = *given;
+    if (out.size() != in.size() || out[0] != in[0] || out[1] != in[1])
+      return ctx.emitError() << "output_shape " << shapeToString(out)
+                             << " does not keep the input's [N, C] of "
+                             << shapeToString(in);
+    for (size_t a = 2; a < out.size(); ++a)
+      if (out[a] < unpooled[a])
+        return ctx.emitError() << "output_shape " << shapeToString(out)
+                               << " is smaller than the unpooled "
+                               << shapeToString(unpooled);
+  }
+  int64_t total = product(out);
+  Value flatX = ctx.reshape(x, {product(in)}).value_or(Value());
+  Type i64 = IntegerType::get(ctx.getContext(), 64);
+  Value flatI = castTo(ctx, ctx.reshape(indices, {product(in)}).value_or(Value()), i64);
+  if (!flatX || !flatI)
+    return failure();
+  if (out != unpooled) {
+    // The indices address the unpooled shape: each position's coordinates
+    // re-addressed in the (larger) output_shape, as ONNX's reference does.
+    auto constant = [&](int64_t v) { return c.scalar(flatI, double(v)); };
+    int64_t fromPlane = product(ArrayRef<int64_t>(unpooled).drop_front(2));
+    int64_t toPlane = product(ArrayRef<int64_t>(out).drop_front(2));
+    Value nc = c.op<DivOp>(flatI, constant(fromPlane));
+    Value moved = c.mul(nc, constant(toPlane));
+    int64_t fromStride = 1, toStride = 1;
+    for (size_t a = out.size(); a-- > 2;) {
+      Value coord = c.op<DivOp>(flatI, constant(fromStride));
+      coord = c.op<SubOp>(coord, c.mul(c.op<DivOp>(coord, constant(unpooled[a])),
+                                       constant(unpooled[a])));
+      moved = c.add(moved, c.mul(coord, constant(toStride)));
+      fromStride *= unpooled[a];
+      toStride *= out[a];
+    }
+    if (!(flatI = moved))
+      return failure();
+  }
+  auto scatter = [&](Value v) -> Value {
+    auto type = RankedTensorType::get({total}, cast<RankedTensorType>(v.getType()).getElementType());
+    return compose<GatherGradOp>(ctx, type, v, flatI,
+                                 IntegerAttr::get(IntegerType::get(ctx.getContext(), 64), 0));
+  };
+  Value sums = scatter(flatX);
+  Value counts = scatter(ctx.createSplat(cast<RankedTensorType>(flatX.getType()), 1.0));
+  Value y = c.op<DivOp>(sums, c.max(counts, c.scalar(counts, 1.0)));
+  return c.result(y ? ctx.reshape(y, out).value_or(Value()) : Value());
+}
+
 /// Compress: the slices along `axis` (of the flattened input when there is
 /// no axis) where the condition is true. The result's shape depends on
 /// the condition, so it must be known at import; then this is one gather
@@ -619,6 +702,7 @@ void addIndexConverters(ConverterTable &table) {
   table.add("ArgMin", convertArgMin);
   table.add("GatherElements", convertGatherElements);
   table.add("Compress", convertCompress);
+  table.add("MaxUnpool", convertMaxUnpool);
   table.add("ReverseSequence", convertReverseSequence);
   table.add("GatherND", convertGatherND);
   table.add("ScatterElements", convertScatterElements);

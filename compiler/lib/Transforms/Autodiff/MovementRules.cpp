@@ -18,6 +18,16 @@ LogicalResult gradGather(GatherOp op, OpBuilder &b, ValueRange dys,
   return success();
 }
 
+/// A scatter-add read back: each scattered element's gradient is the
+/// output gradient at its index (ONNX's MaxUnpool imports as one).
+LogicalResult gradGatherGrad(GatherGradOp op, OpBuilder &b, ValueRange dys,
+                             SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(GatherOp::create(b, op.getLoc(), op.getGrad().getType(),
+                                 dys[0], op.getIndices(), op.getAxisAttr()));
+  dxs.push_back(Value());
+  return success();
+}
+
 LogicalResult gradReshape(ReshapeOp op, OpBuilder &b, ValueRange dys,
                           SmallVectorImpl<Value> &dxs) {
   dxs.push_back(
@@ -112,6 +122,7 @@ LogicalResult gradReduceMax(ReduceMaxOp op, OpBuilder &b, ValueRange dys,
 
 void attachMovementRules(MLIRContext *ctx) {
   attach<GatherOp, gradGather>(ctx);
+  attach<GatherGradOp, gradGatherGrad>(ctx);
   attach<ReshapeOp, gradReshape>(ctx);
   attach<BroadcastToOp, gradBroadcastTo>(ctx);
   attach<TransposeOp, gradTranspose>(ctx);
