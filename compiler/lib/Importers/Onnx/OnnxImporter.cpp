@@ -17,6 +17,7 @@
 #include "cleave/Importers/OnnxImporter.h"
 
 #include "OnnxGraphImporter.h"
+#include "OnnxOpset18.h"
 
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
@@ -68,6 +69,9 @@ private:
   void makeSkeleton();
   LogicalResult check();
   FailureOr<int64_t> getOpset();
+  /// An opset-18 skeleton in its opset-17 form (OnnxOpset18.h); others
+  /// as they are.
+  LogicalResult downgradeFromOpset18();
   std::optional<int64_t> resolveDim(StringRef name) const;
   LogicalResult bindDims();
   LogicalResult convertVersion(int64_t opset);
@@ -163,6 +167,17 @@ LogicalResult OnnxFileImporter::check() {
   return success();
 }
 
+LogicalResult OnnxFileImporter::downgradeFromOpset18() {
+  for (const onnx::OperatorSetIdProto &opset : skeleton.opset_import())
+    if ((opset.domain().empty() || opset.domain() == "ai.onnx") &&
+        opset.version() == 18) {
+      if (llvm::Error e = cleave::onnx_import::downgradeOpset18(skeleton))
+        return error() << llvm::toString(std::move(e));
+      return success();
+    }
+  return success();
+}
+
 FailureOr<int64_t> OnnxFileImporter::getOpset() {
   for (const onnx::OperatorSetIdProto &opset : skeleton.opset_import()) {
     if (!opset.domain().empty() && opset.domain() != "ai.onnx")
@@ -170,7 +185,8 @@ FailureOr<int64_t> OnnxFileImporter::getOpset() {
     int64_t version = opset.version();
     if (version < kOldestOpset || version > kTargetOpset)
       return error() << "opset " << version << " is not supported (opsets "
-                     << kOldestOpset << " to " << kTargetOpset << " are)";
+                     << kOldestOpset << " to " << kTargetOpset
+                     << " are, and 18 in its opset-17 form)";
     return version;
   }
   return error() << "the model imports no default-domain opset";
@@ -342,6 +358,8 @@ OwningOpRef<ModuleOp> OnnxFileImporter::run() {
   if (failed(load()))
     return {};
   makeSkeleton();
+  if (failed(downgradeFromOpset18()))
+    return {};
   FailureOr<int64_t> opset = getOpset();
   if (failed(opset) || failed(check()) || failed(bindDims()) ||
       failed(convertVersion(*opset)))
