@@ -73,6 +73,19 @@ TEST(OnnxOpset18, ReductionAxesInputsAndSplitOutputs) {
   EXPECT_EQ(out[1][3], 8.0f);
 }
 
+TEST(OnnxOpset18, MishIsXTimesTanhOfSoftplus) {
+  ModelBuilder m(18);
+  m.input("x", kFloat, {4});
+  m.node("Mish", "mish", {"x"}, {"y"});
+  m.output("y", 1);
+  k::Tensor x({4}, std::vector<float>{-3.0f, -0.5f, 0.0f, 2.0f});
+  std::vector<k::Tensor> out = runWithX(m, x);
+  ASSERT_EQ(out.size(), 1u);
+  for (int64_t i = 0; i < 4; ++i)
+    EXPECT_NEAR(out[0][i], x[i] * std::tanh(std::log1p(std::exp(x[i]))), 1e-6)
+        << i;
+}
+
 TEST(OnnxOpset18, FormsWithoutAnOpset17EquivalentAreRefusedByName) {
   ModelBuilder runtimeAxes(18);
   runtimeAxes.input("x", kFloat, {2, 4});

@@ -11,7 +11,7 @@
 //   defaults, refused otherwise; Pad's axes input: refused;
 // - GroupNormalization (scale and bias per group, as opset 18 defines
 //   them): x reshaped to [N, G, rest], InstanceNormalization with the
-//   group scale and bias, reshaped back;
+//   group scale and bias, reshaped back; Mish: x tanh(softplus(x));
 // - CenterCropPad, Col2Im and the Bitwise ops: refused by name.
 //
 //===----------------------------------------------------------------------===//
@@ -130,6 +130,8 @@ private:
       return reduction(node);
     if (op == "GroupNormalization")
       return groupNormalization(node);
+    if (op == "Mish")
+      return mish(node);
     if (op == "Split") {
       eraseAttr(node, "num_outputs");
     } else if (op == "Resize") {
@@ -219,6 +221,27 @@ private:
       *norm.add_attribute() = *eps;
     add("Shape", {node.input(0)}, xShape);
     add("Reshape", {normed, xShape}, out);
+    return llvm::Error::success();
+  }
+
+  /// Mish (new in 18): x tanh(softplus(x)).
+  llvm::Error mish(const onnx::NodeProto &node) {
+    if (node.input_size() != 1 || node.output_size() != 1)
+      return fail(node, "needs one input and one output");
+    const std::string &x = node.input(0), &out = node.output(0);
+    std::string soft = out + "/softplus", tanh = out + "/tanh";
+    auto add = [&](const char *op, std::vector<std::string> inputs,
+                   const std::string &output) {
+      onnx::NodeProto &n = *graph.add_node();
+      n.set_op_type(op);
+      n.set_name(node.name().empty() ? "" : node.name() + "/" + op);
+      for (const std::string &i : inputs)
+        n.add_input(i);
+      n.add_output(output);
+    };
+    add("Softplus", {x}, soft);
+    add("Tanh", {soft}, tanh);
+    add("Mul", {x, tanh}, out);
     return llvm::Error::success();
   }
 
