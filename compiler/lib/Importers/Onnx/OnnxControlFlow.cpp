@@ -256,8 +256,11 @@ LogicalResult convertScan(NodeContext &ctx) {
     return ctx.emitError() << "scans " << length << " steps, more than the "
                            << kMaxIterations << " this importer unrolls";
   SmallVector<BodyValue> state;
-  for (int64_t k = 0; k < numState; ++k)
+  for (int64_t k = 0; k < numState; ++k) {
     state.push_back(ctx.getBodyValue(k));
+    if (!state.back().constant && !state.back().value)
+      return failure();
+  }
   std::vector<SmallVector<BodyValue>> scanned(numScanOut);
   for (int64_t t = 0; t < length; ++t) {
     SmallVector<BodyValue> inputs(state.begin(), state.end());
