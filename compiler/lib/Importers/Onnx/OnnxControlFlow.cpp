@@ -9,7 +9,8 @@
 // iteration (RNN-style, as OnnxRecurrentConverters.cpp does for RNN, GRU
 // and LSTM), each copy under its own names; loop-carried values that stay
 // known at import (counters, conditions) fold as they go. Control flow
-// steered by run-time values is refused with the reason.
+// steered by run-time values is refused with the reason. The subgraph
+// import itself (GraphImporter::importBody) is defined here too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,11 +19,103 @@
 #include "OnnxTensors.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace cleave::graph;
 
 namespace cleave::onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Subgraph import
+//===----------------------------------------------------------------------===//
+
+/// Renames the references of `g`'s nodes (and of their subgraphs') by
+/// `rename`; `g`'s own inputs and node outputs too when `defines`.
+static void renameGraph(onnx::GraphProto &g,
+                        llvm::function_ref<std::string(const std::string &)>
+                            rename,
+                        bool defines) {
+  if (defines)
+    for (onnx::ValueInfoProto &input : *g.mutable_input())
+      input.set_name(rename(input.name()));
+  for (onnx::NodeProto &node : *g.mutable_node()) {
+    for (std::string &input : *node.mutable_input())
+      if (!input.empty())
+        input = rename(input);
+    if (defines)
+      for (std::string &output : *node.mutable_output())
+        if (!output.empty())
+          output = rename(output);
+    for (onnx::AttributeProto &attr : *node.mutable_attribute()) {
+      if (attr.has_g())
+        renameGraph(*attr.mutable_g(), rename, false);
+      for (onnx::GraphProto &sub : *attr.mutable_graphs())
+        renameGraph(sub, rename, false);
+    }
+  }
+  for (onnx::ValueInfoProto &output : *g.mutable_output())
+    output.set_name(rename(output.name()));
+}
+
+FailureOr<SmallVector<BodyValue>>
+GraphImporter::importBody(const onnx::GraphProto &body,
+                          ArrayRef<BodyValue> inputs, StringRef prefix) {
+  if (static_cast<size_t>(body.input_size()) != inputs.size())
+    return emitError(fileLoc) << "the subgraph '" << body.name() << "' has "
+                              << body.input_size() << " inputs, "
+                              << inputs.size() << " are given";
+  // The names the body defines get the prefix; the rest are outer values.
+  llvm::StringSet<> local;
+  for (const onnx::ValueInfoProto &input : body.input())
+    local.insert(input.name());
+  for (const onnx::NodeProto &node : body.node())
+    for (const std::string &output : node.output())
+      if (!output.empty())
+        local.insert(output);
+  std::string pre = prefix.str();
+  auto rename = [&](const std::string &name) {
+    return local.contains(name) ? pre + name : name;
+  };
+  // Kept alive while its nodes convert (NodeContext refers to them).
+  auto copy = std::make_unique<onnx::GraphProto>(body);
+  renameGraph(*copy, rename, true);
+  countUses(*copy);
+  for (auto [info, value] : llvm::zip(copy->input(), inputs)) {
+    if (value.constant)
+      bind(info.name(), value.constant);
+    else
+      bind(info.name(), value.value);
+  }
+  for (const onnx::NodeProto &node : copy->node())
+    if (failed(convertNode(node)))
+      return failure();
+  SmallVector<BodyValue> outputs;
+  for (const onnx::ValueInfoProto &output : copy->output()) {
+    Entry *entry = lookup(output.name());
+    if (!entry)
+      return emitError(fileLoc) << "subgraph output '" << output.name()
+                                << "' is never computed";
+    if (entry->constant && !entry->value)
+      outputs.push_back({Value(), entry->constant});
+    else if (Value v = getValue(output.name(), ParamUse::Frozen))
+      outputs.push_back({v, nullptr});
+    else
+      return failure();
+  }
+  return outputs;
+}
+
+FailureOr<SmallVector<BodyValue>>
+NodeContext::importBody(const onnx::GraphProto &body,
+                        ArrayRef<BodyValue> inputs, StringRef prefix) {
+  return importer.importBody(body, inputs, prefix);
+}
+
+//===----------------------------------------------------------------------===//
+// If, Loop, Scan
+//===----------------------------------------------------------------------===//
+
 namespace {
 
 /// Bodies are unrolled into the graph: past this many copies a model is
