@@ -323,6 +323,17 @@ ShapeMap OnnxFileImporter::inferOnnxShapes() {
   // its checker accepts, and the import rejects those first.
   onnx::ModelProto model = skeleton;
   model.mutable_graph()->clear_value_info();
+  // libonnx 1.12's STFT inference reads an absent onesided as 0 (the
+  // schema's default is 1) and counts frames rounding up where ONNX's
+  // reference (and torch.stft) rounds down: past an STFT its shapes are
+  // wrong, so none is cross-checked.
+  for (const onnx::NodeProto &node : model.graph().node())
+    if (node.op_type() == "STFT") {
+      emitWarning(fileLoc) << "ONNX shape inference (libonnx 1.12) counts "
+                              "STFT frames and bins unlike ONNX's reference; "
+                              "shapes are not cross-checked";
+      return {};
+    }
   onnx::ShapeInferenceOptions inferenceOptions(/*check_type=*/false,
                                                /*strict_mode=*/0,
                                                /*data_prop=*/true);
