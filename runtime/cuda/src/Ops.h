@@ -54,6 +54,12 @@ void registerDataMovementOps(Registry &registry);
 /// runtime.zero and comm.* (collectives through the Communicator).
 void registerRuntimeOps(Registry &registry);
 
+/// Wraps the ops the CPU runs on integer tensors (add ... min, mod,
+/// bitshift, compare, where, cast, gather, transpose, slice, concat,
+/// split): integer operands run on the host with the CPU kernels, float
+/// ones on the device kernels registered before. Registered last.
+void registerHostIntegerOps(Registry &registry);
+
 /// Which matched groups run fused (FusedOps.cpp): those with a cuBLASLt
 /// epilogue (tanh-GELU, ReLU without its input kept) or none needed.
 bool fuses(const executor::FusedGroup &group, const plan::Segment &segment);

@@ -19,6 +19,7 @@ const Registry &registry() {
     registerConvOps(all);
     registerDataMovementOps(all);
     registerRuntimeOps(all);
+    registerHostIntegerOps(all);
     return all;
   }();
   return r;
