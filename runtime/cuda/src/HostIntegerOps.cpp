@@ -17,6 +17,7 @@
 #include "Ops.h"
 
 #include "cleave/runtime/executor/Backend.h"
+#include "cleave/runtime/plan/PlanIO.h"
 
 #include <algorithm>
 #include <memory>
@@ -34,19 +35,7 @@ constexpr const char *kIntegerCapable[] = {
     "graph.transpose", "graph.slice",    "graph.concat", "graph.split"};
 
 bool isInteger(const executor::TensorView &v) {
-  switch (v.dtype) {
-  case plan::I8:
-  case plan::I16:
-  case plan::I32:
-  case plan::I64:
-  case plan::U8:
-  case plan::U16:
-  case plan::U32:
-  case plan::U64:
-    return v.data != nullptr;
-  default:
-    return false;
-  }
+  return v.data != nullptr && plan::isIntegerDType(v.dtype);
 }
 
 /// Whether the instruction moves or computes integer data (not merely

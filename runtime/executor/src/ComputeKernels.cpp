@@ -21,6 +21,7 @@
 #include "cleave/runtime/kernels/Matmul.h"
 #include "cleave/runtime/kernels/Moe.h"
 #include "cleave/runtime/kernels/Normalization.h"
+#include "cleave/runtime/plan/PlanIO.h"
 #include "cleave/runtime/kernels/Reduction.h"
 
 #include <cstring>
@@ -35,7 +36,7 @@ namespace {
 
 template <k::BinaryOp Op> void binaryKernel(OpContext &c) {
   c.expectArity(2, 1);
-  if (c.input(0) && isIntegerDType(c.input(0).dtype)) {
+  if (c.input(0) && plan::isIntegerDType(c.input(0).dtype)) {
     std::optional<k::IntegerOp> op = k::integerOpOf(Op);
     if (!op)
       throw std::invalid_argument("computes on floats only, got " +

@@ -88,22 +88,6 @@ std::vector<float> widened(const TensorView &v) {
 
 } // namespace
 
-bool isIntegerDType(plan::DType dtype) {
-  switch (dtype) {
-  case plan::I8:
-  case plan::I16:
-  case plan::I32:
-  case plan::I64:
-  case plan::U8:
-  case plan::U16:
-  case plan::U32:
-  case plan::U64:
-    return true;
-  default:
-    return false;
-  }
-}
-
 void integerBinaryKernel(OpContext &c, k::IntegerOp op) {
   c.expectArity(2, 1);
   const TensorView &a = c.input(0), &b = c.input(1), &out = c.output(0);

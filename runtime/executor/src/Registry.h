@@ -27,11 +27,10 @@ void registerRuntimeKernels(Registry &registry);
 /// instruction (scale, causal, query_blocks) for the kernels' shapes.
 kernels::FlashAttentionOptions
 attentionOptions(const OpContext &c, const kernels::AttentionShapes &shapes);
-/// Integer element types, and the kernels that take them or any type
-/// (IntegerKernels.cpp): binary arithmetic and mod on two integer operands
-/// of one type, compare and where on f32, bool or integer values, and a
-/// cast between any two dtypes.
-bool isIntegerDType(plan::DType dtype);
+/// The kernels that take integer types or any type (IntegerKernels.cpp;
+/// plan::isIntegerDType says which are integers): binary arithmetic and
+/// mod on two integer operands of one type, compare and where on f32, bool
+/// or integer values, and a cast between any two dtypes.
 void integerBinaryKernel(OpContext &c, kernels::IntegerOp op);
 void compareAnyKernel(OpContext &c);
 void whereAnyKernel(OpContext &c);

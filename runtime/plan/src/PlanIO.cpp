@@ -58,6 +58,22 @@ absl::Status checkTensorRef(const Program &program, const Segment &segment,
 
 } // namespace
 
+bool isIntegerDType(DType dtype) {
+  switch (dtype) {
+  case I8:
+  case I16:
+  case I32:
+  case I64:
+  case U8:
+  case U16:
+  case U32:
+  case U64:
+    return true;
+  default:
+    return false;
+  }
+}
+
 int64_t dtypeBytes(DType dtype) {
   switch (dtype) {
   case F32:

@@ -50,6 +50,9 @@ absl::Status validatePlan(const Plan &plan);
 /// Bytes of one element of `dtype`.
 int64_t dtypeBytes(DType dtype);
 
+/// Whether `dtype` is one of the integer types (I8 ... U64; not BOOL).
+bool isIntegerDType(DType dtype);
+
 } // namespace cleave::plan
 
 #endif // CLEAVE_RUNTIME_PLAN_PLANIO_H
