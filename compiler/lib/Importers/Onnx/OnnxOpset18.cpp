@@ -111,6 +111,19 @@ private:
       node.mutable_input()->RemoveLast();
   }
 
+  /// A node of the opset-17 form of `from`, named after it.
+  onnx::NodeProto &addNode(const onnx::NodeProto &from, const char *op,
+                           const std::vector<std::string> &inputs,
+                           const std::string &output) {
+    onnx::NodeProto &n = *graph.add_node();
+    n.set_op_type(op);
+    n.set_name(from.name().empty() ? "" : from.name() + "/" + op);
+    for (const std::string &i : inputs)
+      n.add_input(i);
+    n.add_output(output);
+    return n;
+  }
+
   onnx::NodeProto &emit(const onnx::NodeProto &node) {
     return *graph.add_node() = node;
   }
@@ -198,13 +211,7 @@ private:
                 normed = out + "/normalised", xShape = out + "/x_shape";
     auto add = [&](const char *op, std::vector<std::string> inputs,
                    const std::string &output) -> onnx::NodeProto & {
-      onnx::NodeProto &n = *graph.add_node();
-      n.set_op_type(op);
-      n.set_name(node.name().empty() ? "" : node.name() + "/" + op);
-      for (const std::string &i : inputs)
-        n.add_input(i);
-      n.add_output(output);
-      return n;
+      return addNode(node, op, inputs, output);
     };
     // [N, G, rest]: Reshape's 0 keeps N, -1 takes the rest.
     onnx::AttributeProto *target =
@@ -232,12 +239,7 @@ private:
     std::string soft = out + "/softplus", tanh = out + "/tanh";
     auto add = [&](const char *op, std::vector<std::string> inputs,
                    const std::string &output) {
-      onnx::NodeProto &n = *graph.add_node();
-      n.set_op_type(op);
-      n.set_name(node.name().empty() ? "" : node.name() + "/" + op);
-      for (const std::string &i : inputs)
-        n.add_input(i);
-      n.add_output(output);
+      addNode(node, op, inputs, output);
     };
     add("Softplus", {x}, soft);
     add("Tanh", {soft}, tanh);
