@@ -476,7 +476,8 @@ TEST(OnnxConvolutionOps, OneDimensionalConvAndPoolAsTwoDimensional) {
 
   for (auto [input, filter, message] :
        {std::tuple<k::Shape, k::Shape, const char *>{
-            {1, 1, 4, 4, 4}, {1, 1, 3, 3, 3}, "only 1-D (NCL) and 2-D (NCHW)"},
+            {1, 1, 4, 4, 4, 4}, {1, 1, 3, 3, 3, 3}, "3-D (NCDHW) inputs are "
+                                                    "supported, got"},
         {{1, 1, 10}, {1, 1, 3, 3}, "the filter must have rank 3"}}) {
     ModelBuilder b;
     b.input("x", kFloat, input);

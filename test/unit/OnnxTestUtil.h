@@ -121,6 +121,13 @@ public:
     t->set_raw_data(std::string(reinterpret_cast<const char *>(data.data()),
                                 data.size() * sizeof(float)));
   }
+  /// A float initializer holding `values` (row-major, dims' product many).
+  void floatValues(llvm::StringRef name, llvm::ArrayRef<int64_t> dims,
+                   llvm::ArrayRef<float> values) {
+    onnx::TensorProto *t = tensor(name, onnx::TensorProto::FLOAT, dims);
+    t->set_raw_data(std::string(reinterpret_cast<const char *>(values.data()),
+                                values.size() * sizeof(float)));
+  }
   void ints(llvm::StringRef name, llvm::ArrayRef<int64_t> values) {
     onnx::TensorProto *t = tensor(name, onnx::TensorProto::INT64,
                                   {static_cast<int64_t>(values.size())});

@@ -114,12 +114,30 @@ inline mlir::Value gatherByMap(NodeContext &ctx, mlir::Value src,
                                   int64_t(0));
 }
 
-/// A 1-D or 2-D convolution of `image` by `filter` (plus `bias`, which may
-/// be null) with the node's Conv attributes (strides, dilations, pads,
-/// auto_pad, group), as Conv imports it; null after an error
+/// A 1-D, 2-D or 3-D convolution of `image` by `filter` (plus `bias`,
+/// which may be null) with the node's Conv attributes (strides, dilations,
+/// pads, auto_pad, group), as Conv imports it; null after an error
 /// (OnnxConvConverters.cpp).
 mlir::Value convolve(NodeContext &ctx, mlir::Value image, mlir::Value filter,
                      mlir::Value bias);
+
+/// The same for 3-D (NCDHW) data (OnnxConv3d.cpp).
+mlir::Value convolve3d(NodeContext &ctx, mlir::Value image, mlir::Value filter,
+                       mlir::Value bias);
+/// A 3-D (NCDHW) ConvTranspose node (OnnxConv3d.cpp).
+llvm::LogicalResult convertConvTranspose3d(NodeContext &ctx);
+
+/// The spatial output sizes of a transposed convolution of spatial input
+/// `in` by a `kernel`: per axis stride (in - 1) + output_padding +
+/// dilation (kernel - 1) + 1 less the pads, where output_shape (or auto_pad
+/// SAME's input x stride) sets the pads it implies. `pads` ([begins...,
+/// ends...]) and `outputPadding` are updated (a negative end pad becomes
+/// output padding). Fails after a diagnostic (OnnxConvConverters.cpp).
+llvm::FailureOr<Shape> transposedExtents(
+    NodeContext &ctx, llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> kernel,
+    llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> dilations,
+    std::optional<Shape> outputShape, llvm::StringRef autoPad,
+    Shape &outputPadding, Shape &pads);
 
 /// Builds a chain of graph ops for one node: each step returns null once
 /// one failed (its diagnostic already given).

@@ -1,7 +1,7 @@
 //===- OnnxConvConverters.cpp - ONNX convolution and pooling --------------===//
 //
 // 2-D (NCHW) Conv, ConvTranspose, MaxPool, AveragePool (other pooling is
-// OnnxPoolBySlices.cpp's) and
+// OnnxPoolBySlices.cpp's, 3-D convolutions OnnxConv3d.cpp's) and
 // GlobalAveragePool, GlobalMaxPool (a maximum over the spatial axes), and
 // their 1-D (NCL) forms as 2-D ones over a height
 // of 1 (speech and sequence models' Conv1d): the input and filter gain a
@@ -69,8 +69,8 @@ Value liftImage(NodeContext &ctx, Lift &lift, Value x) {
     return {};
   auto type = cast<RankedTensorType>(x.getType());
   if (type.getRank() != 4 && type.getRank() != 3) {
-    ctx.emitError() << "only 1-D (NCL) and 2-D (NCHW) inputs are supported, "
-                       "got "
+    ctx.emitError() << "only 1-D (NCL), 2-D (NCHW) and, for Conv and "
+                       "ConvTranspose, 3-D (NCDHW) inputs are supported, got "
                     << type;
     return {};
   }
@@ -184,6 +184,8 @@ LogicalResult convertConv(NodeContext &ctx) {
 } // namespace
 
 Value convolve(NodeContext &ctx, Value image, Value filter, Value bias) {
+  if (image && cast<RankedTensorType>(image.getType()).getRank() == 5)
+    return convolve3d(ctx, image, filter, bias);
   Lift lift;
   auto [x, w] = liftImageAndFilter(ctx, lift, image, filter);
   if (!w)
@@ -207,6 +209,67 @@ Value convolve(NodeContext &ctx, Value image, Value filter, Value bias) {
   return lift.down(ctx, op->getResult());
 }
 
+FailureOr<Shape> transposedExtents(NodeContext &ctx, ArrayRef<int64_t> in,
+                                   ArrayRef<int64_t> kernel,
+                                   ArrayRef<int64_t> strides,
+                                   ArrayRef<int64_t> dilations,
+                                   std::optional<Shape> outputShape,
+                                   StringRef autoPad, Shape &outputPadding,
+                                   Shape &pads) {
+  size_t rank = in.size();
+  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    // SAME: the output is the input times the stride.
+    if (!outputShape) {
+      outputShape.emplace();
+      for (size_t i = 0; i < rank; ++i)
+        outputShape->push_back(in[i] * strides[i]);
+    }
+  } else if (autoPad != "NOTSET") {
+    ctx.emitError() << "auto_pad " << autoPad << " is not supported";
+    return failure();
+  }
+  if (outputShape && outputShape->size() < rank) {
+    ctx.emitError() << "output_shape needs " << rank << " spatial sizes, got "
+                    << shapeToString(*outputShape);
+    return failure();
+  }
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t full = strides[i] * (in[i] - 1) + outputPadding[i] +
+                   dilations[i] * (kernel[i] - 1) + 1;
+    int64_t &begin = pads[i], &end = pads[i + rank];
+    if (outputShape) {
+      int64_t target = (*outputShape)[outputShape->size() - rank + i];
+      // SAME_UPPER puts the odd pixel at the end, otherwise at the start;
+      // halves rounded down (a negative total pads the end negatively: the
+      // output runs past what the input reaches, in zeros).
+      int64_t total = full - target;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      begin = autoPad == "SAME_UPPER" ? half : total - half;
+      end = total - begin;
+    }
+    out[i] = full - begin - end;
+    if (begin < 0) {
+      ctx.emitError() << "output_shape needs negative padding at the start "
+                         "of axis "
+                      << i << ", which is not supported";
+      return failure();
+    }
+    // A negative end pad is output padding (rows no input reaches).
+    if (end < 0) {
+      outputPadding[i] -= end;
+      end = 0;
+    }
+    if (out[i] <= 0 ||
+        outputPadding[i] >= std::max(strides[i], dilations[i])) {
+      ctx.emitError() << "axis " << i << " of the output would be " << out[i]
+                      << " (output_padding must be below the stride)";
+      return failure();
+    }
+  }
+  return out;
+}
+
 namespace {
 
 /// ConvTranspose as graph.conv2d_input_grad: a transposed convolution is
@@ -219,6 +282,8 @@ namespace {
 /// Trains through conv2d_input_grad's own derivative (a convolution and a
 /// filter gradient).
 LogicalResult convertConvTranspose(NodeContext &ctx) {
+  if (RankedTensorType type = ctx.getType(0); type && type.getRank() == 5)
+    return convertConvTranspose3d(ctx);
   Lift lift;
   auto [x, w] = getImageAndFilter(ctx, lift);
   if (!w)
@@ -245,50 +310,14 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
   if (outputShape && lift.oneD)
     outputShape = lift.pair(Shape(outputShape->end() - 1, outputShape->end()),
                             1);
-  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    // SAME: the output is the input times the stride.
-    if (!outputShape)
-      outputShape = Shape{xType.getDimSize(2) * (*strides)[0],
-                          xType.getDimSize(3) * (*strides)[1]};
-  } else if (autoPad != "NOTSET") {
-    return ctx.emitError() << "auto_pad " << autoPad << " is not supported";
-  }
-  Shape out(2);
-  for (int i = 0; i < 2; ++i) {
-    int64_t in = xType.getDimSize(2 + i), k = wType.getDimSize(2 + i);
-    int64_t full = (*strides)[i] * (in - 1) + outputPadding[i] +
-                   (*dilations)[i] * (k - 1) + 1;
-    if (outputShape) {
-      if (outputShape->size() < 2)
-        return ctx.emitError() << "output_shape needs H and W";
-      int64_t target = (*outputShape)[outputShape->size() - 2 + i];
-      // SAME_UPPER puts the odd pixel at the end, otherwise at the start;
-      // halves rounded down (a negative total pads the end negatively: the
-      // output runs past what the input reaches, in zeros).
-      int64_t total = full - target;
-      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-      pads[i] = autoPad == "SAME_UPPER" ? half : total - half;
-      pads[i + 2] = total - pads[i];
-    }
-    out[i] = full - pads[i] - pads[i + 2];
-    if (pads[i] < 0)
-      return ctx.emitError() << "output_shape needs negative padding at the "
-                                "start of axis "
-                             << i << ", which is not supported";
-    // A negative end pad is output padding (rows no input reaches).
-    if (pads[i + 2] < 0) {
-      outputPadding[i] -= pads[i + 2];
-      pads[i + 2] = 0;
-    }
-    if (out[i] <= 0 || outputPadding[i] >= std::max((*strides)[i],
-                                                     (*dilations)[i]))
-      return ctx.emitError() << "axis " << i << " of the output would be "
-                             << out[i] << " (output_padding must be below "
-                                          "the stride)";
-  }
+  FailureOr<Shape> out = transposedExtents(
+      ctx, xType.getShape().drop_front(2), wType.getShape().drop_front(2),
+      *strides, *dilations, outputShape, autoPad, outputPadding, pads);
+  if (failed(out))
+    return failure();
   int64_t channels = wType.getDimSize(1) * group;
   auto resultType = RankedTensorType::get(
-      {xType.getDimSize(0), channels, out[0], out[1]}, xType.getElementType());
+      {xType.getDimSize(0), channels, (*out)[0], (*out)[1]}, xType.getElementType());
   FailureOr<Conv2dInputGradOp> op = ctx.create<Conv2dInputGradOp>(
       resultType, x, w, ArrayRef<int64_t>(*strides), ArrayRef<int64_t>(pads),
       ArrayRef<int64_t>(*dilations), group);

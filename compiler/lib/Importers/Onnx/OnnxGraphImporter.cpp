@@ -184,6 +184,7 @@ const ConverterTable &getConverterTable() {
     addSpectralConverters(t);
     addControlFlowConverters(t);
     addGridSampleConverter(t);
+    addRoiAlignConverter(t);
     addIndexConverters(t);
     addLossConverters(t);
     addEinsumConverter(t);

@@ -179,7 +179,7 @@ void addConvolutionConverters(ConverterTable &table);
 /// Clip, HardSigmoid, HardSwish, LeakyRelu, PRelu, Elu, Softplus and
 /// LogSoftmax as chains of graph ops (OnnxActivationConverters.cpp).
 void addActivationConverters(ConverterTable &table);
-/// Sin, Cos, Tan, Atan, Asin, Acos, Floor, Ceil, Round and Mod.
+/// Sin, Cos, Tan, Atan, Asin, Acos, Floor, Ceil, Round, Mod and Det.
 void addMathConverters(ConverterTable &table);
 /// Pad (constant), Tile, DepthToSpace, InstanceNormalization, Trilu and
 /// CumSum as graph ops (OnnxLayoutConverters.cpp).
@@ -204,6 +204,8 @@ void addQuantizeConverters(ConverterTable &table);
 void addControlFlowConverters(ConverterTable &table);
 /// GridSample as gathers of run-time positions (OnnxGridSample.cpp).
 void addGridSampleConverter(ConverterTable &table);
+/// RoiAlign as gathers of bilinear samples (OnnxRoiAlign.cpp).
+void addRoiAlignConverter(ConverterTable &table);
 /// DFT and STFT as GEMMs with constant matrices, MelWeightMatrix as a
 /// constant (OnnxSpectralConverters.cpp).
 void addSpectralConverters(ConverterTable &table);

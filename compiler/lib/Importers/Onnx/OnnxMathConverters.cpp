@@ -7,6 +7,7 @@
 // or with fmod = 1 the dividend's sign: x - y trunc(x / y)) are written in
 // floor. IsInf is one comparison. Values known at import are folded there
 // instead (shape arithmetic: Swin's window shifts, paddle2onnx's sizes).
+// Det is a cofactor expansion over column subsets (below).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #include "OnnxConstantFolding.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "llvm/ADT/bit.h"
 
 #include <limits>
 #include <optional>
@@ -193,6 +195,64 @@ LogicalResult convertIsNaN(NodeContext &ctx) {
       c.op<CompareOp>(StringAttr::get(ctx.getContext(), "ne"), x, x));
 }
 
+/// Det of [..., M, M] by Laplace expansion along rows, sharing the minors:
+/// D(S), the determinant of rows 0..|S|-1 and the columns in S, is the sum
+/// over j in S of (-1)^(|S|-1 + position of j in S) a[|S|-1, j] D(S - j).
+/// All 2^M minors are built once (M 2^(M-1) products), exact and
+/// differentiable through element-wise ops, with no pivot to divide by, so
+/// singular matrices give 0 and their gradients stay finite. The minors
+/// grow as 2^M, so M is capped at 6 (192 products; the 2x2 to 4x4 of
+/// geometry and normalising flows are far below it).
+LogicalResult convertDet(NodeContext &ctx) {
+  Chain c(ctx);
+  Value x = c.input();
+  if (!x)
+    return failure();
+  Shape shape = shapeOf(x);
+  int64_t rank = int64_t(shape.size());
+  constexpr int64_t maxOrder = 6;
+  if (rank < 2 || shape[rank - 1] != shape[rank - 2] || shape[rank - 1] < 1)
+    return ctx.emitError() << "needs square matrices [..., M, M], got "
+                           << shapeToString(shape);
+  int64_t m = shape[rank - 1];
+  if (m > maxOrder)
+    return ctx.emitError() << "Det of " << m << "x" << m
+                           << " matrices is not supported: its cofactor "
+                              "expansion is built up to "
+                           << maxOrder << "x" << maxOrder;
+  Shape batch(shape.begin(), shape.end() - 2);
+  auto element = [&](int64_t i, int64_t j) -> Value {
+    Shape start(rank, 0), end = shape, step(rank, 1);
+    start[rank - 2] = i;
+    end[rank - 2] = i + 1;
+    start[rank - 1] = j;
+    end[rank - 1] = j + 1;
+    Value v = compose<SliceOp>(ctx, x, ArrayRef<int64_t>(start),
+                               ArrayRef<int64_t>(end), ArrayRef<int64_t>(step));
+    return v ? ctx.reshape(v, batch).value_or(Value()) : Value();
+  };
+  std::vector<Value> minor(size_t(1) << m);
+  for (uint32_t set = 1; set < minor.size(); ++set) {
+    int64_t row = llvm::popcount(set) - 1, position = 0;
+    Value sum;
+    for (int64_t j = 0; j < m; ++j) {
+      if (!(set & (1u << j)))
+        continue;
+      uint32_t rest = set & ~(1u << j);
+      Value term = rest ? c.mul(element(row, j), minor[rest]) : element(row, j);
+      if (!term)
+        return failure();
+      if (!sum)
+        sum = (row + position) % 2 ? c.op<NegOp>(term) : term;
+      else
+        sum = (row + position) % 2 ? c.op<SubOp>(sum, term) : c.add(sum, term);
+      ++position;
+    }
+    minor[set] = sum;
+  }
+  return c.result(minor.back());
+}
+
 } // namespace
 
 void addMathConverters(ConverterTable &table) {
@@ -209,6 +269,7 @@ void addMathConverters(ConverterTable &table) {
   table.add("BitShift", convertBitShift);
   table.add("IsInf", convertIsInf);
   table.add("IsNaN", convertIsNaN);
+  table.add("Det", convertDet);
 }
 
 } // namespace cleave::onnx_import
