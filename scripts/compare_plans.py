@@ -10,6 +10,9 @@ checked with the binary before it and the one after:
   scripts/compare_plans.py OLD/cleave NEW/cleave [--quick]
 
 Prints one line per case and exits 1 when any plan or figure differs.
+A change meant to move predictions (one scoring path replacing another)
+is measured with --delta: each differing case also prints the predicted
+step time and peak memory, old and new, and whether the plan changed.
 """
 import argparse
 import json
@@ -108,6 +111,9 @@ def main():
                     help="JSON paths ending so are not compared (a key the "
                          "new binary adds, e.g. /plan/attention, wherever "
                          "it appears); repeatable")
+    ap.add_argument("--delta", action="store_true",
+                    help="print old and new step time and peak memory of "
+                         "each differing case")
     ap.add_argument("--quick", action="store_true",
                     help=f"only the first {QUICK} zoo cases")
     args = ap.parse_args()
@@ -126,6 +132,15 @@ def main():
         print(f"{'same' if not diff else 'DIFFERS':8} {name}: "
               f"{diff or plan}")
         differing += bool(diff)
+        if diff and args.delta and "predicted" in old and "predicted" in new:
+            po, pn = old["predicted"], new["predicted"]
+            step = pn["step_time_s"] / po["step_time_s"] - 1
+            mem = pn["peak_memory_bytes"] / po["peak_memory_bytes"] - 1
+            same_plan = old.get("plan") == new.get("plan")
+            print(f"         step {po['step_time_s'] * 1e3:.3f} -> "
+                  f"{pn['step_time_s'] * 1e3:.3f} ms ({step:+.2%}), peak "
+                  f"memory {mem:+.2%}, plan "
+                  f"{'unchanged' if same_plan else 'changed'}")
     print(f"{len(cases) - differing} of {len(cases)} cases identical")
     return 1 if differing else 0
 

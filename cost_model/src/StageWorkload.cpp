@@ -78,10 +78,11 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
   PlanPrediction out;
   out.plan = plan;
   out.numMicrobatches = m;
-  
   out.layersPerStage.assign(p, 0);
   for (int64_t c = 0; c < n; ++c) {
-    out.layersPerChunk.push_back(work.chunks[c].blocks);
+    // One chunk holds the whole model: no split for the lowering to follow.
+    if (n > 1)
+      out.layersPerChunk.push_back(work.chunks[c].blocks);
     out.layersPerStage[c % p] += work.chunks[c].blocks;
   }
   double capacity = cluster.device.memoryBytes;
@@ -277,6 +278,7 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
   out.stepSeconds = timeline->makespan + exposedGathers;
   out.bubbleFraction = timeline->bubbleFraction;
   out.pipelineSendSeconds = spec.stages.front().chunks.front().sendForward;
+  out.gradReduceSeconds = spec.stages.front().chunks.front().gradReduce;
   out.modelFlops = work.trainingFlops * double(m) * dp;
   out.hardwareFlops = out.modelFlops + extraFlops * double(m) * dp;
   out.tflopsPerDevice = out.stepSeconds > 0

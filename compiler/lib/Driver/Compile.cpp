@@ -236,9 +236,8 @@ absl::Status Compiler::compileGraph() {
   options.batch = result.best().plan.microbatchSize;
   if (!r.tracePath.empty()) {
     if (trace.empty())
-      return usage("--trace: " + r.model + "'s plan is one data-parallel "
-                   "stage, priced by formula; only pipelined plans (and "
-                   "transformer plans) have a simulated timeline");
+      return absl::InternalError("--trace: " + r.model +
+                                 "'s plan could not be simulated again");
     if (absl::Status s = writeText(r.tracePath, "--trace", trace); !s.ok())
       return s;
   }

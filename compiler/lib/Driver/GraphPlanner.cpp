@@ -498,19 +498,17 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
     if (int64_t(plans.size()) < r.topK &&
         seen.insert(cost::planKnobsString(p.plan)).second)
       plans.push_back(p);
-  // The simulated step of a pipelined plan, for --trace and the artifact
-  // (one stage is priced by formula, with no timeline).
+  // The simulated step, for --trace and the artifact (one stage too: its
+  // passes, gradient reduction and optimizer step).
   std::string trace;
-  if (best->plan.pp > 1) {
-    cost::TaskGraph graph;
-    cost::Timeline timeline;
-    if (search::scoreGraphPlan(*bestWork, capped, best->plan,
-                                       r.optimizer, r.profile, &graph, &timeline)
-            .ok()) {
-      std::ostringstream os;
-      cost::writeChromeTrace(graph, timeline, os);
-      trace = os.str();
-    }
+  cost::TaskGraph graph;
+  cost::Timeline timeline;
+  if (search::scoreGraphPlan(*bestWork, capped, best->plan, r.optimizer,
+                             r.profile, &graph, &timeline)
+          .ok()) {
+    std::ostringstream os;
+    cost::writeChromeTrace(graph, timeline, os);
+    trace = os.str();
   }
 
   GraphPlanResult result;

@@ -27,9 +27,6 @@
 namespace cleave::search {
 
 using namespace mlir;
-using cost::backwardWindowHidden;
-using cost::besidePass;
-using cost::workspaceBytes;
 
 namespace {
 
@@ -159,10 +156,6 @@ absl::Status checkRecompute(const GraphWork &work,
   return absl::OkStatus();
 }
 
-double seconds(absl::StatusOr<cost::CollectiveCost> c) {
-  return c.ok() ? c->seconds : 0;
-}
-
 /// Microbatches each replica runs a step, checked against the batch the
 /// graph was priced at.
 absl::StatusOr<int64_t> microbatchesPerReplica(const GraphWork &work,
@@ -235,6 +228,10 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
                     Optimizer optimizer, const cost::Profile *profile,
                     cost::TaskGraph *graphOut, cost::Timeline *timelineOut) {
   int64_t devices = cluster.numDevices(), p = plan.pp, blocks = work.numBlocks();
+  if (p == 1 && plan.dp * plan.tp != devices)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dp x tp must be every device (", devices, ") for a graph without "
+        "transformer layers, got ", plan.dp, " x ", plan.tp));
   if (plan.dp * p * plan.tp != devices)
     return absl::InvalidArgumentError(absl::StrCat(
         "dp x pp x tp must be every device (", devices, "), got ", plan.dp,
@@ -247,7 +244,8 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     return absl::InvalidArgumentError(absl::StrCat(
         plan.chunks, " chunks per stage need the interleaved schedule"));
   int64_t v = plan.chunks, n = p * v;
-  if (blocks < n)
+  // One chunk holds the whole graph, blocks or none.
+  if (n > 1 && blocks < n)
     return absl::InvalidArgumentError(absl::StrCat(
         "the graph has ", blocks, " residual block(s), too few for ", p,
         " pipeline stages", v > 1 ? absl::StrCat(" of ", v, " chunks") : ""));
@@ -564,7 +562,6 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
                const cost::ParallelConfig &plan, Optimizer optimizer,
                const cost::Profile *profile, cost::TaskGraph *graph,
                cost::Timeline *timeline) {
-  int64_t devices = cluster.numDevices();
   if (plan.cp != 1 || plan.ep != 1)
     return absl::InvalidArgumentError(
         "a graph without transformer layers is planned with data, tensor "
@@ -574,173 +571,10 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
         "the graph was priced for tp=", work.tp, ", not tp=", plan.tp));
   if (absl::Status s = checkRecompute(work, plan); !s.ok())
     return s;
-  if (plan.pp > 1)
-    return scorePipelinedGraph(work, cluster, plan, optimizer, profile, graph,
-                               timeline);
-  if (plan.dp * plan.tp != devices)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dp x tp must be every device (", devices, ") for a graph without "
-        "transformer layers, got ", plan.dp, " x ", plan.tp));
-  absl::StatusOr<int64_t> perReplica = microbatchesPerReplica(work, plan);
-  if (!perReplica.ok())
-    return perReplica.status();
-  int64_t microbatches = *perReplica;
-  double dp = static_cast<double>(plan.dp);
-  double states = optimizerStates(optimizer);
-
-  cost::Group group = cost::Group::strided(0, plan.dp, plan.tp);
-  double allReduce = 0, reduceScatter = 0, allGather = 0;
-  if (plan.dp > 1) {
-    allReduce = seconds(cost::estimateCollective(
-        cost::Collective::AllReduce, work.paramBytes, group, cluster, profile));
-    // ZeRO's, one per parameter tensor: every call after the first adds
-    // its latency (as TransformerPlan prices them).
-    double tensors = 0;
-    for (const GraphPiece &piece : work.pieces)
-      tensors += piece.paramTensors;
-    double calls = std::max(0.0, tensors - 1);
-    double callBytes = 4.0 * double(plan.dp);
-    reduceScatter =
-        seconds(cost::estimateCollective(cost::Collective::ReduceScatter,
-                                         work.paramBytes, group, cluster,
-                                         profile)) +
-        calls * seconds(cost::estimateCollective(
-                    cost::Collective::ReduceScatter, callBytes, group,
-                    cluster, profile));
-    allGather =
-        seconds(cost::estimateCollective(cost::Collective::AllGather,
-                                         work.paramBytes, group, cluster,
-                                         profile)) +
-        calls * seconds(cost::estimateCollective(cost::Collective::AllGather,
-                                                 callBytes, group, cluster,
-                                                 profile));
-  }
-  // Recomputation (checkRecompute: whole blocks) runs each block's
-  // forward pass again before its backward pass, which then stashes its
-  // input and output only, and holds what the recomputed pass makes until
-  // the block's backward pass has read it.
-  bool recompute = recomputes(plan, 0);
-  double backwardSeconds = work.backwardSeconds;
-  double activationBytes = work.activationBytes, recomputedWork = 0,
-         recomputedFlops = 0;
-  if (recompute)
-    for (int64_t k = 0; k < work.numBlocks(); ++k) {
-      const GraphPiece &block = work.pieces[k + 1];
-      backwardSeconds += block.forwardSeconds;
-      activationBytes +=
-          block.recomputedActivationBytes - block.activationBytes;
-      recomputedWork = std::max(recomputedWork, block.activationBytes -
-                                                    block.recomputedActivationBytes);
-      recomputedFlops += block.forwardFlops;
-    }
-  double compute = microbatches * (work.forwardSeconds + backwardSeconds);
-  // The reduction the step waits for: ZeRO 0's all-reduce and ZeRO 1's
-  // reduce-scatter start with the last backward pass, and ZeRO 1 then
-  // all-gathers the updated shards (for the next step); ZeRO 2 reduce-scatters every
-  // microbatch's gradients beside its backward pass and gathers the
-  // updated shards; ZeRO 3 also all-gathers the parameters for every
-  // forward and backward pass (besidePass).
-  // Where collectives cannot progress beside compute (CPU ranks over
-  // MPI), nothing hides behind the backward pass.
-  // Each runs beside the pass it follows (besidePass): what outlasts the
-  // pass and one block's share (the reduction of the last block's
-  // gradients, the gather of the first block's parameters) extend it.
-  bool overlaps = cluster.commOverlapsCompute;
-  int64_t blocks = std::max<int64_t>(1, work.numBlocks());
-  // ZeRO 1 and 2's gather of the updated blocks: carried into the next
-  // step beside its forward pass where overlap-grad is on (the lowering's
-  // carryParameterGathers), else after the update.
-  double gatherUpdated =
-      plan.overlapGradReduce && plan.dp > 1
-          ? besidePass(work.forwardSeconds, allGather, blocks, overlaps)
-          : allGather;
-  double exposed = 0;
-  switch (plan.zero) {
-  case 0:
-    exposed = besidePass(backwardSeconds, allReduce, blocks, overlaps);
-    break;
-  case 1:
-    exposed = besidePass(backwardSeconds, reduceScatter, blocks,
-                         overlaps) +
-              gatherUpdated;
-    break;
-  case 2:
-  default: {
-    double gathered = plan.zero >= 3 ? allGather : 0;
-    exposed = microbatches *
-              (besidePass(work.forwardSeconds, gathered, blocks, overlaps) +
-               besidePass(backwardSeconds, reduceScatter + gathered,
-                          blocks, backwardWindowHidden(cluster, profile,
-                                                       plan)));
-    if (plan.zero == 2)
-      exposed += gatherUpdated;
-    break;
-  }
-  }
-  double shard = plan.zero >= 1 ? dp : 1;
-  cost::GenericOp update;
-  update.bytesRead = work.paramBytes * (2 + states) / shard;
-  update.bytesWritten = work.paramBytes * (1 + states) / shard;
-  update.flops = 10.0 * work.params / shard;
-  absl::StatusOr<cost::OpCost> step = cost::estimateGeneric(update, cluster,
-                                                            profile);
-  double optimizerSeconds = step.ok() ? step->seconds : 0;
-
-  cost::PlanPrediction p;
-  p.plan = plan;
-  p.numMicrobatches = microbatches;
-  p.layersPerStage = {0};
-  cost::MemoryBreakdown &m = p.memory;
-  m.params = work.paramBytes / (plan.zero >= 3 ? dp : 1);
-  m.grads = cost::modelStateBytes(work.paramBytes, plan.zero, plan.dp, 1, 1, 0)
-                .grads;
-  m.optimizer =
-      cost::modelStateBytes(work.paramBytes, plan.zero, plan.dp, 1, 1, states)
-          .optimizer;
-  m.activations =
-      activationBytes + recomputedWork + work.pieces.front().inputBytes;
-  // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
-  // shard it keeps (the lowering plans no whole gradient); ZeRO-3 gathers
-  // a piece's parameters where it runs, one piece at a time; both keep a
-  // window of those collectives in flight beside compute.
-  double largestParams = 0;
-  for (const GraphPiece &piece : work.pieces)
-    largestParams = std::max(largestParams, piece.paramBytes);
-  m.commBuffers = (plan.zero >= 3 ? largestParams : 0) +
-                  cost::zeroWindowBytes(plan.zero, work.paramBytes);
-  double largestParam = 0;
-  for (const GraphPiece &piece : work.pieces)
-    largestParam = std::max(largestParam, piece.largestParamBytes);
-  m.workspace = workspaceBytes(work.largestIntermediateBytes, largestParam);
-  double allocated = m.params + m.grads + m.optimizer + m.activations +
-                     m.commBuffers + m.workspace;
-  m.fragmentation = cost::TransformerMemoryConfig{}.fragmentation * allocated;
-  m.total = allocated + m.fragmentation;
-  p.stageMemory = {m};
-  p.peakMemoryBytes = m.total;
-  double capacity = cluster.device.memoryBytes;
-  if (capacity > 0 && m.total > capacity)
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "the device needs %.2f GB of %.2f GB (params %.2f, grads %.2f, "
-        "optimizer %.2f, activations %.2f)",
-        m.total / 1e9, capacity / 1e9, m.params / 1e9, m.grads / 1e9,
-        m.optimizer / 1e9, m.activations / 1e9));
-
-  p.stepSeconds = compute + exposed + optimizerSeconds;
-  p.lowerBoundSeconds = p.stepSeconds;
-  p.gradReduceSeconds = plan.zero == 0 ? allReduce : reduceScatter;
-  p.modelFlops = work.trainingFlops * microbatches * dp;
-  p.hardwareFlops = p.modelFlops + recomputedFlops * microbatches * dp;
-  p.tflopsPerDevice = p.stepSeconds > 0 ? p.modelFlops / double(devices) /
-                                               p.stepSeconds / 1e12
-                                         : 0;
-  p.hwTflopsPerDevice = p.stepSeconds > 0 ? p.hardwareFlops /
-                                                double(devices) /
-                                                p.stepSeconds / 1e12
-                                          : 0;
-  double peak = cluster.device.peakFlops(plan.precision);
-  p.mfu = peak > 0 ? p.tflopsPerDevice * 1e12 / peak : 0;
-  return p;
+  // One stage is a pipeline of one: the same chunk workload and scoring
+  // (cost::scoreStages) as every pipelined plan.
+  return scorePipelinedGraph(work, cluster, plan, optimizer, profile, graph,
+                             timeline);
 }
 
 } // namespace cleave::search

@@ -71,8 +71,8 @@ struct GraphPlanResult {
   std::vector<cost::PlanPrediction> plans;
   /// The priced graph of the chosen plan's microbatch and tp degree.
   search::GraphWork bestWork;
-  /// The simulated step of a pipelined plan (Chrome trace JSON); empty for
-  /// one stage, which is priced by formula.
+  /// The chosen plan's simulated step (Chrome trace JSON; one stage too),
+  /// empty only where it could not be simulated again.
   std::string trace;
   /// The (tp, pp) degrees tried, each one's best plan or why none fits.
   std::vector<Degree> degrees;

@@ -164,9 +164,9 @@ absl::StatusOr<GraphWork> measureGraphWork(mlir::ModuleOp module,
 /// each block's forward pass again before its backward pass. Stages that
 /// recompute are balanced with the extra pass (refineForChunkCosts).
 ///
-/// With `graph` and `timeline`, a pipelined plan's simulated step is
-/// returned for a Chrome trace (a one-stage plan is priced by formula and
-/// leaves them empty).
+/// A one-stage plan is a pipeline of one chunk holding the whole graph,
+/// scored the same way (cost::scoreStages). With `graph` and `timeline`,
+/// the simulated step is returned for a Chrome trace.
 absl::StatusOr<cost::PlanPrediction>
 scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
                const cost::ParallelConfig &plan, Optimizer optimizer,

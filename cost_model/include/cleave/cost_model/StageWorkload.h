@@ -60,7 +60,8 @@ struct StageWorkload {
   double optimizerStates = 0;
 };
 
-/// Scores `plan` (pp > 1; its chunks the workload's) on `cluster`: the
+/// Scores `plan` (any pp, one stage included; its chunks the workload's)
+/// on `cluster`: the
 /// simulated step, bubble and throughput, and each stage's memory, which
 /// must fit (ResourceExhausted names the stage that does not). Stage s
 /// recomputes as `plan` says (PlanPrediction's layers per chunk are the
