@@ -37,6 +37,13 @@ CASES = [
     (["zoo:vit-h14"], "dgx-a100-80g,nodes=2", 1024, []),
     (["zoo:gpt,layers=5,hidden=32,heads=4,seq=8,vocab=64"],
      "cpu-local,devices=4", 8, ["--fix", "pp=2,schedule=interleaved"]),
+    # Graphs without transformer layers on GPU clusters (collectives beside
+    # compute, 16-bit storage): the graph planner's rules where they differ
+    # most from CPU ranks.
+    (["zoo:wrn-50-2"], "dgx-a100-80g,nodes=2", 64, []),
+    (["zoo:wrn-50-2"], "dgx-a100-40g,nodes=4,devices=1", 256, []),
+    (["zoo:wideresnet,depth=50,width=1,image=128,classes=10"],
+     "dgx-a100-80g,nodes=4", 512, ["--fix", "pp=2"]),
 ]
 QUICK = 5
 

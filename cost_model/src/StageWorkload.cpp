@@ -1,7 +1,16 @@
 //===- StageWorkload.cpp - Pipeline plans scored from their chunks' work --===//
+//
+// Ranks are laid out as Megatron-LM does: tensor-parallel ranks fastest
+// (inside a node), then context, then data parallel, then pipeline stages:
+//   rank = ((stage * dp + d) * cp + c) * tp + t.
+// Every rank of a stage runs the same timeline, so one rank stands for
+// each stage; its groups stand for every stage's.
+//
+//===----------------------------------------------------------------------===//
 
 #include "cleave/cost_model/StageWorkload.h"
 
+#include "GroupCollectives.h"
 #include "cleave/cost_model/Collectives.h"
 #include "cleave/cost_model/Memory.h"
 #include "cleave/cost_model/OperatorCost.h"
@@ -11,286 +20,521 @@
 #include "absl/strings/str_format.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 
 namespace cleave::cost {
-
-double besidePass(double pass, double comm, int64_t blocks, double hidden) {
-  return collectivesBesidePass(pass, comm, static_cast<double>(blocks),
-                               hidden);
-}
-
-double backwardWindowHidden(const Cluster &cluster, const Profile *profile,
-                            const ParallelConfig &plan) {
-  if (cluster.commOverlapsCompute)
-    return 1.0;
-  return plan.overlapGradReduce ? collectiveWindowHidden(cluster, profile)
-                                : 0.0;
-}
 
 double workspaceBytes(double largestIntermediate, double largestParam) {
   return std::max(3 * largestIntermediate, largestParam + largestIntermediate);
 }
 
+namespace {
+
+#define CLEAVE_ASSIGN(lhs, expr)                                               \
+  auto lhs##OrStatus = (expr);                                                 \
+  if (!lhs##OrStatus.ok())                                                     \
+    return lhs##OrStatus.status();                                             \
+  auto lhs = *lhs##OrStatus;
+
+/// Whether two task graphs list the same tasks in the same order.
+bool sameTasks(const TaskGraph &a, const TaskGraph &b) {
+  if (a.size() != b.size())
+    return false;
+  for (int i = 0; i < a.size(); ++i) {
+    const Task &x = a.tasks()[i], &y = b.tasks()[i];
+    if (x.name != y.name || x.rank != y.rank || x.stream != y.stream)
+      return false;
+  }
+  return true;
+}
+
+/// A stage's stashes walked through its schedule (a forward adds its
+/// chunk's; the backward frees it, or under zero-bubble trades it for
+/// what the W reads, which the W frees), its send buffers and workspace.
+absl::StatusOr<MemoryBreakdown>
+walkedStageMemory(const StageWorkload &work, const ParallelConfig &plan,
+                  int64_t s, double stageParamBytes) {
+  int64_t p = plan.pp, n = static_cast<int64_t>(work.chunks.size());
+  int64_t v = n / p, m = work.microbatches;
+  bool zeroBubble = plan.schedule == ScheduleKind::ZeroBubbleH1;
+  std::vector<double> stash(v), pendingW(v);
+  double largestParams = 0, largestParam = 0, largest = 0;
+  double recomputedWork = 0, sendBuffers = 0;
+  for (int64_t local = 0; local < v; ++local) {
+    const ChunkWorkload &chunk = work.chunks[local * p + s];
+    largestParams = std::max(largestParams, chunk.largestParams);
+    largestParam = std::max(largestParam, chunk.largestParam);
+    largest = std::max(largest, chunk.largestIntermediate);
+    recomputedWork = std::max(recomputedWork, chunk.recomputedWork);
+    // The value a cut sends is what the next block reads again in its
+    // backward pass: the training step counted it with its producer, but
+    // the chunk that receives it keeps it (per microbatch in flight). A
+    // recomputing chunk's last block keeps its output as well (a block
+    // keeps its input and output). The first chunk keeps the graph's
+    // inputs (the images) until its backward pass.
+    bool recomputing = plan.recomputeOf(s) == Recompute::Full;
+    stash[local] =
+        chunk.activationBytes + chunk.inBytes + chunk.inputBytes -
+        (recomputing ? 0 : std::min(chunk.outBytes, chunk.activationBytes));
+    // The first chunk sends no gradient back: it defers no W.
+    pendingW[local] = local * p + s > 0 ? chunk.weightGradBytes : 0;
+    sendBuffers += chunk.outBytes + chunk.inBytes;
+  }
+  absl::StatusOr<std::vector<PipelineSlot>> order =
+      pipelineOrder(plan.schedule, static_cast<int>(p), static_cast<int>(s),
+                    static_cast<int>(m), static_cast<int>(v));
+  if (!order.ok())
+    return order.status();
+  double live = 0, peak = 0;
+  for (const PipelineSlot &slot : *order) {
+    double kept = stash[slot.chunk], w = pendingW[slot.chunk];
+    switch (slot.pass) {
+    case PassKind::Forward:
+      live += kept;
+      break;
+    case PassKind::Backward:
+      live += zeroBubble ? w - kept : -kept;
+      break;
+    case PassKind::WeightGrad:
+      live -= w;
+      break;
+    }
+    peak = std::max(peak, live);
+  }
+  // Interleaved chunks of uneven stashes: the lowering keeps them in
+  // frames by classes of chunks, which the same plan prices.
+  if (v > 1 && !zeroBubble)
+    peak = planStashFrames(*order, stash).bytes;
+  // Each send keeps two slots once more than one microbatch is in flight.
+  double slots = peakInFlight(*order) > 1 ? 2 : 1;
+  MemoryBreakdown mem;
+  mem.activations = peak + recomputedWork;
+  // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
+  // shard it keeps; ZeRO-3 gathers a piece's parameters where it runs;
+  // both keep a window of those collectives in flight beside compute.
+  mem.commBuffers = slots * sendBuffers +
+                    (plan.zero >= 3 ? largestParams : 0) +
+                    zeroWindowBytes(plan.zero, stageParamBytes);
+  mem.workspace = workspaceBytes(largest, largestParam);
+  return mem;
+}
+
+} // namespace
+
 absl::StatusOr<PlanPrediction>
 scoreStages(const StageWorkload &work, const Cluster &cluster,
-            const ParallelConfig &plan, const Profile *profile,
-            TaskGraph *graphOut, Timeline *timelineOut) {
-  int64_t devices = cluster.numDevices(), p = plan.pp;
-  int64_t n = static_cast<int64_t>(work.chunks.size());
-  if (p < 1 || n % p != 0)
+            const ParallelConfig &p, const Profile *profile,
+            const ScoreOptions &options) {
+  const int64_t n = static_cast<int64_t>(work.chunks.size());
+  if (p.pp < 1 || n % p.pp != 0)
     return absl::InvalidArgumentError(absl::StrCat(
-        n, " pipeline chunks do not divide over ", p, " stages"));
-  int64_t v = n / p, m = work.microbatches;
-  double dp = static_cast<double>(plan.dp);
-  double states = work.optimizerStates;
-  bool zeroBubble = plan.schedule == ScheduleKind::ZeroBubbleH1;
+        n, " pipeline chunks do not divide over ", p.pp, " stages"));
+  if (!work.stageMemory.empty() &&
+      static_cast<int64_t>(work.stageMemory.size()) != p.pp)
+    return absl::InvalidArgumentError(
+        absl::StrCat("the workload models the memory of ",
+                     work.stageMemory.size(), " stages, the plan has ", p.pp));
+  const int64_t v = n / p.pp, microbatches = work.microbatches;
+  GroupCollectives price(cluster, profile);
+  const double e = dtypeBytes(p.precision);
+  // Bytes of a weight gradient: fp32 under 16-bit storage
+  // (cleave-mixed-precision keeps weight gradients and their reductions in
+  // fp32, as Megatron-Core does: accumulate_allreduce_grads_in_fp32)
+  // unless grad-reduce=half (Megatron-LM's fp16 runs of 2021), the storage
+  // type otherwise.
+  const bool halfStorage =
+      p.precision == DType::Bf16 || p.precision == DType::Fp16;
+  const double gradE = halfStorage && !p.halfGradReduce ? 4.0 : e;
+  const double states = work.optimizerStates;
 
-  // Ranks are pp-major (the plan's mesh is pp x dp x tp): a replica's
-  // tensor-parallel devices are neighbours, the stage's replicas tp apart,
-  // and stage s sends to the ranks dp x tp further on.
-  Group dpGroup = Group::strided(0, plan.dp, plan.tp);
-  Group ppPair = Group::strided(0, 2, plan.dp * plan.tp);
-  auto collective = [&](Collective kind, double bytes,
-                        const Group &group) -> absl::StatusOr<double> {
-    if (bytes <= 0 || group.ranks.size() < 2)
-      return 0.0;
-    absl::StatusOr<CollectiveCost> c =
-        estimateCollective(kind, bytes, group, cluster, profile);
-    if (!c.ok())
-      return c.status();
-    return c->seconds;
-  };
-  // ZeRO's collectives, one per parameter tensor: the bytes of all, plus
-  // the latency of every further call (as TransformerPlan prices them).
-  auto perTensor = [&](Collective kind, double bytes, const Group &group,
-                       double tensors) -> absl::StatusOr<double> {
-    absl::StatusOr<double> all = collective(kind, bytes, group);
-    absl::StatusOr<double> call =
-        collective(kind, 4.0 * double(group.ranks.size()), group);
-    if (!all.ok() || !call.ok())
-      return all.ok() ? call.status() : all.status();
-    return *all + (bytes > 0 ? std::max(0.0, tensors - 1) * *call : 0.0);
-  };
+  // Groups of stage 0 (every stage's groups are placed alike).
+  const int64_t ranksPerStage = p.dp * p.cp * p.tp;
+  Group cpGroup = Group::strided(0, p.cp, p.tp);
+  Group dpGroup = Group::strided(0, p.dp, p.cp * p.tp);
+  Group ppPair = p.pp > 1 ? Group{{0, ranksPerStage}} : Group{{0}};
+  // Every tensor- and context-parallel rank runs its own data-parallel
+  // reduction at the same time, sharing the links.
+  const int64_t dpConcurrent = p.tp * p.cp;
 
   PipelineSpec spec;
-  spec.schedule = plan.schedule;
-  spec.microbatches = static_cast<int>(m);
+  spec.schedule = p.schedule;
+  spec.microbatches = static_cast<int>(microbatches);
+  spec.overlapTransfers = p.overlapTransfers;
   PlanPrediction out;
-  out.plan = plan;
-  out.numMicrobatches = m;
-  out.layersPerStage.assign(p, 0);
-  for (int64_t c = 0; c < n; ++c) {
-    // One chunk holds the whole model: no split for the lowering to follow.
-    if (n > 1)
-      out.layersPerChunk.push_back(work.chunks[c].blocks);
-    out.layersPerStage[c % p] += work.chunks[c].blocks;
+  out.plan = p;
+  out.numMicrobatches = microbatches;
+  out.layersPerStage.assign(p.pp, 0);
+  for (int64_t c = 0; c < n; ++c)
+    out.layersPerChunk.push_back(work.chunks[c].blocks);
+  // A pipeline sends the same activation at most cuts: each size is priced
+  // once (the search scores thousands of plans of dozens of chunks).
+  std::vector<std::pair<double, double>> sendSeconds;
+  auto send = [&](double bytes) -> absl::StatusOr<double> {
+    for (auto [known, seconds] : sendSeconds)
+      if (known == bytes)
+        return seconds;
+    CLEAVE_ASSIGN(seconds,
+                  price.collective(Collective::SendRecv, bytes, ppPair));
+    sendSeconds.emplace_back(bytes, seconds);
+    return seconds;
+  };
+  out.pipelineSendSeconds = 0;
+  if (n > 1) {
+    CLEAVE_ASSIGN(first, send(work.chunks[0].outBytes));
+    out.pipelineSendSeconds = first;
+  }
+  std::vector<double> stageParams(p.pp, 0), stageTensors(p.pp, 0);
+  std::vector<double> stageExpertParams(p.pp, 0);
+  // One collective per parameter tensor (ZeRO): the bytes of all of them,
+  // plus the latency of every call after the first (the time of a
+  // collective of a few bytes over the group). Priced instead each at its
+  // own size, where the curves give 1-4 MiB collectives more bandwidth
+  // than one of all the bytes (caches), a dp4 mb1 z3 backward's would
+  // come to 35 ms on 4 CPU ranks, against 84-105 ms measured in their
+  // starts and waits: there, between compute, they mostly wait for the
+  // slowest time-sliced rank, which isolated curves do not see.
+  std::map<Collective, double> callSeconds; // per kind, priced once
+  auto perTensor = [&](Collective kind, double bytes,
+                       double tensors) -> absl::StatusOr<double> {
+    CLEAVE_ASSIGN(all, price.collective(kind, bytes, dpGroup, dpConcurrent));
+    auto call = callSeconds.find(kind);
+    if (call == callSeconds.end()) {
+      CLEAVE_ASSIGN(one, price.collective(kind, 4.0 * p.dp, dpGroup,
+                                          dpConcurrent));
+      call = callSeconds.emplace(kind, one).first;
+    }
+    return all + std::max(0.0, tensors - 1) * call->second;
+  };
+
+  for (int64_t st = 0; st < p.pp; ++st) {
+    StageCosts stage;
+    CollectiveTally stageComm;
+    for (int64_t c = 0; c < v; ++c) {
+      int64_t chunk = c * p.pp + st;
+      const ChunkWorkload &w = work.chunks[chunk];
+      ChunkCosts cc;
+      double params = w.params, tensors = w.paramTensors;
+      stageTensors[st] += tensors;
+      stageComm += w.collectives;
+      if (p.zeroBucketElements > 0) {
+        // Parameters packed in buckets: one collective per bucket.
+        double buckets =
+            std::max(1.0, std::ceil(params / double(p.zeroBucketElements)));
+        stageTensors[st] += buckets - tensors;
+        tensors = buckets;
+      }
+      cc.forward = w.forwardSeconds;
+      cc.backward = w.backwardSeconds;
+      // The first chunk sends no gradient back: the lowering runs its whole
+      // backward as B and defers nothing to a W.
+      cc.weightGrad = chunk == 0 ? 0 : w.weightGradSeconds;
+      cc.forwardFlops = w.forwardFlops;
+      cc.backwardFlops = w.backwardFlops;
+      cc.recomputeFlops = w.recomputedFlops;
+      CLEAVE_ASSIGN(sendOut, send(w.outBytes));
+      CLEAVE_ASSIGN(sendIn, send(w.inBytes));
+      cc.sendForward = sendOut;
+      cc.sendBackward = sendIn;
+      // Activations out and their gradients back in, to the next chunk;
+      // the reverse with the previous one.
+      price.count(stageComm, Collective::SendRecv, w.outBytes, ppPair,
+                  2.0 * double(microbatches));
+      price.count(stageComm, Collective::SendRecv, w.inBytes, ppPair,
+                  2.0 * double(microbatches));
+      // Data-parallel gradient reduction of the chunk's parameters in
+      // buckets; ZeRO's reduce-scatter plus all-gather moves the same
+      // bytes as an all-reduce. Under context parallelism the gradients
+      // are also partial over "cp": without ZeRO they join the buckets
+      // (one reduction over the dp x cp ranks a step, as the lowering
+      // does); with ZeRO each microbatch's are summed over "cp" in its
+      // backward pass.
+      Group reduceGroup = dpGroup;
+      int64_t reduceConcurrent = dpConcurrent;
+      if (p.cp > 1 && p.zero == 0) {
+        reduceGroup = Group::strided(0, p.dp * p.cp, p.tp);
+        reduceConcurrent = p.tp;
+      } else if (p.cp > 1) {
+        CLEAVE_ASSIGN(cpSum, price.collective(Collective::AllReduce,
+                                              params * gradE, cpGroup,
+                                              p.dp * p.tp));
+        cc.backward += cpSum;
+        price.count(stageComm, Collective::AllReduce, params * gradE,
+                    cpGroup, double(microbatches));
+      }
+      CLEAVE_ASSIGN(reduce,
+                    price.collective(Collective::AllReduce, params * gradE,
+                                     reduceGroup, reduceConcurrent));
+      cc.gradReduce = reduce;
+      // Overlapped in buckets (up to one per layer or block, at most 8)
+      // where the device's communication runs beside its compute;
+      // otherwise at once after the backward pass.
+      cc.gradBuckets = p.overlapGradReduce && cluster.commOverlapsCompute
+                           ? static_cast<int>(std::max<int64_t>(
+                                 1, std::min<int64_t>(w.blocks, 8)))
+                           : 1;
+      bool zeroSharded = p.zero >= 1 && p.dp > 1;
+      if (!zeroSharded)
+        price.count(stageComm, Collective::AllReduce,
+                    params * gradE / cc.gradBuckets, reduceGroup,
+                    cc.gradBuckets);
+      // ZeRO's collectives, one per parameter tensor (perTensor).
+      double tensorBytes = tensors > 0 ? params * e / tensors : 0;
+      double tensorGradBytes = tensors > 0 ? params * gradE / tensors : 0;
+      if (zeroSharded) {
+        // ZeRO-1 reduce-scatters each accumulated gradient once, as the
+        // last backward pass finishes it: beside the backward pass where
+        // the device overlaps communication, as the ZeRO-0 buckets (the
+        // lowering starts each reduce-scatter there). ZeRO-2 and 3 keep
+        // only a block of the accumulated gradient, so every microbatch's
+        // gradient is reduce-scattered in its backward pass (DeepSpeed
+        // does the same under gradient accumulation; the lowering places
+        // it there too). ZeRO-3 also gathers each block's parameters
+        // before its forward and again before its backward, for every
+        // microbatch. ZeRO-1 and 2 gather the updated blocks after the
+        // optimizer step (StageCosts::paramGather), carried into the next
+        // step's first forward pass where overlap-grad is on.
+        CLEAVE_ASSIGN(scatter, perTensor(Collective::ReduceScatter,
+                                         params * gradE, tensors));
+        double gather = 0;
+        if (p.zero == 3) {
+          CLEAVE_ASSIGN(g,
+                        perTensor(Collective::AllGather, params * e, tensors));
+          gather = g;
+        }
+        if (p.zero <= 2 && p.overlapGradReduce) {
+          // The gather of the updated blocks is carried into the next
+          // step, beside the chunk's first forward pass (the lowering's
+          // carryParameterGathers, CollectiveOverlap.h).
+          CLEAVE_ASSIGN(carried, perTensor(Collective::AllGather, params * e,
+                                           tensors));
+          cc.carriedGather = carried;
+          cc.carriedLayers = static_cast<int>(std::max<int64_t>(1, w.blocks));
+          cc.carriedBeside = cluster.commOverlapsCompute;
+        }
+        double perMicrobatch = double(microbatches);
+        price.count(stageComm, Collective::ReduceScatter, tensorGradBytes,
+                    dpGroup, tensors * (p.zero == 1 ? 1 : perMicrobatch));
+        if (p.zero == 3)
+          price.count(stageComm, Collective::AllGather, tensorBytes, dpGroup,
+                      2 * tensors * perMicrobatch);
+        if (p.zero <= 2 && p.overlapGradReduce)
+          price.count(stageComm, Collective::AllGather, tensorBytes, dpGroup,
+                      tensors);
+        if (p.zero == 1) {
+          cc.gradReduce = scatter;
+        } else {
+          // Where the device overlaps communication, the lowering keeps a
+          // window of these collectives in flight beside the pass
+          // (CollectiveOverlap.h): what outlasts the pass, and the share
+          // of one block that cannot start before it or must end after
+          // it, extend it. Elsewhere the forward pass's gathers stall it,
+          // and of the backward pass's window, each collective waited for
+          // blocks later, the compute hides the share the profile
+          // measured (collectiveWindowHidden; MPI on CPU ranks moves a
+          // collective only inside MPI calls). Measured on 4 CPU ranks (2
+          // cores), dp4 mb1 z3 (cleave run --trace, 5 launches): the
+          // backward's compute took 178-201 ms and its collectives' starts
+          // and waits 84-105 ms, against 193 and 100 priced; the profile
+          // measured 0-5% of such a window hidden.
+          bool beside = cc.gradBuckets > 1;
+          double backwardHidden =
+              beside ? 1.0
+                     : (p.overlapGradReduce
+                            ? collectiveWindowHidden(cluster, profile)
+                            : 0.0);
+          double blocks = static_cast<double>(w.blocks);
+          double forwardPass = cc.forward, backwardPass = cc.backward;
+          cc.forward += collectivesBesidePass(forwardPass, gather, blocks,
+                                              beside ? 1.0 : 0.0);
+          cc.backward += collectivesBesidePass(backwardPass, scatter + gather,
+                                               blocks, backwardHidden);
+          cc.gradReduce = 0;
+        }
+      }
+      stageParams[st] += params;
+      stageExpertParams[st] += w.expertParams;
+      out.layersPerStage[st] += w.blocks;
+      stage.chunks.push_back(cc);
+    }
+    // The optimizer step per parameter, memory-bound: in fp32 (the CPU
+    // runtime's adamwStep) it reads the weight, the gradient and the
+    // states and writes the weight and the states (AdamW: 28 bytes).
+    // Under 16-bit storage the mixed-precision step adds copying the
+    // gradient to fp32 (2 + 4 bytes), unscaling it (8), its norm for
+    // clipping (4) and writing the 16-bit weight (4 + 2): AdamW's 52
+    // bytes. Priced at 52 in fp32, a 4-stage pipeline's optimizer steps
+    // came to 18-29 ms against 2-6 ms measured.
+    double optimizerBytes =
+        (3.0 + 2.0 * states) * 4.0 + (p.precision == DType::Fp32 ? 0.0 : 24.0);
+    double shard = p.zero >= 1 ? stageParams[st] / p.dp : stageParams[st];
+    GenericOp update;
+    update.bytesRead = shard * e * (optimizerBytes / e) / 2;
+    update.bytesWritten = shard * e * (optimizerBytes / e) / 2;
+    update.flops = shard * 12;
+    update.dtype = DType::Fp32;
+    CLEAVE_ASSIGN(opt, estimateGeneric(update, cluster, profile));
+    stage.optimizer = opt.seconds;
+    if ((p.zero == 1 || p.zero == 2) && p.dp > 1 && !p.overlapGradReduce) {
+      CLEAVE_ASSIGN(gather, perTensor(Collective::AllGather,
+                                      stageParams[st] * e, stageTensors[st]));
+      stage.paramGather = gather;
+      price.count(stageComm, Collective::AllGather,
+                  stageParams[st] * e / std::max(1.0, stageTensors[st]),
+                  dpGroup, stageTensors[st]);
+    }
+    spec.stages.push_back(stage);
+    out.stageCollectives.push_back(std::move(stageComm));
+  }
+
+  // --- Memory of every stage ----------------------------------------------
+  // 16-bit storage: without ZeRO (or replicas) the parameters are the fp32
+  // master weights themselves, read through casts (cleave-mixed-precision);
+  // under ZeRO 1-2 they are 16-bit and each replica keeps its block of fp32
+  // master weights with the optimizer state (the lowering's
+  // ProgramContext::bf16Parameters, Megatron's distributed optimizer);
+  // under ZeRO-3 each replica's block is the fp32 master, cast to 16 bits
+  // for the all-gather (FSDP's mixed precision).
+  const bool fp32Masters =
+      halfStorage && (p.zero == 0 || p.zero == 3 || p.dp == 1);
+  const double paramBytes = fp32Masters ? 4.0 : e;
+  // The optimizer's fp32 states, and an fp32 master copy only when the
+  // parameters themselves are 16-bit.
+  const double optimizerStateBytes =
+      states * 4.0 + (e >= 4 || fp32Masters ? 0.0 : 4.0);
+  const double fragmentation = TransformerMemoryConfig{}.fragmentation;
+  for (int64_t st = 0; st < p.pp; ++st) {
+    MemoryBreakdown mb;
+    if (work.stageMemory.empty()) {
+      CLEAVE_ASSIGN(walked,
+                    walkedStageMemory(work, p, st, stageParams[st] * gradE));
+      mb = walked;
+    } else {
+      mb = work.stageMemory[st];
+    }
+    ModelStateBytes model =
+        modelStateBytes(stageParams[st] - stageExpertParams[st], p.zero, p.dp,
+                        paramBytes, gradE, optimizerStateBytes);
+    if (stageExpertParams[st] > 0) {
+      ModelStateBytes experts =
+          modelStateBytes(stageExpertParams[st], p.zero, p.dp / p.ep,
+                          paramBytes, gradE, optimizerStateBytes);
+      model.params += experts.params;
+      model.grads += experts.grads;
+      model.optimizer += experts.optimizer;
+    }
+    double others = mb.activations + mb.commBuffers + mb.workspace;
+    mb.params = model.params;
+    mb.grads = model.grads;
+    mb.optimizer = model.optimizer;
+    mb.fragmentation = fragmentation * (model.total() + others);
+    mb.total = model.total() + others + mb.fragmentation;
+    out.stageMemory.push_back(mb);
+    if (mb.total > out.peakMemoryBytes) {
+      out.peakMemoryBytes = mb.total;
+      out.peakMemoryStage = st;
+      out.memory = mb;
+    }
   }
   double capacity = cluster.device.memoryBytes;
-  double exposedGathers = 0;
-  // Recomputed forward FLOPs per microbatch, over the stages.
-  double extraFlops = 0;
-  bool overlaps = cluster.commOverlapsCompute;
-  for (int64_t s = 0; s < p; ++s) {
-    StageCosts sc;
-    double stageParams = 0, stageParamBytes = 0, stageTensors = 0;
-    double largestParams = 0, largestParam = 0, largest = 0;
-    double recomputedWork = 0, sendBuffers = 0, stageSeconds = 0;
-    // Per chunk of the stage: what a microbatch keeps from its forward to
-    // its backward, and from its B to its W under zero-bubble.
-    std::vector<double> stash(v), pendingW(v);
-    for (int64_t local = 0; local < v; ++local) {
-      const ChunkWorkload &chunk = work.chunks[local * p + s];
-      stageParams += chunk.params;
-      stageParamBytes += chunk.paramBytes;
-      stageTensors += chunk.paramTensors;
-      largestParams = std::max(largestParams, chunk.largestParams);
-      largestParam = std::max(largestParam, chunk.largestParam);
-      largest = std::max(largest, chunk.largestIntermediate);
-      recomputedWork = std::max(recomputedWork, chunk.recomputedWork);
-      extraFlops += chunk.recomputedFlops;
-
-      ChunkCosts cc;
-      cc.forward = chunk.forwardSeconds;
-      cc.backward = chunk.backwardSeconds;
-      // The first chunk sends no gradient back: the lowering runs its
-      // whole backward as B, defers nothing and holds nothing for a W.
-      bool sendsBack = local * p + s > 0;
-      if (zeroBubble && sendsBack)
-        cc.weightGrad = chunk.weightGradSeconds;
-      absl::StatusOr<double> sendOut =
-          collective(Collective::SendRecv, chunk.outBytes, ppPair);
-      absl::StatusOr<double> sendIn =
-          collective(Collective::SendRecv, chunk.inBytes, ppPair);
-      absl::StatusOr<double> allReduce =
-          collective(Collective::AllReduce, chunk.paramBytes, dpGroup);
-      absl::StatusOr<double> scatter =
-          perTensor(Collective::ReduceScatter, chunk.paramBytes, dpGroup,
-                    chunk.paramTensors);
-      absl::StatusOr<double> gather = perTensor(
-          Collective::AllGather, chunk.paramBytes, dpGroup, chunk.paramTensors);
-      for (const auto *c : {&sendOut, &sendIn, &allReduce, &scatter, &gather})
-        if (!c->ok())
-          return c->status();
-      cc.sendForward = *sendOut;
-      cc.sendBackward = *sendIn;
-      // As on one stage (scoreGraphPlan): ZeRO 0 all-reduces the gradients
-      // and ZeRO 1 reduce-scatters them as the last backward pass makes
-      // them, beside that pass where the device's collectives progress
-      // beside its compute (not CPU ranks over MPI); ZeRO 1 and 2 gather
-      // the updated shards after the update. ZeRO 2 and 3 reduce-scatter
-      // each microbatch's gradients, and ZeRO 3 gathers the parameters for
-      // every pass of every microbatch: there the lowering keeps a window
-      // of them in flight beside the pass, which what outlasts the pass
-      // and one block's share extend (as TransformerPlan prices it);
-      // elsewhere they stall it.
-      cc.gradReduce = plan.zero == 0 ? *allReduce : *scatter;
-      cc.gradBuckets = plan.zero <= 1 && overlaps ? 4 : 1;
-      if (plan.zero >= 2 && plan.dp > 1) {
-        double gathered = plan.zero == 3 ? *gather : 0;
-        cc.forward += besidePass(cc.forward, gathered, chunk.blocks, overlaps);
-        cc.backward +=
-            besidePass(cc.backward, *scatter + gathered, chunk.blocks,
-                       backwardWindowHidden(cluster, profile, plan));
-        cc.gradReduce = 0;
-      }
-      // ZeRO 1 and 2's gather of the updated blocks: carried into the next
-      // step beside its first forward pass where overlap-grad is on (the
-      // lowering's carryParameterGathers), else after the update.
-      if (plan.overlapGradReduce && plan.dp > 1 &&
-          (plan.zero == 1 || plan.zero == 2)) {
-        cc.carriedGather = *gather;
-        cc.carriedLayers =
-            static_cast<int>(std::max<int64_t>(1, chunk.blocks));
-        cc.carriedBeside = overlaps;
-      }
-      stageSeconds += cc.forward + cc.backward;
-      sc.chunks.push_back(cc);
-
-      // The value a cut sends is what the next block reads again in its
-      // backward pass: the training step counted it with its producer, but
-      // the chunk that receives it keeps it (per microbatch in flight). A
-      // recomputing chunk's last block keeps its output as well (a block
-      // keeps its input and output). The first chunk keeps the graph's
-      // inputs (the images) until its backward pass.
-      bool recomputing = plan.recomputeOf(s) == Recompute::Full;
-      stash[local] = chunk.activationBytes + chunk.inBytes + chunk.inputBytes -
-                     (recomputing ? 0
-                                  : std::min(chunk.outBytes, chunk.activationBytes));
-      pendingW[local] = sendsBack ? chunk.weightGradBytes : 0;
-
-      sendBuffers += chunk.outBytes + chunk.inBytes;
-    }
-    if ((plan.zero == 1 || plan.zero == 2) &&
-        !(plan.overlapGradReduce && plan.dp > 1)) {
-      absl::StatusOr<double> gather = perTensor(
-          Collective::AllGather, stageParamBytes, dpGroup, stageTensors);
-      if (!gather.ok())
-        return gather.status();
-      exposedGathers = std::max(exposedGathers, *gather);
-    }
-    double shard = plan.zero >= 1 ? dp : 1;
-    GenericOp update;
-    update.bytesRead = stageParamBytes * (2 + states) / shard;
-    update.bytesWritten = stageParamBytes * (1 + states) / shard;
-    update.flops = 10.0 * stageParams / shard;
-    absl::StatusOr<OpCost> step =
-        estimateGeneric(update, cluster, profile);
-    sc.optimizer = step.ok() ? step->seconds : 0;
-    spec.stages.push_back(sc);
-
-    // Memory: the stashes the stage's schedule holds at once (a forward
-    // adds its chunk's; the backward frees it, or under zero-bubble trades
-    // it for what the W reads, which the W frees); each send keeps two
-    // slots once more than one microbatch is in flight.
-    absl::StatusOr<std::vector<PipelineSlot>> order =
-        pipelineOrder(plan.schedule, static_cast<int>(p),
-                            static_cast<int>(s), static_cast<int>(m),
-                            static_cast<int>(v));
-    if (!order.ok())
-      return order.status();
-    double live = 0, peak = 0;
-    for (const PipelineSlot &slot : *order) {
-      double kept = stash[slot.chunk], w = pendingW[slot.chunk];
-      switch (slot.pass) {
-      case PassKind::Forward:
-        live += kept;
-        break;
-      case PassKind::Backward:
-        live += zeroBubble ? w - kept : -kept;
-        break;
-      case PassKind::WeightGrad:
-        live -= w;
-        break;
-      }
-      peak = std::max(peak, live);
-    }
-    // Interleaved chunks of uneven stashes: the lowering keeps them in
-    // frames by classes of chunks, which the same plan prices.
-    if (v > 1 && !zeroBubble)
-      peak = planStashFrames(*order, stash).bytes;
-    double slots = peakInFlight(*order) > 1 ? 2 : 1;
-    MemoryBreakdown mem;
-    mem.params = stageParamBytes / (plan.zero >= 3 ? dp : 1);
-    mem.grads =
-        modelStateBytes(stageParamBytes, plan.zero, plan.dp, 1, 1, 0)
-            .grads;
-    mem.optimizer = modelStateBytes(stageParamBytes, plan.zero, plan.dp,
-                                          1, 1, states)
-                        .optimizer;
-    mem.activations = peak + recomputedWork;
-    // ZeRO-2 reduce-scatters each microbatch's gradients in place of the
-    // shard it keeps; ZeRO-3 gathers a piece's parameters where it runs;
-    // both keep a window of those collectives in flight beside compute.
-    mem.commBuffers = slots * sendBuffers +
-                      (plan.zero >= 3 ? largestParams : 0) +
-                      zeroWindowBytes(plan.zero, stageParamBytes);
-    mem.workspace = workspaceBytes(largest, largestParam);
-    double allocated = mem.params + mem.grads + mem.optimizer +
-                       mem.activations + mem.commBuffers + mem.workspace;
-    mem.fragmentation =
-        TransformerMemoryConfig{}.fragmentation * allocated;
-    mem.total = allocated + mem.fragmentation;
-    if (capacity > 0 && mem.total > capacity)
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "stage %d needs %.2f GB of %.2f GB (params %.2f, grads %.2f, "
-          "optimizer %.2f, activations %.2f)",
-          s, mem.total / 1e9, capacity / 1e9, mem.params / 1e9,
-          mem.grads / 1e9, mem.optimizer / 1e9, mem.activations / 1e9));
-    out.stageMemory.push_back(mem);
-    if (mem.total > out.peakMemoryBytes) {
-      out.peakMemoryBytes = mem.total;
-      out.peakMemoryStage = s;
-      out.memory = mem;
-    }
-    out.lowerBoundSeconds =
-        std::max(out.lowerBoundSeconds, double(m) * stageSeconds);
+  if (capacity > 0 && out.peakMemoryBytes > capacity) {
+    std::string breakdown;
+    for (auto [name, value] : out.memory.items())
+      absl::StrAppend(&breakdown, breakdown.empty() ? "" : ", ",
+                      std::string(name), " ",
+                      absl::StrFormat("%.2f", value / 1e9), " GB");
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of memory: stage ", out.peakMemoryStage, " needs ",
+        absl::StrFormat("%.2f", out.peakMemoryBytes / 1e9), " GB of the ",
+        absl::StrFormat("%.2f", capacity / 1e9), " GB a device has (",
+        breakdown,
+        "); try a smaller microbatch, recomputation, ZeRO, or more tensor or "
+        "pipeline parallelism"));
   }
-  absl::StatusOr<TaskGraph> graph = buildPipelineTasks(spec);
-  if (!graph.ok())
-    return graph.status();
-  absl::StatusOr<Timeline> timeline = simulate(*graph);
-  if (!timeline.ok())
-    return timeline.status();
-  if (graphOut)
-    *graphOut = *graph;
-  if (timelineOut)
-    *timelineOut = *timeline;
-  out.stepSeconds = timeline->makespan + exposedGathers;
-  out.bubbleFraction = timeline->bubbleFraction;
-  out.pipelineSendSeconds = spec.stages.front().chunks.front().sendForward;
-  out.gradReduceSeconds = spec.stages.front().chunks.front().gradReduce;
-  out.modelFlops = work.trainingFlops * double(m) * dp;
-  out.hardwareFlops = out.modelFlops + extraFlops * double(m) * dp;
-  out.tflopsPerDevice = out.stepSeconds > 0
-                            ? out.modelFlops / double(devices) /
-                                  out.stepSeconds / 1e12
-                            : 0;
-  out.hwTflopsPerDevice =
-      out.stepSeconds > 0
-          ? out.hardwareFlops / double(devices) / out.stepSeconds / 1e12
-          : 0;
-  double peak = cluster.device.peakFlops(plan.precision);
+
+  // A lower bound on the step: every stage's compute stream runs all its
+  // passes (and, when transfers block, its sends). The search skips the
+  // simulation of plans whose bound cannot beat the best plan found.
+  for (const StageCosts &stage : spec.stages) {
+    double busy = stage.optimizer + stage.paramGather;
+    for (const ChunkCosts &c : stage.chunks)
+      busy += (c.carriedBeside ? 0.0 : c.carriedGather) +
+              microbatches * (c.forward + c.backward +
+                              (p.overlapTransfers
+                                   ? 0.0
+                                   : c.sendForward + c.sendBackward));
+    out.lowerBoundSeconds = std::max(out.lowerBoundSeconds, busy);
+  }
+  // The pipeline's fill and drain bound it too: stage s runs nothing
+  // before the first microbatch's forward has passed the stages before it
+  // (their first chunk's), and after its last backward the stages before
+  // it still run theirs (not so under zero-bubble schedules, whose W
+  // passes may come last). Between, it runs every microbatch's passes,
+  // then its optimizer step. Sends are left out (on the path, but
+  // possibly overlapped): the bound stays one, and the search simulates
+  // the plans of deep pipelines it used to, a tenth of them.
+  {
+    bool drains = p.schedule != ScheduleKind::ZeroBubbleH1;
+    double head = 0, tail = 0;
+    for (const StageCosts &stage : spec.stages) {
+      double busy = 0;
+      for (const ChunkCosts &c : stage.chunks)
+        busy += microbatches * (c.forward + c.backward +
+                                (p.overlapTransfers
+                                     ? 0.0
+                                     : c.sendForward + c.sendBackward));
+      out.lowerBoundSeconds =
+          std::max({out.lowerBoundSeconds,
+                    head + busy + stage.optimizer + stage.paramGather,
+                    head + busy + (drains ? tail : 0.0)});
+      if (stage.chunks.empty())
+        break;
+      head += stage.chunks.front().forward;
+      tail += stage.chunks.front().backward;
+    }
+  }
+  const std::vector<double> *taskScale = options.taskScale;
+  if (taskScale && options.scaledGraph && !taskScale->empty())
+    out.lowerBoundSeconds *=
+        *std::min_element(taskScale->begin(), taskScale->end());
+  if (out.lowerBoundSeconds > options.simulateBelow) {
+    out.simulated = false;
+    out.stepSeconds = out.lowerBoundSeconds;
+    return out;
+  }
+
+  CLEAVE_ASSIGN(graph, buildPipelineTasks(spec));
+  if (taskScale && options.scaledGraph &&
+      sameTasks(graph, *options.scaledGraph) &&
+      taskScale->size() == size_t(graph.size()))
+    for (int i = 0; i < graph.size(); ++i)
+      graph[i].seconds *= (*taskScale)[i];
+  CLEAVE_ASSIGN(timeline, simulate(graph));
+
+  // FLOPs of the whole step: each stage replica's tasks times the data-
+  // and context-parallel replicas.
+  for (const Task &task : graph.tasks()) {
+    out.modelFlops += task.flops;
+    out.hardwareFlops += task.hwFlops;
+  }
+  out.modelFlops *= p.dp * p.cp;
+  out.hardwareFlops *= p.dp * p.cp;
+  out.stepSeconds = timeline.makespan;
+  double devices = cluster.numDevices();
+  if (out.stepSeconds > 0) {
+    out.tflopsPerDevice = out.modelFlops / out.stepSeconds / devices / 1e12;
+    out.hwTflopsPerDevice =
+        out.hardwareFlops / out.stepSeconds / devices / 1e12;
+  }
+  double peak = cluster.device.peakFlops(p.precision);
   out.mfu = peak > 0 ? out.tflopsPerDevice * 1e12 / peak : 0;
+  out.bubbleFraction = timeline.bubbleFraction;
+  out.gradReduceSeconds = spec.stages[0].chunks[0].gradReduce;
+
+  if (options.graphOut)
+    *options.graphOut = std::move(graph);
+  if (options.timelineOut)
+    *options.timelineOut = std::move(timeline);
   return out;
 }
 

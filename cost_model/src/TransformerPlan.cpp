@@ -5,12 +5,17 @@
 //   rank = ((stage * dp + d) * cp + c) * tp + t.
 // Costs are per microbatch on one tensor-parallel rank of a stage; every
 // rank of a stage runs the same timeline, so one rank stands for each stage.
+// This file produces the plan's StageWorkload (its layers' passes with the
+// tensor, context and expert collectives in them, the layer split, the
+// analytic activation memory); scoreStages prices the rest and simulates.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cleave/cost_model/TransformerPlan.h"
 
+#include "GroupCollectives.h"
 #include "cleave/cost_model/StageBalance.h"
+#include "cleave/cost_model/StageWorkload.h"
 
 #include "cleave/cost_model/Collectives.h"
 #include "cleave/cost_model/OperatorCost.h"
@@ -118,10 +123,10 @@ double ringOverlap(double gemm, double comm, double tp) {
 }
 
 /// Prices the pieces of a plan on a cluster.
-class Pricer {
+class Pricer : public GroupCollectives {
 public:
   Pricer(const Cluster &cluster, const Profile *profile, DType dtype)
-      : cluster(cluster), profile(profile), dtype(dtype),
+      : GroupCollectives(cluster, profile), dtype(dtype),
         bytes(dtypeBytes(dtype)) {}
 
   absl::StatusOr<Work> gemm(double m, double n, double k, double batch = 1) {
@@ -182,56 +187,12 @@ public:
     return Work{cost->seconds, 0.0};
   }
 
-  absl::StatusOr<double> collective(Collective kind, double bytesPerRank,
-                                    const Group &group,
-                                    int64_t concurrent = 1) {
-    if (group.ranks.size() <= 1 || bytesPerRank <= 0)
-      return 0.0;
-    CollectiveOptions options;
-    options.concurrentGroups = concurrent;
-    absl::StatusOr<GroupPlacement> placement = place(group);
-    if (!placement.ok())
-      return placement.status();
-    auto cost = estimateCollective(kind, bytesPerRank, *placement, cluster,
-                                   profile, options);
-    if (!cost.ok())
-      return cost.status();
-    return cost->seconds;
-  }
-
-  /// placeGroup, once per group: a plan prices hundreds of collectives
-  /// over its four or five groups, and the search prices thousands of
-  /// plans.
-  absl::StatusOr<GroupPlacement> place(const Group &group) const {
-    for (const auto &[known, placement] : placements)
-      if (known == group.ranks)
-        return placement;
-    absl::StatusOr<GroupPlacement> placement = placeGroup(group, cluster);
-    if (placement.ok())
-      placements.emplace_back(group.ranks, *placement);
-    return placement;
-  }
-
-  /// Adds `calls` collectives of `bytesEach` over `group` to `tally`,
-  /// where `collective` prices them (a group of one or no bytes is free).
-  void count(CollectiveTally &tally, Collective kind, double bytesEach,
-             const Group &group, double calls = 1) const {
-    if (group.ranks.size() <= 1 || bytesEach <= 0 || calls == 0)
-      return;
-    auto placement = place(group);
-    tally.add(kind, placement.ok() && placement->nodes > 1, calls, bytesEach);
-  }
-
   /// The wait of each collective between a layer's compute where ranks
   /// share cores (inStepCollectiveWait).
   double inStepWait() const { return inStepCollectiveWait(cluster, profile); }
 
-  const Cluster &cluster;
-  const Profile *profile;
   DType dtype;
   double bytes;
-  mutable std::vector<std::pair<std::vector<int64_t>, GroupPlacement>>
-      placements;
 };
 
 #define CLEAVE_ASSIGN(lhs, expr)                                               \
@@ -341,18 +302,6 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                double simulateBelow,
                const std::vector<double> *taskScale = nullptr,
                const TaskGraph *scaledGraph = nullptr);
-
-/// Whether two task graphs list the same tasks in the same order.
-bool sameTasks(const TaskGraph &a, const TaskGraph &b) {
-  if (a.size() != b.size())
-    return false;
-  for (int i = 0; i < a.size(); ++i) {
-    const Task &x = a.tasks()[i], &y = b.tasks()[i];
-    if (x.name != y.name || x.rank != y.rank || x.stream != y.stream)
-      return false;
-  }
-  return true;
-}
 
 /// Where the devices of a node share fewer cores: how many of a node's
 /// ranks are busy and how many times slower they run, piecewise constant
@@ -573,17 +522,11 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                d = h / a, t = p.tp, f = m.mlp(), V = m.vocab;
   const bool sp = p.sequenceParallel && p.tp > 1;
   const int64_t microbatches = p.globalBatch / (p.dp * p.microbatchSize);
-  const int64_t ranksPerStage = p.dp * p.cp * p.tp;
 
   // Groups of stage 0 (every stage's groups are placed alike).
   Group tpGroup = Group::strided(0, p.tp, 1);
   Group cpGroup = Group::strided(0, p.cp, p.tp);
-  Group dpGroup = Group::strided(0, p.dp, p.cp * p.tp);
   Group epGroup = Group::strided(0, p.ep, p.cp * p.tp);
-  Group ppPair = p.pp > 1 ? Group{{0, ranksPerStage}} : Group{{0}};
-  // Every tensor- and context-parallel rank runs its own data-parallel
-  // reduction at the same time, sharing the links.
-  int64_t dpConcurrent = p.tp * p.cp;
 
   // --- One transformer layer (dense or MoE) -------------------------------
   auto layerCost = [&](bool moe) -> absl::StatusOr<LayerCost> {
@@ -1023,291 +966,126 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
                                : layerParamsDense;
   }
 
-  PipelineSpec spec;
-  spec.schedule = p.schedule;
-  spec.microbatches = static_cast<int>(microbatches);
-  spec.overlapTransfers = p.overlapTransfers;
-  PlanPrediction out;
-  out.plan = p;
-  out.numMicrobatches = microbatches;
-  out.layersPerStage.assign(p.pp, 0);
-  out.layersPerChunk = chunkLayers;
+  // --- The workload of every chunk ----------------------------------------
+  StageWorkload work;
+  work.microbatches = microbatches;
+  work.optimizerStates = 2; // AdamW's two moments
+  work.chunks.resize(chunksTotal);
   double sendBytes = tokens * h * e / (sp ? t : 1);
-  CLEAVE_ASSIGN(send, price.collective(Collective::SendRecv, sendBytes, ppPair));
-  out.pipelineSendSeconds = send;
-  std::vector<double> stageParams(p.pp, 0), stageTensors(p.pp, 0);
-  // Of them, the expert weights: replicated over dp / ep ranks instead of
-  // dp, so ZeRO shards their states over that group.
-  std::vector<double> stageExpertParams(p.pp, 0);
-  // One collective per parameter tensor (ZeRO): the bytes of all of them,
-  // plus the latency of every call after the first (the time of a
-  // collective of a few bytes over the group). Priced instead each at its
-  // own size, where the curves give 1-4 MiB collectives more bandwidth
-  // than one of all the bytes (caches), a dp4 mb1 z3 backward's would
-  // come to 35 ms on 4 CPU ranks, against 84-105 ms measured in their
-  // starts and waits: there, between compute, they mostly wait for the
-  // slowest time-sliced rank, which isolated curves do not see.
-  std::map<Collective, double> callSeconds; // per kind, priced once
-  auto perTensor = [&](Collective kind, double bytes,
-                       double tensors) -> absl::StatusOr<double> {
-    CLEAVE_ASSIGN(all, price.collective(kind, bytes, dpGroup, dpConcurrent));
-    auto call = callSeconds.find(kind);
-    if (call == callSeconds.end()) {
-      CLEAVE_ASSIGN(one, price.collective(kind, 4.0 * p.dp, dpGroup,
-                                          dpConcurrent));
-      call = callSeconds.emplace(kind, one).first;
+  std::vector<int64_t> layersPerStage(p.pp, 0);
+  for (int64_t chunk = 0; chunk < chunksTotal; ++chunk) {
+    ChunkWorkload &cw = work.chunks[chunk];
+    Recompute stageRecompute = p.recomputeOf(chunk % p.pp);
+    CollectiveTally &comm = cw.collectives;
+    double params = 0;
+    Work fwd, bwd, rec;
+    double wgrad = 0;
+    // The chunk's parameter tensors: ZeRO's lowering runs a collective
+    // per tensor, so each pays the collective's latency.
+    double tensors = 0;
+    for (int64_t l = 0; l < chunkLayers[chunk]; ++l)
+      tensors += m.parameterTensors(chunkFirstLayer[chunk] + l);
+    if (chunk == 0)
+      tensors += m.learnedPositions ? 2 : 1;
+    if (chunk == chunksTotal - 1)
+      tensors += (m.gatedMlp ? 1 : 2) + (!m.tiedEmbedding || p.pp > 1);
+    // Dense and MoE layers of the chunk, for the tally of their
+    // collectives (every layer of a kind runs the same ones).
+    double layersOfKind[2] = {0, 0};
+    for (int64_t l = 0; l < chunkLayers[chunk]; ++l) {
+      bool moe = m.isMoeLayer(chunkFirstLayer[chunk] + l);
+      const LayerCost &L = moe ? moeLayer : dense;
+      Work again = L.recompute(stageRecompute);
+      fwd += L.forward;
+      bwd += L.backward;
+      bwd.seconds += again.seconds;
+      rec += again;
+      wgrad += L.weightGradSeconds;
+      layersOfKind[moe] += 1;
+      // Expert weights are split over the expert-parallel group (the
+      // router and the rest of the layer are not).
+      params += moe ? layerParamsMoe - expertParams * (1.0 - 1.0 / p.ep)
+                    : layerParamsDense;
+      if (moe)
+        cw.expertParams += expertParams / p.ep / t;
     }
-    return all + std::max(0.0, tensors - 1) * call->second;
-  };
-
-  for (int64_t st = 0; st < p.pp; ++st) {
-    StageCosts stage;
-    CollectiveTally stageComm;
-    Recompute stageRecompute = p.recomputeOf(st);
-    for (int64_t c = 0; c < p.chunks; ++c) {
-      int64_t chunk = c * p.pp + st;
-      ChunkCosts cc;
-      double params = 0;
-      Work fwd, bwd, rec;
-      double wgrad = 0;
-      // The chunk's parameter tensors: ZeRO's lowering runs a collective
-      // per tensor, so each pays the collective's latency.
-      double tensors = 0;
-      for (int64_t l = 0; l < chunkLayers[chunk]; ++l)
-        tensors += m.parameterTensors(chunkFirstLayer[chunk] + l);
-      if (chunk == 0)
-        tensors += m.learnedPositions ? 2 : 1;
-      if (chunk == chunksTotal - 1)
-        tensors += (m.gatedMlp ? 1 : 2) + (!m.tiedEmbedding || p.pp > 1);
-      stageTensors[st] += tensors;
-      for (int64_t l = 0; l < chunkLayers[chunk]; ++l) {
-        bool moe = m.isMoeLayer(chunkFirstLayer[chunk] + l);
-        const LayerCost &L = moe ? moeLayer : dense;
-        Work again = L.recompute(stageRecompute);
-        fwd += L.forward;
-        bwd += L.backward;
-        bwd.seconds += again.seconds;
-        rec += again;
-        wgrad += L.weightGradSeconds;
-        CollectiveTally layerComm = L.forwardComm;
-        layerComm += L.backwardComm;
-        layerComm += L.recomputeComm(stageRecompute);
-        stageComm += layerComm.scaled(double(microbatches));
-        // Expert weights are split over the expert-parallel group (the
-        // router and the rest of the layer are not).
-        params += moe ? layerParamsMoe - expertParams * (1.0 - 1.0 / p.ep)
-                      : layerParamsDense;
-        if (moe)
-          stageExpertParams[st] += expertParams / p.ep / t;
-      }
-      params /= t;
-      if (chunk == 0) {
-        fwd += embedF;
-        fwd.seconds += embedComm;
-        bwd += embedF * 2.0;
-        bwd.seconds += embedCommBack;
-        if (!vocabSplits && sp)
-          price.count(stageComm, Collective::AllToAll, tokens * h * e / t,
-                      tpGroup, 2.0 * microbatches);
-        else if (!vocabSplits)
-          price.count(stageComm, Collective::AllGather, tokens * h * e,
-                      tpGroup, double(microbatches));
-        if (vocabSplits)
-          price.count(stageComm,
-                      sp ? Collective::ReduceScatter : Collective::AllReduce,
-                      tokens * h * e, tpGroup, double(microbatches));
-        if (vocabSplits && sp)
-          price.count(stageComm, Collective::AllGather, tokens * h * e,
-                      tpGroup, double(microbatches));
-        params += V * h / t + (m.learnedPositions ? S * h : 0);
-      }
-      if (chunk == chunksTotal - 1) {
-        fwd += head.first + lossElem;
-        fwd.seconds += headComm;
-        bwd += head.second + lossElem * 0.5;
-        bwd.seconds += headCommBack;
-        if (p.tp > 1 && vocabSplits)
-          price.count(stageComm, Collective::AllReduce, tokens * 4.0, tpGroup,
-                      3.0 * microbatches);
-        if (p.tp > 1 && !vocabSplits) {
-          price.count(stageComm,
-                      sp ? Collective::ReduceScatter : Collective::AllReduce,
-                      logitsBytes, tpGroup, double(microbatches));
-          price.count(stageComm, Collective::AllGather, logitsBytes, tpGroup,
-                      double(microbatches));
-          if (sp)
-            price.count(stageComm, Collective::AllToAll, tokens * h * e / t,
-                        tpGroup, 2.0 * microbatches);
-        }
-        if (sp && vocabSplits) {
-          price.count(stageComm, Collective::AllGather, tokens * h * e,
-                      tpGroup, double(microbatches));
-          price.count(stageComm, Collective::ReduceScatter, tokens * h * e,
-                      tpGroup, double(microbatches));
-        }
-        wgrad += head.second.seconds / 2;
-        if (!m.tiedEmbedding || p.pp > 1)
-          params += V * h / t;
-      }
-      if (p.zeroBucketElements > 0) {
-        // Parameters packed in buckets: one collective per bucket.
-        double buckets =
-            std::max(1.0, std::ceil(params / double(p.zeroBucketElements)));
-        stageTensors[st] += buckets - tensors;
-        tensors = buckets;
-      }
-      cc.forward = fwd.seconds;
-      cc.backward = bwd.seconds;
-      // The first chunk sends no gradient back: the lowering runs its whole
-      // backward as B and defers nothing to a W.
-      cc.weightGrad = chunk == 0 ? 0 : wgrad;
-      cc.forwardFlops = fwd.flops * p.tp;
-      cc.backwardFlops = bwd.flops * p.tp; // recomputation not included
-
-      cc.recomputeFlops = rec.flops * p.tp;
-      cc.sendForward = cc.sendBackward = send;
-      // Activations out and their gradients back in, to the next chunk;
-      // the reverse with the previous one.
-      price.count(stageComm, Collective::SendRecv, sendBytes, ppPair,
-                  double(microbatches) * (2.0 * (chunk + 1 < chunksTotal) +
-                                          2.0 * (chunk > 0)));
-      // Data-parallel gradient reduction of the chunk's parameters in
-      // half-precision buckets; ZeRO's reduce-scatter plus all-gather moves
-      // the same bytes as an all-reduce. Under context parallelism the
-      // gradients are also partial over "cp": without ZeRO they join the
-      // buckets (one reduction over the dp x cp ranks a step, as the
-      // lowering does); with ZeRO each microbatch's are summed over "cp"
-      // in its backward pass.
-      Group reduceGroup = dpGroup;
-      int64_t reduceConcurrent = dpConcurrent;
-      if (p.cp > 1 && p.zero == 0) {
-        reduceGroup = Group::strided(0, p.dp * p.cp, p.tp);
-        reduceConcurrent = p.tp;
-      } else if (p.cp > 1) {
-        CLEAVE_ASSIGN(cpSum, price.collective(Collective::AllReduce,
-                                              params * gradE, cpGroup,
-                                              p.dp * p.tp));
-        cc.backward += cpSum;
-        price.count(stageComm, Collective::AllReduce, params * gradE,
-                    cpGroup, double(microbatches));
-      }
-      CLEAVE_ASSIGN(reduce,
-                    price.collective(Collective::AllReduce, params * gradE,
-                                     reduceGroup, reduceConcurrent));
-      cc.gradReduce = reduce;
-      // Overlapped in buckets where the device's communication runs beside
-      // its compute; otherwise at once after the backward pass.
-      cc.gradBuckets = p.overlapGradReduce && cluster.commOverlapsCompute
-                           ? static_cast<int>(std::max<int64_t>(
-                                 1, std::min<int64_t>(chunkLayers[chunk], 8)))
-                           : 1;
-      bool zeroSharded = p.zero >= 1 && p.dp > 1;
-      if (!zeroSharded)
-        price.count(stageComm, Collective::AllReduce,
-                    params * gradE / cc.gradBuckets, reduceGroup,
-                    cc.gradBuckets);
-      // ZeRO's collectives, one per parameter tensor (perTensor).
-      double tensorBytes = tensors > 0 ? params * e / tensors : 0;
-      double tensorGradBytes = tensors > 0 ? params * gradE / tensors : 0;
-      if (zeroSharded) {
-        // ZeRO-1 reduce-scatters each accumulated gradient once, as the
-        // last backward pass finishes it: beside the backward pass where
-        // the device overlaps communication, as the ZeRO-0 buckets (the
-        // lowering starts each reduce-scatter there). ZeRO-2 and 3 keep
-        // only a block of the accumulated gradient, so every microbatch's
-        // gradient is reduce-scattered in its backward pass (DeepSpeed
-        // does the same under gradient accumulation; the lowering places
-        // it there too). ZeRO-3 also gathers each layer's parameters
-        // before its forward and again before its backward, for every
-        // microbatch. ZeRO-1 and 2 gather the updated blocks after the
-        // optimizer step (StageCosts::paramGather), carried into the next
-        // step's first forward pass where overlap-grad is on.
-        CLEAVE_ASSIGN(scatter, perTensor(Collective::ReduceScatter,
-                                         params * gradE, tensors));
-        double gather = 0;
-        if (p.zero == 3) {
-          CLEAVE_ASSIGN(g,
-                        perTensor(Collective::AllGather, params * e, tensors));
-          gather = g;
-        }
-        if (p.zero <= 2 && p.overlapGradReduce) {
-          // The gather of the updated blocks is carried into the next
-          // step, beside the chunk's first forward pass (the lowering's
-          // carryParameterGathers, CollectiveOverlap.h).
-          CLEAVE_ASSIGN(carried, perTensor(Collective::AllGather, params * e,
-                                           tensors));
-          cc.carriedGather = carried;
-          cc.carriedLayers = static_cast<int>(chunkLayers[chunk]);
-          cc.carriedBeside = cluster.commOverlapsCompute;
-        }
-        double perMicrobatch = double(microbatches);
-        price.count(stageComm, Collective::ReduceScatter, tensorGradBytes,
-                    dpGroup, tensors * (p.zero == 1 ? 1 : perMicrobatch));
-        if (p.zero == 3)
-          price.count(stageComm, Collective::AllGather, tensorBytes, dpGroup,
-                      2 * tensors * perMicrobatch);
-        if (p.zero <= 2 && p.overlapGradReduce)
-          price.count(stageComm, Collective::AllGather, tensorBytes, dpGroup,
-                      tensors);
-        if (p.zero == 1) {
-          cc.gradReduce = scatter;
-        } else {
-          // Where the device overlaps communication, the lowering keeps a
-          // window of these collectives in flight beside the pass
-          // (CollectiveOverlap.h): what outlasts the pass, and the share
-          // of one layer that cannot start before it or must end after
-          // it, extend it. Elsewhere the forward pass's gathers stall it,
-          // and of the backward pass's window, each collective waited for
-          // layers later, the compute hides the share the profile measured
-          // (collectiveWindowHidden; MPI on CPU ranks moves a collective
-          // only inside MPI calls). Measured on 4 CPU ranks (2 cores),
-          // dp4 mb1 z3 (cleave run --trace, 5 launches): the backward's
-          // compute took 178-201 ms and its collectives' starts and waits
-          // 84-105 ms, against 193 and 100 priced; the profile measured
-          // 0-5% of such a window hidden.
-          bool beside = cc.gradBuckets > 1;
-          double backwardHidden =
-              beside ? 1.0
-                     : (p.overlapGradReduce
-                            ? collectiveWindowHidden(cluster, price.profile)
-                            : 0.0);
-          double layers = static_cast<double>(chunkLayers[chunk]);
-          double forwardPass = cc.forward, backwardPass = cc.backward;
-          cc.forward += collectivesBesidePass(forwardPass, gather, layers,
-                                              beside ? 1.0 : 0.0);
-          cc.backward += collectivesBesidePass(backwardPass, scatter + gather,
-                                               layers, backwardHidden);
-          cc.gradReduce = 0;
-        }
-      }
-      stageParams[st] += params;
-      out.layersPerStage[st] += chunkLayers[chunk];
-      stage.chunks.push_back(cc);
+    params /= t;
+    for (bool moe : {false, true}) {
+      if (layersOfKind[moe] == 0)
+        continue;
+      const LayerCost &L = moe ? moeLayer : dense;
+      CollectiveTally layerComm = L.forwardComm;
+      layerComm += L.backwardComm;
+      layerComm += L.recomputeComm(stageRecompute);
+      comm += layerComm.scaled(double(microbatches) * layersOfKind[moe]);
     }
-    // The mixed-precision optimizer step per parameter: copy the half
-    // gradient to fp32 (2 + 4 bytes), unscale it (8), take its norm for
-    // clipping (4), Adam (read weight, gradient, two moments: 16; write
-    // three: 12) and write the half weight (4 + 2): about 52 bytes. In
-    // fp32 (the CPU runtime's adamwStep) only Adam's 28 remain: priced at
-    // 52, a 4-stage pipeline's optimizer steps came to 18-29 ms against
-    // 2-6 ms measured.
-    double optimizerBytes = p.precision == DType::Fp32 ? 28.0 : 52.0;
-    double shard = p.zero >= 1 ? stageParams[st] / p.dp : stageParams[st];
-    CLEAVE_ASSIGN(opt, price.memoryBound(shard, optimizerBytes / e, 12));
-    stage.optimizer = opt.seconds;
-    if ((p.zero == 1 || p.zero == 2) && p.dp > 1 && !p.overlapGradReduce) {
-      CLEAVE_ASSIGN(gather, perTensor(Collective::AllGather,
-                                      stageParams[st] * e, stageTensors[st]));
-      stage.paramGather = gather;
-      price.count(stageComm, Collective::AllGather,
-                  stageParams[st] * e / std::max(1.0, stageTensors[st]),
-                  dpGroup, stageTensors[st]);
+    if (chunk == 0) {
+      fwd += embedF;
+      fwd.seconds += embedComm;
+      bwd += embedF * 2.0;
+      bwd.seconds += embedCommBack;
+      if (!vocabSplits && sp)
+        price.count(comm, Collective::AllToAll, tokens * h * e / t, tpGroup,
+                    2.0 * microbatches);
+      else if (!vocabSplits)
+        price.count(comm, Collective::AllGather, tokens * h * e, tpGroup,
+                    double(microbatches));
+      if (vocabSplits)
+        price.count(comm,
+                    sp ? Collective::ReduceScatter : Collective::AllReduce,
+                    tokens * h * e, tpGroup, double(microbatches));
+      if (vocabSplits && sp)
+        price.count(comm, Collective::AllGather, tokens * h * e, tpGroup,
+                    double(microbatches));
+      params += V * h / t + (m.learnedPositions ? S * h : 0);
     }
-    spec.stages.push_back(stage);
-    out.stageCollectives.push_back(std::move(stageComm));
+    if (chunk == chunksTotal - 1) {
+      fwd += head.first + lossElem;
+      fwd.seconds += headComm;
+      bwd += head.second + lossElem * 0.5;
+      bwd.seconds += headCommBack;
+      if (p.tp > 1 && vocabSplits)
+        price.count(comm, Collective::AllReduce, tokens * 4.0, tpGroup,
+                    3.0 * microbatches);
+      if (p.tp > 1 && !vocabSplits) {
+        price.count(comm,
+                    sp ? Collective::ReduceScatter : Collective::AllReduce,
+                    logitsBytes, tpGroup, double(microbatches));
+        price.count(comm, Collective::AllGather, logitsBytes, tpGroup,
+                    double(microbatches));
+        if (sp)
+          price.count(comm, Collective::AllToAll, tokens * h * e / t, tpGroup,
+                      2.0 * microbatches);
+      }
+      if (sp && vocabSplits) {
+        price.count(comm, Collective::AllGather, tokens * h * e, tpGroup,
+                    double(microbatches));
+        price.count(comm, Collective::ReduceScatter, tokens * h * e, tpGroup,
+                    double(microbatches));
+      }
+      wgrad += head.second.seconds / 2;
+      if (!m.tiedEmbedding || p.pp > 1)
+        params += V * h / t;
+    }
+    cw.blocks = chunkLayers[chunk];
+    cw.forwardSeconds = fwd.seconds;
+    cw.backwardSeconds = bwd.seconds;
+    cw.weightGradSeconds = wgrad;
+    // The stage replica's FLOPs: one tensor-parallel rank's times tp.
+    cw.forwardFlops = fwd.flops * p.tp;
+    cw.backwardFlops = bwd.flops * p.tp; // recomputation not included
+    cw.recomputedFlops = rec.flops * p.tp;
+    cw.params = params;
+    cw.paramTensors = tensors;
+    cw.inBytes = chunk > 0 ? sendBytes : 0;
+    cw.outBytes = chunk + 1 < chunksTotal ? sendBytes : 0;
+    layersPerStage[chunk % p.pp] += chunkLayers[chunk];
   }
 
-  // --- Memory of every stage ----------------------------------------------
+  // --- Activation memory of every stage -----------------------------------
+  // The analytic model (Memory.h, Korthikanti et al.'s terms per layer and
+  // the schedule's microbatches in flight); scoreStages adds the model
+  // states from the chunks' parameters.
   for (int64_t st = 0; st < p.pp; ++st) {
     TransformerMemoryConfig mc;
     mc.seqLength = static_cast<int64_t>(s);
@@ -1319,7 +1097,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.gatedMlp = m.gatedMlp;
     mc.dropout = m.dropout;
     mc.fusedAttention = p.fusedAttention;
-    mc.layersPerStage = out.layersPerStage[st];
+    mc.layersPerStage = layersPerStage[st];
     mc.vocab = (st == 0 || st == p.pp - 1) ? m.vocab : 0;
     mc.tp = p.tp;
     // Under context parallelism the tensor-parallel partitioner splits the
@@ -1349,144 +1127,28 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.zeroStage = p.zero;
     mc.dp = p.dp;
     mc.activationBytes = e;
-    // 16-bit storage: without ZeRO (or replicas) the parameters are the fp32 master
-    // weights themselves, read through casts (cleave-mixed-precision);
-    // under ZeRO 1-2 they are bf16 and each replica keeps its block of
-    // fp32 master weights with the optimizer state (the lowering's
-    // ProgramContext::bf16Parameters, Megatron's distributed optimizer);
-    // under ZeRO-3 each replica's block is the fp32 master, cast to bf16
-    // for the all-gather (FSDP's mixed precision).
-    bool fp32Masters = halfStorage && (p.zero == 0 || p.zero == 3 || p.dp == 1);
-    mc.paramBytes = fp32Masters ? 4.0 : e;
+    // What ZeRO gathers and reduces (the buffers and workspace read them);
+    // the model states themselves scoreStages prices from the chunks'
+    // parameters, replacing this model's state terms.
     mc.gatheredParamBytes = e;
     mc.gradBytes = gradE;
-    // Adam's two fp32 moments, and an fp32 master copy only when the
-    // parameters themselves are 16-bit.
-    mc.optimizerBytes = e >= 4 || fp32Masters ? 8 : 12;
-    auto memory = estimateTransformerMemory(mc);
-    if (!memory.ok())
-      return memory.status();
-    // The memory model's parameter terms assume a GPT layer; use this
-    // model's exact parameter count on the stage instead.
-    MemoryBreakdown mb = *memory;
-    ModelStateBytes states =
-        modelStateBytes(stageParams[st] - stageExpertParams[st], p.zero, p.dp,
-                        mc.paramBytes, gradE, mc.optimizerBytes);
-    if (stageExpertParams[st] > 0) {
-      ModelStateBytes experts =
-          modelStateBytes(stageExpertParams[st], p.zero, p.dp / p.ep,
-                          mc.paramBytes, gradE, mc.optimizerBytes);
-      states.params += experts.params;
-      states.grads += experts.grads;
-      states.optimizer += experts.optimizer;
-    }
-    double others = mb.activations + mb.commBuffers + mb.workspace;
-    mb.params = states.params;
-    mb.grads = states.grads;
-    mb.optimizer = states.optimizer;
-    double fragFraction = mc.fragmentation;
-    mb.fragmentation = fragFraction * (states.total() + others);
-    mb.total = states.total() + others + mb.fragmentation;
-    out.stageMemory.push_back(mb);
-    if (mb.total > out.peakMemoryBytes) {
-      out.peakMemoryBytes = mb.total;
-      out.peakMemoryStage = st;
-      out.memory = mb;
-    }
-  }
-  if (out.peakMemoryBytes > cluster.device.memoryBytes) {
-    std::string breakdown;
-    for (auto [name, value] : out.memory.items())
-      absl::StrAppend(&breakdown, breakdown.empty() ? "" : ", ", std::string(name), " ",
-                      absl::StrFormat("%.2f", value / 1e9), " GB");
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "out of memory: stage ", out.peakMemoryStage, " needs ",
-        absl::StrFormat("%.2f", out.peakMemoryBytes / 1e9), " GB of the ",
-        absl::StrFormat("%.2f", cluster.device.memoryBytes / 1e9),
-        " GB a device has (", breakdown,
-        "); try a smaller microbatch, recomputation, ZeRO, or more tensor or "
-        "pipeline parallelism"));
-  }
-  // A lower bound on the step: every stage's compute stream runs all its
-  // passes (and, when transfers block, its sends). The search skips the
-  // simulation of plans whose bound cannot beat the best plan found.
-  for (const StageCosts &stage : spec.stages) {
-    double busy = stage.optimizer + stage.paramGather;
-    for (const ChunkCosts &c : stage.chunks)
-      busy += (c.carriedBeside ? 0.0 : c.carriedGather) +
-              microbatches * (c.forward + c.backward +
-                              (p.overlapTransfers
-                                   ? 0.0
-                                   : c.sendForward + c.sendBackward));
-    out.lowerBoundSeconds = std::max(out.lowerBoundSeconds, busy);
-  }
-  // The pipeline's fill and drain bound it too: stage s runs nothing
-  // before the first microbatch's forward has passed the stages before it
-  // (their first chunk's), and after its last backward the stages before
-  // it still run theirs (not so under zero-bubble schedules, whose W
-  // passes may come last). Between, it runs every microbatch's passes,
-  // then its optimizer step. Sends are left out (on the path, but
-  // possibly overlapped): the bound stays one, and the search simulates
-  // the plans of deep pipelines it used to, a tenth of them.
-  {
-    bool drains = p.schedule != ScheduleKind::ZeroBubbleH1;
-    double head = 0, tail = 0;
-    for (const StageCosts &stage : spec.stages) {
-      double work = 0;
-      for (const ChunkCosts &c : stage.chunks)
-        work += microbatches * (c.forward + c.backward +
-                                (p.overlapTransfers
-                                     ? 0.0
-                                     : c.sendForward + c.sendBackward));
-      out.lowerBoundSeconds =
-          std::max({out.lowerBoundSeconds,
-                    head + work + stage.optimizer + stage.paramGather,
-                    head + work + (drains ? tail : 0.0)});
-      if (stage.chunks.empty())
-        break;
-      head += stage.chunks.front().forward;
-      tail += stage.chunks.front().backward;
-    }
-  }
-  if (taskScale && scaledGraph && !taskScale->empty())
-    out.lowerBoundSeconds *=
-        *std::min_element(taskScale->begin(), taskScale->end());
-  if (out.lowerBoundSeconds > simulateBelow) {
-    out.simulated = false;
-    out.stepSeconds = out.lowerBoundSeconds;
-    return out;
+    CLEAVE_ASSIGN(memory, estimateTransformerMemory(mc));
+    work.stageMemory.push_back(memory);
   }
 
-  CLEAVE_ASSIGN(graph, buildPipelineTasks(spec));
-  if (taskScale && scaledGraph && sameTasks(graph, *scaledGraph) &&
-      taskScale->size() == size_t(graph.size()))
-    for (int i = 0; i < graph.size(); ++i)
-      graph[i].seconds *= (*taskScale)[i];
-  CLEAVE_ASSIGN(timeline, simulate(graph));
-
-  // FLOPs of the whole step: each stage rank's tasks times the data- and
-  // context-parallel replicas (tensor-parallel ranks were folded in above).
-  for (const Task &task : graph.tasks()) {
-    out.modelFlops += task.flops;
-    out.hardwareFlops += task.hwFlops;
+  ScoreOptions options;
+  options.simulateBelow = simulateBelow;
+  options.taskScale = taskScale;
+  options.scaledGraph = scaledGraph;
+  options.graphOut = graphOut;
+  options.timelineOut = timelineOut;
+  absl::StatusOr<PlanPrediction> out =
+      scoreStages(work, cluster, p, profile, options);
+  if (out.ok() && out->simulated) {
+    out->layerGemmSeconds = dense.gemm;
+    out->layerElementwiseSeconds = dense.elementwise;
+    out->layerTensorCommSeconds = dense.tensorComm;
   }
-  out.modelFlops *= p.dp * p.cp;
-  out.hardwareFlops *= p.dp * p.cp;
-  out.stepSeconds = timeline.makespan;
-  double devices = cluster.numDevices();
-  out.tflopsPerDevice = out.modelFlops / out.stepSeconds / devices / 1e12;
-  out.hwTflopsPerDevice = out.hardwareFlops / out.stepSeconds / devices / 1e12;
-  out.mfu = out.tflopsPerDevice * 1e12 / cluster.device.peakFlops(p.precision);
-  out.bubbleFraction = timeline.bubbleFraction;
-  out.layerGemmSeconds = dense.gemm;
-  out.layerElementwiseSeconds = dense.elementwise;
-  out.layerTensorCommSeconds = dense.tensorComm;
-  out.gradReduceSeconds = spec.stages[0].chunks[0].gradReduce;
-
-  if (graphOut)
-    *graphOut = std::move(graph);
-  if (timelineOut)
-    *timelineOut = std::move(timeline);
   return out;
 }
 } // namespace

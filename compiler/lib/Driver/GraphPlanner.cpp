@@ -4,8 +4,8 @@
 // chunks per stage), ZeRO stage and recomputation, held to what `--fix`
 // gave: the graph is imported and priced once per microbatch size and
 // tensor-parallel degree (the intra-operator search chooses its sharding),
-// each candidate scored on it; pipelined candidates that cannot come within
-// the tie of the K-th best are ruled out unsimulated.
+// each candidate scored on it; candidates whose lower bound (scoreStages')
+// cannot come within the tie of the K-th best are ruled out unsimulated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -401,27 +401,29 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
             candidate.stageRecompute = recompute.second;
           }
           ++candidates;
-          // A pipelined plan is simulated microbatch by microbatch (slow
-          // for thousands of them); its stages share the graph's passes,
-          // so the busiest runs at least m x (F + B) / pp. One that cannot
-          // come within the tie of the K-th best so far (nor, for
-          // --r.explain, beat its degree's best) is ruled out unsimulated.
-          if (pp > 1 && !r.exhaustive) {
-            double bound = double(r.globalBatch / dp / b) *
-                           (work->forwardSeconds + work->backwardSeconds) /
-                           double(pp);
-            auto degree = bestOfDegree.find({tp, pp});
-            bool pastDegree = !r.explain || (degree != bestOfDegree.end() &&
-                                           bound > degree->second.stepSeconds);
-            if (int64_t(kBest.size()) == int64_t(r.topK) &&
-                bound > *kBest.rbegin() * (1 + search::kGraphPlanTie) &&
-                    pastDegree) {
-              ++bounded;
-              continue;
+          // A plan that cannot come within the tie of the K-th best so
+          // far (nor, for --explain, beat its degree's best) is not
+          // simulated: scoreStages' lower bound on its step (the busiest
+          // stage's passes, the pipeline's fill and drain), the bound the
+          // transformer search prunes with.
+          double simulateBelow = HUGE_VAL;
+          if (!r.exhaustive && int64_t(kBest.size()) == int64_t(r.topK)) {
+            simulateBelow = *kBest.rbegin() * (1 + search::kGraphPlanTie);
+            if (r.explain) {
+              auto degree = bestOfDegree.find({tp, pp});
+              simulateBelow =
+                  degree == bestOfDegree.end()
+                      ? HUGE_VAL
+                      : std::max(simulateBelow, degree->second.stepSeconds);
             }
           }
-          auto scored = search::scoreGraphPlan(
-              *work, capped, candidate, r.optimizer, r.profile);
+          auto scored = search::scoreGraphPlan(*work, capped, candidate,
+                                               r.optimizer, r.profile, nullptr,
+                                               nullptr, simulateBelow);
+          if (scored.ok() && !scored->simulated) {
+            ++bounded;
+            continue;
+          }
           if (!scored.ok()) {
             ++infeasible;
             std::string why = cost::planKnobsString(candidate) + ": " +

@@ -226,7 +226,8 @@ absl::StatusOr<cost::PlanPrediction>
 scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
                     const cost::ParallelConfig &plan,
                     Optimizer optimizer, const cost::Profile *profile,
-                    cost::TaskGraph *graphOut, cost::Timeline *timelineOut) {
+                    cost::TaskGraph *graphOut, cost::Timeline *timelineOut,
+                    double simulateBelow) {
   int64_t devices = cluster.numDevices(), p = plan.pp, blocks = work.numBlocks();
   if (p == 1 && plan.dp * plan.tp != devices)
     return absl::InvalidArgumentError(absl::StrCat(
@@ -266,9 +267,15 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
   // pass makes until its backward pass has read it (one block at a time).
   cost::StageWorkload workload;
   workload.microbatches = m;
-  workload.trainingFlops = work.trainingFlops;
   workload.optimizerStates = optimizerStates(optimizer);
   workload.chunks.resize(n);
+  // The training step's FLOPs over the chunks: each piece's forward, and
+  // the backward in the step's ratio to the forward (about twice).
+  double forwardFlops = 0;
+  for (const GraphPiece &g : pieces)
+    forwardFlops += g.forwardFlops;
+  double backwardRatio =
+      forwardFlops > 0 ? work.trainingFlops / forwardFlops - 1 : 0;
   int64_t first = 0;
   for (int64_t c = 0; c < n; ++c) {
     cost::ChunkWorkload &chunk = workload.chunks[c];
@@ -281,8 +288,9 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
       chunk.backwardSeconds += g.backwardSeconds;
       chunk.weightGradSeconds += g.weightGradSeconds;
       chunk.weightGradBytes += g.weightGradBytes;
+      chunk.forwardFlops += g.forwardFlops;
+      chunk.backwardFlops += g.forwardFlops * backwardRatio;
       chunk.params += g.params;
-      chunk.paramBytes += g.paramBytes;
       chunk.paramTensors += g.paramTensors;
       chunk.activationBytes += g.activationBytes;
       chunk.inputBytes += g.inputBytes;
@@ -311,8 +319,16 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     chunk.outBytes = c < n - 1 ? pieces[first + split[c]].outputBytes : 0;
     first += split[c];
   }
-  return cost::scoreStages(workload, cluster, plan, profile, graphOut,
-                           timelineOut);
+  cost::ScoreOptions options;
+  options.simulateBelow = simulateBelow;
+  options.graphOut = graphOut;
+  options.timelineOut = timelineOut;
+  absl::StatusOr<cost::PlanPrediction> scored =
+      cost::scoreStages(workload, cluster, plan, profile, options);
+  // One chunk holds the whole graph: no split for the lowering to follow.
+  if (scored.ok() && n == 1)
+    scored->layersPerChunk.clear();
+  return scored;
 }
 
 /// The piece an op of the forward function belongs to.
@@ -561,7 +577,7 @@ absl::StatusOr<cost::PlanPrediction>
 scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
                const cost::ParallelConfig &plan, Optimizer optimizer,
                const cost::Profile *profile, cost::TaskGraph *graph,
-               cost::Timeline *timeline) {
+               cost::Timeline *timeline, double simulateBelow) {
   if (plan.cp != 1 || plan.ep != 1)
     return absl::InvalidArgumentError(
         "a graph without transformer layers is planned with data, tensor "
@@ -574,7 +590,7 @@ scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
   // One stage is a pipeline of one: the same chunk workload and scoring
   // (cost::scoreStages) as every pipelined plan.
   return scorePipelinedGraph(work, cluster, plan, optimizer, profile, graph,
-                             timeline);
+                             timeline, simulateBelow);
 }
 
 } // namespace cleave::search

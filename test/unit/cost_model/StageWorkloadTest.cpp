@@ -2,7 +2,8 @@
 //
 // Expected values from the 1F1B schedule's own arithmetic: p stages of
 // equal passes f + b run m microbatches in (m + p - 1)(f + b) at least
-// m (f + b), and stage s holds the stashes of min(p - s, m) microbatches.
+// m (f + b) plus the fill and drain, (m + p - 1)(f + b), and stage s holds
+// the stashes of min(p - s, m) microbatches.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,10 +27,11 @@ Cluster cluster() {
 StageWorkload equalChunks(int64_t p, int64_t m, double stash) {
   StageWorkload w;
   w.microbatches = m;
-  w.trainingFlops = 1e12;
   for (int64_t c = 0; c < p; ++c) {
     ChunkWorkload chunk;
     chunk.blocks = 3;
+    chunk.forwardFlops = 1e12 / 3 / double(p);
+    chunk.backwardFlops = 2e12 / 3 / double(p);
     chunk.forwardSeconds = 0.010;
     chunk.backwardSeconds = 0.020;
     chunk.activationBytes = stash;
@@ -54,7 +56,7 @@ TEST(StageWorkload, OneFOneBTimesAndStashes) {
       scoreStages(equalChunks(p, m, stash), cluster(), pipeline(p), nullptr);
   ASSERT_TRUE(out.ok()) << out.status();
   double passes = 0.030;
-  EXPECT_DOUBLE_EQ(out->lowerBoundSeconds, double(m) * passes);
+  EXPECT_NEAR(out->lowerBoundSeconds, double(m + p - 1) * passes, 1e-12);
   EXPECT_GE(out->stepSeconds, double(m + p - 1) * passes * (1 - 1e-9));
   // The update of no parameters costs at most a kernel launch.
   EXPECT_LE(out->stepSeconds, double(m + p - 1) * passes + 1e-3);
@@ -67,7 +69,7 @@ TEST(StageWorkload, OneFOneBTimesAndStashes) {
   EXPECT_EQ(out->peakMemoryStage, 0);
   EXPECT_EQ(out->layersPerChunk, std::vector<int64_t>(p, 3));
   EXPECT_EQ(out->layersPerStage, std::vector<int64_t>(p, 3));
-  EXPECT_DOUBLE_EQ(out->modelFlops, 1e12 * double(m));
+  EXPECT_NEAR(out->modelFlops, 1e12 * double(m), 1e12 * 1e-12);
 }
 
 TEST(StageWorkload, TooMuchMemoryNamesTheStage) {
@@ -97,6 +99,80 @@ TEST(StageWorkload, SendsBetweenStagesLengthenTheStep) {
   ASSERT_TRUE(quiet.ok() && sending.ok());
   EXPECT_GT(sending->pipelineSendSeconds, 0);
   EXPECT_GT(sending->stepSeconds, quiet->stepSeconds);
+}
+
+/// One stage of `params` parameters a device (AdamW).
+StageWorkload oneStage(double params) {
+  StageWorkload w;
+  w.microbatches = 4;
+  w.optimizerStates = 2;
+  ChunkWorkload chunk;
+  chunk.blocks = 8;
+  chunk.forwardSeconds = 0.010;
+  chunk.backwardSeconds = 0.020;
+  chunk.params = params;
+  chunk.paramTensors = 16;
+  w.chunks.push_back(chunk);
+  return w;
+}
+
+ParallelConfig replicas(int64_t dp, int64_t tp, int zero) {
+  ParallelConfig plan = pipeline(1);
+  plan.dp = dp;
+  plan.tp = tp;
+  plan.zero = zero;
+  plan.globalBatch = 4 * dp;
+  plan.precision = DType::Fp32;
+  return plan;
+}
+
+TEST(StageWorkload, ModelStatesFollowZeroAndPrecision) {
+  double params = 1e9;
+  Cluster c = cluster();
+  auto z0 = scoreStages(oneStage(params), c, replicas(8, 1, 0), nullptr);
+  auto z1 = scoreStages(oneStage(params), c, replicas(8, 1, 1), nullptr);
+  ParallelConfig half = replicas(8, 1, 1);
+  half.precision = DType::Bf16;
+  auto bf16 = scoreStages(oneStage(params), c, half, nullptr);
+  ASSERT_TRUE(z0.ok() && z1.ok() && bf16.ok());
+  // fp32: 4-byte weights and gradients, AdamW's two 4-byte moments.
+  EXPECT_DOUBLE_EQ(z0->memory.params, 4 * params);
+  EXPECT_DOUBLE_EQ(z0->memory.grads, 4 * params);
+  EXPECT_DOUBLE_EQ(z0->memory.optimizer, 8 * params);
+  // ZeRO-1 shards the moments over the 8 replicas (and keeps the updated
+  // block of the weights and the reduce-scattered block of the gradient).
+  EXPECT_DOUBLE_EQ(z1->memory.optimizer, 8 * params / 8 + 4 * params / 8);
+  EXPECT_DOUBLE_EQ(z1->memory.grads, 4 * params + 4 * params / 8);
+  // bf16 under ZeRO-1: 2-byte weights, fp32 gradients, and an fp32 master
+  // copy beside the moments in each replica's block.
+  EXPECT_DOUBLE_EQ(bf16->memory.params, 2 * params);
+  EXPECT_DOUBLE_EQ(bf16->memory.grads, 4 * params + 4 * params / 8);
+  EXPECT_DOUBLE_EQ(bf16->memory.optimizer, 12 * params / 8 + 2 * params / 8);
+}
+
+TEST(StageWorkload, ProducerMemoryReplacesTheWalk) {
+  StageWorkload w = equalChunks(2, 4, 1e9);
+  MemoryBreakdown analytic;
+  analytic.activations = 7e9;
+  analytic.workspace = 1e9;
+  w.stageMemory = {analytic, analytic};
+  auto out = scoreStages(w, cluster(), pipeline(2), nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_DOUBLE_EQ(out->stageMemory[0].activations, 7e9);
+  EXPECT_DOUBLE_EQ(out->stageMemory[1].workspace, 1e9);
+  w.stageMemory.pop_back();
+  EXPECT_EQ(scoreStages(w, cluster(), pipeline(2), nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(StageWorkload, PlansAboveTheBoundAreNotSimulated) {
+  ScoreOptions options;
+  options.simulateBelow = 0.1;
+  auto out = scoreStages(equalChunks(4, 8, 1e6), cluster(), pipeline(4),
+                         nullptr, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(out->simulated);
+  EXPECT_DOUBLE_EQ(out->stepSeconds, out->lowerBoundSeconds);
 }
 
 } // namespace

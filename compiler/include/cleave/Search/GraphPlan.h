@@ -28,6 +28,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -166,12 +167,15 @@ absl::StatusOr<GraphWork> measureGraphWork(mlir::ModuleOp module,
 ///
 /// A one-stage plan is a pipeline of one chunk holding the whole graph,
 /// scored the same way (cost::scoreStages). With `graph` and `timeline`,
-/// the simulated step is returned for a Chrome trace.
+/// the simulated step is returned for a Chrome trace. A plan whose lower
+/// bound exceeds `simulateBelow` comes back unsimulated (a search's
+/// pruning, as the transformer search's).
 absl::StatusOr<cost::PlanPrediction>
 scoreGraphPlan(const GraphWork &work, const cost::Cluster &cluster,
                const cost::ParallelConfig &plan, Optimizer optimizer,
                const cost::Profile *profile, cost::TaskGraph *graph = nullptr,
-               cost::Timeline *timeline = nullptr);
+               cost::Timeline *timeline = nullptr,
+               double simulateBelow = HUGE_VAL);
 
 } // namespace cleave::search
 

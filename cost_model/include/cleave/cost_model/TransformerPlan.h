@@ -259,7 +259,9 @@ struct PlanPrediction {
 };
 
 /// Checks the plan against the model and cluster (degrees multiply to the
-/// device count, divisibility, batch) and prices it. An infeasible plan
+/// device count, divisibility, batch) and prices it: its layers, embedding
+/// and head from the model's shape, split over the pipeline chunks, as a
+/// StageWorkload that scoreStages scores (StageWorkload.h). An infeasible plan
 /// fails with a message naming the reason; one that does not fit in memory
 /// names the stage and its memory breakdown. With `graph` and `timeline`,
 /// the simulated step is returned for a Chrome trace.
