@@ -3,6 +3,7 @@
 #include "cleave/cost_model/PlanSearch.h"
 
 #include "cleave/cost_model/PlanKnobs.h"
+#include "cleave/cost_model/PlanRanking.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -29,12 +30,6 @@ std::vector<int64_t> divisorsOf(int64_t n, int64_t atMost) {
   return out;
 }
 
-/// A plan that passed the memory check, with its lower bound.
-struct Candidate {
-  ParallelConfig plan;
-  double lowerBound;
-};
-
 bool fixedKnob(const PlanSearchOptions &o, Knob knob) {
   return o.fixedKnobs.contains(knob);
 }
@@ -45,12 +40,6 @@ absl::StatusOr<PlanSearchResult>
 searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                        int64_t globalBatch, const PlanSearchOptions &o,
                        const Profile *profile) {
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start)
-        .count();
-  };
   const ParallelConfig &f = o.fixed;
   int64_t devices = cluster.numDevices();
   double memoryLimit = o.memoryLimit > 0 ? o.memoryLimit
@@ -95,49 +84,21 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                                                        : DType::Fp32);
 
   // --- Enumerate, checking memory without simulating ------------------------
-  PlanSearchResult result;
-  std::vector<Candidate> feasible;
-  RejectedPlan closest;
-  closest.memoryBytes = HUGE_VAL;
-  std::string otherReason;
-  // Plans refused for memory (the rest of the infeasible are invalid).
-  int64_t outOfMemory = 0;
-  // Per (tp, pp, cp): the memory error of the plan closest to fitting.
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::pair<double, std::string>>
-      shapeClosest;
-  // A plan refused for memory: keep the one that came closest to fitting,
-  // overall and per shape, for the error and --explain; the message reads
-  // "... needs 84.94 GB of ...".
-  auto outOfMemoryAt = [&](const ParallelConfig &plan,
-                           const absl::Status &status) {
-    ++outOfMemory;
-    std::string message(status.message());
-    double bytes = HUGE_VAL;
-    if (auto at = message.find("needs "); at != std::string::npos)
-      bytes = std::atof(message.c_str() + at + 6) * 1e9;
-    if (bytes < closest.memoryBytes)
-      closest = {plan, message, bytes};
-    auto &sc = shapeClosest[{plan.tp, plan.pp, plan.cp}];
-    if (sc.second.empty() || bytes < sc.first)
-      sc = {bytes, planKnobsString(plan) + ": " + message};
+  RankingOptions ranking;
+  ranking.topK = o.topK;
+  ranking.exhaustive = o.exhaustive;
+  ranking.timeLimit = o.timeLimit;
+  ranking.explain = o.explain;
+  ranking.progress = o.progress;
+  PlanRanking plans(ranking);
+  PlanScorer score = [&](const ParallelConfig &plan, double simulateBelow) {
+    return scoreTransformerPlan(m, capped, plan, profile, nullptr, nullptr,
+                                simulateBelow);
   };
   auto consider = [&](const ParallelConfig &plan) -> bool {
     if (o.admissible && !o.admissible(plan))
       return false;
-    ++result.candidates;
-    auto scored = scoreTransformerPlan(m, capped, plan, profile, nullptr,
-                                       nullptr, /*simulateBelow=*/-1);
-    if (!scored.ok()) {
-      ++result.infeasible;
-      if (scored.status().code() == absl::StatusCode::kResourceExhausted) {
-        outOfMemoryAt(plan, scored.status());
-      } else if (otherReason.empty()) {
-        otherReason = std::string(scored.status().message());
-      }
-      return false;
-    }
-    feasible.push_back({plan, scored->lowerBoundSeconds});
-    return true;
+    return plans.consider(plan, score).ok();
   };
 
   // Whether `plan` with recomputation `r` fits, unrecorded: the plans it
@@ -152,9 +113,7 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
     if (scored.ok() ||
         scored.status().code() != absl::StatusCode::kResourceExhausted)
       return true;
-    ++result.candidates;
-    ++result.infeasible;
-    outOfMemoryAt(plan, scored.status());
+    plans.refuse(plan, scored.status());
     return false;
   };
 
@@ -333,9 +292,9 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                 for (int64_t chunks : chunkOptions) {
                   if (!o.exhaustive && outgrown.count({schedule, chunks}))
                     continue;
-                  size_t feasibleBefore = feasible.size();
-                  int64_t triedBefore = result.candidates,
-                          outOfMemoryBefore = outOfMemory;
+                  int64_t feasibleBefore = plans.fitting(),
+                          triedBefore = plans.candidates(),
+                          outOfMemoryBefore = plans.outOfMemory();
                   ParallelConfig plan = f;
                   plan.dp = dp;
                   plan.tp = tp;
@@ -376,20 +335,22 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                     if (pp > 1 && !fixedKnob(o, Knob::Recompute))
                       considerPerStage(plan, fit);
                   }
-                  int64_t tried = result.candidates - triedBefore;
-                  if (feasible.size() == feasibleBefore && tried > 0 &&
-                      outOfMemory - outOfMemoryBefore == tried)
+                  int64_t tried = plans.candidates() - triedBefore;
+                  if (plans.fitting() == feasibleBefore && tried > 0 &&
+                      plans.outOfMemory() - outOfMemoryBefore == tried)
                     outgrown.insert({schedule, chunks});
                 }
               }
             }
           }
         if (o.progress)
-          o.progress(0.5 * elapsed() / std::max(1e-9, elapsed() + 1));
+          o.progress(0.5 * plans.elapsed() /
+                     std::max(1e-9, plans.elapsed() + 1));
       }
     }
 
-  if (feasible.empty()) {
+  if (plans.fitting() == 0) {
+    const RejectedPlan &closest = plans.closest();
     if (closest.memoryBytes < HUGE_VAL)
       return absl::ResourceExhaustedError(absl::StrCat(
           "no plan fits in ",
@@ -398,7 +359,7 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
           planKnobsString(closest.plan), ", fails with: ", closest.reason,
           ". More devices, a smaller global batch, or a larger memory limit "
           "would help"));
-    if (result.candidates == 0)
+    if (plans.candidates() == 0)
       return absl::InvalidArgumentError(absl::StrCat(
           "no combination of the free knobs is valid with the fixed ones (",
           planKnobsString(f), "): tp x pp x cp must divide the ", devices,
@@ -408,75 +369,11 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
           "of dp x microbatch"));
     return absl::InvalidArgumentError(absl::StrCat(
         "no plan is valid for this model and cluster",
-        otherReason.empty() ? "" : ": ", otherReason));
+        plans.otherReason().empty() ? "" : ": ", plans.otherReason()));
   }
 
   // --- Branch and bound over the feasible plans ----------------------------
-  std::sort(feasible.begin(), feasible.end(),
-            [](const Candidate &a, const Candidate &b) {
-              return a.lowerBound < b.lowerBound;
-            });
-  int topK = std::max(1, o.topK);
-  auto kthBest = [&] {
-    return static_cast<int>(result.best.size()) < topK
-               ? HUGE_VAL
-               : result.best.back().stepSeconds;
-  };
-  size_t next = 0;
-  for (; next < feasible.size(); ++next) {
-    const Candidate &c = feasible[next];
-    if (!o.exhaustive && c.lowerBound >= kthBest())
-      break; // every later plan's bound is at least this one's
-    if (o.timeLimit > 0 && elapsed() > o.timeLimit) {
-      result.timedOut = true;
-      break;
-    }
-    auto scored = scoreTransformerPlan(m, capped, c.plan, profile);
-    ++result.simulated;
-    if (!scored.ok())
-      continue;
-    result.best.push_back(*scored);
-    std::sort(result.best.begin(), result.best.end(),
-              [](const PlanPrediction &a, const PlanPrediction &b) {
-                return a.stepSeconds < b.stepSeconds;
-              });
-    if (static_cast<int>(result.best.size()) > topK)
-      result.best.pop_back();
-    if (o.progress && next % 64 == 0)
-      o.progress(0.5 + 0.5 * double(next) / feasible.size());
-  }
-  if (result.timedOut && next < feasible.size() && !result.best.empty()) {
-    double bound = feasible[next].lowerBound;
-    result.optimalityGap =
-        std::max(0.0, (result.best.front().stepSeconds - bound) /
-                          result.best.front().stepSeconds);
-  }
-  if (o.explain) {
-    // The best plan of each shape: simulate the candidate with the smallest
-    // bound per shape, then any other whose bound beats what it found.
-    std::map<std::tuple<int64_t, int64_t, int64_t>, PlanSearchResult::Shape>
-        shapes;
-    for (const Candidate &c : feasible) {
-      auto key = std::make_tuple(c.plan.tp, c.plan.pp, c.plan.cp);
-      auto &shape = shapes[key];
-      if (shape.feasible && c.lowerBound >= shape.best.stepSeconds)
-        continue;
-      auto scored = scoreTransformerPlan(m, capped, c.plan, profile);
-      if (!scored.ok())
-        continue;
-      if (!shape.feasible || scored->stepSeconds < shape.best.stepSeconds) {
-        shape = {c.plan.tp, c.plan.pp, c.plan.cp, true, *scored, ""};
-      }
-    }
-    for (auto &[key, closestShape] : shapeClosest)
-      if (!shapes.count(key))
-        shapes[key] = {std::get<0>(key), std::get<1>(key), std::get<2>(key),
-                       false, PlanPrediction(), closestShape.second};
-    for (auto &[key, shape] : shapes)
-      result.shapes.push_back(shape);
-  }
-  result.seconds = elapsed();
-  return result;
+  return plans.rank();
 }
 
 } // namespace cleave::cost

@@ -4,8 +4,10 @@
 // chunks per stage), ZeRO stage and recomputation, held to what `--fix`
 // gave: the graph is imported and priced once per microbatch size and
 // tensor-parallel degree (the intra-operator search chooses its sharding),
-// each candidate scored on it; candidates whose lower bound (scoreStages')
-// cannot come within the tie of the K-th best are ruled out unsimulated.
+// and each candidate handed with its scorer on that graph to the one
+// search both planners use (cost::PlanRanking): memory and bound first,
+// then simulated in the order of the bounds until none can come within
+// the tie of the K-th best.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,7 @@
 #include "cleave/Analysis/ModelSummary.h"
 #include "cleave/Lowering/ActivationEstimate.h"
 #include "cleave/Search/GraphPlanChoice.h"
+#include "cleave/cost_model/PlanRanking.h"
 #include "cleave/cost_model/Simulator.h"
 
 #include "absl/status/status.h"
@@ -230,18 +233,23 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
     return pairs;
   };
 
-  std::optional<cost::PlanPrediction> best;
   std::string closest, importError;
   std::optional<cost::PlanPrediction> closestFit;
-  // The step times of the K best plans so far (K = --top-k), and the
-  // candidates ruled out by the bound below.
-  std::multiset<double> kBest;
-  int64_t bounded = 0;
-  // Every candidate is priced or bounded, so the plan is optimal within
-  // the cost r.model up to the tensor-parallel shardings: the largest gap
-  // CBC proved for one of them.
+  // The one search (cost::PlanRanking): every candidate's memory and lower
+  // bound first, then the fitting ones simulated in the order of their
+  // bounds until none can come within the tie of the K-th best; within the
+  // tie the plan preferGraphPlan prefers.
+  cost::RankingOptions ranking;
+  ranking.topK = r.topK;
+  ranking.exhaustive = r.exhaustive;
+  ranking.explain = r.explain;
+  ranking.tie = search::kGraphPlanTie;
+  ranking.prefer = search::preferGraphPlan;
+  cost::PlanRanking ranked(ranking);
+  // Every plan is simulated or bounded, so the plan is optimal within the
+  // cost model up to the tensor-parallel shardings: the largest gap CBC
+  // proved for one of them.
   double worstGap = 0;
-  int64_t candidates = 0, infeasible = 0;
   // Progress on the terminal (a search over a second: every tensor-
   // parallel degree and microbatch size runs the intra-operator search).
   auto started = std::chrono::steady_clock::now();
@@ -258,16 +266,12 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
   std::string name;
   double parameters = 0;
   int64_t blocks = 0;
-  // Every plan that fits (for --top-k), and per pipeline degree the best
-  // one or why none fits (for --r.explain).
-  std::vector<cost::PlanPrediction> fitting;
-  std::optional<search::GraphWork> bestWork;
+  // The graph priced per (microbatch, tp), and per pipeline degree why no
+  // plan fits (for --explain).
   std::map<std::pair<int64_t, int64_t>,
            std::optional<search::GraphWork>>
       works;
   // Keyed by (tp, pp).
-  std::map<std::pair<int64_t, int64_t>, cost::PlanPrediction>
-      bestOfDegree;
   std::map<std::pair<int64_t, int64_t>, std::string> whyNoneOfDegree;
   for (int64_t b : microbatches) {
     options.batch = b;
@@ -400,39 +404,22 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
             candidate.recompute = recompute.first;
             candidate.stageRecompute = recompute.second;
           }
-          ++candidates;
-          // A plan that cannot come within the tie of the K-th best so
-          // far (nor, for --explain, beat its degree's best) is not
-          // simulated: scoreStages' lower bound on its step (the busiest
-          // stage's passes, the pipeline's fill and drain), the bound the
-          // transformer search prunes with.
-          double simulateBelow = HUGE_VAL;
-          if (!r.exhaustive && int64_t(kBest.size()) == int64_t(r.topK)) {
-            simulateBelow = *kBest.rbegin() * (1 + search::kGraphPlanTie);
-            if (r.explain) {
-              auto degree = bestOfDegree.find({tp, pp});
-              simulateBelow =
-                  degree == bestOfDegree.end()
-                      ? HUGE_VAL
-                      : std::max(simulateBelow, degree->second.stepSeconds);
-            }
-          }
-          auto scored = search::scoreGraphPlan(*work, capped, candidate,
-                                               r.optimizer, r.profile, nullptr,
-                                               nullptr, simulateBelow);
-          if (scored.ok() && !scored->simulated) {
-            ++bounded;
-            continue;
-          }
-          if (!scored.ok()) {
-            ++infeasible;
+          const search::GraphWork *pricedWork = &*work;
+          absl::Status fits = ranked.consider(
+              candidate, [&, pricedWork](const cost::ParallelConfig &p,
+                                     double simulateBelow) {
+                return search::scoreGraphPlan(*pricedWork, capped, p, r.optimizer,
+                                              r.profile, nullptr, nullptr,
+                                              simulateBelow);
+              });
+          if (!fits.ok()) {
             std::string why = cost::planKnobsString(candidate) + ": " +
-                              std::string(scored.status().message());
+                              std::string(fits.message());
             if (closest.empty())
               closest = why;
             // Out of memory: priced without the limit, the plan that comes
             // closest to fitting is what the error describes.
-            if (absl::IsResourceExhausted(scored.status())) {
+            if (absl::IsResourceExhausted(fits)) {
               cost::Cluster unlimited = capped;
               unlimited.device.memoryBytes = 0;
               auto whole = search::scoreGraphPlan(
@@ -442,28 +429,17 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
                 closestFit = *whole;
             }
             whyNoneOfDegree.try_emplace(std::pair(tp, pp), why);
-            continue;
           }
-          if (!best || search::preferGraphPlan(*scored, *best)) {
-            best = *scored;
-            bestWork = *work;
-          }
-          auto [it, first] =
-              bestOfDegree.try_emplace(std::pair(tp, pp), *scored);
-          if (!first && scored->stepSeconds < it->second.stepSeconds)
-            it->second = *scored;
-          fitting.push_back(*scored);
-          kBest.insert(scored->stepSeconds);
-          if (int64_t(kBest.size()) > int64_t(r.topK))
-            kBest.erase(std::prev(kBest.end()));
         }
       }
     }
   }
+  // Branch and bound over the plans that fit.
+  cost::PlanSearchResult found = ranked.rank();
   if (showProgress && elapsed() > 1)
     errs() << "\r               \r";
   double searchSeconds = elapsed();
-  if (candidates == 0) {
+  if (ranked.candidates() == 0) {
     if (!importError.empty()) {
       return usage(r.model + ": " + importError);
     }
@@ -477,29 +453,25 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
         "(pipeline stages cut residual blocks, of which it has " +
         Twine(blocks) + ")");
   }
-  if (!best && closestFit) {
+  if (found.best.empty() && closestFit) {
     return absl::FailedPreconditionError(
         "no plan of " + r.model +
         " fits: " + search::whyNoGraphPlanFits(*closestFit, capped, fixed));
   }
-  if (!best) {
+  if (found.best.empty()) {
     return absl::FailedPreconditionError("no plan of " + r.model +
                                          " fits; the first tried, " + closest);
   }
-  // The K best distinct plans, the best first.
-  std::stable_sort(fitting.begin(), fitting.end(),
-                   [](const auto &a, const auto &b) {
-                     return a.stepSeconds < b.stepSeconds;
-                   });
-  std::vector<cost::PlanPrediction> plans;
-  std::set<std::string> seen;
-  // The chosen plan first, then the fastest others.
-  plans.push_back(*best);
-  seen.insert(cost::planKnobsString(best->plan));
-  for (const auto &p : fitting)
-    if (int64_t(plans.size()) < r.topK &&
-        seen.insert(cost::planKnobsString(p.plan)).second)
-      plans.push_back(p);
+  // The preferred plan first, then the fastest others.
+  std::vector<cost::PlanPrediction> plans = std::move(found.best);
+  const cost::PlanPrediction *best = &plans.front();
+  const std::optional<search::GraphWork> &bestWork =
+      works[{best->plan.microbatchSize, best->plan.tp}];
+  // Per (tp, pp) degree its best plan, for --explain.
+  std::map<std::pair<int64_t, int64_t>, cost::PlanPrediction> bestOfDegree;
+  for (const cost::PlanSearchResult::Shape &shape : found.shapes)
+    if (shape.feasible)
+      bestOfDegree.emplace(std::pair(shape.tp, shape.pp), shape.best);
   // The simulated step, for --trace and the artifact (one stage too: its
   // passes, gradient reduction and optimizer step).
   std::string trace;
@@ -525,9 +497,9 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
   result.degrees = std::move(degrees);
   result.bestOfDegree = std::move(bestOfDegree);
   result.whyNoneOfDegree = std::move(whyNoneOfDegree);
-  result.candidates = candidates;
-  result.infeasible = infeasible;
-  result.bounded = bounded;
+  result.candidates = ranked.candidates();
+  result.infeasible = ranked.infeasible();
+  result.bounded = ranked.unsimulated();
   result.worstGap = worstGap;
   result.searchSeconds = searchSeconds;
   return result;
