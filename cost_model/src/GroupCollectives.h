@@ -61,7 +61,7 @@ public:
   /// where `collective` prices them (a group of one or no bytes is free).
   void count(CollectiveTally &tally, Collective kind, double bytesEach,
              const Group &group, double calls = 1) const {
-    if (group.ranks.size() <= 1 || bytesEach <= 0 || calls == 0)
+    if (!counting || group.ranks.size() <= 1 || bytesEach <= 0 || calls == 0)
       return;
     auto placement = place(group);
     tally.add(kind, placement.ok() && placement->nodes > 1, calls, bytesEach);
@@ -69,6 +69,9 @@ public:
 
   const Cluster &cluster;
   const Profile *profile;
+  /// Whether `count` tallies: a search's memory pass reports nothing, and
+  /// tallying was a tenth of its time.
+  bool counting = true;
 
 private:
   mutable std::vector<std::pair<std::vector<int64_t>, GroupPlacement>>

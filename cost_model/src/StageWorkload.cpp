@@ -137,6 +137,8 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
                      work.stageMemory.size(), " stages, the plan has ", p.pp));
   const int64_t v = n / p.pp, microbatches = work.microbatches;
   GroupCollectives price(cluster, profile);
+  // A memory pass (nothing simulated) reports no collectives.
+  price.counting = options.simulateBelow >= 0;
   const double e = dtypeBytes(p.precision);
   // Bytes of a weight gradient: fp32 under 16-bit storage
   // (cleave-mixed-precision keeps weight gradients and their reductions in
@@ -216,7 +218,8 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
       ChunkCosts cc;
       double params = w.params, tensors = w.paramTensors;
       stageTensors[st] += tensors;
-      stageComm += w.collectives;
+      if (price.counting)
+        stageComm += w.collectives;
       if (p.zeroBucketElements > 0) {
         // Parameters packed in buckets: one collective per bucket.
         double buckets =

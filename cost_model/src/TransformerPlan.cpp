@@ -508,6 +508,8 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     return status;
 
   Pricer price(cluster, profile, p.precision);
+  // A memory pass (nothing simulated) reports no collectives.
+  price.counting = simulateBelow >= 0;
   const double e = price.bytes;
   // Bytes of a weight gradient: fp32 under 16-bit storage
   // (cleave-mixed-precision keeps weight gradients and their reductions in
@@ -1011,7 +1013,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     }
     params /= t;
     for (bool moe : {false, true}) {
-      if (layersOfKind[moe] == 0)
+      if (layersOfKind[moe] == 0 || !price.counting)
         continue;
       const LayerCost &L = moe ? moeLayer : dense;
       CollectiveTally layerComm = L.forwardComm;
