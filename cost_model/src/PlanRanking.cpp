@@ -74,6 +74,21 @@ PlanSearchResult PlanRanking::rank() {
                ? HUGE_VAL
                : fastest.back().stepSeconds * (1 + options_.tie);
   };
+  // Which candidates were simulated (here or for --explain), and the
+  // simulations that failed (an error only the task graph shows).
+  std::vector<bool> simulated(fitting_.size(), false);
+  auto simulate = [&](size_t i) {
+    const Candidate &c = fitting_[i];
+    absl::StatusOr<PlanPrediction> scored = c.scorer(c.plan, HUGE_VAL);
+    if (!simulated[i] && !scored.ok()) {
+      ++infeasible_;
+      if (otherReason_.empty())
+        otherReason_ = planKnobsString(c.plan) + ": " +
+                       std::string(scored.status().message());
+    }
+    simulated[i] = true;
+    return scored;
+  };
   size_t next = 0;
   for (; next < fitting_.size(); ++next) {
     const Candidate &c = fitting_[next];
@@ -83,7 +98,7 @@ PlanSearchResult PlanRanking::rank() {
       result.timedOut = true;
       break;
     }
-    absl::StatusOr<PlanPrediction> scored = c.scorer(c.plan, HUGE_VAL);
+    absl::StatusOr<PlanPrediction> scored = simulate(next);
     ++result.simulated;
     if (!scored.ok())
       continue;
@@ -100,7 +115,6 @@ PlanSearchResult PlanRanking::rank() {
     if (options_.progress && next % 64 == 0)
       options_.progress(0.5 + 0.5 * double(next) / fitting_.size());
   }
-  unsimulated_ = static_cast<int64_t>(fitting_.size()) - result.simulated;
   if (result.timedOut && next < fitting_.size() && !fastest.empty()) {
     double bound = fitting_[next].lowerBound;
     result.optimalityGap =
@@ -121,12 +135,13 @@ PlanSearchResult PlanRanking::rank() {
     // The best plan of each shape: simulate the candidate with the smallest
     // bound per shape, then any other whose bound beats what it found.
     std::map<Shape, PlanSearchResult::Shape> shapes;
-    for (const Candidate &c : fitting_) {
+    for (size_t i = 0; i < fitting_.size(); ++i) {
+      const Candidate &c = fitting_[i];
       auto key = std::make_tuple(c.plan.tp, c.plan.pp, c.plan.cp);
       auto &shape = shapes[key];
       if (shape.feasible && c.lowerBound >= shape.best.stepSeconds)
         continue;
-      absl::StatusOr<PlanPrediction> scored = c.scorer(c.plan, HUGE_VAL);
+      absl::StatusOr<PlanPrediction> scored = simulate(i);
       if (!scored.ok())
         continue;
       if (!shape.feasible || scored->stepSeconds < shape.best.stepSeconds)
@@ -139,6 +154,8 @@ PlanSearchResult PlanRanking::rank() {
     for (auto &[key, shape] : shapes)
       result.shapes.push_back(shape);
   }
+  unsimulated_ = std::count(simulated.begin(), simulated.end(), false);
+  result.infeasible = infeasible_;
   result.seconds = elapsed();
   return result;
 }

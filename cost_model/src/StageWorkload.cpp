@@ -269,12 +269,12 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
                     price.collective(Collective::AllReduce, params * gradE,
                                      reduceGroup, reduceConcurrent));
       cc.gradReduce = reduce;
-      // Overlapped in buckets (up to one per layer or block, at most 8)
-      // where the device's communication runs beside its compute;
+      // Overlapped in buckets (one per piece the gradients come out of, at
+      // most 8) where the device's communication runs beside its compute;
       // otherwise at once after the backward pass.
       cc.gradBuckets = p.overlapGradReduce && cluster.commOverlapsCompute
                            ? static_cast<int>(std::max<int64_t>(
-                                 1, std::min<int64_t>(w.blocks, 8)))
+                                 1, std::min<int64_t>(w.gradientPieces, 8)))
                            : 1;
       bool zeroSharded = p.zero >= 1 && p.dp > 1;
       if (!zeroSharded)

@@ -1069,7 +1069,7 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
       if (!m.tiedEmbedding || p.pp > 1)
         params += V * h / t;
     }
-    cw.blocks = chunkLayers[chunk];
+    cw.blocks = cw.gradientPieces = chunkLayers[chunk];
     cw.forwardSeconds = fwd.seconds;
     cw.backwardSeconds = bwd.seconds;
     cw.weightGradSeconds = wgrad;

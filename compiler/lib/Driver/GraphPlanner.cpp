@@ -459,8 +459,9 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
         " fits: " + search::whyNoGraphPlanFits(*closestFit, capped, fixed));
   }
   if (found.best.empty()) {
-    return absl::FailedPreconditionError("no plan of " + r.model +
-                                         " fits; the first tried, " + closest);
+    return absl::FailedPreconditionError(
+        "no plan of " + r.model + " fits; the first tried, " +
+        (closest.empty() ? ranked.otherReason() : closest));
   }
   // The preferred plan first, then the fastest others.
   std::vector<cost::PlanPrediction> plans = std::move(found.best);

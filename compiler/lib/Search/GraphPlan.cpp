@@ -314,6 +314,7 @@ scorePipelinedGraph(const GraphWork &work, const cost::Cluster &cluster,
     if (c == n - 1)
       add(pieces.back());
     chunk.blocks = split[c];
+    chunk.gradientPieces = split[c] + (c == 0) + (c == n - 1);
     // What crosses the cuts: the output of the block before each.
     chunk.inBytes = c > 0 ? pieces[first].outputBytes : 0;
     chunk.outBytes = c < n - 1 ? pieces[first + split[c]].outputBytes : 0;

@@ -76,6 +76,47 @@ TEST(PlanRanking, SimulatesOnlyWhatCanBeatTheBest) {
   EXPECT_EQ(result.candidates, 5);
 }
 
+TEST(PlanRanking, ExplainSimulatesEveryShapesBestAndCountsIt) {
+  FakeModel model;
+  model.plans = {{1, {1.0, 1.5}}, {2, {1.2, 1.3}}, {4, {2.0, 2.1}}};
+  RankingOptions options;
+  options.explain = true;
+  PlanRanking ranking(options);
+  for (int64_t dp : {1, 2, 4}) {
+    ParallelConfig p = plan(dp);
+    p.tp = dp; // one shape each
+    ASSERT_TRUE(ranking.consider(p, model.scorer()).ok());
+  }
+  PlanSearchResult result = ranking.rank();
+  EXPECT_EQ(result.simulated, 2);
+  ASSERT_EQ(result.shapes.size(), 3u);
+  for (const auto &shape : result.shapes)
+    EXPECT_TRUE(shape.feasible);
+  // The third shape's plan was simulated for --explain: nothing was left
+  // unsimulated.
+  EXPECT_EQ(ranking.unsimulated(), 0);
+}
+
+TEST(PlanRanking, ASimulationThatFailsIsInfeasibleWithItsReason) {
+  PlanScorer scorer = [](const ParallelConfig &p,
+                         double simulateBelow) -> absl::StatusOr<PlanPrediction> {
+    if (simulateBelow > 1e300)
+      return absl::InternalError("the schedule deadlocks");
+    PlanPrediction out;
+    out.plan = p;
+    out.lowerBoundSeconds = 1;
+    out.simulated = false;
+    return out;
+  };
+  PlanRanking ranking({});
+  ASSERT_TRUE(ranking.consider(plan(1), scorer).ok());
+  PlanSearchResult result = ranking.rank();
+  EXPECT_TRUE(result.best.empty());
+  EXPECT_EQ(result.infeasible, 1);
+  EXPECT_NE(ranking.otherReason().find("the schedule deadlocks"),
+            std::string::npos);
+}
+
 TEST(PlanRanking, TopKAndExhaustiveFindTheSameFastest) {
   FakeModel model;
   model.plans = {{1, {1.0, 1.5}}, {2, {1.2, 1.3}}, {3, {1.4, 2.0}},

@@ -150,6 +150,28 @@ TEST(StageWorkload, ModelStatesFollowZeroAndPrecision) {
   EXPECT_DOUBLE_EQ(bf16->memory.optimizer, 12 * params / 8 + 2 * params / 8);
 }
 
+TEST(StageWorkload, GradientsReduceInOneBucketPerPieceUpToEight) {
+  // On GPUs (collectives beside compute) the reduction of the gradients
+  // starts as the last backward pass makes them: one bucket per piece
+  // they come out of, at most 8; a chunk of no pieces is one bucket.
+  auto buckets = [](int64_t pieces) {
+    StageWorkload w = oneStage(1e8);
+    w.chunks[0].gradientPieces = pieces;
+    TaskGraph graph;
+    ScoreOptions options;
+    options.graphOut = &graph;
+    auto out = scoreStages(w, cluster(), replicas(8, 1, 0), nullptr, options);
+    EXPECT_TRUE(out.ok()) << out.status();
+    int count = 0;
+    for (const Task &t : graph.tasks())
+      count += t.category == "grad-reduce";
+    return count;
+  };
+  EXPECT_EQ(buckets(0), 1);
+  EXPECT_EQ(buckets(3), 3);
+  EXPECT_EQ(buckets(50), 8);
+}
+
 TEST(StageWorkload, ProducerMemoryReplacesTheWalk) {
   StageWorkload w = equalChunks(2, 4, 1e9);
   MemoryBreakdown analytic;

@@ -36,8 +36,9 @@
 
 namespace cleave::driver {
 
-/// The common inputs; `exhaustive` prices every pipelined candidate, and
-/// `explain` keeps every (tp, pp) degree's best plan.
+/// The common inputs; `exhaustive` simulates every candidate that fits
+/// (none ruled out by its bound), and `explain` keeps every (tp, pp)
+/// degree's best plan.
 struct GraphPlanRequest : PlanInputs {
   /// The model as the user named it (messages).
   std::string model;

@@ -79,9 +79,14 @@ public:
 
   /// Branch and bound over the fitting plans: `best` the K fastest (the
   /// preferred first), `simulated`, the gap where the time limit cut it,
-  /// and with `explain` the best plan, or why none fits, of every shape.
+  /// and with `explain` the best plan, or why none fits, of every shape. A
+  /// plan whose simulation fails (an error only its task graph shows)
+  /// counts as infeasible, its reason `otherReason` if none came before.
+  /// `prefer` need not be transitive (a tie is not): the preferred plan is
+  /// taken in the order simulated, the bounds' order.
   PlanSearchResult rank();
-  /// After rank(): fitting plans never simulated (ruled out by the bound).
+  /// After rank(): fitting plans never simulated (ruled out by the bound,
+  /// or left by the time limit).
   int64_t unsimulated() const { return unsimulated_; }
 
 private:

@@ -31,6 +31,11 @@ namespace cleave::cost {
 struct ChunkWorkload {
   /// Layers or residual blocks in it (ZeRO's window spans one of them).
   int64_t blocks = 0;
+  /// The pieces its gradients come out of in turn (a transformer's
+  /// layers; a graph's residual blocks and the stem or head it holds): the
+  /// data-parallel reduction runs in one bucket per piece, up to 8, beside
+  /// the last backward pass.
+  int64_t gradientPieces = 0;
   /// Its passes, with the recomputed forward in the backward and the
   /// collectives inside them (tensor, context and expert parallel): what
   /// one device's compute stream runs.
