@@ -469,10 +469,23 @@ scoreTransformerPlan(const TransformerModel &m, const Cluster &cluster,
   Timeline timeline, evenTimeline;
   absl::StatusOr<PlanPrediction> balanced = scoreWithSplit(
       m, cluster, p, profile, &graph, &timeline, simulateBelow);
-  // Only a simulated even split can replace the balanced one: a search's
-  // memory pass (nothing simulated) needs no second scoring.
-  if (!balanced.ok() || simulateBelow < 0)
+  if (!balanced.ok())
     return balanced;
+  // A search's memory pass (nothing simulated): the even split may be the
+  // one simulated and kept, so the plan's lower bound is the smaller of
+  // the two splits' (else the search could rule out a plan whose even
+  // split beats the best it found).
+  if (simulateBelow < 0) {
+    ParallelConfig evenPlan = p;
+    evenPlan.balanceStages = false;
+    absl::StatusOr<PlanPrediction> even = scoreWithSplit(
+        m, cluster, evenPlan, profile, nullptr, nullptr, simulateBelow);
+    if (even.ok() && even->lowerBoundSeconds < balanced->lowerBoundSeconds) {
+      balanced->lowerBoundSeconds = even->lowerBoundSeconds;
+      balanced->stepSeconds = even->stepSeconds;
+    }
+    return balanced;
+  }
   ParallelConfig evenPlan = p;
   evenPlan.balanceStages = false;
   absl::StatusOr<PlanPrediction> even = scoreWithSplit(
