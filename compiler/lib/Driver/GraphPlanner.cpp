@@ -417,13 +417,15 @@ absl::StatusOr<GraphPlanResult> planGraph(GraphPlanRequest r) {
                               std::string(fits.message());
             if (closest.empty())
               closest = why;
-            // Out of memory: priced without the limit, the plan that comes
-            // closest to fitting is what the error describes.
+            // Out of memory: priced without the limit (its memory only,
+            // unsimulated), the plan that comes closest to fitting is what
+            // the error describes.
             if (absl::IsResourceExhausted(fits)) {
               cost::Cluster unlimited = capped;
               unlimited.device.memoryBytes = 0;
               auto whole = search::scoreGraphPlan(
-                  *work, unlimited, candidate, r.optimizer, r.profile);
+                  *work, unlimited, candidate, r.optimizer, r.profile,
+                  nullptr, nullptr, /*simulateBelow=*/-1);
               if (whole.ok() && (!closestFit || whole->peakMemoryBytes <
                                                     closestFit->peakMemoryBytes))
                 closestFit = *whole;

@@ -10,6 +10,7 @@
 #include "cleave/cost_model/StageWorkload.h"
 
 #include "cleave/cost_model/Cluster.h"
+#include "cleave/cost_model/PipelineSchedule.h"
 
 #include <gtest/gtest.h>
 
@@ -170,6 +171,70 @@ TEST(StageWorkload, GradientsReduceInOneBucketPerPieceUpToEight) {
   EXPECT_EQ(buckets(0), 1);
   EXPECT_EQ(buckets(3), 3);
   EXPECT_EQ(buckets(50), 8);
+}
+
+TEST(StageWorkload, ManyMicrobatchesPeakAsTheWholeWalk) {
+  // The scoring walks a steady schedule's first microbatches only: its
+  // activations must equal the walk of every microbatch, for uneven
+  // stashes, deferred weight gradients and interleaved chunks.
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+        ScheduleKind::ZeroBubbleH1, ScheduleKind::Interleaved})
+    for (int64_t p : {1, 2, 3, 5, 8})
+      for (int64_t v : {1, 2, 3}) {
+        bool interleaved = kind == ScheduleKind::Interleaved;
+        if (interleaved != (v > 1) || (interleaved && p < 2))
+          continue;
+        for (int64_t m : {int64_t(1), int64_t(7), int64_t(40), int64_t(333)}) {
+          if (interleaved)
+            m = (m + p - 1) / p * p;
+          StageWorkload w;
+          w.microbatches = m;
+          for (int64_t c = 0; c < p * v; ++c) {
+            ChunkWorkload chunk;
+            chunk.blocks = 1;
+            chunk.forwardSeconds = 0.001;
+            chunk.backwardSeconds = 0.002;
+            chunk.weightGradSeconds = 0.001;
+            chunk.activationBytes = 1e6 * double(1 + (c * 7) % 5);
+            chunk.weightGradBytes = 3e5 * double(1 + c % 3);
+            w.chunks.push_back(chunk);
+          }
+          ParallelConfig plan = pipeline(p);
+          plan.schedule = kind;
+          plan.chunks = v;
+          Cluster big = cluster();
+          big.device.memoryBytes = 0;
+          auto out = scoreStages(w, big, plan, nullptr);
+          ASSERT_TRUE(out.ok()) << out.status();
+          bool zeroBubble = kind == ScheduleKind::ZeroBubbleH1;
+          for (int64_t s = 0; s < p; ++s) {
+            std::vector<double> stash(v), pendingW(v);
+            for (int64_t local = 0; local < v; ++local) {
+              stash[local] = w.chunks[local * p + s].activationBytes;
+              pendingW[local] =
+                  local * p + s > 0 ? w.chunks[local * p + s].weightGradBytes
+                                    : 0;
+            }
+            auto order = pipelineOrder(kind, int(p), int(s), int(m), int(v));
+            ASSERT_TRUE(order.ok());
+            double live = 0, peak = 0;
+            for (const PipelineSlot &slot : *order) {
+              double kept = stash[slot.chunk], pw = pendingW[slot.chunk];
+              live += slot.pass == PassKind::Forward ? kept
+                      : slot.pass == PassKind::Backward
+                          ? (zeroBubble ? pw - kept : -kept)
+                          : -pw;
+              peak = std::max(peak, live);
+            }
+            if (v > 1)
+              peak = planStashFrames(*order, stash).bytes;
+            EXPECT_DOUBLE_EQ(out->stageMemory[s].activations, peak)
+                << scheduleName(kind) << " p=" << p << " v=" << v
+                << " m=" << m << " stage " << s;
+          }
+        }
+      }
 }
 
 TEST(StageWorkload, ProducerMemoryReplacesTheWalk) {
