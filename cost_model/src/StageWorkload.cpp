@@ -10,6 +10,7 @@
 
 #include "cleave/cost_model/StageWorkload.h"
 
+#include "AssignOrReturn.h"
 #include "GroupCollectives.h"
 #include "cleave/cost_model/Collectives.h"
 #include "cleave/cost_model/Memory.h"
@@ -30,12 +31,6 @@ double workspaceBytes(double largestIntermediate, double largestParam) {
 }
 
 namespace {
-
-#define CLEAVE_ASSIGN(lhs, expr)                                               \
-  auto lhs##OrStatus = (expr);                                                 \
-  if (!lhs##OrStatus.ok())                                                     \
-    return lhs##OrStatus.status();                                             \
-  auto lhs = *lhs##OrStatus;
 
 /// Whether two task graphs list the same tasks in the same order.
 bool sameTasks(const TaskGraph &a, const TaskGraph &b) {

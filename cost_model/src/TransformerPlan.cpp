@@ -13,6 +13,7 @@
 
 #include "cleave/cost_model/TransformerPlan.h"
 
+#include "AssignOrReturn.h"
 #include "GroupCollectives.h"
 #include "cleave/cost_model/StageBalance.h"
 #include "cleave/cost_model/StageWorkload.h"
@@ -194,12 +195,6 @@ public:
   DType dtype;
   double bytes;
 };
-
-#define CLEAVE_ASSIGN(lhs, expr)                                               \
-  auto lhs##OrStatus = (expr);                                                 \
-  if (!lhs##OrStatus.ok())                                                     \
-    return lhs##OrStatus.status();                                             \
-  auto lhs = *lhs##OrStatus;
 
 /// One layer, one microbatch, one tensor-parallel rank.
 struct LayerCost {
