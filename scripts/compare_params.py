@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Two parameter dumps agree: `cleave-worker --dump-params DIR` of two runs.
 
-Every file NAME.rankR.bin of the first directory must exist in the second
+Every file NAME.rankR.bin of the first directory (not the gradient files
+NAME.grad.rankR.bin beside them) must exist in the second
 with the same size, and its f32 values agree within the tolerance, by the
 error `cleave run --check` uses: max |a - b| / max(max |b|, 1e-3).
 Prints the number compared and the largest error; exits 1 naming the first
@@ -41,7 +42,9 @@ def main(argv):
         if not os.path.isdir(d):
             print(f"{d}: no such directory (did that run dump its parameters?)")
             return 1
-    names = sorted(n for n in os.listdir(a_dir) if n.endswith(".bin"))
+    # Parameters only: NAME.grad.rankR.bin are the steps' gradients.
+    names = sorted(n for n in os.listdir(a_dir)
+                   if n.endswith(".bin") and ".grad.rank" not in n)
     if not names:
         print(f"{a_dir}: no parameter files", file=sys.stderr)
         return 2

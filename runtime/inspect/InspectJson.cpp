@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Inspect.h"
+
+#include "cleave/runtime/plan/PlanIO.h"
 #include "PlanDigest.h"
 
 #include "absl/strings/str_cat.h"
@@ -337,7 +339,7 @@ void writeParameters(JsonWriter &json, const Plan &plan) {
     json.key("zero_axis");
     json.value(p.zero_axis());
     json.key("init");
-    json.value(p.initial_value().empty()
+    json.value(!plan::hasInitialValue(p)
                    ? plan::InitSpec::Kind_Name(p.init().kind())
                    : std::string("VALUE"));
     json.key("init_std");

@@ -163,6 +163,58 @@ void appendStages(std::string &out, const Plan &plan) {
   out += renderTable(rows, "  ");
 }
 
+/// Every model input once (the first program that reads it), with the
+/// per-rank shape and how a run makes it up without --data or --input.
+void appendInputs(std::string &out, const Plan &plan) {
+  std::vector<std::vector<std::string>> rows;
+  std::set<std::string> seen;
+  for (const plan::Program &program : plan.programs())
+    for (const plan::TensorDecl &t : program.tensors()) {
+      if (t.kind() != plan::TensorDecl::INPUT ||
+          !seen.insert(t.input_name()).second)
+        continue;
+      std::string synthetic;
+      if (t.input_name() == "step" || t.input_name() == "loss_scale") {
+        // Filled by the runtime, never data: AdamW's bias correction and
+        // fp16's loss scale.
+        rows.push_back({t.input_name(), formatShape(t.shape()),
+                        plan::DType_Name(t.dtype()),
+                        t.input_name() == "step" ? "the step number (runtime)"
+                                                 : "the loss scale (runtime)"});
+        continue;
+      }
+      switch (t.synthesis()) {
+      case plan::TensorDecl::SYNTH_ONES:
+        synthetic = "ones";
+        break;
+      case plan::TensorDecl::SYNTH_ZEROS:
+        synthetic = "zeros";
+        break;
+      case plan::TensorDecl::SYNTH_POSITIONS:
+        synthetic = "positions 0, 1, ... along the sequence";
+        break;
+      default:
+        if (t.dtype() == plan::F32 || t.dtype() == plan::BF16 ||
+            t.dtype() == plan::F16)
+          synthetic = "normal N(0, 1)";
+        else if (t.dtype() == plan::BOOL)
+          synthetic = "ones";
+        else if (t.vocab() > 0)
+          synthetic = absl::StrCat("ids uniform below ", t.vocab());
+        else
+          synthetic = "none: give --input " + t.input_name() + "=FILE";
+      }
+      rows.push_back({t.input_name(), formatShape(t.shape()),
+                      plan::DType_Name(t.dtype()), synthetic});
+    }
+  if (rows.empty())
+    return;
+  absl::StrAppend(&out, "\nInputs (", rows.size(),
+                  "; per-rank shape; synthetic values without --data or "
+                  "--input)\n");
+  out += renderTable(rows, "  ");
+}
+
 void appendParameters(std::string &out, const Plan &plan) {
   absl::StrAppend(&out, "\nParameters (", plan.parameters_size(),
                   "; dims: mesh axes splitting each dimension, - = whole)\n");
@@ -323,6 +375,7 @@ std::string formatPlanSummary(const Plan &plan) {
   std::string out;
   appendHeader(out, plan);
   appendStages(out, plan);
+  appendInputs(out, plan);
   appendParameters(out, plan);
   appendCollectives(out, plan);
   appendMemory(out, plan);

@@ -11,7 +11,21 @@
 
 #include "cleave/Evaluator/GraphEvaluator.h"
 
+#include <cmath>
+
 namespace cleave::testing {
+
+/// x[begin + e] normalised over its `n` values (population variance,
+/// epsilon 1e-5), as GroupNormalization normalises one group.
+inline double normalisedInGroup(const kernels::Tensor &x, int64_t begin,
+                                int64_t n, int64_t e) {
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < n; ++i)
+    mean += x[begin + i] / double(n);
+  for (int64_t i = 0; i < n; ++i)
+    var += (x[begin + i] - mean) * (x[begin + i] - mean) / double(n);
+  return (x[begin + e] - mean) / std::sqrt(var + 1e-5);
+}
 
 /// Imports `m` and runs @forward with input "x" bound to `x`; its float
 /// outputs (none after a failure, which the test reports).

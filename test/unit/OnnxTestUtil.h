@@ -184,6 +184,11 @@ public:
     for (int64_t x : v)
       a->add_ints(x);
   }
+  /// A tensor attribute `name` of `node`, to fill in.
+  static onnx::TensorProto *tensorAttr(onnx::NodeProto &node,
+                                       llvm::StringRef name) {
+    return addAttr(node, name, onnx::AttributeProto::TENSOR)->mutable_t();
+  }
   static void stringAttr(onnx::NodeProto &node, llvm::StringRef name,
                          const char *v) {
     auto *a = addAttr(node, name, onnx::AttributeProto::STRING);

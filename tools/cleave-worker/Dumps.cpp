@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -41,6 +42,37 @@ void dumpParameters(const plan::Plan &plan, const executor::Executor &ex,
     }
     if (!out)
       fail("cannot write " + launcher::lossDumpPath(dir));
+  }
+}
+
+void dumpGradients(const plan::Plan &plan, const executor::Executor &ex,
+                   const std::string &dir, bool firstStep) {
+  // Only where this rank holds them whole and reduced (no ZeRO: with it
+  // the blocks are sharded or unreduced).
+  if (plan.knobs().zero() != 0)
+    return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  for (const plan::TensorDecl &t : ex.program().tensors()) {
+    if (t.kind() != plan::TensorDecl::PARAMETER)
+      continue;
+    const std::string &name = plan.parameters(t.param_index()).name();
+    for (const plan::TensorDecl &g : ex.program().tensors()) {
+      if (g.kind() != plan::TensorDecl::GRADIENT ||
+          g.name() != t.name() + ".grad" ||
+          !std::equal(g.shape().begin(), g.shape().end(), t.shape().begin(),
+                      t.shape().end()))
+        continue;
+      std::string path = launcher::gradientDumpPath(
+          dir, name.empty() ? t.name() : name, rank());
+      std::vector<float> values = ex.tensorValues(g.id());
+      std::ofstream out(path, std::ios::binary |
+                                  (firstStep ? std::ios::trunc : std::ios::app));
+      out.write(reinterpret_cast<const char *>(values.data()),
+                static_cast<std::streamsize>(values.size() * sizeof(float)));
+      if (!out)
+        fail("cannot write " + path);
+    }
   }
 }
 

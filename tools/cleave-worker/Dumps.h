@@ -22,6 +22,13 @@ namespace cleave::worker {
 void dumpParameters(const plan::Plan &plan, const executor::Executor &ex,
                     const std::string &dir, const std::vector<double> &losses);
 
+/// --dump-params DIR, after each step: every parameter's gradient of the
+/// step, reduced and before the update, appended to its file (truncated at
+/// the run's first step), where this rank holds it whole (plans without
+/// ZeRO). --check compares them and sizes AdamW's allowance with them.
+void dumpGradients(const plan::Plan &plan, const executor::Executor &ex,
+                   const std::string &dir, bool firstStep);
+
 /// --dump-outputs: per output i and microbatch m of the last step, the
 /// slot's raw contents (fp32 for F32 outputs) in
 /// DIR/output<i>.mb<m>.rank<R>.bin. Only ranks whose program has outputs

@@ -97,6 +97,12 @@ void train(const TrainingRun &run) {
     if (!result.ok())
       fail(std::string(result.status().message()));
     losses.push_back(result->loss);
+    if (!options.dumpDir.empty() && hasLoss) {
+      // The step's gradients, complete once its deferred work is.
+      if (absl::Status f = ex.finishSteps(); !f.ok())
+        fail(std::string(f.message()));
+      dumpGradients(plan, ex, options.dumpDir, step == firstStep);
+    }
     if (rank() == 0) {
       double seconds = result->seconds;
       double tflops = training.flops_per_step() / seconds / worldSize() / 1e12;

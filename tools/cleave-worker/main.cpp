@@ -51,6 +51,7 @@
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include <cstdio>
+#include <exception>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -91,6 +92,21 @@ int main(int argc, char **argv) {
     return blasReport(argv[1]);
   comm::mpiInitialize(&argc, &argv);
   setWorld(comm::mpiWorldRank(), comm::mpiWorldSize());
+  // An exception no caller handled (a bug: errors travel as absl::Status)
+  // ends the job with the rank and the reason, like any other error,
+  // instead of std::terminate's abort on one rank and a hang on the others.
+  std::set_terminate([] {
+    std::string what = "terminate called";
+    if (std::exception_ptr e = std::current_exception()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception &ex) {
+        what = ex.what();
+      } catch (...) {
+      }
+    }
+    fail("internal error: " + what + " (a bug in cleave: please report it)");
+  });
 
   Options options;
   std::string error;

@@ -54,6 +54,18 @@ cl::list<std::string> dims("dim",
                            cl::value_desc("NAME=VALUE"), cl::sub(importCmd),
                            cl::sub(summaryCmd), cl::sub(compileCmd),
                            cl::cat(modelCategory));
+cl::list<std::string> trainablePatterns(
+    "trainable",
+    cl::desc("Train the imported weights whose names match (a glob, as "
+             "'*.norm.weight'; repeatable; over --frozen)"),
+    cl::value_desc("PATTERN"), cl::sub(importCmd), cl::sub(summaryCmd),
+    cl::sub(compileCmd), cl::cat(modelCategory));
+cl::list<std::string> frozenPatterns(
+    "frozen",
+    cl::desc("Freeze the imported weights whose names match (a glob, as "
+             "'embeddings.*'; repeatable)"),
+    cl::value_desc("PATTERN"), cl::sub(importCmd), cl::sub(summaryCmd),
+    cl::sub(compileCmd), cl::cat(modelCategory));
 cl::opt<bool> noWeights("no-weights",
                         cl::desc("Drop imported weights (keep shapes only)"),
                         cl::sub(importCmd), cl::sub(summaryCmd),
@@ -285,7 +297,9 @@ std::vector<std::string> values(const cl::list<std::string> &list) {
 }
 
 ModelArgs modelArgs() {
-  return {model, given(batch), given(seq), values(dims), noWeights};
+  return {model,     given(batch),     given(seq),
+          values(dims), noWeights, values(trainablePatterns),
+          values(frozenPatterns)};
 }
 
 } // namespace

@@ -40,6 +40,7 @@ struct ModelArgs {
   std::optional<int64_t> batch, seq;
   std::vector<std::string> dims; ///< NAME=VALUE
   bool noWeights = false;
+  std::vector<std::string> trainable, frozen; ///< glob patterns
 };
 
 /// import, summary and zoo.

@@ -13,7 +13,9 @@ using namespace llvm;
 namespace cleave::tool {
 
 int runInspect(const InspectArgs &args) {
-  auto loaded = plan::readPlanFile(args.plan);
+  // Inspection shows where the weights are, never their values: a plan of
+  // many gigabytes is inspected without reading them.
+  auto loaded = plan::readPlanFile(args.plan, plan::Weights::kSkip);
   if (!loaded.ok())
     return badUsage(std::string(loaded.status().message()));
   const plan::Plan &plan = *loaded;

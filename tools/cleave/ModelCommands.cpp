@@ -52,7 +52,10 @@ int runImport(const ModelCommandArgs &args) {
   auto file = mlir::openOutputFile(args.output, &error);
   if (!file)
     return failure("-o " + args.output + ": " + error);
-  module->print(file->os(), mlir::OpPrintingFlags().elideLargeResourceString());
+  // The weights are printed whole (dense_resource blobs in the file's
+  // resource section), so that compiling the file plans and trains the
+  // same model; --no-weights imports none in the first place.
+  module->print(file->os());
   file->os() << "\n";
   file->keep();
   return kOk;

@@ -2,6 +2,9 @@
 
 #include "ToolSupport.h"
 
+#include "llvm/Support/GlobPattern.h"
+#include <tuple>
+
 #include "cleave/Importers/ModelLoader.h"
 #include "cleave/Pipelines.h"
 #include "cleave/Transforms/Autodiff.h"
@@ -57,6 +60,18 @@ bool parseImportOptions(const ModelArgs &args, ImportOptions &options) {
     options.dims[name.str()] = v;
   }
   options.keepWeights = !args.noWeights;
+  for (const auto &[flag, patterns, into] :
+       {std::tuple{"--trainable", &args.trainable, &options.trainable},
+        std::tuple{"--frozen", &args.frozen, &options.frozen}})
+    for (const std::string &pattern : *patterns) {
+      if (llvm::Expected<llvm::GlobPattern> glob =
+              llvm::GlobPattern::create(pattern);
+          !glob)
+        return badUsage(Twine(flag) + " '" + pattern + "': " +
+                        llvm::toString(glob.takeError())),
+               false;
+      into->push_back(pattern);
+    }
   return true;
 }
 

@@ -12,11 +12,65 @@
 #include "Commands.h"
 #include "ToolSupport.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/InitLLVM.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <new>
 
 using namespace cleave::tool;
 
+namespace {
+
+int dispatch(int argc, char **argv);
+
+/// The tool boundary: whatever escapes a command (an exception from a
+/// library, LLVM's fatal-error path) ends the process with a message and
+/// exit code 1, never an abort and its core dump. Errors a user can fix
+/// are reported where they are found, with their file, op or flag; what
+/// reaches this point is a bug in cleave, and the message says so.
+[[noreturn]] void internalError(const char *what) {
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "cleave: error: internal error: %s (a bug in cleave: please "
+               "report it with the command that led here)\n",
+               what);
+  std::fflush(stderr);
+  std::_Exit(kFailed);
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
+  llvm::install_fatal_error_handler(
+      [](void *, const char *reason, bool) { internalError(reason); });
+  std::set_terminate([] {
+    if (std::exception_ptr e = std::current_exception()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception &ex) {
+        internalError(ex.what());
+      } catch (...) {
+      }
+    }
+    internalError("terminate called");
+  });
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::bad_alloc &) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "cleave: error: out of memory\n");
+    return kFailed;
+  } catch (const std::exception &e) {
+    internalError(e.what());
+  }
+}
+
+namespace {
+
+int dispatch(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   std::optional<Command> command = parseCommandLine(
       argc, argv,
@@ -59,3 +113,5 @@ int main(int argc, char **argv) {
   printHelp();
   return kBadInput;
 }
+
+} // namespace

@@ -14,6 +14,8 @@
 #include "cleave/runtime/checkpoint/Weights.h"
 #include "cleave/runtime/plan/LossScaling.h"
 #include "cleave/runtime/plan/PlanIO.h"
+#include "google/protobuf/util/field_comparator.h"
+#include "google/protobuf/util/message_differencer.h"
 
 #include "absl/strings/str_format.h"
 
@@ -236,6 +238,10 @@ absl::Status writePlanArtifact(const ArtifactRequest &r) {
     model->set_import_seq(*r.importOptions.seq);
   for (const auto &[name, value] : r.importOptions.dims)
     (*model->mutable_import_dims())[name] = value;
+  for (const std::string &p : r.importOptions.trainable)
+    model->add_import_trainable(p);
+  for (const std::string &p : r.importOptions.frozen)
+    model->add_import_frozen(p);
   plan::ClusterInfo *cluster = plan.mutable_cluster();
   cluster->set_spec(r.clusterSpec);
   cluster->set_device_kind(r.cluster.device.name);
@@ -370,19 +376,30 @@ absl::Status writePlanArtifact(const ArtifactRequest &r) {
     return fail("-o: the lowered plan is inconsistent: " +
                     Twine(std::string(s.message())),
                 1);
+  plan.set_format_version(plan::kFormatVersion);
   if (absl::Status s = plan::writePlanFile(r.path, plan); !s.ok())
     return fail(std::string(s.message()), 1);
   // Read it back: what a run will load must be what was lowered (a full
   // disk or a file system that drops a write is found here, not at the
-  // run). Serialisation is deterministic, so equal plans are equal bytes.
+  // run). The weights are checked against their checksum as they load.
   absl::StatusOr<plan::Plan> reloaded = plan::readPlanFile(r.path);
   if (!reloaded.ok())
     return fail("-o: the written plan does not load back: " +
                     Twine(std::string(reloaded.status().message())),
                 1);
-  if (plan::serializePlan(*reloaded) != plan::serializePlan(plan))
+  google::protobuf::util::MessageDifferencer differ;
+  std::string difference;
+  differ.ReportDifferencesToString(&difference);
+  // NaN predictions (a metric with nothing to divide by) equal themselves.
+  differ.set_float_comparison(
+      google::protobuf::util::MessageDifferencer::EXACT);
+  google::protobuf::util::DefaultFieldComparator comparator;
+  comparator.set_treat_nan_as_equal(true);
+  differ.set_field_comparator(&comparator);
+  if (!differ.Compare(plan, *reloaded))
     return fail("-o: " + Twine(r.path) +
-                    " does not load back identically to the lowered plan",
+                    " does not load back identically to the lowered plan: " +
+                    Twine(difference.substr(0, 400)),
                 1);
   return absl::OkStatus();
 }
@@ -403,6 +420,10 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
     options.seq = partitioned.model().import_seq();
   for (const auto &[name, value] : partitioned.model().import_dims())
     options.dims[name] = value;
+  options.trainable.assign(partitioned.model().import_trainable().begin(),
+                           partitioned.model().import_trainable().end());
+  options.frozen.assign(partitioned.model().import_frozen().begin(),
+                        partitioned.model().import_frozen().end());
   mlir::OwningOpRef<mlir::ModuleOp> module =
       load(partitioned.model().source(), options);
   if (!module)

@@ -3,6 +3,7 @@
 #include "cleave/Evaluator/GraphEvaluator.h"
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Dialect/Graph/IR/TensorValues.h"
 #include "cleave/runtime/kernels/Attention.h"
 #include "cleave/runtime/kernels/Conv.h"
 #include "cleave/runtime/kernels/DataMovement.h"
@@ -101,7 +102,9 @@ private:
 
   LogicalResult bindNamed(Operation *op, StringRef name, Value result,
                           ElementsAttr fallback, bool zeroIfMissing);
-  EvalTensor fromAttr(ElementsAttr attr);
+  /// `op`'s constant `attr` as a tensor; an error at `op` when its values
+  /// cannot be read.
+  FailureOr<EvalTensor> fromAttr(Operation *op, ElementsAttr attr);
 
   std::map<std::string, EvalTensor> &bindings;
   llvm::DenseMap<Value, EvalTensor> values;
@@ -116,32 +119,33 @@ k::FlashAttentionOptions attentionOptions(AttentionLike op) {
   return o;
 }
 
-EvalTensor Run::fromAttr(ElementsAttr attr) {
+FailureOr<EvalTensor> Run::fromAttr(Operation *op, ElementsAttr attr) {
   auto type = cast<RankedTensorType>(attr.getType());
   k::Shape shape = shapeOf(type);
   Type et = type.getElementType();
-  if (et.isInteger(1)) {
-    k::MaskTensor t(shape);
-    int64_t i = 0;
-    for (bool b : attr.getValues<bool>())
-      t[i++] = b;
-    return t;
-  }
-  if (auto it = dyn_cast<IntegerType>(et)) {
+  auto emitError = [&] { return op->emitOpError(); };
+  if (isa<IntegerType>(et)) {
+    FailureOr<std::vector<int64_t>> ints = gr::readIntegerElements(attr, emitError);
+    if (failed(ints))
+      return failure();
+    if (et.isInteger(1)) {
+      k::MaskTensor t(shape);
+      for (size_t i = 0; i < ints->size(); ++i)
+        t[i] = (*ints)[i] != 0;
+      return EvalTensor(std::move(t));
+    }
     k::IndexTensor t(shape);
-    int64_t i = 0;
-    for (APInt v : attr.getValues<APInt>())
-      t[i++] = v.getSExtValue();
-    return t;
+    for (size_t i = 0; i < ints->size(); ++i)
+      t[i] = (*ints)[i];
+    return EvalTensor(std::move(t));
   }
+  FailureOr<std::vector<float>> floats = gr::readFloatElements(attr, emitError);
+  if (failed(floats))
+    return failure();
   k::Tensor t(shape);
-  int64_t i = 0;
-  for (APFloat v : attr.getValues<APFloat>()) {
-    bool lost;
-    v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
-    t[i++] = v.convertToFloat();
-  }
-  return t;
+  for (size_t i = 0; i < floats->size(); ++i)
+    t[i] = (*floats)[i];
+  return EvalTensor(std::move(t));
 }
 
 LogicalResult Run::bindNamed(Operation *op, StringRef name, Value result,
@@ -158,7 +162,10 @@ LogicalResult Run::bindNamed(Operation *op, StringRef name, Value result,
     return success();
   }
   if (fallback) {
-    values[result] = fromAttr(fallback);
+    FailureOr<EvalTensor> value = fromAttr(op, fallback);
+    if (failed(value))
+      return failure();
+    values[result] = std::move(*value);
     return success();
   }
   if (zeroIfMissing) {
@@ -231,7 +238,10 @@ LogicalResult Run::execute(Operation *op) {
         return bindNamed(op, o.getName(), o, {}, true);
       })
       .Case([&](gr::ConstantOp o) {
-        values[o] = fromAttr(o.getValue());
+        FailureOr<EvalTensor> value = fromAttr(op, o.getValue());
+        if (failed(value))
+          return failure();
+        values[o] = std::move(*value);
         return success();
       })
       // Elementwise.

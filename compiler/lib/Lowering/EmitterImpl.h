@@ -57,9 +57,11 @@ public:
 private:
   int addTensor(Value v, const std::string &name,
                 plan::TensorDecl::Kind kind, Type type);
-  int paramIndex(gr::ParamOp param);
+  FailureOr<int> paramIndex(gr::ParamOp param);
   void setParamDims(plan::TensorDecl &t, int index);
-  LogicalResult declareSource(Operation *op);
+  /// Declares a source op's tensor: true when `op` is one, false when it
+  /// is not, failure (with a diagnostic) when its value cannot be read.
+  FailureOr<bool> declareSource(Operation *op);
   /// The dimension ZeRO splits `param`'s update along, -1 if it does not.
   int64_t zeroDimOf(gr::ParamOp param) const;
   /// The 16-bit type (bf16, f16) `param` is held in with fp32 master
@@ -73,7 +75,12 @@ private:
   LogicalResult emitInstruction(Operation *op, Phase phase);
   plan::Instruction &append(Phase phase, const std::string &name);
   LogicalResult emitOptimizer(ArrayRef<Operation *> updates);
-  void exchangeTiedGradient(gr::ParamOp param, int g);
+  /// Sums the gradients of every parameter several stages hold over those
+  /// stages (GradientLowering.cpp says how).
+  void exchangeTiedGradients(
+      ArrayRef<std::pair<Operation *, int>> gradTensors);
+  void exchangeTiedGradient(gr::ParamOp param, int g, ArrayRef<int> holders,
+                            int64_t tag);
   /// Loss scaling: appends to the optimizer segment the unscale of the
   /// gradients the updates read (per update: the reduced gradient, or its
   /// ZeRO block) and the all-reduce (max, every rank) of its overflow

@@ -61,17 +61,53 @@ plan::Instruction &Emitter::collective(const char *name, int input, int output,
   return segments.back().back();
 }
 
-void Emitter::exchangeTiedGradient(gr::ParamOp param, int g) {
-  // A parameter held by two stages (a tied embedding) sums both stages'
-  // gradients: the lower stage sends first, the higher receives first.
-  auto holders = ctx.paramStages.find(param.getName().str());
-  if (holders == ctx.paramStages.end() || holders->second.size() < 2)
-    return;
-  for (int other : holders->second) {
+/// Tags of the tied-gradient exchanges: above any microbatch's activation
+/// tag, one per tied parameter.
+constexpr int64_t kTiedGradientTag = int64_t(1) << 20;
+
+void Emitter::exchangeTiedGradients(
+    ArrayRef<std::pair<Operation *, int>> gradTensors) {
+  // Each stage walks the tied parameters in one order (by name) and gives
+  // each its own tag, so that no stage waits on one parameter while its
+  // peer sends another (blocking sends would deadlock; one tag for all
+  // would pair the wrong messages).
+  std::map<std::string, std::pair<gr::ParamOp, int>> held;
+  for (auto [update, g] : gradTensors) {
+    auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
+    held[param.getName().str()] = {param, g};
+  }
+  int64_t index = 0;
+  for (const auto &[name, stages] : ctx.paramStages) {
+    std::vector<int> holders(stages.begin(), stages.end());
+    llvm::sort(holders);
+    holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+    if (holders.size() < 2)
+      continue;
+    int64_t tag = kTiedGradientTag + index++;
+    auto it = held.find(name);
+    if (it != held.end())
+      exchangeTiedGradient(it->second.first, it->second.second, holders, tag);
+  }
+}
+
+void Emitter::exchangeTiedGradient(gr::ParamOp param, int g,
+                                   ArrayRef<int> holders, int64_t tag) {
+  // A parameter used on several stages (a tied embedding, an initializer
+  // the exporter shared between layers) sums the gradients of exactly the
+  // stages that hold it. Every pair exchanges its own stage's gradient,
+  // pairs in ascending order (the lower stage sends first, the higher
+  // receives first: no cycle of blocking sends), then every holder adds
+  // the gradients in stage order, so all hold the same bits.
+  std::map<int, int> gradientOf;
+  gradientOf[ctx.stage] = g;
+  for (int other : holders) {
     if (other == ctx.stage)
       continue;
-    int tmp = addTensor(Value(), param.getName().str() + ".peer_grad",
-                        plan::TensorDecl::TRANSIENT, param.getType());
+    int peer = addTensor(Value(),
+                         param.getName().str() + ".grad_of_stage" +
+                             std::to_string(other),
+                         plan::TensorDecl::TRANSIENT, param.getType());
+    gradientOf[other] = peer;
     auto p2p = [&](const char *name, int tensor, bool out) {
       plan::Instruction &i = append(kOptimizer, name);
       if (out)
@@ -80,18 +116,26 @@ void Emitter::exchangeTiedGradient(gr::ParamOp param, int g) {
         i.add_inputs(tensor);
       (*i.mutable_attrs())["axis"].set_s("pp");
       (*i.mutable_attrs())["offset"].set_i(other - ctx.stage);
-      (*i.mutable_attrs())["tag"].set_i(1 << 20);
+      (*i.mutable_attrs())["tag"].set_i(tag);
     };
     if (ctx.stage < other) {
       p2p("comm.send", g, false);
-      p2p("comm.recv", tmp, true);
+      p2p("comm.recv", peer, true);
     } else {
-      p2p("comm.recv", tmp, true);
+      p2p("comm.recv", peer, true);
       p2p("comm.send", g, false);
     }
+  }
+  int sum = gradientOf[holders.front()];
+  for (int h : holders.drop_front()) {
     plan::Instruction &acc = append(kOptimizer, "runtime.accumulate");
-    acc.add_inputs(tmp);
-    acc.add_outputs(g);
+    acc.add_inputs(gradientOf[h]);
+    acc.add_outputs(sum);
+  }
+  if (sum != g) {
+    plan::Instruction &copy = append(kOptimizer, "runtime.copy");
+    copy.add_inputs(sum);
+    copy.add_outputs(g);
   }
 }
 
@@ -326,9 +370,7 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
   // Buckets by the replicas that share the parameters (expert weights are
   // reduced over fewer of them).
   std::map<std::string, std::pair<Replicas, SmallVector<int>>> bucketed;
-  for (auto [update, g] : gradTensors)
-    exchangeTiedGradient(
-        cast<gr::ParamOp>(update->getOperand(0).getDefiningOp()), g);
+  exchangeTiedGradients(gradTensors);
   for (auto [entry, dim] : llvm::zip(gradTensors, zeroDims)) {
     auto [update, g] = entry;
     auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());

@@ -2,6 +2,10 @@
 
 #include "cleave/Lowering/PlanLowering.h"
 
+#include "cleave/Analysis/InputSynthesis.h"
+
+#include <map>
+
 #include "cleave/Analysis/LayerNumbering.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Lowering/LoweringPipeline.h"
@@ -141,6 +145,9 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
     if (failed(pm.run(module)))
       return failure();
   }
+  // With the loss in place and before partitioning slices the tables the
+  // ids index: what each input holds, for synthetic data.
+  annotateInputSynthesis(forward);
   if (o.knobs.fusedAttention) {
     int64_t fused = 0, unfused = 0;
     forward.walk([&](gr::AttentionOp) { ++fused; });
@@ -197,16 +204,41 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   pc.inference = inference;
   pc.vocab = o.vocab;
   SmallVector<func::FuncOp> steps;
+  std::map<std::string, std::vector<int64_t>> chunksOf;
   for (int64_t c = 0; c < o.knobs.pp * o.knobs.chunks; ++c) {
     std::string name = "stage" + std::to_string(c);
     auto stage = module.lookupSymbol<func::FuncOp>(name);
     auto step = module.lookupSymbol<func::FuncOp>(name + "_step");
     if (!stage || (!inference && !step))
       return module.emitError("the lowering made no @") << name;
-    stage.walk([&](gr::ParamOp p) {
-      if (p.isTrainable())
-        pc.paramStages[p.getName().str()].push_back(c % o.knobs.pp);
+    // The pipeline stages (devices) holding each parameter, once each: two
+    // chunks of one device share its tensor and its gradient.
+    WalkResult shared = stage.walk([&](gr::ParamOp p) {
+      if (!p.isTrainable())
+        return WalkResult::advance();
+      std::vector<int> &holders = pc.paramStages[p.getName().str()];
+      std::vector<int64_t> &chunks = chunksOf[p.getName().str()];
+      // Two chunks of one device would each keep and update a copy of the
+      // parameter with half its gradient: refused rather than trained
+      // wrong.
+      for (int64_t other : chunks)
+        if (other % o.knobs.pp == c % o.knobs.pp) {
+          p.emitError("parameter '")
+              << p.getName() << "' is read by model chunks " << other
+              << " and " << c << ", which the interleaved schedule puts on "
+              << "the same pipeline stage " << c % o.knobs.pp
+              << ": a weight shared between layers that far apart is not "
+                 "supported under schedule=interleaved (fix schedule=1f1b, "
+                 "gpipe or zb-h1)";
+          return WalkResult::interrupt();
+        }
+      chunks.push_back(c);
+      if (!llvm::is_contained(holders, int(c % o.knobs.pp)))
+        holders.push_back(c % o.knobs.pp);
+      return WalkResult::advance();
     });
+    if (shared.wasInterrupted())
+      return failure();
     steps.push_back(inference ? stage : step);
   }
 
@@ -255,9 +287,14 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   t->set_seed(o.seed);
   t->set_tokens_per_step(t->global_batch() * std::max<int64_t>(1, o.seqLen));
 
+  // For reading, not for running: the weights are in the plan's
+  // parameters already, so large constants and resource blobs print as
+  // placeholders (a model's weights in hex would triple the plan).
   std::string text;
   llvm::raw_string_ostream os(text);
-  module.print(os);
+  module.print(os, OpPrintingFlags()
+                       .elideLargeElementsAttrs(64)
+                       .elideLargeResourceString(64));
   plan.set_partitioned_mlir(std::move(text));
   return plan;
 }

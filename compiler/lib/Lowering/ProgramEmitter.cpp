@@ -14,6 +14,8 @@
 
 #include "cleave/cost_model/PipelineSchedule.h"
 
+#include "cleave/Analysis/InputSynthesis.h"
+#include "cleave/Dialect/Graph/IR/TensorValues.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -63,46 +65,38 @@ plan::DType dtypeOf(Type type) {
   return plan::F32;
 }
 
-/// Raw little-endian bytes of a constant in the plan's dtype.
-std::string rawBytes(ElementsAttr attr, plan::DType dtype) {
-  std::string out;
-  auto append = [&](const void *p, size_t n) {
-    out.append(static_cast<const char *>(p), n);
-  };
-  if (dtype == plan::F32 || dtype == plan::BF16 || dtype == plan::F16) {
-    // In the tensor's own storage type: 4 bytes, or the 2 of bf16 / fp16.
-    const llvm::fltSemantics &semantics = dtype == plan::F32    ? APFloat::IEEEsingle()
-                                    : dtype == plan::BF16 ? APFloat::BFloat()
-                                                          : APFloat::IEEEhalf();
-    for (APFloat v : attr.getValues<APFloat>()) {
-      bool lost;
-      v.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
-      if (dtype == plan::F32) {
-        float f = v.convertToFloat();
-        append(&f, 4);
-      } else {
-        uint16_t h = static_cast<uint16_t>(v.bitcastToAPInt().getZExtValue());
-        append(&h, 2);
-      }
-    }
-  } else if (dtype == plan::BOOL) {
-    for (bool v : attr.getValues<bool>()) {
-      uint8_t b = v;
-      append(&b, 1);
-    }
-  } else {
-    // Little-endian, at the dtype's width (the low bytes of the value,
-    // which the attribute holds at the type's width already).
-    int64_t width = plan::dtypeBytes(dtype);
-    for (APInt v : attr.getValues<APInt>()) {
-      uint64_t bits = v.zextOrTrunc(64).getZExtValue();
-      for (int64_t b = 0; b < width; ++b) {
-        char byte = static_cast<char>((bits >> (8 * b)) & 0xff);
-        out.push_back(byte);
-      }
-    }
+/// How the plan stores a tensor of `dtype`.
+gr::ElementStorage storageOf(plan::DType dtype) {
+  switch (dtype) {
+  case plan::BF16:
+    return gr::ElementStorage::BF16;
+  case plan::F16:
+    return gr::ElementStorage::F16;
+  case plan::BOOL:
+    return gr::ElementStorage::Bool;
+  case plan::I8:
+  case plan::U8:
+    return gr::ElementStorage::Int8;
+  case plan::I16:
+  case plan::U16:
+    return gr::ElementStorage::Int16;
+  case plan::I32:
+  case plan::U32:
+    return gr::ElementStorage::Int32;
+  case plan::I64:
+  case plan::U64:
+    return gr::ElementStorage::Int64;
+  default:
+    return gr::ElementStorage::F32;
   }
-  return out;
+}
+
+/// Raw little-endian bytes of `op`'s constant `attr` in the plan's dtype;
+/// an error at `op` when the values cannot be read.
+FailureOr<std::string> rawBytes(Operation *op, ElementsAttr attr,
+                                plan::DType dtype) {
+  return gr::readElementBytes(attr, storageOf(dtype),
+                              [&] { return op->emitOpError(); });
 }
 
 /// Initialisation by the parameter's role, as GPT-2 and BERT do: biases
@@ -201,7 +195,7 @@ int Emitter::addTensor(Value v, const std::string &name,
   return id;
 }
 
-int Emitter::paramIndex(gr::ParamOp param) {
+FailureOr<int> Emitter::paramIndex(gr::ParamOp param) {
   std::string name = param.getName().str();
   for (int i = 0; i < plan.parameters_size(); ++i)
     if (plan.parameters(i).name() == name) {
@@ -237,8 +231,12 @@ int Emitter::paramIndex(gr::ParamOp param) {
   ElementsAttr value = param.getValueAttr();
   if (!value)
     value = param->getAttrOfType<ElementsAttr>("cleave.global_value");
-  if (value)
-    p->set_initial_value(rawBytes(value, plan::F32));
+  if (value) {
+    FailureOr<std::string> bytes = rawBytes(param, value, plan::F32);
+    if (failed(bytes))
+      return failure();
+    p->set_initial_value(std::move(*bytes));
+  }
   return plan.parameters_size() - 1;
 }
 
@@ -247,15 +245,18 @@ void Emitter::setParamDims(plan::TensorDecl &t, int index) {
   *t.mutable_dims() = plan.parameters(index).dims();
 }
 
-LogicalResult Emitter::declareSource(Operation *op) {
+FailureOr<bool> Emitter::declareSource(Operation *op) {
   if (auto param = dyn_cast<gr::ParamOp>(op)) {
     Type type = param.getType();
     if (Type half = halfTypeOf(param))
       type = cast<RankedTensorType>(type).clone(half);
+    FailureOr<int> index = paramIndex(param);
+    if (failed(index))
+      return failure();
     int id = addTensor(param, param.getName().str(), plan::TensorDecl::PARAMETER,
                        type);
-    setParamDims(*program.mutable_tensors(id), paramIndex(param));
-    return success();
+    setParamDims(*program.mutable_tensors(id), *index);
+    return true;
   }
   if (auto state = dyn_cast<gr::OptimizerStateOp>(op)) {
     StringRef name = state.getName();
@@ -271,7 +272,7 @@ LogicalResult Emitter::declareSource(Operation *op) {
                        state.getType());
     setParamDims(*program.mutable_tensors(id), index);
     program.mutable_tensors(id)->set_state(which.str());
-    return success();
+    return true;
   }
   if (auto input = dyn_cast<gr::InputOp>(op)) {
     int id = addTensor(input, input.getName().str(), plan::TensorDecl::INPUT,
@@ -282,18 +283,33 @@ LogicalResult Emitter::declareSource(Operation *op) {
     if (input.getName() != "step" && type.getRank() > 0 &&
         type.getDimSize(0) == ctx.knobs.microbatchSize)
       t.set_batch_dim(0);
-    if (!isa<FloatType>(type.getElementType()) && ctx.vocab > 0)
+    // What the model's graph says the ids may be (InputSynthesis.h), else
+    // the vocabulary of the model's shape.
+    if (auto vocab = input->getAttrOfType<IntegerAttr>(kInputVocabAttr))
+      t.set_vocab(vocab.getInt());
+    else if (!isa<FloatType>(type.getElementType()) && ctx.vocab > 0)
       t.set_vocab(ctx.vocab);
-    return success();
+    if (auto s = input->getAttrOfType<StringAttr>(kInputSynthesisAttr))
+      if (std::optional<InputSynthesis> kind = parseInputSynthesis(s.getValue()))
+        t.set_synthesis(*kind == InputSynthesis::Ones ? plan::TensorDecl::SYNTH_ONES
+                        : *kind == InputSynthesis::Zeros
+                            ? plan::TensorDecl::SYNTH_ZEROS
+                        : *kind == InputSynthesis::Positions
+                            ? plan::TensorDecl::SYNTH_POSITIONS
+                            : plan::TensorDecl::SYNTH_RANDOM);
+    return true;
   }
   if (auto constant = dyn_cast<gr::ConstantOp>(op)) {
     int id = addTensor(constant, "constant", plan::TensorDecl::CONSTANT,
                        constant.getType());
     plan::TensorDecl &t = *program.mutable_tensors(id);
-    t.set_constant_value(rawBytes(constant.getValue(), t.dtype()));
-    return success();
+    FailureOr<std::string> bytes = rawBytes(op, constant.getValue(), t.dtype());
+    if (failed(bytes))
+      return failure();
+    t.set_constant_value(std::move(*bytes));
+    return true;
   }
-  return failure();
+  return false;
 }
 
 int Emitter::segmentIndex(Phase phase, int c) const {
@@ -599,8 +615,8 @@ FailureOr<plan::Program> Emitter::run() {
     // Parameters first: the optimizer state built at the top of the block
     // refers to them.
     for (Operation &op : step.front())
-      if (isa<gr::ParamOp>(op))
-        (void)declareSource(&op);
+      if (isa<gr::ParamOp>(op) && failed(declareSource(&op)))
+        return failure();
     for (Operation &op : step.front()) {
       if (isa<gr::ParamOp>(op))
         continue;
@@ -608,7 +624,10 @@ FailureOr<plan::Program> Emitter::run() {
         ret = r;
         continue;
       }
-      if (succeeded(declareSource(&op)))
+      FailureOr<bool> source = declareSource(&op);
+      if (failed(source))
+        return failure();
+      if (*source)
         continue;
       if (op.getNumRegions())
         return op.emitOpError("has regions; the lowering handles flat graphs");

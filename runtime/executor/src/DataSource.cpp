@@ -53,6 +53,59 @@ std::string inputWhere(const plan::TensorDecl &decl) {
                       " '", decl.name(), "')");
 }
 
+/// Inputs whose values follow from their shape (TensorDecl.Synthesis):
+/// ones, zeros, or each element's position along `seqDim` offset by
+/// `pos0` (this rank's first position under context parallelism).
+absl::Status fillStructured(const plan::TensorDecl &decl,
+                            plan::TensorDecl::Synthesis synthesis,
+                            const std::vector<int64_t> &shape, int seqDim,
+                            int64_t pos0, void *dst) {
+  int rank = static_cast<int>(shape.size());
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  // Elements after the sequence dimension, and its length.
+  int64_t inner = 1, seq = 1;
+  if (synthesis == plan::TensorDecl::SYNTH_POSITIONS) {
+    if (seqDim < 0 || seqDim >= rank)
+      seqDim = rank - 1;
+    if (seqDim < 0)
+      return absl::InvalidArgumentError(
+          inputWhere(decl) + " holds positions but is a scalar");
+    seq = shape[seqDim];
+    for (int d = seqDim + 1; d < rank; ++d)
+      inner *= shape[d];
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    double v = synthesis == plan::TensorDecl::SYNTH_ONES ? 1
+               : synthesis == plan::TensorDecl::SYNTH_ZEROS
+                   ? 0
+                   : double(pos0 + (i / inner) % seq);
+    switch (decl.dtype()) {
+    case plan::F32:
+      static_cast<float *>(dst)[i] = static_cast<float>(v);
+      break;
+    case plan::I64:
+      static_cast<int64_t *>(dst)[i] = static_cast<int64_t>(v);
+      break;
+    case plan::I32:
+      static_cast<int32_t *>(dst)[i] = static_cast<int32_t>(v);
+      break;
+    case plan::BOOL:
+    case plan::U8:
+    case plan::I8:
+      static_cast<uint8_t *>(dst)[i] = static_cast<uint8_t>(v);
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          inputWhere(decl), " is ", plan::DType_Name(decl.dtype()),
+          "; synthetic ", plan::TensorDecl::Synthesis_Name(synthesis),
+          " inputs are f32, i64, i32, i8, u8 or bool"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 } // namespace
 
 int64_t inputRowBytes(const plan::TensorDecl &decl,
@@ -331,6 +384,16 @@ absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
   // Elements of the dimensions other than batch and sequence.
   int64_t rest = n / rows / localSeq;
 
+  plan::TensorDecl::Synthesis synthesis = decl.synthesis();
+  if (synthesis != plan::TensorDecl::SYNTH_RANDOM ||
+      decl.dtype() == plan::BOOL) {
+    // Masks all ones (a bool mask too), token types zeros, positions
+    // 0, 1, ... along the sequence: the values Hugging Face models assume
+    // when the caller gives none.
+    if (decl.dtype() == plan::BOOL && synthesis == plan::TensorDecl::SYNTH_RANDOM)
+      synthesis = plan::TensorDecl::SYNTH_ONES;
+    return fillStructured(decl, synthesis, shape, seqDim, pos0, dst);
+  }
   if (!isInt && decl.dtype() != plan::F32)
     return absl::InvalidArgumentError(
         absl::StrCat(where(), " is ", plan::DType_Name(decl.dtype()),
@@ -342,8 +405,10 @@ absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
         "the token file has ", tokens_.size(), " tokens, fewer than a ",
         "sequence of ", fileSeq, " needs"));
   if (isInt && !fromFile && vocab <= 0)
-    return absl::InvalidArgumentError(
-        where() + " has no vocab for synthetic ids (TensorDecl.vocab)");
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(), " is an integer input that indexes no table and labels no "
+                 "logits, so no range of ids is known for synthetic data; give "
+                 "its values with --input ", name, "=FILE"));
   bool shifted = name == "labels" && languageModel_;
   uint64_t nameKey = hashString(shifted ? "tokens" : name);
   uint64_t streamKey = mix(mix(splitmix64(seed_), nameKey),

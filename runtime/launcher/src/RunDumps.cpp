@@ -40,9 +40,15 @@ int64_t axisIndex(const plan::Plan &p, const std::string &name) {
   return -1;
 }
 
-/// The whole parameter `index` of `plan`, from every rank's block.
+/// The whole parameter `index` of `plan`, from every rank's block; with
+/// `gradientStep` >= 0, its gradient of that step of the run instead (the
+/// gradient files hold one block per step; `*gradientSteps` gets how
+/// many).
 absl::StatusOr<std::vector<float>> assemble(const plan::Plan &plan, int index,
-                                            const std::string &dir) {
+                                            const std::string &dir,
+                                            int64_t gradientStep = -1,
+                                            int64_t *gradientSteps = nullptr) {
+  bool gradient = gradientStep >= 0;
   const plan::ParameterSharding &param = plan.parameters(index);
   std::vector<int64_t> global(param.global_shape().begin(),
                               param.global_shape().end());
@@ -59,7 +65,9 @@ absl::StatusOr<std::vector<float>> assemble(const plan::Plan &plan, int index,
                t.param_index() == index;
     if (!holds)
       continue;
-    auto block = readFloats(parameterDumpPath(dir, param.name(), rank.rank()));
+    auto block = readFloats(
+        gradient ? gradientDumpPath(dir, param.name(), rank.rank())
+                 : parameterDumpPath(dir, param.name(), rank.rank()));
     if (!block.ok())
       return block.status();
     // Block extent and origin per dimension.
@@ -80,6 +88,16 @@ absl::StatusOr<std::vector<float>> assemble(const plan::Plan &plan, int index,
     int64_t count = 1;
     for (int64_t d : local)
       count *= d;
+    if (gradient && count > 0 && int64_t(block->size()) % count == 0) {
+      int64_t steps = int64_t(block->size()) / count;
+      if (gradientSteps)
+        *gradientSteps = steps;
+      if (gradientStep >= steps)
+        return absl::NotFoundError(absl::StrCat(
+            param.name(), ": no gradient of step ", gradientStep + 1));
+      block->erase(block->begin(), block->begin() + gradientStep * count);
+      block->resize(count);
+    }
     if (int64_t(block->size()) != count)
       return absl::DataLossError(absl::StrCat(
           param.name(), " of rank ", rank.rank(), " has ", block->size(),
@@ -145,6 +163,11 @@ absl::StatusOr<std::vector<float>> readFloats(const std::string &path) {
 std::string parameterDumpPath(const std::string &dir, const std::string &name,
                               int rank) {
   return absl::StrCat(dir, "/", fileName(name), ".rank", rank, ".bin");
+}
+
+std::string gradientDumpPath(const std::string &dir, const std::string &name,
+                             int rank) {
+  return absl::StrCat(dir, "/", fileName(name), ".grad.rank", rank, ".bin");
 }
 
 std::string lossDumpPath(const std::string &dir) { return dir + "/loss.txt"; }
@@ -237,21 +260,111 @@ absl::Status compareRuns(const plan::Plan &plan, const std::string &planDir,
           step, a, b, err, tolerance));
     }
   }
+  // The reference's parameter index of each of the plan's.
+  std::vector<int> refIndex(plan.parameters_size(), -1);
+  for (int i = 0; i < plan.parameters_size(); ++i) {
+    for (int j = 0; j < reference.parameters_size(); ++j)
+      if (reference.parameters(j).name() == plan.parameters(i).name())
+        refIndex[i] = j;
+    if (refIndex[i] < 0)
+      return absl::InternalError(absl::StrCat(
+          plan.parameters(i).name(), ": not a parameter of the reference"));
+  }
+
+  // AdamW: every step's gradients, before the update.
+  bool adam = plan.training().optimizer() == "adamw";
+  int64_t refSteps = int64_t(refLosses->size());
+  // refGrads[i][t]: parameter i's reference gradient of step t.
+  std::vector<std::vector<std::vector<float>>> refGrads(plan.parameters_size());
+  double largestGrad = 0;
+  // Frozen parameters have no gradient: they keep refGrads[i] empty, no
+  // allowance, and are held to the relative error.
+  bool haveRefGrads = false;
+  for (int i = 0; adam && i < plan.parameters_size(); ++i)
+    for (int64_t t = 0; t < refSteps; ++t) {
+      auto g = assemble(reference, refIndex[i], referenceDir, t);
+      if (!g.ok()) {
+        refGrads[i].clear();
+        break;
+      }
+      haveRefGrads = true;
+      for (float v : *g)
+        largestGrad = std::max(largestGrad, std::fabs(double(v)));
+      refGrads[i].push_back(*std::move(g));
+    }
+  // Under Adam the runs' parameters part by its allowance (below) from the
+  // first update on, and later gradients see that: they are held to
+  // kAdamGradientFactor x the tolerance, and the allowance is sized by the
+  // same gradient difference.
+  double gradTolerance = kAdamGradientFactor * tolerance;
+  if (haveRefGrads && largestGrad > 0) {
+    // The plan's steps are the reference's last ones.
+    int64_t planSteps = int64_t(losses->size());
+    double worstGrad = 0;
+    std::string worstGradName;
+    int compared = 0;
+    for (int i = 0; i < plan.parameters_size(); ++i) {
+      if (refGrads[i].empty())
+        continue;
+      bool all = true;
+      for (int64_t t = 0; t < planSteps && all; ++t) {
+        auto mine = assemble(plan, i, planDir, t);
+        if (!mine.ok()) {
+          all = false; // sharded by ZeRO: no whole gradient to compare
+          break;
+        }
+        const std::vector<float> &ref = refGrads[i][refSteps - planSteps + t];
+        if (mine->size() != ref.size())
+          return absl::InternalError(absl::StrCat(
+              plan.parameters(i).name(), ": ", mine->size(),
+              " gradient elements, reference ", ref.size()));
+        double diff = 0;
+        for (size_t e = 0; e < mine->size(); ++e)
+          diff = std::max(diff, std::fabs(double((*mine)[e]) - ref[e]));
+        double err = diff / largestGrad;
+        if (err > worstGrad) {
+          worstGrad = err;
+          worstGradName = plan.parameters(i).name();
+        }
+        if (!(err <= gradTolerance)) {
+          *report = out.str();
+          return absl::InternalError(absl::StrFormat(
+              "the gradient of parameter %s diverges at step %d: it differs "
+              "by %.2e of the model's largest gradient > %.0e",
+              plan.parameters(i).name(), firstStep + t, err, gradTolerance));
+        }
+      }
+      compared += all;
+    }
+    if (compared > 0)
+      out << absl::StrFormat("gradients: %d compared at every step before "
+                             "the update, largest difference %.2e of the "
+                             "largest gradient (%s; tolerance %.0e)\n",
+                             compared, worstGrad, worstGradName,
+                             gradTolerance);
+    else
+      out << "gradients: not compared (the plan's ZeRO shards them)\n";
+  }
+  // AdamW's allowance: the gradients agree within gradTolerance x the
+  // largest gradient (what the gradient check accepts), and Adam, dividing each
+  // gradient by its own magnitude, turns a difference dg in a step's
+  // gradient g into an update difference of up to lr dg / |g|, 2 lr at
+  // most (a gradient that is rounding noise moves about lr either way):
+  // summed over the reference's steps.
+  bool adamRule = haveRefGrads && largestGrad > 0;
+  double gradSlack = gradTolerance * largestGrad;
+  double lr = plan.training().lr();
+  int64_t allowanceUsed = 0;
+  double worstAllowance = 0;
+
   double worst = 0;
   std::string worstName;
   for (int i = 0; i < plan.parameters_size(); ++i) {
     const std::string &name = plan.parameters(i).name();
-    int refIndex = -1;
-    for (int j = 0; j < reference.parameters_size(); ++j)
-      if (reference.parameters(j).name() == name)
-        refIndex = j;
-    if (refIndex < 0)
-      return absl::InternalError(
-          absl::StrCat(name, ": not a parameter of the reference"));
     auto mine = assemble(plan, i, planDir);
     if (!mine.ok())
       return mine.status();
-    auto ref = assemble(reference, refIndex, referenceDir);
+    auto ref = assemble(reference, refIndex[i], referenceDir);
     if (!ref.ok())
       return ref.status();
     if (mine->size() != ref->size())
@@ -259,6 +372,28 @@ absl::Status compareRuns(const plan::Plan &plan, const std::string &planDir,
                                               " elements, reference ",
                                               ref->size()));
     double err = relativeError(*mine, *ref);
+    if (adamRule && !refGrads[i].empty() && !(err <= tolerance)) {
+      // What each element moved beyond its allowance, over the tensor's
+      // scale (relativeError's).
+      const std::vector<std::vector<float>> &g = refGrads[i];
+      double scale = 1e-3, excess = 0;
+      for (float b : *ref)
+        scale = std::max(scale, std::fabs(double(b)));
+      for (size_t e = 0; e < mine->size(); ++e) {
+        double d = std::fabs(double((*mine)[e]) - double((*ref)[e]));
+        double allowance = 0;
+        for (const std::vector<float> &step : g) {
+          double grad = std::fabs(double(step[e]));
+          allowance += lr * (grad > 0 ? std::min(2.0, gradSlack / grad) : 2.0);
+        }
+        if (d > tolerance * scale) {
+          ++allowanceUsed;
+          worstAllowance = std::max(worstAllowance, d);
+        }
+        excess = std::max(excess, d - allowance);
+      }
+      err = excess / scale;
+    }
     if (err > worst) {
       worst = err;
       worstName = name;
@@ -267,13 +402,26 @@ absl::Status compareRuns(const plan::Plan &plan, const std::string &planDir,
       *report = out.str();
       return absl::InternalError(absl::StrFormat(
           "parameter %s diverges after the last step: relative error %.2e > "
-          "%.0e",
-          name, err, tolerance));
+          "%.0e%s",
+          name, err, tolerance,
+          adamRule ? " beyond AdamW's allowance for its gradients" : ""));
     }
   }
   out << absl::StrFormat("parameters: %d compared, largest relative error "
                          "%.2e (%s)\n",
                          plan.parameters_size(), worst, worstName);
+  if (adamRule)
+    out << absl::StrFormat(
+        "rule: AdamW, an element whose reference gradient of a step is g may "
+        "differ by lr min(2, dg / |g|) more for that step than the relative "
+        "error allows, dg = %.0e of "
+        "the largest gradient (%.2e, the gradients' tolerance): Adam turns "
+        "gradient rounding into update differences; %d elements used it, "
+        "largest difference %.2e\n",
+        gradTolerance, largestGrad, allowanceUsed, worstAllowance);
+  else if (adam)
+    out << "rule: AdamW without the reference's gradients, every element to "
+           "the relative error\n";
   *report = out.str();
   return absl::OkStatus();
 }

@@ -5,11 +5,16 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/field_mask_util.h"
+
+#include <xxhash.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <sstream>
 
 namespace cleave::plan {
@@ -17,7 +22,9 @@ namespace cleave::plan {
 namespace {
 
 constexpr char kMagic[8] = {'C', 'L', 'E', 'A', 'V', 'E', 'P', 'L'};
-constexpr size_t kHeaderBytes = 28;
+/// Weights start at multiples of this in the weight section, so that a
+/// reader may map them and hand them to vector loads or a DMA as they are.
+constexpr uint64_t kWeightAlignment = 64;
 
 uint64_t fnv1a(const char *data, size_t size) {
   uint64_t h = 14695981039346656037ull; // FNV-1a 64 offset basis
@@ -56,7 +63,212 @@ absl::Status checkTensorRef(const Program &program, const Segment &segment,
   return absl::OkStatus();
 }
 
+/// Every field of `descriptor` but `skip`, as a field mask.
+google::protobuf::FieldMask allFieldsBut(
+    const google::protobuf::Descriptor *descriptor, int skip) {
+  google::protobuf::FieldMask mask;
+  for (int i = 0; i < descriptor->field_count(); ++i)
+    if (descriptor->field(i)->number() != skip)
+      mask.add_paths(std::string(descriptor->field(i)->name()));
+  return mask;
+}
+
+/// What a file holds besides its weights: `plan` without initial_value,
+/// each parameter's place in the weight section in initial_value_at, and
+/// the section's length. Copied field by field (by reflection, so a field
+/// added to plan.proto is never left out) so the weights are never copied.
+struct FileLayout {
+  Plan meta;
+  uint64_t weightBytes = 0;
+};
+
+FileLayout layoutOf(const Plan &plan) {
+  using google::protobuf::util::FieldMaskUtil;
+  static const google::protobuf::FieldMask planMask = allFieldsBut(
+      Plan::descriptor(), Plan::kParametersFieldNumber);
+  static const google::protobuf::FieldMask paramMask =
+      allFieldsBut(ParameterSharding::descriptor(),
+                   ParameterSharding::kInitialValueFieldNumber);
+  FileLayout layout;
+  FieldMaskUtil::MergeOptions options;
+  FieldMaskUtil::MergeMessageTo(plan, planMask, options, &layout.meta);
+  for (const ParameterSharding &p : plan.parameters()) {
+    ParameterSharding *q = layout.meta.add_parameters();
+    FieldMaskUtil::MergeMessageTo(p, paramMask, options, q);
+    q->clear_initial_value_at();
+    if (p.initial_value().empty())
+      continue;
+    q->mutable_initial_value_at()->set_offset(layout.weightBytes);
+    q->mutable_initial_value_at()->set_bytes(p.initial_value().size());
+    layout.weightBytes += (p.initial_value().size() + kWeightAlignment - 1) /
+                          kWeightAlignment * kWeightAlignment;
+  }
+  layout.meta.set_format_version(kFormatVersion);
+  return layout;
+}
+
+/// The payload: deterministic (map fields, such as instruction attributes,
+/// in key order), so the same plan always gives the same bytes.
+std::string payloadOf(const Plan &meta) {
+  std::string payload;
+  google::protobuf::io::StringOutputStream stream(&payload);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  meta.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return payload;
+}
+
+/// Calls `put(data, size)` with the weight section's pieces in order: each
+/// parameter's bytes, then the zeros that pad it to the next alignment.
+template <typename Put>
+void forEachWeightPiece(const Plan &plan, Put &&put) {
+  static const char zeros[kWeightAlignment] = {};
+  for (const ParameterSharding &p : plan.parameters()) {
+    const std::string &v = p.initial_value();
+    if (v.empty())
+      continue;
+    put(v.data(), v.size());
+    if (size_t pad = (kWeightAlignment - v.size() % kWeightAlignment) %
+                     kWeightAlignment)
+      put(zeros, pad);
+  }
+}
+
+std::string headerOf(const std::string &payload, uint64_t weightBytes,
+                     uint64_t weightHash) {
+  std::string out(kMagic, sizeof(kMagic));
+  putLE<uint32_t>(out, kFormatVersion);
+  putLE<uint64_t>(out, payload.size());
+  putLE<uint64_t>(out, fnv1a(payload.data(), payload.size()));
+  putLE<uint64_t>(out, weightBytes);
+  putLE<uint64_t>(out, weightHash);
+  return out;
+}
+
+/// Random access to a plan's bytes: a string in memory or an open file.
+struct ByteSource {
+  uint64_t size = 0;
+  std::function<bool(uint64_t offset, uint64_t n, char *dst)> read;
+};
+
+absl::StatusOr<Plan> parseFrom(const ByteSource &src, Weights weights) {
+  char header[kHeaderBytes];
+  if (src.size < sizeof(kMagic) || !src.read(0, sizeof(kMagic), header) ||
+      std::memcmp(header, kMagic, sizeof(kMagic)) != 0)
+    return absl::InvalidArgumentError(
+        "not a cleave plan (no CLEAVEPL header); plans are written by "
+        "`cleave compile -o`");
+  if (src.size < 12 || !src.read(8, 4, header + 8))
+    return absl::DataLossError(absl::StrCat(
+        "truncated plan: ", src.size, " bytes, shorter than the header"));
+  uint32_t version = getLE<uint32_t>(header + 8);
+  if (version != kFormatVersion)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "plan format version ", version, " is not supported (this cleave reads "
+        "version ", kFormatVersion, "); recompile the model with this cleave"));
+  if (src.size < kHeaderBytes || !src.read(12, kHeaderBytes - 12, header + 12))
+    return absl::DataLossError(absl::StrCat(
+        "truncated plan: ", src.size, " bytes, shorter than the header"));
+  uint64_t length = getLE<uint64_t>(header + 12);
+  uint64_t hash = getLE<uint64_t>(header + 20);
+  uint64_t weightBytes = getLE<uint64_t>(header + 28);
+  uint64_t weightHash = getLE<uint64_t>(header + 36);
+  uint64_t present = src.size - kHeaderBytes;
+  if (length > present || weightBytes > present - length)
+    return absl::DataLossError(absl::StrCat(
+        "truncated plan: the header announces ", length,
+        " bytes of payload and ", weightBytes, " of weights but only ",
+        present, " are present"));
+  if (present > length + weightBytes)
+    return absl::DataLossError(
+        absl::StrCat("corrupt plan: ", present - length - weightBytes,
+                     " bytes after the ", weightBytes ? "weights" : "payload"));
+  if (length > uint64_t(std::numeric_limits<int>::max()))
+    return absl::DataLossError(absl::StrCat(
+        "corrupt plan: a payload of ", length, " bytes (weights belong in the "
+        "weight section)"));
+  std::string payload(length, '\0');
+  if (!src.read(kHeaderBytes, length, payload.data()))
+    return absl::DataLossError("the plan's payload cannot be read");
+  if (fnv1a(payload.data(), length) != hash)
+    return absl::DataLossError(
+        "corrupt plan: the payload does not match its checksum");
+  Plan plan;
+  if (!plan.ParseFromArray(payload.data(), static_cast<int>(length)))
+    return absl::DataLossError("corrupt plan: the payload does not parse");
+  if (plan.format_version() != kFormatVersion)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "corrupt plan: header version ", version, " but payload version ",
+        plan.format_version()));
+
+  // The weight section: every span inside it, in order, not overlapping;
+  // read into the parameters' initial_value piece by piece while hashing,
+  // so the bytes are read once and never held twice.
+  uint64_t next = 0;
+  for (const ParameterSharding &p : plan.parameters()) {
+    const WeightSpan &span = p.initial_value_at();
+    if (span.bytes() == 0)
+      continue;
+    if (span.offset() < next || span.offset() > weightBytes ||
+        span.bytes() > weightBytes - span.offset())
+      return absl::DataLossError(absl::StrCat(
+          "corrupt plan: parameter '", p.name(), "' names bytes ",
+          span.offset(), " to ", span.offset() + span.bytes(),
+          " of a weight section of ", weightBytes));
+    next = span.offset() + span.bytes();
+  }
+  if (weights == Weights::kLoad) {
+    XXH3_state_t *state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    uint64_t at = 0;
+    std::vector<char> gap;
+    absl::Status status;
+    auto readGap = [&](uint64_t until) {
+      while (at < until && status.ok()) {
+        uint64_t n = std::min<uint64_t>(until - at, 1 << 20);
+        gap.resize(n);
+        if (!src.read(kHeaderBytes + length + at, n, gap.data()))
+          status = absl::DataLossError("the plan's weights cannot be read");
+        XXH3_64bits_update(state, gap.data(), n);
+        at += n;
+      }
+    };
+    for (ParameterSharding &p : *plan.mutable_parameters()) {
+      const WeightSpan &span = p.initial_value_at();
+      if (span.bytes() == 0 || !status.ok())
+        continue;
+      readGap(span.offset());
+      std::string &dst = *p.mutable_initial_value();
+      dst.resize(span.bytes());
+      if (status.ok() &&
+          !src.read(kHeaderBytes + length + at, span.bytes(), dst.data()))
+        status = absl::DataLossError(absl::StrCat(
+            "the weights of parameter '", p.name(), "' cannot be read"));
+      XXH3_64bits_update(state, dst.data(), dst.size());
+      at += span.bytes();
+      p.clear_initial_value_at();
+    }
+    readGap(weightBytes);
+    uint64_t computed = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+    if (!status.ok())
+      return status;
+    if (computed != weightHash)
+      return absl::DataLossError(
+          "corrupt plan: the weights do not match their checksum");
+  }
+  if (absl::Status s = validatePlan(plan); !s.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid plan: ", s.message()));
+  return plan;
+}
+
 } // namespace
+
+bool hasInitialValue(const ParameterSharding &param) {
+  return !param.initial_value().empty() || param.initial_value_at().bytes() > 0;
+}
 
 bool isIntegerDType(DType dtype) {
   switch (dtype) {
@@ -98,80 +310,61 @@ int64_t dtypeBytes(DType dtype) {
 }
 
 std::string serializePlan(const Plan &plan) {
-  Plan copy = plan;
-  copy.set_format_version(kFormatVersion);
-  // Deterministic: map fields (instruction attributes) in key order, so the
-  // same plan always gives the same bytes and checksum.
-  std::string payload;
-  {
-    google::protobuf::io::StringOutputStream stream(&payload);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    copy.SerializeToCodedStream(&coded);
-  }
-  std::string out(kMagic, sizeof(kMagic));
-  putLE<uint32_t>(out, kFormatVersion);
-  putLE<uint64_t>(out, payload.size());
-  putLE<uint64_t>(out, fnv1a(payload.data(), payload.size()));
+  FileLayout layout = layoutOf(plan);
+  std::string payload = payloadOf(layout.meta);
+  std::string weights;
+  weights.reserve(layout.weightBytes);
+  forEachWeightPiece(plan, [&](const char *data, size_t n) {
+    weights.append(data, n);
+  });
+  std::string out = headerOf(payload, weights.size(),
+                             XXH3_64bits(weights.data(), weights.size()));
   out += payload;
+  out += weights;
   return out;
 }
 
-absl::StatusOr<Plan> parsePlan(const std::string &bytes) {
-  if (bytes.size() < sizeof(kMagic) ||
-      std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
-    return absl::InvalidArgumentError(
-        "not a cleave plan (no CLEAVEPL header); plans are written by "
-        "`cleave compile -o`");
-  if (bytes.size() < kHeaderBytes)
-    return absl::DataLossError(absl::StrCat(
-        "truncated plan: ", bytes.size(), " bytes, shorter than the header"));
-  uint32_t version = getLE<uint32_t>(bytes.data() + 8);
-  if (version != kFormatVersion)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "plan format version ", version, " is not supported (this cleave reads "
-        "version ", kFormatVersion, "); recompile the model with this cleave"));
-  uint64_t length = getLE<uint64_t>(bytes.data() + 12);
-  uint64_t hash = getLE<uint64_t>(bytes.data() + 20);
-  if (bytes.size() - kHeaderBytes < length)
-    return absl::DataLossError(absl::StrCat(
-        "truncated plan: the header announces ", length,
-        " bytes of payload but only ", bytes.size() - kHeaderBytes,
-        " are present"));
-  if (bytes.size() - kHeaderBytes > length)
-    return absl::DataLossError(absl::StrCat(
-        "corrupt plan: ", bytes.size() - kHeaderBytes - length,
-        " bytes after the payload"));
-  const char *payload = bytes.data() + kHeaderBytes;
-  if (fnv1a(payload, length) != hash)
-    return absl::DataLossError(
-        "corrupt plan: the payload does not match its checksum");
-  Plan plan;
-  if (!plan.ParseFromArray(payload, static_cast<int>(length)))
-    return absl::DataLossError("corrupt plan: the payload does not parse");
-  if (plan.format_version() != kFormatVersion)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "corrupt plan: header version ", version, " but payload version ",
-        plan.format_version()));
-  if (absl::Status s = validatePlan(plan); !s.ok())
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid plan: ", s.message()));
-  return plan;
+absl::StatusOr<Plan> parsePlan(const std::string &bytes, Weights weights) {
+  ByteSource src;
+  src.size = bytes.size();
+  src.read = [&](uint64_t offset, uint64_t n, char *dst) {
+    if (offset > bytes.size() || n > bytes.size() - offset)
+      return false;
+    std::memcpy(dst, bytes.data() + offset, n);
+    return true;
+  };
+  return parseFrom(src, weights);
 }
 
 absl::Status writePlanFile(const std::string &path, const Plan &plan) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out)
     return absl::NotFoundError(absl::StrCat(path, ": cannot open for writing"));
-  std::string bytes = serializePlan(plan);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  FileLayout layout = layoutOf(plan);
+  std::string payload = payloadOf(layout.meta);
+  // The weights' checksum is known once they are written: the header goes
+  // first with a placeholder and is written again at the end.
+  std::string header = headerOf(payload, layout.weightBytes, 0);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
+  XXH3_state_t *state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  forEachWeightPiece(plan, [&](const char *data, size_t n) {
+    XXH3_64bits_update(state, data, n);
+    out.write(data, static_cast<std::streamsize>(n));
+  });
+  uint64_t weightHash = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  header = headerOf(payload, layout.weightBytes, weightHash);
+  out.seekp(0);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
   out.close();
   if (!out)
     return absl::DataLossError(absl::StrCat(path, ": write failed"));
   return absl::OkStatus();
 }
 
-absl::StatusOr<Plan> readPlanFile(const std::string &path) {
+absl::StatusOr<Plan> readPlanFile(const std::string &path, Weights weights) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return absl::InvalidArgumentError(
@@ -179,9 +372,17 @@ absl::StatusOr<Plan> readPlanFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  absl::StatusOr<Plan> plan = parsePlan(buffer.str());
+  ByteSource src;
+  src.size = std::filesystem::file_size(path, ec);
+  if (ec)
+    return absl::NotFoundError(absl::StrCat(path, ": ", ec.message()));
+  src.read = [&](uint64_t offset, uint64_t n, char *dst) {
+    in.clear();
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(dst, static_cast<std::streamsize>(n));
+    return static_cast<uint64_t>(in.gcount()) == n;
+  };
+  absl::StatusOr<Plan> plan = parseFrom(src, weights);
   if (!plan.ok())
     return absl::Status(plan.status().code(),
                         absl::StrCat(path, ": ", plan.status().message()));

@@ -26,7 +26,10 @@ namespace {
 using ::testing::HasSubstr;
 using google::protobuf::util::MessageDifferencer;
 
-constexpr size_t kHeader = 28;
+constexpr size_t kHeader = 44;
+/// XXH3-64 of no bytes (xxHash's published value): the checksum of an
+/// empty weight section.
+constexpr uint64_t kXxh3OfNothing = 0x2D06800538D394C2ull;
 
 std::string message(const absl::Status &status) {
   return std::string(status.message());
@@ -54,6 +57,11 @@ std::string wrap(const std::string &payload, uint32_t version) {
                                     0xff));
   for (int i = 0; i < 8; ++i)
     out.push_back(static_cast<char>((hash >> (8 * i)) & 0xff));
+  // No weight section: its length 0 and the checksum of no bytes.
+  for (int i = 0; i < 8; ++i)
+    out.push_back('\0');
+  for (int i = 0; i < 8; ++i)
+    out.push_back(static_cast<char>((kXxh3OfNothing >> (8 * i)) & 0xff));
   return out + payload;
 }
 
@@ -111,6 +119,77 @@ TEST(PlanIO, FileRoundTrip) {
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_TRUE(MessageDifferencer::Equals(plan, *read));
   std::remove(path.c_str());
+}
+
+/// A plan whose first parameter carries `bytes` bytes of weights (not a
+/// multiple of the alignment, so the section has padding) and whose second
+/// carries 64.
+Plan planWithWeights(size_t bytes) {
+  Plan plan = testing::makeTwoStagePlan();
+  while (plan.parameters_size() < 2)
+    plan.add_parameters()->set_name("p" + std::to_string(plan.parameters_size()));
+  std::string first(bytes, '\0');
+  for (size_t i = 0; i < bytes; ++i)
+    first[i] = static_cast<char>(i * 7 + 3);
+  plan.mutable_parameters(0)->set_initial_value(first);
+  plan.mutable_parameters(1)->set_initial_value(std::string(64, 'w'));
+  return plan;
+}
+
+TEST(PlanIO, WeightsLiveInTheirSectionAndReadBack) {
+  Plan plan = planWithWeights(1000);
+  std::string bytes = serializePlan(plan);
+  // The payload holds no weight: its length is far below 1064 bytes of
+  // values, and the section after it holds both, 64-byte aligned.
+  uint64_t payload = 0, weights = 0;
+  for (int i = 0; i < 8; ++i) {
+    payload |= uint64_t(static_cast<unsigned char>(bytes[12 + i])) << (8 * i);
+    weights |= uint64_t(static_cast<unsigned char>(bytes[28 + i])) << (8 * i);
+  }
+  EXPECT_EQ(weights, 1024u + 64u);
+  EXPECT_EQ(bytes.size(), kHeader + payload + weights);
+  EXPECT_EQ(bytes.substr(kHeader + payload, 1000),
+            plan.parameters(0).initial_value());
+  EXPECT_EQ(bytes.substr(kHeader + payload + 1024, 64), std::string(64, 'w'));
+  absl::StatusOr<Plan> parsed = parsePlan(bytes);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(MessageDifferencer::Equals(plan, *parsed));
+  EXPECT_FALSE(parsed->parameters(0).has_initial_value_at());
+
+  std::string path = ::testing::TempDir() + "/weights.cleave";
+  ASSERT_TRUE(writePlanFile(path, plan).ok());
+  absl::StatusOr<Plan> read = readPlanFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(MessageDifferencer::Equals(plan, *read));
+  // Skipped, the weights are only named.
+  absl::StatusOr<Plan> skipped = readPlanFile(path, Weights::kSkip);
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  EXPECT_TRUE(skipped->parameters(0).initial_value().empty());
+  EXPECT_EQ(skipped->parameters(0).initial_value_at().bytes(), 1000u);
+  EXPECT_TRUE(hasInitialValue(skipped->parameters(0)));
+  EXPECT_TRUE(hasInitialValue(plan.parameters(1)));
+  std::remove(path.c_str());
+}
+
+TEST(PlanIO, CorruptOrTruncatedWeights) {
+  std::string bytes = serializePlan(planWithWeights(1000));
+  std::string flipped = bytes;
+  flipped[bytes.size() - 70] ^= 0x01;
+  absl::StatusOr<Plan> parsed = parsePlan(flipped);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(message(parsed.status()),
+              HasSubstr("the weights do not match their checksum"));
+  // Skipping the weights skips their checksum, not the payload's.
+  EXPECT_TRUE(parsePlan(flipped, Weights::kSkip).ok());
+
+  absl::StatusOr<Plan> cut = parsePlan(bytes.substr(0, bytes.size() - 10));
+  ASSERT_FALSE(cut.ok());
+  EXPECT_THAT(message(cut.status()), HasSubstr("1088 of weights"));
+  EXPECT_THAT(message(cut.status()), HasSubstr("truncated plan"));
+  absl::StatusOr<Plan> extra = parsePlan(bytes + "ab");
+  ASSERT_FALSE(extra.ok());
+  EXPECT_THAT(message(extra.status()), HasSubstr("2 bytes after the weights"));
 }
 
 TEST(PlanIO, LargePlanRoundTrip) {
@@ -175,7 +254,8 @@ TEST(PlanIO, TruncatedPayload) {
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss) << cut;
     EXPECT_THAT(message(parsed.status()),
                 HasSubstr(absl::StrCat("the header announces ", payload,
-                                       " bytes of payload but only ",
+                                       " bytes of payload and 0 of weights "
+                                       "but only ",
                                        cut - kHeader, " are present")));
   }
 }
@@ -207,7 +287,8 @@ TEST(PlanIO, OtherVersionIsRejectedFirst) {
   // cut short still says "version", the more useful message.
   absl::StatusOr<Plan> cut = parsePlan(bytes.substr(0, kHeader + 3));
   ASSERT_FALSE(cut.ok());
-  EXPECT_THAT(message(cut.status()), HasSubstr("version 7"));
+  EXPECT_THAT(message(cut.status()),
+              HasSubstr(absl::StrCat("version ", kFormatVersion + 1)));
 }
 
 TEST(PlanIO, TrailingBytesAreCorruption) {

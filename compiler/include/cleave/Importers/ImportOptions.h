@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cleave {
 
@@ -32,6 +33,13 @@ struct ImportOptions {
   /// `graph.param`. When false, or when the weights live in absent external
   /// data, parameters carry only their type.
   bool keepWeights = true;
+  /// Which imported weights train, overriding the importer's rule
+  /// (floating-point initializers of rank 1 and up train; scalars, integer
+  /// tensors and Constant-node values do not): names matching a `frozen`
+  /// glob pattern (`--frozen`, as in `*.bias`) are frozen, then names
+  /// matching a `trainable` one (`--trainable`) train; a floating scalar
+  /// matched by `trainable` becomes a parameter.
+  std::vector<std::string> trainable, frozen;
 };
 
 } // namespace cleave

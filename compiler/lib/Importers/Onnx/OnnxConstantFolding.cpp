@@ -314,7 +314,8 @@ static int64_t wrapToType(int64_t v, int32_t dtype) {
   }
 }
 
-llvm::Expected<HostTensor> foldCast(const HostTensor &input, int32_t to) {
+llvm::Expected<HostTensor> foldCast(const HostTensor &input, int32_t to,
+                                    int64_t *unrepresentable) {
   if (!isSupportedType(to))
     return error("cannot cast to " + dataTypeName(to));
   HostTensor out = HostTensor::zeros(to, input.shape);
@@ -332,9 +333,16 @@ llvm::Expected<HostTensor> foldCast(const HostTensor &input, int32_t to) {
         out.ints[k] = v != 0.0;
         continue;
       }
-      if (!std::isfinite(v) || std::fabs(v) >= 9.2e18)
-        return error("cannot cast " + std::to_string(v) + " to " +
-                     dataTypeName(to));
+      bool wide = to == TensorProto::INT64 || to == TensorProto::UINT64;
+      double limit = wide ? 9.2e18 : 2147483647.0;
+      if (!std::isfinite(v) || std::fabs(v) > limit) {
+        out.ints[k] = wrapToType(wide ? std::numeric_limits<int64_t>::min()
+                                      : std::numeric_limits<int32_t>::min(),
+                                 to);
+        if (unrepresentable)
+          ++*unrepresentable;
+        continue;
+      }
       out.ints[k] = wrapToType(static_cast<int64_t>(v), to);
       continue;
     }

@@ -71,7 +71,14 @@ llvm::Expected<HostTensor> foldUnary(HostUnaryOp op, const HostTensor &input);
 llvm::Expected<HostTensor>
 foldWhere(const HostTensor &cond, const HostTensor &lhs, const HostTensor &rhs);
 /// Cast to ONNX data type `to` (floats truncate towards zero into ints).
-llvm::Expected<HostTensor> foldCast(const HostTensor &input, int32_t to);
+/// A float that no integer of `to` holds (NaN, an infinity, out of range)
+/// becomes what ONNX Runtime computes on x86-64: the "integer indefinite"
+/// INT64_MIN (64-bit) or INT32_MIN (narrower, truncated to the type); the
+/// count of such elements goes to `*unrepresentable` when given (the
+/// caller warns: T5's relative-position buckets cast log(0) = -inf, and a
+/// later Where discards it).
+llvm::Expected<HostTensor> foldCast(const HostTensor &input, int32_t to,
+                                    int64_t *unrepresentable = nullptr);
 /// Gather along a normalized `axis`; negative indices count from the end.
 llvm::Expected<HostTensor> foldGather(const HostTensor &data,
                                       const HostTensor &indices, int64_t axis);

@@ -1,6 +1,8 @@
 //===- OnnxGraphImporter.cpp - ONNX graph to graph dialect ----------------===//
 
 #include "OnnxGraphImporter.h"
+
+#include "llvm/Support/GlobPattern.h"
 #include "OnnxGeluPattern.h"
 #include "OnnxLayerNormPattern.h"
 #include "OnnxShapeRules.h"
@@ -476,14 +478,20 @@ GraphImporter::Entry *GraphImporter::lookup(StringRef name) {
     return nullptr;
   const onnx::TensorProto &tensor = *init->second;
   Entry entry;
-  // Floating-point initializers are weights. Integer ones hold shapes,
-  // indices and masks, which the walk folds; they become graph.constant
-  // where compute reads them. Those too large to fold, or stored
-  // externally, stay (frozen) parameters.
-  if (isFloatType(tensor.data_type()) ||
+  // Floating-point initializers are weights, except scalars (rank 0).
+  // Integer ones hold shapes, indices and masks, which the walk folds; they
+  // become graph.constant where compute reads them, and so do floating
+  // scalars: the dynamo exporter writes the constants of an expression
+  // (a Pow's exponent, a Where's fill value, an epsilon) as rank-0
+  // initializers, and training them is wrong (a -inf fill learns NaN). A
+  // learned single number is a tensor of one element (PReLU's slope is
+  // [1]) and stays a weight. Those too large to fold, or stored externally
+  // without their data, stay (frozen) parameters.
+  int64_t elements = product(Shape(tensor.dims().begin(), tensor.dims().end()));
+  bool scalar = tensor.dims_size() == 0 && trainableByUser(name) != true;
+  if ((isFloatType(tensor.data_type()) && !scalar) ||
       tensor.data_location() == onnx::TensorProto::EXTERNAL ||
-      product(Shape(tensor.dims().begin(), tensor.dims().end())) >
-          kMaxHostElements) {
+      elements > kMaxHostElements) {
     entry.param = &tensor;
   } else {
     llvm::Expected<HostTensor> host = readTensor(tensor);
@@ -495,6 +503,28 @@ GraphImporter::Entry *GraphImporter::lookup(StringRef name) {
     entry.constant = std::make_shared<const HostTensor>(std::move(*host));
   }
   return &values.try_emplace(name, std::move(entry)).first->second;
+}
+
+std::optional<bool> GraphImporter::trainableByUser(StringRef name) const {
+  auto matches = [&](const std::vector<std::string> &patterns) {
+    for (const std::string &p : patterns) {
+      // The tool checked every pattern; one that does not compile matches
+      // nothing.
+      llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(p);
+      if (!glob) {
+        llvm::consumeError(glob.takeError());
+        continue;
+      }
+      if (glob->match(name))
+        return true;
+    }
+    return false;
+  };
+  if (matches(options.trainable))
+    return true;
+  if (matches(options.frozen))
+    return false;
+  return std::nullopt;
 }
 
 const HostTensor *GraphImporter::getConstant(StringRef name) {
@@ -584,6 +614,16 @@ Value GraphImporter::materializeParam(StringRef name, Entry &entry,
     value = *attr;
   }
   bool frozen = use == ParamUse::Frozen || !isFloatType(tensor.data_type());
+  // A tensor holding infinities or magnitudes of 1e30 and beyond is a
+  // mask (an additive causal mask filled with -inf or the float minimum,
+  // which the dynamo exporter folds into an initializer): training it
+  // would move its zeros and keep its fills, so it is frozen unless
+  // --trainable names it.
+  if (!frozen && holdsMaskFill(tensor))
+    frozen = true;
+  if (std::optional<bool> user = trainableByUser(name);
+      user && use != ParamUse::Frozen && isFloatType(tensor.data_type()))
+    frozen = !*user;
   positionSourceBuilder();
   auto op = ParamOp::create(sourceBuilder,
                             NameLoc::get(StringAttr::get(&ctx, name), fileLoc),

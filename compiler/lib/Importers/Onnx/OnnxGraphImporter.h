@@ -303,6 +303,9 @@ private:
   const onnx::GraphProto &graph;
   const InitializerMap &initializers;
   const ImportOptions &options;
+  /// What --trainable (true) or --frozen (false) says of initializer
+  /// `name`; none when neither names it.
+  std::optional<bool> trainableByUser(llvm::StringRef name) const;
   std::string fileName;
   mlir::Location fileLoc;
   /// Inserts operators at the end of the body.

@@ -4,6 +4,7 @@
 // symbolic input dims, convert opsets 1-16 to 17, hand the graph to
 // GraphImporter, and cross-check its shapes with ONNX shape inference.
 //
+// Weights stored as external data are read first (OnnxExternalData.h).
 // Weights never pass through libonnx. The checker would try to open
 // external data files (which the test models deliberately lack), and the
 // version converter drops the external-data markers, so the driver moves
@@ -16,8 +17,10 @@
 
 #include "cleave/Importers/OnnxImporter.h"
 
+#include "OnnxExternalData.h"
 #include "OnnxGraphImporter.h"
-#include "OnnxOpset18.h"
+#include "OnnxTiedWeights.h"
+#include "OnnxNewerOpsets.h"
 
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
@@ -66,12 +69,13 @@ private:
   /// File-level errors: the location names the file.
   InFlightDiagnostic error() { return emitError(fileLoc); }
   LogicalResult load();
+  void constantWeightsToInitializers();
   void makeSkeleton();
   LogicalResult check();
   FailureOr<int64_t> getOpset();
-  /// An opset-18 skeleton in its opset-17 form (OnnxOpset18.h); others
-  /// as they are.
-  LogicalResult downgradeFromOpset18();
+  /// A skeleton of opset 18 to kNewestOpset in its opset-17 form
+  /// (OnnxNewerOpsets.h); others as they are.
+  LogicalResult downgradeNewerOpsets();
   std::optional<int64_t> resolveDim(StringRef name) const;
   LogicalResult bindDims();
   LogicalResult convertVersion(int64_t opset);
@@ -79,7 +83,9 @@ private:
 
   MLIRContext &ctx;
   std::string path, fileName;
-  const cleave::ImportOptions &options;
+  /// The caller's options, and the Constant-node weights frozen by name
+  /// (constantWeightsToInitializers).
+  cleave::ImportOptions options;
   Location fileLoc;
   onnx::ModelProto model;
   /// The initializers, moved out of `model`.
@@ -108,7 +114,74 @@ LogicalResult OnnxFileImporter::load() {
   // An empty or unrelated protobuf parses as an empty ModelProto.
   if (!model.has_graph())
     return error() << "not an ONNX model (it has no graph)";
+  llvm::Expected<ExternalDataReport> external = loadExternalData(
+      *model.mutable_graph(), llvm::sys::path::parent_path(path));
+  if (!external)
+    return error() << llvm::toString(external.takeError());
+  // A weight-less graph (its data file left behind on purpose, as the test
+  // models are) still plans; the user is told it starts from scratch.
+  if (!external->missingFiles.empty()) {
+    InFlightDiagnostic diag = emitWarning(fileLoc)
+                              << external->tensorsWithoutData
+                              << " initializer(s) have their data in ";
+    llvm::interleaveComma(external->missingFiles, diag,
+                          [&](const std::string &f) { diag << "'" << f << "'"; });
+    diag << ", not found beside the model: they import without values and "
+            "a run initialises them from scratch";
+  }
+  constantWeightsToInitializers();
+  std::vector<EqualWeights> equal = findEqualWeights(model.graph());
+  if (!equal.empty()) {
+    InFlightDiagnostic diag = emitWarning(fileLoc)
+                              << equal.size()
+                              << " pair(s) of initializers hold equal values ";
+    for (size_t i = 0; i < equal.size() && i < 4; ++i)
+      diag << (i ? ", " : "(") << "'" << equal[i].first << "' "
+           << (equal[i].transposed ? "= transpose of" : "=") << " '"
+           << equal[i].second << "'";
+    diag << (equal.size() > 4 ? ", ...)" : ")")
+         << ": if the model ties them, the exporter split them and each "
+            "now trains apart; tie them in the export, or freeze one "
+            "(--frozen NAME)";
+  }
   return success();
+}
+
+/// Weights some exporters (paddle2onnx) write as Constant nodes: floating
+/// tensors of rank 2 and up with at least 16 elements (convolution
+/// filters, matrices; not the scales of a Resize or a scalar). They become
+/// initializers, frozen (a Constant is not meant to train; --trainable
+/// overrides), so that they count in the parameters, the memory model and
+/// the sharding like any weight.
+void OnnxFileImporter::constantWeightsToInitializers() {
+  onnx::GraphProto &graph = *model.mutable_graph();
+  auto *nodes = graph.mutable_node();
+  for (int i = nodes->size() - 1; i >= 0; --i) {
+    const onnx::NodeProto &node = nodes->Get(i);
+    if (node.op_type() != "Constant" || node.output_size() != 1 ||
+        !(node.domain().empty() || node.domain() == "ai.onnx") ||
+        node.attribute_size() != 1 || node.attribute(0).name() != "value")
+      continue;
+    const onnx::TensorProto &t = node.attribute(0).t();
+    int64_t n = 1;
+    for (int64_t d : t.dims())
+      n *= d;
+    if (!isFloatType(t.data_type()) || t.dims_size() < 2 || n < 16 ||
+        t.data_location() == onnx::TensorProto::EXTERNAL)
+      continue;
+    onnx::TensorProto *weight = graph.add_initializer();
+    *weight = t;
+    weight->set_name(node.output(0));
+    // The exact name as a glob: '\' escapes the pattern characters.
+    std::string pattern;
+    for (char c : node.output(0)) {
+      if (llvm::StringRef("*?[]\\{}").contains(c))
+        pattern.push_back('\\');
+      pattern.push_back(c);
+    }
+    options.frozen.push_back(pattern);
+    nodes->DeleteSubrange(i, 1);
+  }
 }
 
 void OnnxFileImporter::makeSkeleton() {
@@ -167,11 +240,12 @@ LogicalResult OnnxFileImporter::check() {
   return success();
 }
 
-LogicalResult OnnxFileImporter::downgradeFromOpset18() {
+LogicalResult OnnxFileImporter::downgradeNewerOpsets() {
   for (const onnx::OperatorSetIdProto &opset : skeleton.opset_import())
     if ((opset.domain().empty() || opset.domain() == "ai.onnx") &&
-        opset.version() == 18) {
-      if (llvm::Error e = cleave::onnx_import::downgradeOpset18(skeleton))
+        opset.version() > kTargetOpset && opset.version() <= kNewestOpset) {
+      if (llvm::Error e = cleave::onnx_import::downgradeToOpset17(
+              skeleton, opset.version()))
         return error() << llvm::toString(std::move(e));
       return success();
     }
@@ -185,8 +259,10 @@ FailureOr<int64_t> OnnxFileImporter::getOpset() {
     int64_t version = opset.version();
     if (version < kOldestOpset || version > kTargetOpset)
       return error() << "opset " << version << " is not supported (opsets "
-                     << kOldestOpset << " to " << kTargetOpset
-                     << " are, and 18 in its opset-17 form)";
+                     << kOldestOpset << " to " << kNewestOpset
+                     << " are; opset " << kNewestOpset
+                     << " is the newest this cleave knows: export at opset "
+                     << kNewestOpset << " or below)";
     return version;
   }
   return error() << "the model imports no default-domain opset";
@@ -428,7 +504,7 @@ OwningOpRef<ModuleOp> OnnxFileImporter::run() {
   if (failed(load()))
     return {};
   makeSkeleton();
-  if (failed(downgradeFromOpset18()))
+  if (failed(downgradeNewerOpsets()))
     return {};
   FailureOr<int64_t> opset = getOpset();
   if (failed(opset) || failed(check()) || failed(bindDims()) ||

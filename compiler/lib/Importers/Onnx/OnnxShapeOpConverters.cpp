@@ -232,9 +232,19 @@ LogicalResult convertSize(NodeContext &ctx) {
 
 LogicalResult castTo(NodeContext &ctx, int32_t to) {
   if (const HostTensor *input = ctx.getConstant(0)) {
-    llvm::Expected<HostTensor> r = foldCast(*input, to);
+    int64_t unrepresentable = 0;
+    llvm::Expected<HostTensor> r = foldCast(*input, to, &unrepresentable);
     if (!r)
       return ctx.fail(r.takeError());
+    if (unrepresentable)
+      mlir::emitWarning(ctx.getLoc())
+          << unrepresentable << " value(s) cast to " << dataTypeName(to)
+          << " are NaN, infinite or out of its range: folded to the integer "
+             "ONNX Runtime computes on x86-64 ("
+          << (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::UINT64
+                  ? "INT64_MIN"
+                  : "INT32_MIN")
+          << ", truncated to the type), which ONNX leaves undefined";
     return ctx.setResult(0, std::move(*r));
   }
   Type target = getElementType(ctx.getContext(), to);

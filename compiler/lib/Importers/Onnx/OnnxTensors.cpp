@@ -10,6 +10,8 @@
 
 #include "OnnxTensors.h"
 
+#include <cmath>
+
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/APFloat.h"
@@ -320,6 +322,24 @@ static void appendBytes(const Field &field, std::string &out) {
     T t = static_cast<T>(v);
     out.append(reinterpret_cast<const char *>(&t), sizeof(T));
   }
+}
+
+bool holdsMaskFill(const TensorProto &tensor) {
+  if (tensor.data_type() != TensorProto::FLOAT ||
+      tensor.data_location() == TensorProto::EXTERNAL)
+    return false;
+  auto fill = [](float v) { return !std::isfinite(v) || std::fabs(v) >= 1e30f; };
+  if (tensor.has_raw_data()) {
+    const std::string &raw = tensor.raw_data();
+    for (size_t i = 0; i + sizeof(float) <= raw.size(); i += sizeof(float)) {
+      float v;
+      std::memcpy(&v, raw.data() + i, sizeof(float));
+      if (fill(v))
+        return true;
+    }
+    return false;
+  }
+  return llvm::any_of(tensor.float_data(), fill);
 }
 
 llvm::Expected<ElementsAttr> readParameterValue(const TensorProto &tensor,

@@ -35,6 +35,10 @@ constexpr int64_t kMaxHostElements = int64_t(1) << 20;
 /// prints as a handle instead of megabytes of hex inside the op.
 constexpr int64_t kResourceThresholdBytes = int64_t(1) << 20;
 
+/// Whether a float32 tensor with inline data holds a non-finite value or
+/// one of magnitude 1e30 or more: a mask's fill, never a weight.
+bool holdsMaskFill(const onnx::TensorProto &tensor);
+
 /// Whether ONNX data type `dtype` (a TensorProto::DataType) is a
 /// floating-point type.
 bool isFloatType(int32_t dtype);

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Export the real-model corpus: Hugging Face models as today's PyTorch
+exports them, with their weights, and onnxruntime's outputs for fixed
+inputs, for the tests that take each through `cleave compile -o`, `run
+--check` and an inference plan compared with onnxruntime
+(test/Runtime/real-models.test).
+
+Pinned versions, from PyPI (test-model exports only: cleave never imports
+them):
+
+    python3 -m venv /tmp/export && /tmp/export/bin/pip install \\
+        torch==2.15.0 transformers==5.23.0 onnxscript==0.7.2 onnx==1.23.2 \\
+        onnxruntime==1.31.1
+    /tmp/export/bin/python scripts/export_real_models.py --out test/models/real
+
+Each model is a small configuration of the real architecture with its
+weights (initialised from a fixed seed: nothing is downloaded), exported by
+the default `torch.onnx.export` call (the dynamo exporter, opset 20 in
+PyTorch 2.15, weights as external data in NAME.onnx.data, at least one
+over 1 MiB). Beside each: NAME.<input>.bin (the fixed inputs, raw) and
+NAME.ort.bin (onnxruntime's first output, fp32). models.json lists them
+with their inputs, shapes and the versions that wrote them.
+
+What is not here yet, and why: the TorchScript exporter (dynamo=False)
+refuses transformers 5.23's models ("aten::diff" in its mask code);
+torchvision is not part of this corpus yet.
+"""
+
+import argparse
+import json
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+import transformers
+
+
+class LogitsOnly(torch.nn.Module):
+    """The model's logits as the one output (no cache, no dict)."""
+
+    def __init__(self, model, names):
+        super().__init__()
+        self.model = model
+        self.names = names
+
+    def forward(self, *inputs):
+        kwargs = dict(zip(self.names, inputs))
+        return self.model(**kwargs, use_cache=False).logits
+
+
+def gpt2():
+    cfg = transformers.GPT2Config(vocab_size=8192, n_positions=64, n_embd=64,
+                                  n_layer=2, n_head=4)
+    return transformers.GPT2LMHeadModel(cfg), ["input_ids"], cfg.vocab_size
+
+
+def llama():
+    cfg = transformers.LlamaConfig(vocab_size=4096, hidden_size=64,
+                                   intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4,
+                                   num_key_value_heads=2,
+                                   max_position_embeddings=64)
+    return (transformers.LlamaForCausalLM(cfg), ["input_ids", "attention_mask"],
+            cfg.vocab_size)
+
+
+MODELS = {"gpt2_dynamo": gpt2, "llama_dynamo": llama}
+BATCH, SEQ = 2, 16
+
+
+def export(name, out_dir, info):
+    torch.manual_seed(0)
+    model, names, vocab = MODELS[name]()
+    model.eval()
+    ids = (np.arange(BATCH * SEQ, dtype=np.int64).reshape(BATCH, SEQ) * 97
+           ) % vocab
+    inputs = {"input_ids": ids}
+    if "attention_mask" in names:
+        inputs["attention_mask"] = np.ones((BATCH, SEQ), dtype=np.int64)
+    path = os.path.join(out_dir, name + ".onnx")
+    args = tuple(torch.from_numpy(inputs[n]) for n in names)
+    torch.onnx.export(LogitsOnly(model, names), args, path,
+                      input_names=names, output_names=["logits"])
+    onnx.checker.check_model(path)
+    for n, v in inputs.items():
+        v.tofile(os.path.join(out_dir, "%s.%s.bin" % (name, n)))
+    logits = ort.InferenceSession(path).run(None, inputs)[0]
+    logits.astype(np.float32).tofile(os.path.join(out_dir, name + ".ort.bin"))
+    loaded = onnx.load(path, load_external_data=False)
+    info[name] = {
+        "exporter": "torch.onnx.export (default: dynamo)",
+        "opset": [o.version for o in loaded.opset_import if o.domain == ""][0],
+        "inputs": {n: list(inputs[n].shape) for n in names},
+        "logits": list(logits.shape),
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    info = {"versions": {"torch": torch.__version__,
+                         "transformers": transformers.__version__,
+                         "onnx": onnx.__version__,
+                         "onnxruntime": ort.__version__}}
+    for name in MODELS:
+        export(name, args.out, info)
+    with open(os.path.join(args.out, "models.json"), "w") as f:
+        json.dump(info, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
