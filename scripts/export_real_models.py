@@ -13,7 +13,8 @@ them):
         onnxruntime==1.31.1
     /tmp/export/bin/python scripts/export_real_models.py --out test/models/real
 
-Each model is a small configuration of the real architecture with its
+GPT-2, LLaMA and Qwen2 (grouped-query attention), BERT (masked LM) and
+ViT. Each model is a small configuration of the real architecture with its
 weights (initialised from a fixed seed: nothing is downloaded), exported by
 the default `torch.onnx.export` call (the dynamo exporter, opset 20 in
 PyTorch 2.15, weights as external data in NAME.onnx.data, at least one
@@ -22,8 +23,10 @@ NAME.ort.bin (onnxruntime's first output, fp32). models.json lists them
 with their inputs, shapes and the versions that wrote them.
 
 What is not here yet, and why: the TorchScript exporter (dynamo=False)
-refuses transformers 5.23's models ("aten::diff" in its mask code);
-torchvision is not part of this corpus yet.
+refuses transformers 5.23's models ("aten::diff" in its mask code); the
+default exporter itself fails on Mixtral (step 3/3, conversion) and T5
+(step 2/3, decomposition) of transformers 5.23; torchvision is not part of
+this corpus yet.
 """
 
 import argparse
@@ -47,7 +50,9 @@ class LogitsOnly(torch.nn.Module):
 
     def forward(self, *inputs):
         kwargs = dict(zip(self.names, inputs))
-        return self.model(**kwargs, use_cache=False).logits
+        if "pixel_values" not in self.names:
+            kwargs["use_cache"] = False
+        return self.model(**kwargs).logits
 
 
 def gpt2():
@@ -66,7 +71,34 @@ def llama():
             cfg.vocab_size)
 
 
-MODELS = {"gpt2_dynamo": gpt2, "llama_dynamo": llama}
+def qwen2():
+    cfg = transformers.Qwen2Config(vocab_size=4096, hidden_size=64,
+                                   intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4,
+                                   num_key_value_heads=2,
+                                   max_position_embeddings=64)
+    return (transformers.Qwen2ForCausalLM(cfg), ["input_ids", "attention_mask"],
+            cfg.vocab_size)
+
+
+def bert():
+    cfg = transformers.BertConfig(vocab_size=4096, hidden_size=64,
+                                  intermediate_size=128, num_hidden_layers=2,
+                                  num_attention_heads=4,
+                                  max_position_embeddings=64)
+    return (transformers.BertForMaskedLM(cfg), ["input_ids", "attention_mask"],
+            cfg.vocab_size)
+
+
+def vit():
+    cfg = transformers.ViTConfig(image_size=32, patch_size=8, hidden_size=64,
+                                 intermediate_size=128, num_hidden_layers=2,
+                                 num_attention_heads=4, num_labels=10)
+    return (transformers.ViTForImageClassification(cfg), ["pixel_values"], 0)
+
+
+MODELS = {"gpt2_dynamo": gpt2, "llama_dynamo": llama, "qwen2_dynamo": qwen2,
+          "bert_dynamo": bert, "vit_dynamo": vit}
 BATCH, SEQ = 2, 16
 
 
@@ -74,11 +106,15 @@ def export(name, out_dir, info):
     torch.manual_seed(0)
     model, names, vocab = MODELS[name]()
     model.eval()
-    ids = (np.arange(BATCH * SEQ, dtype=np.int64).reshape(BATCH, SEQ) * 97
-           ) % vocab
-    inputs = {"input_ids": ids}
+    inputs = {}
+    if "input_ids" in names:
+        inputs["input_ids"] = (np.arange(BATCH * SEQ, dtype=np.int64).reshape(
+            BATCH, SEQ) * 97) % vocab
     if "attention_mask" in names:
         inputs["attention_mask"] = np.ones((BATCH, SEQ), dtype=np.int64)
+    if "pixel_values" in names:
+        inputs["pixel_values"] = np.random.default_rng(0).standard_normal(
+            (BATCH, 3, 32, 32)).astype(np.float32)
     path = os.path.join(out_dir, name + ".onnx")
     args = tuple(torch.from_numpy(inputs[n]) for n in names)
     torch.onnx.export(LogitsOnly(model, names), args, path,

@@ -332,6 +332,18 @@ LogicalResult GraphImporter::checkSupported() {
         nodes, [&](const std::string &n) { diag << n; }, [&] { diag << ", "; });
     diag << ")";
   }
+  for (const char *op : {"NonZero", "Unique", "NonMaxSuppression"})
+    if (unsupported.count(op))
+      diag << "; " << op
+           << " has an output whose shape depends on the data, which a "
+              "static plan cannot hold"
+           << (std::string(op) == "NonZero"
+                   ? " (Hugging Face's eager mixture-of-experts routing "
+                     "writes it over the expert masks: export the MoE "
+                     "layers dense, every expert on every token weighted "
+                     "by the gate's top-k, which imports as TopK, MatMul "
+                     "and Mul)"
+                   : "");
   return diag;
 }
 
