@@ -67,7 +67,9 @@ public:
       : graph(graph), opset(opset) {
     for (const onnx::TensorProto &t : graph.initializer())
       tensors[t.name()] = &t;
-    for (const onnx::NodeProto &node : graph.node())
+    for (const onnx::NodeProto &node : graph.node()) {
+      for (const std::string &out : node.output())
+        producer[out] = &node;
       if (node.op_type() == "Constant" && node.output_size() == 1)
         for (const onnx::AttributeProto &a : node.attribute())
           if (a.name() == "value" && a.has_t())
@@ -75,6 +77,9 @@ public:
           else if (a.name() == "value_ints")
             constantInts[node.output(0)] =
                 std::vector<int64_t>(a.ints().begin(), a.ints().end());
+          else if (a.name() == "value_int")
+            constantInts[node.output(0)] = {a.i()};
+    }
   }
 
   llvm::Error run() {
@@ -106,13 +111,30 @@ private:
                                        "): " + why);
   }
 
-  std::optional<std::vector<int64_t>> knownInts(const std::string &name) {
+  /// The values of integer tensor `name` when the model fixes them: an
+  /// initializer, a Constant, or one of those through ops that only
+  /// reshape or retype them (PyTorch's exporter without its optimiser
+  /// writes a reduction's axes as a Constant reshaped).
+  std::optional<std::vector<int64_t>> knownInts(const std::string &name,
+                                                int depth = 0) {
     auto c = constantInts.find(name);
     if (c != constantInts.end())
       return c->second;
     auto t = tensors.find(name);
-    if (t == tensors.end())
-      return std::nullopt;
+    if (t == tensors.end()) {
+      static const llvm::StringSet<> passThrough = {
+          "Reshape", "Squeeze", "Unsqueeze", "Identity", "Flatten", "Cast",
+          "CastLike"};
+      auto p = producer.find(name);
+      if (p == producer.end() || depth > 8 || p->second->input_size() < 1 ||
+          !passThrough.contains(p->second->op_type()))
+        return std::nullopt;
+      if (p->second->op_type() == "Cast")
+        for (const onnx::AttributeProto &a : p->second->attribute())
+          if (a.name() == "to" && isFloatType(a.i()))
+            return std::nullopt;
+      return knownInts(p->second->input(0), depth + 1);
+    }
     llvm::Expected<HostTensor> value = readTensor(*t->second);
     if (!value) {
       llvm::consumeError(value.takeError());
@@ -556,6 +578,9 @@ private:
   int64_t opset;
   llvm::StringMap<const onnx::TensorProto *> tensors;
   llvm::StringMap<std::vector<int64_t>> constantInts;
+  /// The node computing each value (the graph's own nodes, which run()
+  /// keeps alive while it rewrites).
+  llvm::StringMap<const onnx::NodeProto *> producer;
 };
 
 } // namespace
