@@ -221,6 +221,25 @@ TEST(OnnxNewerOpsets, TrainableAndFrozenPatternsOverrideTheRule) {
   EXPECT_EQ(import.paramElements(/*trainable=*/false), 1);
 }
 
+TEST(OnnxNewerOpsets, ReductionAxesThroughAReshapeOfAConstant) {
+  // torch.onnx.export(..., optimize=False) writes a reduction's axes as a
+  // Constant reshaped: still known at import.
+  ModelBuilder m(20);
+  m.input("x", kFloat, {2, 3});
+  onnx::NodeProto &c = m.node("Constant", "c", {}, {"axes0"});
+  ModelBuilder::intsAttr(c, "value_ints", {1});
+  m.ints("shape", {1});
+  m.node("Reshape", "reshape", {"axes0", "shape"}, {"axes"});
+  onnx::NodeProto &mean = m.node("ReduceMean", "mean", {"x", "axes"}, {"y"});
+  ModelBuilder::intAttr(mean, "keepdims", 0);
+  m.output("y", 1);
+  k::Tensor x({2, 3}, std::vector<float>{1, 2, 3, 4, 5, 9});
+  std::vector<k::Tensor> out = runWithX(m, x);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0][0], 2.0f);
+  EXPECT_EQ(out[0][1], 6.0f);
+}
+
 TEST(OnnxNewerOpsets, WhatHasNoOpset17FormIsRefusedWithOpAndOpset) {
   ModelBuilder attention(23);
   for (const char *name : {"q", "k", "v"})
