@@ -13,8 +13,8 @@ them):
         onnxruntime==1.31.1
     /tmp/export/bin/python scripts/export_real_models.py --out test/models/real
 
-GPT-2, LLaMA and Qwen2 (grouped-query attention), BERT (masked LM) and
-ViT. Each model is a small configuration of the real architecture with its
+GPT-2, LLaMA and Qwen2 (grouped-query attention), BERT (masked LM), ViT
+and Whisper's encoder. Each model is a small configuration of the real architecture with its
 weights (initialised from a fixed seed: nothing is downloaded), exported by
 the default `torch.onnx.export` call (the dynamo exporter, opset 20 in
 PyTorch 2.15, weights as external data in NAME.onnx.data, at least one
@@ -50,7 +50,7 @@ class LogitsOnly(torch.nn.Module):
 
     def forward(self, *inputs):
         kwargs = dict(zip(self.names, inputs))
-        if "pixel_values" not in self.names:
+        if "input_ids" in self.names:
             kwargs["use_cache"] = False
         return self.model(**kwargs).logits
 
@@ -97,8 +97,36 @@ def vit():
     return (transformers.ViTForImageClassification(cfg), ["pixel_values"], 0)
 
 
+class WhisperEncoder(torch.nn.Module):
+    """Whisper's audio encoder: log-mel features to hidden states."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.encoder = transformers.WhisperModel(cfg).get_encoder()
+
+    def forward(self, input_features):
+        return Output(self.encoder(input_features=input_features)
+                      .last_hidden_state)
+
+
+class Output:
+    def __init__(self, logits):
+        self.logits = logits
+
+
+def whisper():
+    cfg = transformers.WhisperConfig(
+        vocab_size=512, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        decoder_start_token_id=1, num_mel_bins=16, encoder_layers=2,
+        encoder_attention_heads=4, decoder_layers=1,
+        decoder_attention_heads=4, d_model=64, encoder_ffn_dim=128,
+        decoder_ffn_dim=128, max_source_positions=16)
+    return WhisperEncoder(cfg), ["input_features"], 0
+
+
 MODELS = {"gpt2_dynamo": gpt2, "llama_dynamo": llama, "qwen2_dynamo": qwen2,
-          "bert_dynamo": bert, "vit_dynamo": vit}
+          "bert_dynamo": bert, "vit_dynamo": vit,
+          "whisper_encoder_dynamo": whisper}
 BATCH, SEQ = 2, 16
 
 
@@ -112,6 +140,9 @@ def export(name, out_dir, info):
             BATCH, SEQ) * 97) % vocab
     if "attention_mask" in names:
         inputs["attention_mask"] = np.ones((BATCH, SEQ), dtype=np.int64)
+    if "input_features" in names:
+        inputs["input_features"] = np.random.default_rng(1).standard_normal(
+            (BATCH, 16, 32)).astype(np.float32)
     if "pixel_values" in names:
         inputs["pixel_values"] = np.random.default_rng(0).standard_normal(
             (BATCH, 3, 32, 32)).astype(np.float32)
