@@ -9,12 +9,13 @@ Pinned versions, from PyPI (test-model exports only: cleave never imports
 them):
 
     python3 -m venv /tmp/export && /tmp/export/bin/pip install \\
-        torch==2.15.0 transformers==5.23.0 onnxscript==0.7.2 onnx==1.23.2 \\
-        onnxruntime==1.31.1
+        torch==2.15.0 torchvision==0.29.2 transformers==5.23.0 \\
+        onnxscript==0.7.2 onnx==1.23.2 onnxruntime==1.31.1 pillow
     /tmp/export/bin/python scripts/export_real_models.py --out test/models/real
 
-GPT-2, LLaMA and Qwen2 (grouped-query attention), BERT (masked LM), ViT
-and Whisper's encoder. Each model is a small configuration of the real architecture with its
+GPT-2, LLaMA and Qwen2 (grouped-query attention), BERT (masked LM), ViT,
+Whisper's encoder, and torchvision's MobileNet-V3 (small), the last also by
+the TorchScript exporter. Each model is a small configuration of the real architecture with its
 weights (initialised from a fixed seed: nothing is downloaded), exported by
 the default `torch.onnx.export` call (the dynamo exporter, opset 20 in
 PyTorch 2.15, weights as external data in NAME.onnx.data, at least one
@@ -26,7 +27,8 @@ What is not here yet, and why: the TorchScript exporter (dynamo=False)
 refuses transformers 5.23's models ("aten::diff" in its mask code); the
 default exporter itself fails on Mixtral (step 3/3, conversion) and T5
 (step 2/3, decomposition) of transformers 5.23; torchvision is not part of
-this corpus yet.
+this corpus beyond MobileNet-V3 (ResNet-18's 11.7 M weights, 45 MB, would
+pass the corpus's 40 MB on their own).
 """
 
 import argparse
@@ -37,6 +39,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
+import torchvision
 import transformers
 
 
@@ -124,9 +127,27 @@ def whisper():
     return WhisperEncoder(cfg), ["input_features"], 0
 
 
+class Classifier(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, image):
+        return Output(self.model(image))
+
+
+def mobilenet():
+    return (Classifier(torchvision.models.mobilenet_v3_small(
+        weights=None, num_classes=10)), ["image"], 0)
+
+
 MODELS = {"gpt2_dynamo": gpt2, "llama_dynamo": llama, "qwen2_dynamo": qwen2,
           "bert_dynamo": bert, "vit_dynamo": vit,
-          "whisper_encoder_dynamo": whisper}
+          "whisper_encoder_dynamo": whisper,
+          "mobilenet_v3_dynamo": mobilenet,
+          # The TorchScript exporter (dynamo=False, opset 17): it refuses
+          # transformers 5.23's models, so the CNN is its corpus.
+          "mobilenet_v3_torchscript": mobilenet}
 BATCH, SEQ = 2, 16
 
 
@@ -143,13 +164,19 @@ def export(name, out_dir, info):
     if "input_features" in names:
         inputs["input_features"] = np.random.default_rng(1).standard_normal(
             (BATCH, 16, 32)).astype(np.float32)
+    if "image" in names:
+        inputs["image"] = np.random.default_rng(2).standard_normal(
+            (BATCH, 3, 64, 64)).astype(np.float32)
     if "pixel_values" in names:
         inputs["pixel_values"] = np.random.default_rng(0).standard_normal(
             (BATCH, 3, 32, 32)).astype(np.float32)
     path = os.path.join(out_dir, name + ".onnx")
     args = tuple(torch.from_numpy(inputs[n]) for n in names)
+    torchscript = name.endswith("_torchscript")
     torch.onnx.export(LogitsOnly(model, names), args, path,
-                      input_names=names, output_names=["logits"])
+                      input_names=names, output_names=["logits"],
+                      **({"dynamo": False, "opset_version": 17}
+                         if torchscript else {}))
     onnx.checker.check_model(path)
     for n, v in inputs.items():
         v.tofile(os.path.join(out_dir, "%s.%s.bin" % (name, n)))
@@ -157,7 +184,9 @@ def export(name, out_dir, info):
     logits.astype(np.float32).tofile(os.path.join(out_dir, name + ".ort.bin"))
     loaded = onnx.load(path, load_external_data=False)
     info[name] = {
-        "exporter": "torch.onnx.export (default: dynamo)",
+        "exporter": ("torch.onnx.export(dynamo=False) (TorchScript)"
+                     if torchscript else
+                     "torch.onnx.export (default: dynamo)"),
         "opset": [o.version for o in loaded.opset_import if o.domain == ""][0],
         "inputs": {n: list(inputs[n].shape) for n in names},
         "logits": list(logits.shape),
@@ -171,6 +200,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     info = {"versions": {"torch": torch.__version__,
+                         "torchvision": torchvision.__version__,
                          "transformers": transformers.__version__,
                          "onnx": onnx.__version__,
                          "onnxruntime": ort.__version__}}
