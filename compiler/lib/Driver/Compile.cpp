@@ -91,7 +91,17 @@ public:
 
 private:
   mlir::OwningOpRef<mlir::ModuleOp> load(const ImportOptions &o) {
-    return loadModel(ctx, r.model, o);
+    // The planners and the lowering import the model again: its warnings
+    // (missing data files, tied initializers) are said once.
+    std::optional<mlir::ScopedDiagnosticHandler> once;
+    if (loadedOnce)
+      once.emplace(&ctx, [](mlir::Diagnostic &d) {
+        return mlir::success(d.getSeverity() ==
+                             mlir::DiagnosticSeverity::Warning);
+      });
+    mlir::OwningOpRef<mlir::ModuleOp> module = loadModel(ctx, r.model, o);
+    loadedOnce = loadedOnce || bool(module);
+    return module;
   }
   std::optional<int64_t> fixedBatch(mlir::ModuleOp module);
   absl::Status writeArtifact(const cost::PlanPrediction &prediction,
@@ -104,6 +114,7 @@ private:
   absl::Status compileGraph();
 
   mlir::MLIRContext &ctx;
+  bool loadedOnce = false;
   const CompileRequest &r;
   raw_ostream &out;
   /// The planners' inputs; the search's microbatch and the lowerable
