@@ -32,6 +32,12 @@ if os.path.exists(test_python):
                capture_output=True).returncode == 0:
         config.available_features.add("safetensors")
         config.substitutions.append(("%test_python", test_python))
+    # "numpy": the corpus's regenerated weights (scripts/
+    # regenerate_weights.py) can be written.
+    if _sp.run([test_python, "-c", "import numpy"],
+               capture_output=True).returncode == 0:
+        config.available_features.add("numpy")
+        config.substitutions.append(("%test_python", test_python))
 # The cleave binary's path, for scripts that take it as an argument.
 config.substitutions.append(("%cleave_bin", os.path.join(
     config.cleave_tools_dir, "cleave", "cleave")))

@@ -42,11 +42,28 @@ struct AppendLossPass : public cleave::impl::AppendLossBase<AppendLossPass> {
       return signalPassFailure();
     }
     OpBuilder b = OpBuilder::atBlockBegin(&forward.front());
+    // Outputs of rank 4 and more are channel-first feature maps, [N, C,
+    // H, W...] (segmentation, as PyTorch's CrossEntropyLoss reads them):
+    // the classes are dimension 1, moved last for the loss. Lower ranks
+    // hold the classes last ([N, C], a language model's [N, S, V]).
+    SmallVector<int64_t> permutation;
+    if (type.getRank() >= 4) {
+      permutation.push_back(0);
+      for (int64_t d = 2; d < type.getRank(); ++d)
+        permutation.push_back(d);
+      permutation.push_back(1);
+    }
+    SmallVector<int64_t> labelShape;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (permutation.empty() ? d + 1 < type.getRank() : d != 1)
+        labelShape.push_back(type.getDimSize(d));
     Value labels = InputOp::create(
-        b, forward.getLoc(),
-        RankedTensorType::get(type.getShape().drop_back(), b.getI64Type()),
+        b, forward.getLoc(), RankedTensorType::get(labelShape, b.getI64Type()),
         "labels");
     b.setInsertionPoint(ret);
+    if (!permutation.empty())
+      logits = TransposeOp::create(b, ret.getLoc(), logits,
+                                   b.getDenseI64ArrayAttr(permutation));
     Value loss = CrossEntropyOp::create(b, ret.getLoc(), logits, labels,
                                         b.getI64IntegerAttr(-100));
     ret->setOperands({loss});
