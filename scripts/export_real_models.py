@@ -33,16 +33,21 @@ these models with that exporter must.
 
 torchvision's ResNet-18 (by both exporters) and DeepLab-V3 (MobileNet-V3
 backbone) hold 11 M weights each, 44-45 MB, more than the corpus's 40 MB
-on their own. Their large initializers (128 KiB and over) are replaced
+on their own; the two MobileNet-V3 exports 6 MB each. Their large
+initializers (128 KiB and over) are replaced
 after the export by values regenerate_weights.py draws again from a seed
 (each tensor keeps the mean and deviation the exporter's had), so only the
 graph and the small tensors are committed; models.json records the seeds,
 offsets and the data file's SHA-256, and onnxruntime's outputs are
 computed on exactly those weights.
 
-What is not here yet, and why: the default exporter itself fails on
-Mixtral (step 3/3, conversion) and T5 (step 2/3, decomposition) of
-transformers 5.23.
+Mixtral is exported with transformers' batched experts
+(experts_implementation="batched_mm"); its eager default routes tokens
+with NonZero, which the default exporter fails to convert and whose output
+shape depends on the data. T5 (encoder-decoder, relative position buckets)
+is exported by the TorchScript exporter: the default one fails on
+transformers 5.23's T5 in its decomposition step (a `view` of the
+transposed attention output), in PyTorch, before any ONNX is written.
 """
 
 import argparse
@@ -101,6 +106,32 @@ def qwen2():
                                    num_key_value_heads=2,
                                    max_position_embeddings=64)
     return (transformers.Qwen2ForCausalLM(cfg), ["input_ids", "attention_mask"],
+            cfg.vocab_size)
+
+
+def mixtral():
+    # The batched experts (each token's top-k expert weights gathered, then
+    # batched products): the eager default routes with NonZero, whose
+    # output shape depends on the data.
+    cfg = transformers.MixtralConfig(vocab_size=4096, hidden_size=64,
+                                     intermediate_size=128,
+                                     num_hidden_layers=2,
+                                     num_attention_heads=4,
+                                     num_key_value_heads=2,
+                                     max_position_embeddings=64,
+                                     num_local_experts=4,
+                                     num_experts_per_tok=2,
+                                     experts_implementation="batched_mm")
+    return (transformers.MixtralForCausalLM(cfg),
+            ["input_ids", "attention_mask"], cfg.vocab_size)
+
+
+def t5():
+    cfg = transformers.T5Config(vocab_size=4096, d_model=64, d_kv=16,
+                                d_ff=128, num_layers=2, num_decoder_layers=2,
+                                num_heads=4, decoder_start_token_id=0)
+    return (transformers.T5ForConditionalGeneration(cfg),
+            ["input_ids", "attention_mask", "decoder_input_ids"],
             cfg.vocab_size)
 
 
@@ -184,16 +215,18 @@ def deeplab():
 
 
 MODELS = {"gpt2_dynamo": gpt2, "llama_dynamo": llama, "qwen2_dynamo": qwen2,
-          "bert_dynamo": bert, "vit_dynamo": vit,
+          "mixtral_dynamo": mixtral, "bert_dynamo": bert, "vit_dynamo": vit,
           "whisper_encoder_dynamo": whisper,
           "mobilenet_v3_dynamo": mobilenet,
           # The TorchScript exporter (dynamo=False, opset 17).
           "gpt2_torchscript": gpt2, "llama_torchscript": llama,
+          "t5_torchscript": t5,
           "mobilenet_v3_torchscript": mobilenet,
           "resnet18_dynamo": resnet, "resnet18_torchscript": resnet,
           "deeplabv3_dynamo": deeplab}
 # Weights regenerated from seeds rather than committed (see above).
-REGENERATED = {"resnet18_dynamo", "resnet18_torchscript", "deeplabv3_dynamo"}
+REGENERATED = {"resnet18_dynamo", "resnet18_torchscript", "deeplabv3_dynamo",
+               "mobilenet_v3_dynamo", "mobilenet_v3_torchscript"}
 LARGE = 128 * 1024
 
 
@@ -247,6 +280,9 @@ def export(name, out_dir, info):
     if "input_ids" in names:
         inputs["input_ids"] = (np.arange(BATCH * SEQ, dtype=np.int64).reshape(
             BATCH, SEQ) * 97) % vocab
+    if "decoder_input_ids" in names:
+        inputs["decoder_input_ids"] = (np.arange(
+            BATCH * SEQ, dtype=np.int64).reshape(BATCH, SEQ) * 31) % vocab
     if "attention_mask" in names:
         inputs["attention_mask"] = np.ones((BATCH, SEQ), dtype=np.int64)
     if "input_features" in names:

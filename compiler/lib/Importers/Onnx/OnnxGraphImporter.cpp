@@ -339,10 +339,11 @@ LogicalResult GraphImporter::checkSupported() {
               "static plan cannot hold"
            << (std::string(op) == "NonZero"
                    ? " (Hugging Face's eager mixture-of-experts routing "
-                     "writes it over the expert masks: export the MoE "
-                     "layers dense, every expert on every token weighted "
-                     "by the gate's top-k, which imports as TopK, MatMul "
-                     "and Mul)"
+                     "writes it over the expert masks: export with "
+                     "experts_implementation=\"batched_mm\" in the "
+                     "model's config, which selects each token's experts "
+                     "with TopK and a gather of their weights, or with "
+                     "the MoE layers dense)"
                    : "");
   return diag;
 }

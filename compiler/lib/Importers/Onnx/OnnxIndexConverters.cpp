@@ -565,8 +565,40 @@ sliceOffsets(NodeContext &ctx, const HostTensor &idx, ArrayRef<int64_t> shape,
   return std::make_pair(std::move(offsets), slice);
 }
 
+/// GatherND with run-time indices of one coordinate each ([..., 1], no
+/// batch axes) selects whole rows along axis 0: a Gather of the indices
+/// without their last axis. Hugging Face's batched MoE experts select
+/// each token's expert weights so (`weight[expert_ids]`).
+FailureOr<Value> gatherRowsByTuples(NodeContext &ctx) {
+  Value data = ctx.getValue(0), indices = ctx.getValue(1);
+  if (!data || !indices)
+    return failure();
+  auto idxType = dyn_cast<RankedTensorType>(indices.getType());
+  if (ctx.getInt("batch_dims", 0) != 0 || !idxType ||
+      !idxType.hasStaticShape() || idxType.getRank() < 1 ||
+      idxType.getShape().back() != 1 ||
+      !isa<IntegerType>(idxType.getElementType()))
+    return ctx.emitError() << "the indices must be integers known at import "
+                              "time, or run-time indices [..., 1] without "
+                              "batch_dims (rows of the data)";
+  FailureOr<Value> rows =
+      ctx.reshape(indices, idxType.getShape().drop_back());
+  if (failed(rows))
+    return failure();
+  FailureOr<GatherOp> op = ctx.create<GatherOp>(data, *rows, int64_t(0));
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
 LogicalResult convertGatherND(NodeContext &ctx) {
   RankedTensorType type = ctx.getType(0);
+  if (type && !ctx.getConstant(1)) {
+    FailureOr<Value> rows = gatherRowsByTuples(ctx);
+    if (failed(rows))
+      return failure();
+    return ctx.setResult(0, *rows);
+  }
   const HostTensor *idx = type ? indicesOf(ctx, 1) : nullptr;
   if (!idx)
     return failure();
