@@ -23,7 +23,9 @@ over 1 MiB). Beside each: NAME.<input>.bin (the fixed inputs, raw) and
 NAME.ort.bin (onnxruntime's first output, fp32). models.json lists them
 with their inputs, shapes and the versions that wrote them.
 
-GPT-2 and LLaMA are also exported by the TorchScript exporter
+LLaMA is also exported at opset 23 (its attention as ONNX's Attention
+op, with a boolean mask and grouped-query heads). GPT-2 and LLaMA are also
+exported by the TorchScript exporter
 (dynamo=False, opset 17, weights inside the file). It cannot convert the
 `torch.diff` in transformers 5.23's packed-sequence detection
 (masking_utils.find_packed_sequence_indices, "aten::diff"), which under
@@ -221,6 +223,9 @@ MODELS = {"gpt2_dynamo": gpt2, "llama_dynamo": llama, "qwen2_dynamo": qwen2,
           # The TorchScript exporter (dynamo=False, opset 17).
           "gpt2_torchscript": gpt2, "llama_torchscript": llama,
           "t5_torchscript": t5,
+          # The default exporter at opset 23: scaled dot-product attention
+          # as the Attention op, RMSNorm as RMSNormalization.
+          "llama_opset23": llama,
           "mobilenet_v3_torchscript": mobilenet,
           "resnet18_dynamo": resnet, "resnet18_torchscript": resnet,
           "deeplabv3_dynamo": deeplab}
@@ -301,10 +306,10 @@ def export(name, out_dir, info):
     if torchscript:
         transformers.masking_utils.find_packed_sequence_indices = (
             lambda position_ids: None)
+    options = ({"dynamo": False, "opset_version": 17} if torchscript else
+               {"opset_version": 23} if name.endswith("_opset23") else {})
     torch.onnx.export(LogitsOnly(model, names), args, path,
-                      input_names=names, output_names=["logits"],
-                      **({"dynamo": False, "opset_version": 17}
-                         if torchscript else {}))
+                      input_names=names, output_names=["logits"], **options)
     transformers.masking_utils.find_packed_sequence_indices = packed
     onnx.checker.check_model(path)
     manifest = regenerate_large(name, path) if name in REGENERATED else None
@@ -316,6 +321,8 @@ def export(name, out_dir, info):
     info[name] = {
         "exporter": ("torch.onnx.export(dynamo=False) (TorchScript)"
                      if torchscript else
+                     "torch.onnx.export(opset_version=23) (dynamo)"
+                     if name.endswith("_opset23") else
                      "torch.onnx.export (default: dynamo)"),
         "opset": [o.version for o in loaded.opset_import if o.domain == ""][0],
         "inputs": {n: list(inputs[n].shape) for n in names},

@@ -19,6 +19,15 @@ TEST(LayerNumbering, LayerOfParamName) {
   // Initializers ONNX names itself count tensors, not layers.
   EXPECT_EQ(layerOfParamName("onnx::MatMul_1573"), -1);
   EXPECT_TRUE(isGeneratedParamName("onnx::MatMul_1573"));
+  // The dynamo exporter's optimiser names folded tensors after the value:
+  // "embedding_1" (a slice of the position table) is no layer 1.
+  EXPECT_EQ(layerOfParamName("embedding_1"), -1);
+  EXPECT_EQ(layerOfParamName("val_313"), -1);
+  EXPECT_TRUE(isGeneratedParamName("val_313"));
+  EXPECT_TRUE(isGeneratedParamName("embedding_1"));
+  EXPECT_FALSE(isGeneratedParamName("model.layers.1.mlp.weight"));
+  EXPECT_FALSE(isGeneratedParamName("cls_token"));
+  EXPECT_EQ(layerOfParamName("blocks.2.conv_1.weight"), 2);
   EXPECT_FALSE(isGeneratedParamName("h.0.attn.q_proj.weight"));
   // A ResNet's "layer1" is a stage; "conv1" and "bn1" are no layer.
   EXPECT_EQ(layerOfParamName("conv1.weight"), -1);

@@ -240,17 +240,144 @@ TEST(OnnxNewerOpsets, ReductionAxesThroughAReshapeOfAConstant) {
   EXPECT_EQ(out[0][1], 6.0f);
 }
 
+/// ONNX Attention's definition on [B, H, S, D] buffers: softmax(scale q
+/// k^T, masked) v, key/value head h / (H / kv_heads) for query head h.
+std::vector<double> referenceAttention(const std::vector<float> &q,
+                                       const std::vector<float> &k,
+                                       const std::vector<float> &v,
+                                       int64_t heads, int64_t kvHeads,
+                                       int64_t s, int64_t d, bool causal,
+                                       const std::vector<int> &mask) {
+  std::vector<double> y(heads * s * d, 0.0);
+  double scale = 1 / std::sqrt(double(d));
+  for (int64_t h = 0; h < heads; ++h) {
+    int64_t g = h / (heads / kvHeads);
+    for (int64_t i = 0; i < s; ++i) {
+      std::vector<double> p(s, -INFINITY);
+      double top = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < s; ++j) {
+        if ((causal && j > i) || (!mask.empty() && !mask[i * s + j]))
+          continue;
+        double dot = 0;
+        for (int64_t e = 0; e < d; ++e)
+          dot += q[(h * s + i) * d + e] * k[(g * s + j) * d + e];
+        p[j] = scale * dot;
+        top = std::max(top, p[j]);
+      }
+      for (double &x : p)
+        sum += x == -INFINITY ? 0 : std::exp(x - top);
+      for (int64_t j = 0; j < s; ++j)
+        if (p[j] != -INFINITY)
+          for (int64_t e = 0; e < d; ++e)
+            y[(h * s + i) * d + e] +=
+                std::exp(p[j] - top) / sum * v[(g * s + j) * d + e];
+    }
+  }
+  return y;
+}
+
+std::vector<float> ramp(int64_t n, float step, float offset) {
+  std::vector<float> out(n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = std::sin(step * float(i) + offset);
+  return out;
+}
+
+TEST(OnnxNewerOpsets, AttentionOfOpset23IsItsDefinition) {
+  // Causal self-attention, 2 heads: q = k = v = x.
+  {
+    ModelBuilder m(23);
+    m.input("x", kFloat, {1, 2, 3, 4});
+    onnx::NodeProto &a = m.node("Attention", "attn", {"x", "x", "x"}, {"y"});
+    ModelBuilder::intAttr(a, "is_causal", 1);
+    m.output("y", 4);
+    std::vector<float> xs = ramp(24, 0.7f, 0.1f);
+    k::Tensor x({1, 2, 3, 4}, xs);
+    std::vector<k::Tensor> out = runWithX(m, x);
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<double> want =
+        referenceAttention(xs, xs, xs, 2, 2, 3, 4, /*causal=*/true, {});
+    for (int64_t i = 0; i < 24; ++i)
+      EXPECT_NEAR(out[0][i], want[i], 1e-5) << i;
+  }
+  // Grouped-query attention (4 query heads on 2 key/value heads) with a
+  // boolean mask, as PyTorch exports LLaMA at opset 23.
+  {
+    ModelBuilder m(23);
+    m.input("x", kFloat, {1, 4, 3, 4});
+    std::vector<float> ks = ramp(24, 0.3f, 0.5f), vs = ramp(24, 1.1f, 0.2f);
+    m.floatValues("k", {1, 2, 3, 4}, ks);
+    m.floatValues("v", {1, 2, 3, 4}, vs);
+    std::vector<int> mask = {1, 0, 0, 1, 1, 0, 0, 1, 1};
+    m.typedInts("mask", onnx::TensorProto::BOOL, {3, 3},
+                {1, 0, 0, 1, 1, 0, 0, 1, 1});
+    m.node("Attention", "attn", {"x", "k", "v", "mask"}, {"y"});
+    m.output("y", 4);
+    std::vector<float> xs = ramp(48, 0.45f, 0.0f);
+    std::vector<k::Tensor> out = runWithX(m, k::Tensor({1, 4, 3, 4}, xs));
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<double> want =
+        referenceAttention(xs, ks, vs, 4, 2, 3, 4, /*causal=*/false, mask);
+    for (int64_t i = 0; i < 48; ++i)
+      EXPECT_NEAR(out[0][i], want[i], 1e-5) << i;
+  }
+}
+
+TEST(OnnxNewerOpsets, RotaryEmbeddingOfOpset23IsItsDefinition) {
+  // X [B=1, H=2, S=3, D=4], caches [1, 3, 2]: pairs (0, 2), (1, 3) rotate,
+  // or (0, 1), (2, 3) when interleaved.
+  std::vector<float> xs = ramp(24, 0.6f, 0.3f), cs = ramp(6, 0.9f, 1.0f),
+                     sn = ramp(6, 0.4f, 2.0f);
+  for (int interleaved : {0, 1}) {
+    ModelBuilder m(23);
+    m.input("x", kFloat, {1, 2, 3, 4});
+    m.floatValues("cos", {1, 3, 2}, cs);
+    m.floatValues("sin", {1, 3, 2}, sn);
+    onnx::NodeProto &r =
+        m.node("RotaryEmbedding", "rope", {"x", "cos", "sin"}, {"y"});
+    ModelBuilder::intAttr(r, "interleaved", interleaved);
+    m.output("y", 4);
+    std::vector<k::Tensor> out = runWithX(m, k::Tensor({1, 2, 3, 4}, xs));
+    ASSERT_EQ(out.size(), 1u) << interleaved;
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t s = 0; s < 3; ++s)
+        for (int64_t i = 0; i < 2; ++i) {
+          int64_t base = (h * 3 + s) * 4;
+          int64_t a = interleaved ? base + 2 * i : base + i;
+          int64_t b = interleaved ? base + 2 * i + 1 : base + i + 2;
+          double c = cs[s * 2 + i], n = sn[s * 2 + i];
+          EXPECT_NEAR(out[0][a], c * xs[a] - n * xs[b], 1e-6)
+              << interleaved << " " << a;
+          EXPECT_NEAR(out[0][b], n * xs[a] + c * xs[b], 1e-6)
+              << interleaved << " " << b;
+        }
+  }
+}
+
+TEST(OnnxNewerOpsets, AttentionWithACacheIsRefusedByName) {
+  ModelBuilder m(23);
+  for (const char *name : {"q", "k", "v", "past_k", "past_v"})
+    m.input(name, kFloat, {1, 2, 4, 8});
+  m.node("Attention", "attn", {"q", "k", "v", "", "past_k", "past_v"},
+         {"y"});
+  m.output("y", 4);
+  expectImportError(m,
+                    "node 'attn' (Attention): past_key (a key/value cache) "
+                    "is not supported",
+                    "an Attention with a cache");
+}
+
 TEST(OnnxNewerOpsets, WhatHasNoOpset17FormIsRefusedWithOpAndOpset) {
-  ModelBuilder attention(23);
-  for (const char *name : {"q", "k", "v"})
-    attention.input(name, kFloat, {1, 2, 4, 8});
-  attention.node("Attention", "attn", {"q", "k", "v"}, {"y"});
-  attention.output("y", 4);
-  expectImportError(attention,
-                    "node 'attn' (Attention, opset 23): this operator has no "
-                    "opset-17 form cleave imports; export the model at opset "
-                    "22",
-                    "an opset-23 Attention");
+  ModelBuilder scatter(24);
+  for (const char *name : {"cache", "update"})
+    scatter.input(name, kFloat, {1, 2, 4, 8});
+  scatter.node("TensorScatter", "scatter", {"cache", "update"}, {"y"});
+  scatter.output("y", 4);
+  expectImportError(scatter,
+                    "node 'scatter' (TensorScatter, opset 24): this operator "
+                    "has no opset-17 form cleave imports; export the model at "
+                    "opset 22",
+                    "an opset-24 TensorScatter");
 
   ModelBuilder wrap(19);
   wrap.input("x", kFloat, {2, 4});

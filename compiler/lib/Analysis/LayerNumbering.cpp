@@ -11,7 +11,17 @@ using namespace mlir;
 
 namespace cleave {
 
-bool isGeneratedParamName(StringRef name) { return name.contains("::"); }
+bool isGeneratedParamName(StringRef name) {
+  if (name.contains("::"))
+    return true; // the TorchScript exporter's "onnx::MatMul_1573"
+  // The dynamo exporter's optimiser names what it folds after the value,
+  // no module path: "val_313", "embedding_1".
+  size_t underscore = name.rfind('_');
+  unsigned long long n;
+  return !name.contains('.') && underscore != StringRef::npos &&
+         underscore > 0 &&
+         !name.substr(underscore + 1).getAsInteger(10, n);
+}
 
 int64_t layerOfParamName(StringRef name) {
   // ONNX names the initializers it makes ("onnx::MatMul_1573"): their
@@ -26,6 +36,10 @@ int64_t layerOfParamName(StringRef name) {
     size_t underscore = part.rfind('_');
     StringRef digits =
         underscore == StringRef::npos ? part : part.substr(underscore + 1);
+    if (underscore != StringRef::npos &&
+        !part.substr(0, underscore).ends_with("layer") &&
+        !part.substr(0, underscore).ends_with("block"))
+      continue; // "conv_1", "proj_2": a module's own numbering
     int64_t layer;
     if (!digits.empty() && !digits.getAsInteger(10, layer))
       return layer;

@@ -79,8 +79,25 @@ void addMeshAndRanks(const LoweringOptions &o, plan::Plan &plan) {
 
 } // namespace
 
+/// Whether the parameters' names mark fewer layers than the plan counts
+/// (the dynamo exporter's optimiser renames the weights it folds or merges
+/// to "val_<n>"): the model's residual structure then says where each op
+/// sits.
+static bool namesMissLayers(ModuleOp module, const LoweringOptions &o) {
+  int64_t planned = 0, named = 0;
+  for (int64_t count : o.chunkLayers)
+    planned += count;
+  module.walk([&](gr::ParamOp p) {
+    named = std::max(named, layerOfParamName(p.getName()) + 1);
+  });
+  return named < planned;
+}
+
 FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
-                                  const LoweringOptions &o) {
+                                  const LoweringOptions &options) {
+  LoweringOptions o = options;
+  if (!o.residualBlocks && namesMissLayers(module, o))
+    o.residualBlocks = true;
   MLIRContext *ctx = module.getContext();
   DialectRegistry registry;
   registerAutodiffExternalModels(registry);

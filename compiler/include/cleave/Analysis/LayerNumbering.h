@@ -18,13 +18,16 @@
 namespace cleave {
 
 /// The layer a parameter name belongs to: its first dotted component that
-/// is an integer or ends in "_<integer>" ("transformer.h.3.attn.q" -> 3,
-/// torchvision's "encoder.layers.encoder_layer_3.mlp.0.weight" -> 3), or
-/// -1; -1 too for names ONNX generates ("onnx::MatMul_1573").
+/// is an integer or ends in "layer_<integer>" or "block_<integer>"
+/// ("transformer.h.3.attn.q" -> 3, torchvision's
+/// "encoder.layers.encoder_layer_3.mlp.0.weight" -> 3), or -1; -1 too for
+/// names the exporters generate ("onnx::MatMul_1573", "val_313").
 int64_t layerOfParamName(llvm::StringRef name);
 
-/// A name ONNX made up for an initializer ("onnx::MatMul_1573"): it says
-/// nothing about where the parameter sits.
+/// A name an exporter made up for an initializer (the TorchScript
+/// exporter's "onnx::MatMul_1573", the dynamo optimiser's "val_313" or
+/// "embedding_1": no module path): it says nothing about where the
+/// parameter sits.
 bool isGeneratedParamName(llvm::StringRef name);
 
 /// Ops before the first layer (embeddings) and after the last (the final

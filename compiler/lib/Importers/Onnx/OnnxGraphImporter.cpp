@@ -1,6 +1,7 @@
 //===- OnnxGraphImporter.cpp - ONNX graph to graph dialect ----------------===//
 
 #include "OnnxGraphImporter.h"
+#include "OnnxNewerOpsets.h"
 
 #include "llvm/Support/GlobPattern.h"
 #include "OnnxGeluPattern.h"
@@ -190,10 +191,18 @@ const ConverterTable &getConverterTable() {
     addIndexConverters(t);
     addLossConverters(t);
     addEinsumConverter(t);
+    addAttentionConverters(t);
     addShapeConverters(t);
     return t;
   }();
   return table;
+}
+
+ConvertFn ConverterTable::lookup(const onnx::NodeProto &node) const {
+  const std::string &domain = node.domain();
+  if (domain.empty() || domain == "ai.onnx" || domain == kOpset23Domain)
+    return lookup(node.op_type());
+  return nullptr;
 }
 
 //===----------------------------------------------------------------------===//
@@ -311,7 +320,7 @@ LogicalResult GraphImporter::checkSupported() {
   for (const onnx::NodeProto &node : graph.node()) {
     const std::string &domain = node.domain();
     bool defaultDomain = domain.empty() || domain == "ai.onnx";
-    if (defaultDomain && table.lookup(node.op_type()))
+    if (table.lookup(node))
       continue;
     std::string key =
         defaultDomain ? node.op_type() : domain + "." + node.op_type();
@@ -428,12 +437,12 @@ LogicalResult GraphImporter::convertNode(int index) {
 }
 
 LogicalResult GraphImporter::convertNode(const onnx::NodeProto &node) {
-  ConvertFn convert = getConverterTable().lookup(node.op_type());
+  ConvertFn convert = getConverterTable().lookup(node);
   NodeContext nodeCtx(*this, node, getNodeLoc(node));
   return withNodeDiagnostics(node, [&]() -> LogicalResult {
     // checkSupported saw the main graph; a body's ops are checked here.
     bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-    if (!convert || !defaultDomain)
+    if (!convert)
       return emitError(nodeCtx.getLoc())
              << "unsupported ONNX op "
              << (defaultDomain ? "" : node.domain() + ".") << node.op_type()

@@ -166,6 +166,9 @@ public:
   ConvertFn lookup(llvm::StringRef opType) const {
     return converters.lookup(opType);
   }
+  /// The converter of `node`: its op type in the default domain, or an
+  /// opset-23 op kept in kOpset23Domain by the opset rewrite.
+  ConvertFn lookup(const onnx::NodeProto &node) const;
 
 private:
   llvm::StringMap<ConvertFn> converters;
@@ -209,6 +212,9 @@ void addRoiAlignConverter(ConverterTable &table);
 /// DFT and STFT as GEMMs with constant matrices, MelWeightMatrix as a
 /// constant (OnnxSpectralConverters.cpp).
 void addSpectralConverters(ConverterTable &table);
+/// Attention and RotaryEmbedding of opset 23 as the graph ops they
+/// compose (OnnxAttentionConverters.cpp).
+void addAttentionConverters(ConverterTable &table);
 /// Data movement and shape arithmetic (OnnxShapeOpConverters.cpp).
 void addShapeConverters(ConverterTable &table);
 /// Every converter; built once.

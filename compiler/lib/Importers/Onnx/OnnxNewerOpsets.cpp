@@ -37,9 +37,10 @@
 //   order) dropped, CRD refused;
 // - GroupNormalization's stash_type (21): not carried over (cleave
 //   normalises in fp32);
-// - Attention, RotaryEmbedding, TensorScatter, BitCast, CumProd,
-//   CausalConvWithState, LinearAttention (23-27): refused by name (export
-//   at opset 22, where attention and rotary embeddings are compositions).
+// - 23: Attention and RotaryEmbedding: kept, for their converters
+//   (OnnxAttentionConverters.cpp), which know the operands' types;
+// - TensorScatter, BitCast, CumProd, CausalConvWithState, LinearAttention
+//   (23-27): refused by name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -167,8 +168,7 @@ private:
   }
   /// Operators that exporters write as compositions at opset 22.
   static const llvm::StringSet<> &newIn23() {
-    static const llvm::StringSet<> ops = {"Attention", "RotaryEmbedding",
-                                          "TensorScatter"};
+    static const llvm::StringSet<> ops = {"TensorScatter"};
     return ops;
   }
   /// Operators of opsets 18-28 with no opset-17 form here.
@@ -176,8 +176,7 @@ private:
     static const llvm::StringSet<> ops = {
         "CenterCropPad", "Col2Im", "BitwiseAnd", "BitwiseNot", "BitwiseOr",
         "BitwiseXor", "AffineGrid", "ImageDecoder", "RegexFullMatch",
-        "StringConcat", "StringSplit", "Attention", "RotaryEmbedding",
-        "TensorScatter", "BitCast", "CumProd", "CausalConvWithState",
+        "StringConcat", "StringSplit", "TensorScatter", "BitCast", "CumProd", "CausalConvWithState",
         "LinearAttention"};
     return ops;
   }
@@ -229,6 +228,11 @@ private:
       return swiglu(node);
     if (op == "RMSNormalization")
       return rmsNormalization(node);
+    if (op == "Attention" || op == "RotaryEmbedding") {
+      onnx::NodeProto &kept = emit(node);
+      kept.set_domain(kOpset23Domain);
+      return llvm::Error::success();
+    }
     if (op == "Range") {
       eraseAttr(node, "stash_type");
     } else if (op == "SpaceToDepth") {
@@ -583,11 +587,32 @@ private:
   llvm::StringMap<const onnx::NodeProto *> producer;
 };
 
+/// Whether a node of `graph` or of its subgraphs is in `domain`.
+bool usesDomain(const onnx::GraphProto &graph, llvm::StringRef domain) {
+  for (const onnx::NodeProto &node : graph.node()) {
+    if (node.domain() == domain)
+      return true;
+    for (const onnx::AttributeProto &a : node.attribute()) {
+      if (a.has_g() && usesDomain(a.g(), domain))
+        return true;
+      for (const onnx::GraphProto &g : a.graphs())
+        if (usesDomain(g, domain))
+          return true;
+    }
+  }
+  return false;
+}
+
 } // namespace
 
 llvm::Error downgradeToOpset17(onnx::ModelProto &model, int64_t opset) {
   if (llvm::Error e = Downgrade(*model.mutable_graph(), opset).run())
     return e;
+  if (usesDomain(model.graph(), kOpset23Domain)) {
+    onnx::OperatorSetIdProto *import = model.add_opset_import();
+    import->set_domain(kOpset23Domain);
+    import->set_version(1);
+  }
   for (onnx::OperatorSetIdProto &o : *model.mutable_opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx")
       o.set_version(17);

@@ -23,6 +23,13 @@ namespace cleave::onnx_import {
 /// The newest default-domain opset the rewrite knows.
 inline constexpr int64_t kNewestOpset = 28;
 
+/// The domain that opset 23's Attention and RotaryEmbedding are moved to:
+/// they have no opset-17 composition that does not depend on their
+/// operands' types, so they keep their form for their own converters
+/// (OnnxAttentionConverters.cpp), out of the way of libonnx 1.12's
+/// checker, which knows no such op in the default domain.
+inline constexpr const char *kOpset23Domain = "ai.cleave.opset23";
+
 /// Rewrites `model` (its default-domain `opset`, 18 to kNewestOpset) to
 /// opset 17: the graph and its subgraphs, the opset import, and an IR
 /// version libonnx 1.12 reads. An error names the node, its operator and
