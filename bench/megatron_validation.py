@@ -68,7 +68,7 @@ def score(cleave, name, gpus, tp, pp, dp, batch, mbs):
     knobs = (f"tp={tp},pp={pp},dp={dp},cp=1,sp=off,zero=0,microbatch={mbs},"
              "recompute=full,recompute-scope=layer,precision=fp16,"
              "grad-reduce=half,schedule=1f1b,overlap-grad=off,"
-             "overlap-p2p=off,stages=even")
+             "overlap-p2p=off,stages=even,attention=unfused")
     cmd = [cleave, "compile", f"zoo:megatron-{name}", "--cluster",
            f"dgx-a100-80g,nodes={gpus // 8}", "--global-batch", str(batch),
            "--fix", knobs, "--json"]

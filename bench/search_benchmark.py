@@ -18,6 +18,11 @@ A second table times the search against its budgets: GPT-3 175B on 1024
 A100s under 1 s, Llama 3 405B at sequence 8192 on 16,384 H100s under 5 s
 (median of three runs, search time as the search reports it).
 
+A third table prices the published Llama 3 recipes on H100s (NVIDIA's
+for 8B and 70B, Meta's layout for 405B) against the free search: ratio is
+the recipe's step time over the search's (above 1: the search's plan is
+faster in the cost model).
+
 Usage: bench/search_benchmark.py [path/to/cleave]
 """
 import json
@@ -53,8 +58,9 @@ def main():
     for model, layers, gpus, tp, pp, dp, batch in rows:
         found, wall, err = compile_json(cleave, [f"zoo:{model}"],
                                          f"dgx-a100-80g,nodes={gpus // 8}", batch)
+        # Megatron-LM as published in 2021: no fused attention kernel.
         fix = (f"tp={tp},pp={pp},dp={dp},cp=1,sp=off,zero=0,microbatch=1,"
-               "schedule=1f1b,recompute=full")
+               "schedule=1f1b,recompute=full,attention=unfused")
         ref, _, ref_err = compile_json(cleave, [f"zoo:{model}"],
                                       f"dgx-a100-80g,nodes={gpus // 8}", batch, fix)
         if not found:
@@ -78,6 +84,8 @@ def main():
     print(f"rows where the search predicts less than Megatron's plan: {worse}")
     print()
     budgets(cleave)
+    print()
+    recipes(cleave)
 
 
 # The search's time budgets (issue "Plans that hold at GPU scale"): the
@@ -111,6 +119,45 @@ def budgets(cleave):
               f"{s['candidates_evaluated']:>6} {s['simulated']:>6} | "
               f"dp={p['dp']} tp={p['tp']} pp={p['pp']} cp={p['cp']} "
               f"{p['schedule']}{'/' + str(p['vpp']) if p['vpp'] > 1 else ''}")
+
+
+# Published H100 recipes for Llama 3 (sequence 8192, bf16, fused attention,
+# the distributed optimizer): NVIDIA's Megatron-Core/NeMo recipes for 8B
+# (cp 2, 128 GPUs) and 70B (tp 4, pp 4, cp 2, vpp 5, 64 GPUs), and Meta's
+# 405B degrees (tp 8, pp 16, dp 128 on 16,384 GPUs; Dubey et al., 2024,
+# Table 4).
+RECIPES = [  # model, cluster, global batch, recipe knobs
+    ("zoo:llama3-8b,seq=8192", "dgx-h100,nodes=16", 128,
+     "tp=1,pp=1,cp=2,dp=64,zero=1,microbatch=1,sp=off,schedule=1f1b"),
+    ("zoo:llama3-70b,seq=8192", "dgx-h100,nodes=8", 128,
+     "tp=4,pp=4,cp=2,dp=2,zero=1,microbatch=1,sp=on,schedule=interleaved,"
+     "vpp=5"),
+    # Meta's degrees only (the schedule, chunks and ZeRO stage the search's).
+    ("zoo:llama3-405b,seq=8192", "dgx-h100,nodes=2048", 2048,
+     "tp=8,pp=16,cp=1,dp=128"),
+]
+
+
+def recipes(cleave):
+    """The free search against each recipe priced by the same cost model
+    (the recipe's recomputation and attention left to the search)."""
+    print(f"{'model':>12} {'GPUs':>6} | {'search s':>8} {'recipe s':>8} "
+          f"{'ratio':>6} | searched plan")
+    for model, cluster, batch, fix in RECIPES:
+        found, _, err = compile_json(cleave, [model], cluster, batch)
+        ref, _, ref_err = compile_json(cleave, [model], cluster, batch, fix)
+        if not found or not ref:
+            print(f"{model:>12}: {err or ref_err}")
+            continue
+        t = found["predicted"]["step_time_s"]
+        rt = ref["predicted"]["step_time_s"]
+        p = found["plan"]
+        print(f"{model[4:].split(',')[0]:>12} {found['devices']:>6} | "
+              f"{t:>8.3f} {rt:>8.3f} {rt / t:>6.2f} | "
+              f"dp={p['dp']} tp={p['tp']} pp={p['pp']} cp={p['cp']} "
+              f"zero={p['zero']} {p['schedule']}"
+              f"{'/' + str(p['vpp']) if p['vpp'] > 1 else ''} "
+              f"rc={recompute_text(p)}")
 
 
 if __name__ == "__main__":

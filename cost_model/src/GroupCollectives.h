@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -28,17 +29,25 @@ public:
 
   /// Seconds of one collective moving `bytesPerRank` over `group`, with
   /// `concurrent` groups of the same placement running it at once (a
-  /// group of one rank, or no bytes, is free).
+  /// group of one rank, or no bytes, is free). The callers count every
+  /// group of the plan; only those on the same nodes share links: a node
+  /// holds at most devicesPerNode / (the group's ranks on it) of them (the
+  /// cp groups of tp4/cp2/dp2 on 8-GPU nodes: 8 in the plan, 4 on a node,
+  /// the other replica's on other nodes).
   absl::StatusOr<double> collective(Collective kind, double bytesPerRank,
                                     const Group &group,
                                     int64_t concurrent = 1) const {
     if (group.ranks.size() <= 1 || bytesPerRank <= 0)
       return 0.0;
-    CollectiveOptions options;
-    options.concurrentGroups = concurrent;
     absl::StatusOr<GroupPlacement> placement = place(group);
     if (!placement.ok())
       return placement.status();
+    CollectiveOptions options;
+    options.concurrentGroups = std::max<int64_t>(
+        1, std::min<int64_t>(concurrent,
+                             cluster.devicesPerNode /
+                                 std::max<int64_t>(
+                                     1, placement->maxRanksPerNode)));
     auto cost = estimateCollective(kind, bytesPerRank, *placement, cluster,
                                    profile, options);
     if (!cost.ok())

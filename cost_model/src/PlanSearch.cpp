@@ -78,6 +78,55 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
   std::vector<int> zeros = {0, 1, 2, 3};
   if (fixedKnob(o, Knob::Zero))
     zeros = {f.zero};
+  // Fused attention wherever the model's attention fuses (it is seldom
+  // slower, and holds no score matrices), unfused where it does not or is
+  // cheaper: both are priced.
+  std::vector<bool> attentions = {false};
+  if (fixedKnob(o, Knob::Attention))
+    attentions = {f.fusedAttention};
+  else if (m.canFuseAttention())
+    attentions = {true, false};
+  // Unfused attention is priced only where it may win: for each tensor-
+  // and context-parallel degree, microbatch and sequence parallelism, a
+  // one-stage probe (no ZeRO, no recomputation, memory unbounded) prices
+  // both; where fused is no slower there, it is no slower in any plan of
+  // those degrees (the attention's share of each layer is the same, and
+  // fused holds less), and the unfused plans are not scored.
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool, int64_t>, bool>
+      unfusedMayWin;
+  Cluster unbounded = capped;
+  unbounded.device.memoryBytes = HUGE_VAL;
+  auto unfusedWorthPricing = [&](const ParallelConfig &plan) {
+    if (o.exhaustive)
+      return true;
+    auto key = std::make_tuple(plan.tp, plan.cp, plan.microbatchSize,
+                               plan.sequenceParallel, plan.ep);
+    auto known = unfusedMayWin.find(key);
+    if (known != unfusedMayWin.end())
+      return known->second;
+    ParallelConfig probe = plan;
+    probe.dp = plan.dp * plan.pp;
+    probe.pp = 1;
+    probe.chunks = 1;
+    probe.schedule = ScheduleKind::OneFOneB;
+    probe.zero = 0;
+    probe.recompute = Recompute::None;
+    probe.stageRecompute.clear();
+    probe.globalBatch = probe.dp * probe.microbatchSize;
+    probe.fusedAttention = true;
+    auto fused = scoreTransformerPlan(m, unbounded, probe, profile);
+    probe.fusedAttention = false;
+    auto unfused = scoreTransformerPlan(m, unbounded, probe, profile);
+    bool mayWin = !fused.ok() ||
+                  (unfused.ok() && unfused->stepSeconds < fused->stepSeconds);
+    unfusedMayWin[key] = mayWin;
+    return mayWin;
+  };
+  // (attention, ZeRO stage) pairs, tried for every other combination.
+  std::vector<std::pair<bool, int>> variants;
+  for (bool fused : attentions)
+    for (int z : zeros)
+      variants.push_back({fused, z});
   DType precision = fixedKnob(o, Knob::Precision)
                         ? f.precision
                         : (cluster.device.peakBf16 > 0 ? DType::Bf16
@@ -312,8 +361,12 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
                   // them when exhaustive). ZeRO stages are all tried: ZeRO-1
                   // and 2 also shrink the optimizer step, ZeRO-3 adds
                   // gathers.
-                  for (int z : zeros) {
-                    if (z > 0 && dp == 1 && !fixedKnob(o, Knob::Zero))
+                  for (auto [fused, z] : variants) {
+                    if (!fused && attentions.size() > 1 &&
+                        !unfusedWorthPricing(plan))
+                      continue;
+                    plan.fusedAttention = fused;
+                    if (z > 0 && dp * cp == 1 && !fixedKnob(o, Knob::Zero))
                       continue;
                     plan.zero = z;
                     std::optional<Recompute> fit;

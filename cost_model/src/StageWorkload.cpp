@@ -165,8 +165,12 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
 
   // Groups of stage 0 (every stage's groups are placed alike).
   const int64_t ranksPerStage = p.dp * p.cp * p.tp;
-  Group cpGroup = Group::strided(0, p.cp, p.tp);
   Group dpGroup = Group::strided(0, p.dp, p.cp * p.tp);
+  // ZeRO's collectives run over the data- and context-parallel ranks
+  // together (ParallelConfig::zeroReplicas), one group per tensor rank.
+  const int64_t zeroReplicas = p.zeroReplicas();
+  Group zeroGroup = Group::strided(0, zeroReplicas, p.tp);
+  const int64_t zeroConcurrent = p.tp;
   Group ppPair = p.pp > 1 ? Group{{0, ranksPerStage}} : Group{{0}};
   // Every tensor- and context-parallel rank runs its own data-parallel
   // reduction at the same time, sharing the links.
@@ -212,11 +216,12 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
   std::map<Collective, double> callSeconds; // per kind, priced once
   auto perTensor = [&](Collective kind, double bytes,
                        double tensors) -> absl::StatusOr<double> {
-    CLEAVE_ASSIGN(all, price.collective(kind, bytes, dpGroup, dpConcurrent));
+    CLEAVE_ASSIGN(all,
+                  price.collective(kind, bytes, zeroGroup, zeroConcurrent));
     auto call = callSeconds.find(kind);
     if (call == callSeconds.end()) {
-      CLEAVE_ASSIGN(one, price.collective(kind, 4.0 * p.dp, dpGroup,
-                                          dpConcurrent));
+      CLEAVE_ASSIGN(one, price.collective(kind, 4.0 * zeroReplicas,
+                                          zeroGroup, zeroConcurrent));
       call = callSeconds.emplace(kind, one).first;
     }
     return all + std::max(0.0, tensors - 1) * call->second;
@@ -261,23 +266,11 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
       // Data-parallel gradient reduction of the chunk's parameters in
       // buckets; ZeRO's reduce-scatter plus all-gather moves the same
       // bytes as an all-reduce. Under context parallelism the gradients
-      // are also partial over "cp": without ZeRO they join the buckets
-      // (one reduction over the dp x cp ranks a step, as the lowering
-      // does); with ZeRO each microbatch's are summed over "cp" in its
-      // backward pass.
-      Group reduceGroup = dpGroup;
-      int64_t reduceConcurrent = dpConcurrent;
-      if (p.cp > 1 && p.zero == 0) {
-        reduceGroup = Group::strided(0, p.dp * p.cp, p.tp);
-        reduceConcurrent = p.tp;
-      } else if (p.cp > 1) {
-        CLEAVE_ASSIGN(cpSum, price.collective(Collective::AllReduce,
-                                              params * gradE, cpGroup,
-                                              p.dp * p.tp));
-        cc.backward += cpSum;
-        price.count(stageComm, Collective::AllReduce, params * gradE,
-                    cpGroup, double(microbatches));
-      }
+      // are also partial over "cp": they join the reduction over the
+      // dp x cp ranks (the buckets without ZeRO, ZeRO's reduce-scatters
+      // with it), as the lowering does.
+      Group reduceGroup = p.cp > 1 ? zeroGroup : dpGroup;
+      int64_t reduceConcurrent = p.cp > 1 ? zeroConcurrent : dpConcurrent;
       CLEAVE_ASSIGN(reduce,
                     price.collective(Collective::AllReduce, params * gradE,
                                      reduceGroup, reduceConcurrent));
@@ -289,7 +282,7 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
                            ? static_cast<int>(std::max<int64_t>(
                                  1, std::min<int64_t>(w.gradientPieces, 8)))
                            : 1;
-      bool zeroSharded = p.zero >= 1 && p.dp > 1;
+      bool zeroSharded = p.zero >= 1 && zeroReplicas > 1;
       if (!zeroSharded)
         price.count(stageComm, Collective::AllReduce,
                     params * gradE / cc.gradBuckets, reduceGroup,
@@ -330,12 +323,12 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
         }
         double perMicrobatch = double(microbatches);
         price.count(stageComm, Collective::ReduceScatter, tensorGradBytes,
-                    dpGroup, tensors * (p.zero == 1 ? 1 : perMicrobatch));
+                    zeroGroup, tensors * (p.zero == 1 ? 1 : perMicrobatch));
         if (p.zero == 3)
-          price.count(stageComm, Collective::AllGather, tensorBytes, dpGroup,
+          price.count(stageComm, Collective::AllGather, tensorBytes, zeroGroup,
                       2 * tensors * perMicrobatch);
         if (p.zero <= 2 && p.overlapGradReduce)
-          price.count(stageComm, Collective::AllGather, tensorBytes, dpGroup,
+          price.count(stageComm, Collective::AllGather, tensorBytes, zeroGroup,
                       tensors);
         if (p.zero == 1) {
           cc.gradReduce = scatter;
@@ -383,7 +376,8 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
     // came to 18-29 ms against 2-6 ms measured.
     double optimizerBytes =
         (3.0 + 2.0 * states) * 4.0 + (p.precision == DType::Fp32 ? 0.0 : 24.0);
-    double shard = p.zero >= 1 ? stageParams[st] / p.dp : stageParams[st];
+    double shard =
+        p.zero >= 1 ? stageParams[st] / zeroReplicas : stageParams[st];
     GenericOp update;
     update.bytesRead = shard * e * (optimizerBytes / e) / 2;
     update.bytesWritten = shard * e * (optimizerBytes / e) / 2;
@@ -391,13 +385,14 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
     update.dtype = DType::Fp32;
     CLEAVE_ASSIGN(opt, estimateGeneric(update, cluster, profile));
     stage.optimizer = opt.seconds;
-    if ((p.zero == 1 || p.zero == 2) && p.dp > 1 && !p.overlapGradReduce) {
+    if ((p.zero == 1 || p.zero == 2) && zeroReplicas > 1 &&
+        !p.overlapGradReduce) {
       CLEAVE_ASSIGN(gather, perTensor(Collective::AllGather,
                                       stageParams[st] * e, stageTensors[st]));
       stage.paramGather = gather;
       price.count(stageComm, Collective::AllGather,
                   stageParams[st] * e / std::max(1.0, stageTensors[st]),
-                  dpGroup, stageTensors[st]);
+                  zeroGroup, stageTensors[st]);
     }
     spec.stages.push_back(stage);
     out.stageCollectives.push_back(std::move(stageComm));
@@ -412,7 +407,7 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
   // under ZeRO-3 each replica's block is the fp32 master, cast to 16 bits
   // for the all-gather (FSDP's mixed precision).
   const bool fp32Masters =
-      halfStorage && (p.zero == 0 || p.zero == 3 || p.dp == 1);
+      halfStorage && (p.zero == 0 || p.zero == 3 || zeroReplicas == 1);
   const double paramBytes = fp32Masters ? 4.0 : e;
   // The optimizer's fp32 states, and an fp32 master copy only when the
   // parameters themselves are 16-bit.
@@ -429,11 +424,12 @@ scoreStages(const StageWorkload &work, const Cluster &cluster,
       mb = work.stageMemory[st];
     }
     ModelStateBytes model =
-        modelStateBytes(stageParams[st] - stageExpertParams[st], p.zero, p.dp,
-                        paramBytes, gradE, optimizerStateBytes);
+        modelStateBytes(stageParams[st] - stageExpertParams[st], p.zero,
+                        zeroReplicas, paramBytes, gradE, optimizerStateBytes);
     if (stageExpertParams[st] > 0) {
       ModelStateBytes experts =
-          modelStateBytes(stageExpertParams[st], p.zero, p.dp / p.ep,
+          modelStateBytes(stageExpertParams[st], p.zero,
+                          p.dp / p.ep * p.cp,
                           paramBytes, gradE, optimizerStateBytes);
       model.params += experts.params;
       model.grads += experts.grads;

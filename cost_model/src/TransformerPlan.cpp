@@ -1135,7 +1135,9 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
     mc.microbatches = microbatches;
     mc.recompute = p.recomputeOf(st);
     mc.zeroStage = p.zero;
-    mc.dp = p.dp;
+    // The ranks gradients are reduced and ZeRO shards over (the buckets'
+    // and ZeRO's communicator, their buffers).
+    mc.dp = p.zeroReplicas();
     mc.activationBytes = e;
     // What ZeRO gathers and reduces (the buffers and workspace read them);
     // the model states themselves scoreStages prices from the chunks'

@@ -10,6 +10,11 @@
 #include "cleave/Driver/PlanReport.h"
 #include "cleave/Driver/TransformerPlanner.h"
 #include "cleave/Importers/ModelLoader.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -64,11 +69,8 @@ absl::Status checkLowerable(const CompileRequest &r) {
                  "buckets (Megatron-Core's distributed optimizer); "
                  "cleave's lowering runs one per parameter tensor, so a "
                  "plan written with -o cannot take it");
-  // Knobs not fixed yet are the search's, which keeps to what lowers.
-  cost::ParallelConfig asked = plan;
-  if (!r.inputs.fixed.contains(Knob::Precision))
-    asked.precision = cost::DType::Fp32;
-  if (std::string why = whyNotLowerable(asked); !why.empty())
+  // Knobs not fixed are the search's, which keeps to what lowers.
+  if (std::string why = whyNotLowerable(plan); !why.empty())
     for (Knob knob : {Knob::Cp, Knob::Ep, Knob::Schedule, Knob::Precision})
       if (r.inputs.fixed.contains(knob) &&
           why.find(cost::knobName(knob)) != std::string::npos)
@@ -184,11 +186,29 @@ absl::Status Compiler::writeArtifact(
   return writePlanArtifact(request);
 }
 
+/// Whether cleave-fuse-attention, run on a copy of `module`, fuses at
+/// least one attention per layer: the search then prices fused attention
+/// as the lowering will build it.
+static bool attentionFusesInEveryLayer(mlir::ModuleOp module,
+                                       int64_t layers) {
+  mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
+  mlir::PassManager pm(module.getContext());
+  pm.nest<mlir::func::FuncOp>().addPass(createFuseAttention());
+  if (mlir::failed(pm.run(*copy)))
+    return false;
+  int64_t fused = 0;
+  copy->walk([&](graph::AttentionOp) { ++fused; });
+  return fused >= layers;
+}
+
 absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
                                           mlir::ModuleOp module) {
   TransformerPlanRequest request;
   static_cast<PlanInputs &>(request) = inputs;
   request.shape = shape;
+  if (!fixed.contains(Knob::Attention) && shape.canFuseAttention())
+    request.shape.attentionFuses =
+        attentionFusesInEveryLayer(module, shape.layers);
   request.timeLimit = r.timeLimit;
   request.lowerable = !r.planOut.empty();
   auto started = std::chrono::steady_clock::now();
@@ -273,11 +293,18 @@ absl::Status Compiler::compileGraph() {
 }
 
 absl::Status Compiler::run() {
-  if (!r.planOut.empty()) {
+  // A plan to write is searched like any other (bf16 on GPU clusters,
+  // fused attention where it fuses), among the plans that lower
+  // (whyNotLowerable): compile and compile -o choose the same plan.
+  if (!r.planOut.empty())
     if (absl::Status s = checkLowerable(r); !s.ok())
       return s;
-    restrictToLowerable(plan, fixed);
-  }
+  // Unless fixed, the precision is bf16 where the devices have a bf16 rate
+  // (GPUs), fp32 elsewhere (CPU ranks): the search's choice, and that of a
+  // plan whose other knobs are all fixed.
+  if (!fixed.contains(Knob::Precision))
+    plan.precision = inputs.cluster.device.peakBf16 > 0 ? cost::DType::Bf16
+                                                        : cost::DType::Fp32;
   // The search imports the model at each microbatch it tries; this first
   // import only reads what the model is, so a symbolic batch need not be
   // given (a dimension --dim binds, or a batch fixed in the file, wins).

@@ -37,22 +37,6 @@ using namespace llvm;
 
 namespace cleave::driver {
 
-void restrictToLowerable(cost::ParallelConfig &plan,
-                         cost::KnobSet &fixed) {
-  auto fix = [&](cost::Knob knob, auto apply) {
-    if (!fixed.contains(knob)) {
-      apply();
-      fixed.insert(knob);
-    }
-  };
-  // Programs are fp32 unless a precision is asked for. cp, ep and the
-  // schedule are the search's to choose where they lower (whyNotLowerable
-  // is its filter of admissible plans): every schedule's memory model
-  // agrees with its planned arenas within 7% (test/Runtime/
-  // memory-agreement.test).
-  fix(cost::Knob::Precision, [&] { plan.precision = cost::DType::Fp32; });
-}
-
 std::string whyNotLowerable(const cost::ParallelConfig &plan) {
   std::vector<std::string> reasons;
   // bf16 and fp16 plans store activations, their gradients and the

@@ -43,6 +43,19 @@ planTransformer(const TransformerPlanRequest &r) {
   if (allFixed && !r.exhaustive) {
     absl::StatusOr<cost::PlanPrediction> predicted =
         cost::scoreTransformerPlan(r.shape, capped(r), r.plan, r.profile);
+    // Attention is the search's unless fixed: the faster of the two that
+    // fit (a recipe that names every degree runs fused attention where it
+    // can, as Megatron-Core does).
+    if (!r.fixed.contains(Knob::Attention) && r.shape.canFuseAttention()) {
+      cost::ParallelConfig other = r.plan;
+      other.fusedAttention = !r.plan.fusedAttention;
+      absl::StatusOr<cost::PlanPrediction> alternative =
+          cost::scoreTransformerPlan(r.shape, capped(r), other, r.profile);
+      if (alternative.ok() &&
+          (!predicted.ok() ||
+           alternative->stepSeconds < predicted->stepSeconds))
+        predicted = std::move(alternative);
+    }
     if (!predicted.ok())
       return absl::FailedPreconditionError(
           absl::StrCat("infeasible plan ", cost::planKnobsString(r.plan), ": ",

@@ -64,6 +64,14 @@ private:
   FailureOr<bool> declareSource(Operation *op);
   /// The dimension ZeRO splits `param`'s update along, -1 if it does not.
   int64_t zeroDimOf(gr::ParamOp param) const;
+  /// Whether each context-parallel rank's gradient of `param` is partial,
+  /// summed over "cp" (by an all-reduce autodiff marked as a parameter
+  /// gradient) straight into its update.
+  bool gradientPartialOverCp(gr::ParamOp param) const;
+  /// The replicas ZeRO splits `param` over: its data-parallel replicas,
+  /// and the context-parallel ranks where its gradient is partial over
+  /// them (zeroReplicasOf).
+  Replicas zeroReplicas(gr::ParamOp param) const;
   /// The 16-bit type (bf16, f16) `param` is held in with fp32 master
   /// blocks (ProgramContext::halfParameters), or null: ZeRO splits its
   /// update, one stage holds it, and it is read only through casts to

@@ -233,7 +233,7 @@ LogicalResult Emitter::placeInBackward(const plan::Instruction &collective,
 int64_t Emitter::zeroDimOf(gr::ParamOp param) const {
   // A ZeRO-3 parameter is already a shard whose gradient the backward
   // pass reduce-scattered (the all-gather's gradient).
-  int64_t n = replicasOf(param, ctx).count;
+  int64_t n = zeroReplicas(param).count;
   if (ctx.knobs.zero < 1 || n <= 1 || param->hasAttr("cleave.zero_sharded"))
     return -1;
   return zeroDim(cast<RankedTensorType>(param.getType()).getShape(), n);
@@ -299,7 +299,7 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     bool tied = holders != ctx.paramStages.end() && holders->second.size() > 1;
     bool shardGrad = ctx.knobs.zero == 2 && dim >= 0 && !tied;
     gradSharded.push_back(shardGrad);
-    Replicas replicas = replicasOf(paramOp, ctx);
+    Replicas replicas = zeroReplicas(paramOp);
     if (shardGrad)
       shardOverReplicas(*program.mutable_tensors(g), dim, replicas);
     // A parameter the loss does not reach has a zero gradient: nothing to
@@ -412,7 +412,7 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     if (dim < 0 || gradSharded[i])
       continue;
     auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
-    Replicas replicas = replicasOf(param, ctx);
+    Replicas replicas = zeroReplicas(param);
     int shard = addTensor(Value(), param.getName().str() + ".grad_shard",
                           plan::TensorDecl::GRADIENT, param.getType());
     plan::TensorDecl &decl = *program.mutable_tensors(shard);
@@ -437,7 +437,8 @@ LogicalResult Emitter::emitOptimizer(ArrayRef<Operation *> updates) {
     auto param = cast<gr::ParamOp>(update->getOperand(0).getDefiningOp());
     int paramId = ids.lookup(param);
     int64_t dim = zeroDims[i];
-    Replicas replicas = replicasOf(param, ctx);
+    Replicas replicas =
+        dim >= 0 ? zeroReplicas(param) : replicasOf(param, ctx);
     SmallVector<int> states;
     for (unsigned k = 2; k < update->getNumOperands(); ++k)
       if (update->getOperand(k).getDefiningOp<gr::OptimizerStateOp>())

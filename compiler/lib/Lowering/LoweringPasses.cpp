@@ -176,7 +176,7 @@ LogicalResult partitionTensorParallel(ModuleOp module, func::FuncOp forward,
 /// replicas' gradients (`varying_grad`), so each replica ends the backward
 /// pass with its block's summed gradient and updates only that block.
 void shardParametersOverReplicas(func::FuncOp stage, int64_t replicaCount,
-                                 int64_t ep) {
+                                 int64_t ep, int64_t cp) {
   OpBuilder b(stage.getContext());
   // Collected first: the rewrite erases the casts that read a parameter.
   SmallVector<gr::ParamOp> params;
@@ -184,7 +184,27 @@ void shardParametersOverReplicas(func::FuncOp stage, int64_t replicaCount,
   for (gr::ParamOp param : params) [&] {
     if (!param.isTrainable())
       return;
-    Replicas replicas = replicasOf(param, replicaCount, ep);
+    // Under context parallelism a parameter copied into the "cp" group
+    // (its gradient partial on each cp rank) is split over dp x cp: the
+    // gather over them replaces the copy, and the gather's gradient, a
+    // reduce-scatter over dp x cp, sums the cp ranks' partial gradients.
+    // (Mixed precision may have cast the parameter before the copy.)
+    SmallVector<gr::CopyToGroupOp> copies;
+    auto collect = [&](Value v) {
+      for (Operation *user : v.getUsers())
+        if (auto copy = dyn_cast<gr::CopyToGroupOp>(user);
+            copy && copy.getAxes().size() == 1 &&
+            cast<StringAttr>(copy.getAxes()[0]).getValue() == "cp")
+          copies.push_back(copy);
+    };
+    if (cp > 1) {
+      collect(param.getResult());
+      for (Operation *user : param->getUsers())
+        if (isa<gr::CastOp>(user))
+          collect(user->getResult(0));
+    }
+    Replicas replicas =
+        zeroReplicasOf(param, replicaCount, ep, copies.empty() ? 1 : cp);
     int64_t dp = replicas.count;
     if (dp <= 1)
       return;
@@ -197,6 +217,10 @@ void shardParametersOverReplicas(func::FuncOp stage, int64_t replicaCount,
       }
     if (dim < 0)
       return;
+    for (gr::CopyToGroupOp copy : copies) {
+      copy.getResult().replaceAllUsesWith(copy.getInput());
+      copy->erase();
+    }
     SmallVector<std::string> axes(type.getRank());
     if (auto old = param->getAttrOfType<ArrayAttr>("cleave.shard_axes"))
       for (auto [d, a] : llvm::enumerate(old))
@@ -209,6 +233,7 @@ void shardParametersOverReplicas(func::FuncOp stage, int64_t replicaCount,
     SmallVector<StringRef> refs(axes.begin(), axes.end());
     param->setAttr("cleave.shard_axes", b.getStrArrayAttr(refs));
     param->setAttr("cleave.zero_sharded", b.getUnitAttr());
+    param->setAttr("cleave.zero_axes", b.getStringAttr(replicas.joined()));
     SmallVector<int64_t> shape(type.getShape());
     shape[dim] /= dp;
     param.getResult().setType(type.clone(shape));
@@ -470,8 +495,8 @@ void StageTrainingStepsPass::runOnOperation() {
       return signalPassFailure();
     }
     int64_t s = c % pp;
-    if (zero >= 3 && dp > 1)
-      shardParametersOverReplicas(stage, dp, ep);
+    if (zero >= 3 && dp * cp > 1)
+      shardParametersOverReplicas(stage, dp, ep, cp);
     FailureOr<func::FuncOp> built = buildTrainingStep(
         stage, ("stage" + std::to_string(c) + "_step"), step);
     if (failed(built))

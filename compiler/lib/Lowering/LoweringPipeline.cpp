@@ -80,6 +80,7 @@ void addStagePasses(OpPassManager &pm, const LoweringOptions &o,
   steps.dp = o.knobs.dp;
   steps.ep = o.knobs.ep;
   steps.zero = o.knobs.zero;
+  steps.cp = o.knobs.cp;
   steps.recompute.push_back(std::string(cost::recomputeName(o.knobs.recompute)));
   if (!o.knobs.stageRecompute.empty()) {
     steps.recompute.clear();

@@ -224,8 +224,8 @@ FailureOr<int> Emitter::paramIndex(gr::ParamOp param) {
           dim->add_axes(name.str());
       }
   }
-  if (param->hasAttr("cleave.zero_sharded"))
-    p->set_zero_axis(replicasOf(param, ctx).joined());
+  if (auto axes = param->getAttrOfType<StringAttr>("cleave.zero_axes"))
+    p->set_zero_axis(axes.getValue().str());
   p->add_stages(ctx.stage);
   *p->mutable_init() = initFor(name, local.clone(global));
   ElementsAttr value = param.getValueAttr();
@@ -361,9 +361,28 @@ plan::Instruction &Emitter::append(Phase phase, const std::string &name) {
   return inst;
 }
 
+/// The one update whose gradient `sum` is, directly or through one cast
+/// (mixed precision widens the 16-bit gradient), or null.
+static Operation *updateReadingSum(gr::AllReduceOp sum) {
+  if (!sum->hasOneUse())
+    return nullptr;
+  OpOperand &use = *sum->getUses().begin();
+  Operation *user = use.getOwner();
+  if (isa<gr::CastOp>(user)) {
+    if (!user->hasOneUse())
+      return nullptr;
+    OpOperand &widened = *user->getUses().begin();
+    user = widened.getOwner();
+    if (widened.getOperandNumber() != 1)
+      return nullptr;
+  } else if (use.getOperandNumber() != 1) {
+    return nullptr;
+  }
+  return isa<gr::SgdUpdateOp, gr::AdamwUpdateOp>(user) ? user : nullptr;
+}
+
 bool Emitter::foldsIntoBuckets(gr::AllReduceOp sum) const {
-  if (ctx.knobs.zero != 0 || sum.getAxes().size() != 1 ||
-      sum.getReduction() != "sum")
+  if (sum.getAxes().size() != 1 || sum.getReduction() != "sum")
     return false;
   // Two sums of a parameter's partial gradients over one axis: over "cp",
   // marked by autodiff (the parameter's copy into the context-parallel
@@ -374,17 +393,28 @@ bool Emitter::foldsIntoBuckets(gr::AllReduceOp sum) const {
   StringRef axis = cast<StringAttr>(sum.getAxes()[0]).getValue();
   bool cp = axis == "cp" && ctx.knobs.cp > 1 &&
             sum->hasAttr("cleave.parameter_gradient");
+  // Under ZeRO only the sum over "cp", into the reduce-scatter over
+  // dp x cp of a parameter ZeRO splits (zeroReplicasOf).
+  if (ctx.knobs.zero != 0 && !cp)
+    return false;
   // Not yet with a separate weight-gradient pass (zero-bubble schedules):
   // a GPT at tp2 pp2 under ZB-H1 diverged at step 2 (relative 4.6e-5).
   if (!cp && (axis != "tp" || perChunk == 3))
     return false;
   // Only a gradient that goes straight to its update: added to another
   // contribution first, the partial sum would be mixed with whole ones.
-  return !sum->use_empty() &&
-         llvm::all_of(sum->getUses(), [](OpOperand &use) {
-           return isa<gr::SgdUpdateOp, gr::AdamwUpdateOp>(use.getOwner()) &&
-                  use.getOperandNumber() == 1;
-         });
+  if (ctx.knobs.zero == 0)
+    return !sum->use_empty() &&
+           llvm::all_of(sum->getUses(), [](OpOperand &use) {
+             return isa<gr::SgdUpdateOp, gr::AdamwUpdateOp>(use.getOwner()) &&
+                    use.getOperandNumber() == 1;
+           });
+  // Under ZeRO, into the reduce-scatter over dp x cp of the parameter
+  // (widened to fp32 first under mixed precision, as it is then reduced).
+  Operation *update = updateReadingSum(sum);
+  auto param =
+      update ? update->getOperand(0).getDefiningOp<gr::ParamOp>() : nullptr;
+  return param && gradientPartialOverCp(param) && zeroDimOf(param) >= 0;
 }
 
 LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
@@ -743,9 +773,51 @@ Replicas replicasOf(Operation *param, int64_t dp, int64_t ep) {
   return r;
 }
 
+namespace detail {
+
+bool Emitter::gradientPartialOverCp(gr::ParamOp param) const {
+  if (ctx.knobs.cp <= 1)
+    return false;
+  for (Operation *user : param->getUsers()) {
+    if (!isa<gr::SgdUpdateOp, gr::AdamwUpdateOp>(user) ||
+        user->getOperand(0) != param.getResult())
+      continue;
+    Value grad = user->getOperand(1);
+    if (auto widen = grad.getDefiningOp<gr::CastOp>())
+      grad = widen.getInput();
+    auto sum = grad.getDefiningOp<gr::AllReduceOp>();
+    return sum && sum.getAxes().size() == 1 &&
+           cast<StringAttr>(sum.getAxes()[0]).getValue() == "cp" &&
+           sum.getReduction() == "sum" &&
+           sum->hasAttr("cleave.parameter_gradient") &&
+           updateReadingSum(sum) == user;
+  }
+  return false;
+}
+
+Replicas Emitter::zeroReplicas(gr::ParamOp param) const {
+  return zeroReplicasOf(param, ctx.knobs.dp, ctx.knobs.ep,
+                        ctx.knobs.zero >= 1 && gradientPartialOverCp(param)
+                            ? ctx.knobs.cp
+                            : 1);
+}
+
+} // namespace detail
+
 Replicas replicasOf(Operation *param, const ProgramContext &context) {
   return replicasOf(param, context.knobs.dp, context.knobs.ep);
 }
+
+Replicas zeroReplicasOf(Operation *param, int64_t dp, int64_t ep,
+                        int64_t cp) {
+  Replicas r = replicasOf(param, dp, ep);
+  if (cp > 1) {
+    r.axes.push_back("cp");
+    r.count *= cp;
+  }
+  return r;
+}
+
 
 FailureOr<plan::Program> emitProgram(ArrayRef<func::FuncOp> chunks,
                                      const ProgramContext &context,

@@ -20,12 +20,9 @@
 
 namespace cleave::driver {
 
-/// The knobs the lowering to programs supports; a search for a plan to
-/// write fixes the others to these values, and a plan that sets them
-/// otherwise is refused with the reason.
-void restrictToLowerable(cost::ParallelConfig &plan,
-                         cost::KnobSet &fixed);
-/// Empty when `plan` can be lowered, else why not.
+/// Empty when `plan` can be lowered, else why not: a search for a plan to
+/// write (`compile -o`) admits only plans with no reason, and a fixed knob
+/// the lowering cannot honour is refused with it.
 std::string whyNotLowerable(const cost::ParallelConfig &plan);
 
 struct ArtifactRequest {

@@ -92,6 +92,8 @@ def StageTrainingSteps : Pass<"cleave-stage-training-steps", "mlir::ModuleOp"> {
            "expert-parallel groups of the replicas (an expert's replicas "
            "are dp / ep)">,
     Option<"zero", "zero", "int64_t", "0", "ZeRO stage">,
+    Option<"cp", "cp", "int64_t", "1",
+           "context-parallel degree (ZeRO shards over dp x cp)">,
     ListOption<"recompute", "recompute", "std::string",
                "none, selective or full: one, or one per pipeline stage">,
     Option<"residualBlocks", "residual-blocks", "bool", "false",

@@ -77,6 +77,13 @@ struct Replicas {
 };
 Replicas replicasOf(mlir::Operation *param, const ProgramContext &context);
 Replicas replicasOf(mlir::Operation *param, int64_t dp, int64_t ep);
+/// replicasOf, and "cp" too (`cp` > 1): the replicas ZeRO shards a
+/// parameter over when the context-parallel ranks hold it whole and sum
+/// their partial gradients (Megatron-Core's distributed optimizer shards
+/// over dp x cp; each microbatch's sum over "cp" then folds into ZeRO's
+/// reduce-scatter).
+Replicas zeroReplicasOf(mlir::Operation *param, int64_t dp, int64_t ep,
+                        int64_t cp);
 
 /// `chunks`: the stage's training steps, one per model chunk (several under
 /// the interleaved schedule).

@@ -83,9 +83,14 @@ LogicalResult gradCopyToGroup(CopyToGroupOp op, OpBuilder &b, ValueRange dys,
                                  op.getAxesAttr(), op.getGroupSizeAttr(),
                                  b.getStringAttr("sum"));
   // A parameter's gradient summed over the group: the lowering may defer
-  // the sum to the step's data-parallel buckets (it is linear, so the
-  // microbatches' partial gradients can be accumulated first).
-  if (op.getInput().getDefiningOp<ParamOp>())
+  // the sum to the step's data-parallel buckets or ZeRO's reduce-scatter
+  // (it is linear, so the microbatches' partial gradients can be
+  // accumulated first). Under mixed precision the copy reads the
+  // parameter's 16-bit cast.
+  Value input = op.getInput();
+  if (auto narrow = input.getDefiningOp<CastOp>())
+    input = narrow.getInput();
+  if (input.getDefiningOp<ParamOp>())
     sum->setAttr("cleave.parameter_gradient", b.getUnitAttr());
   dxs.push_back(sum);
   return success();

@@ -62,6 +62,12 @@ struct TransformerModel {
   /// Causal (decoder) attention: a fused attention kernel skips the masked
   /// half of the scores.
   bool causal = true;
+  /// Whether the attention can run as one fused kernel: no dropout on the
+  /// probabilities, and, for an imported graph, a form cleave-fuse-attention
+  /// recognises in every layer (the compiler tries it). The search prices
+  /// fused attention only where it can.
+  bool attentionFuses = true;
+  bool canFuseAttention() const { return attentionFuses && !dropout; }
   /// Mixture of experts: every `moeEvery`-th MLP has `experts` experts of
   /// which each token uses `topK`.
   int64_t experts = 0;
@@ -92,6 +98,11 @@ struct ParallelConfig {
   int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
   bool sequenceParallel = false;
   int zero = 0;
+  /// The ranks ZeRO shards the model states over: the data- and
+  /// context-parallel ones, which hold the same parameters and sum their
+  /// gradients (Megatron-Core's distributed optimizer shards over dp x cp;
+  /// each microbatch's sum over cp folds into ZeRO's reduce-scatter).
+  int64_t zeroReplicas() const { return dp * cp; }
   int64_t microbatchSize = 1;
   /// Samples per step, across all data-parallel replicas.
   int64_t globalBatch = 1;
