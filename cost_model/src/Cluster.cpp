@@ -296,9 +296,14 @@ absl::Status validateCluster(const Cluster &c) {
           c.device.memoryBytes);
   require(c.device.memoryBandwidth > 0, "device.memory_bandwidth", "positive",
           c.device.memoryBandwidth);
+  // A figure unused at this device count is still checked: a negative
+  // one is a typo that would surface when the cluster grows.
   if (c.devicesPerNode > 1)
     require(c.intraNode.bandwidth > 0, "intra_node.bandwidth",
             "positive when a node has several devices", c.intraNode.bandwidth);
+  else
+    require(c.intraNode.bandwidth >= 0, "intra_node.bandwidth", "0 or more",
+            c.intraNode.bandwidth);
   require(c.intraNode.latency >= 0, "intra_node.latency", "0 or more",
           c.intraNode.latency);
   if (c.nodes > 1) {
@@ -309,6 +314,9 @@ absl::Status validateCluster(const Cluster &c) {
   }
   require(c.network.nicsPerNode >= 0, "network.nics_per_node", "0 or more",
           c.network.nicsPerNode);
+  if (c.nodes == 1)
+    require(c.network.nicBandwidth >= 0, "network.nic_bandwidth",
+            "0 or more", c.network.nicBandwidth);
   require(c.network.latency >= 0, "network.latency", "0 or more",
           c.network.latency);
   auto fraction = [&](double value, std::string_view key) {

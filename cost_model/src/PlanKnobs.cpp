@@ -39,9 +39,17 @@ std::optional<Knob> knobNamed(std::string_view name) {
 absl::StatusOr<KnobSet> applyPlanKnobs(std::string_view knobs,
                                        ParallelConfig &plan) {
   KnobSet given;
+  if (absl::StripAsciiWhitespace(
+          absl::string_view(knobs.data(), knobs.size())).empty())
+    return given;
+  // An empty item (",,", a trailing comma) is a typo, not a knob to skip:
+  // "dp=4,,tp=2" most likely lost a knob.
   for (absl::string_view item :
-       absl::StrSplit(absl::string_view(knobs.data(), knobs.size()), ',',
-                      absl::SkipWhitespace())) {
+       absl::StrSplit(absl::string_view(knobs.data(), knobs.size()), ',')) {
+    if (absl::StripAsciiWhitespace(item).empty())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "empty knob in '", absl::string_view(knobs.data(), knobs.size()),
+          "' (knobs are knob=value, separated by single commas)"));
     std::pair<absl::string_view, absl::string_view> kv =
         absl::StrSplit(item, absl::MaxSplits('=', 1));
     std::string key(absl::StripAsciiWhitespace(kv.first));

@@ -34,6 +34,65 @@ bool fixedKnob(const PlanSearchOptions &o, Knob knob) {
   return o.fixedKnobs.contains(knob);
 }
 
+/// The first fixed knob (or pair) that no plan can take, in words; empty
+/// when each is possible on its own terms (the free knobs then failed).
+std::string fixedKnobConflict(const TransformerModel &m,
+                              const Cluster &cluster, int64_t globalBatch,
+                              const PlanSearchOptions &o) {
+  const ParallelConfig &f = o.fixed;
+  int64_t devices = cluster.numDevices();
+  auto fixed = [&](Knob k) { return fixedKnob(o, k); };
+  if (fixed(Knob::Dp) && fixed(Knob::Microbatch) &&
+      globalBatch % (f.dp * f.microbatchSize) != 0)
+    return absl::StrCat("the global batch ", globalBatch,
+                        " is not a multiple of dp x microbatch = ", f.dp,
+                        " x ", f.microbatchSize, " = ",
+                        f.dp * f.microbatchSize);
+  if (fixed(Knob::Dp) && globalBatch % f.dp != 0)
+    return absl::StrCat("dp=", f.dp, " does not divide the global batch ",
+                        globalBatch);
+  if (fixed(Knob::Microbatch) && globalBatch % f.microbatchSize != 0)
+    return absl::StrCat("microbatch=", f.microbatchSize,
+                        " does not divide the global batch ", globalBatch);
+  for (auto [knob, degree] : {std::pair{Knob::Dp, f.dp}, {Knob::Tp, f.tp},
+                              {Knob::Pp, f.pp}, {Knob::Cp, f.cp}})
+    if (fixed(knob) && devices % degree != 0)
+      return absl::StrCat(std::string(knobName(knob)), "=", degree,
+                          " does not divide the ", devices, " devices");
+  int64_t product = 1;
+  std::string named;
+  for (auto [knob, degree] : {std::pair{Knob::Dp, f.dp}, {Knob::Tp, f.tp},
+                              {Knob::Pp, f.pp}, {Knob::Cp, f.cp}})
+    if (fixed(knob)) {
+      product *= degree;
+      absl::StrAppend(&named, named.empty() ? "" : " x ",
+                      std::string(knobName(knob)), "=",
+                      degree);
+    }
+  if (devices % product != 0 ||
+      (fixed(Knob::Dp) && fixed(Knob::Tp) && fixed(Knob::Pp) &&
+       fixed(Knob::Cp) && product != devices))
+    return absl::StrCat(named, " = ", product, " does not ",
+                        product > devices ? "fit in" : "divide", " the ",
+                        devices, " devices");
+  if (fixed(Knob::Tp) &&
+      (m.heads % f.tp || m.kv() % f.tp || m.mlp() % f.tp))
+    return absl::StrCat("tp=", f.tp, " does not divide the ", m.heads,
+                        " heads, ", m.kv(), " key/value heads and MLP width ",
+                        m.mlp());
+  if (fixed(Knob::Tp) && f.tp > cluster.devicesPerNode)
+    return absl::StrCat("tp=", f.tp, " does not fit in a node of ",
+                        cluster.devicesPerNode,
+                        " devices (tensor parallelism stays on NVLink)");
+  if (fixed(Knob::Pp) && f.pp > m.layers)
+    return absl::StrCat("pp=", f.pp, " is more stages than the ", m.layers,
+                        " layers");
+  if (fixed(Knob::Cp) && f.cp > 1 && m.seq % f.cp != 0)
+    return absl::StrCat("cp=", f.cp, " does not divide the sequence of ",
+                        m.seq);
+  return "";
+}
+
 } // namespace
 
 absl::StatusOr<PlanSearchResult>
@@ -412,7 +471,10 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
           planKnobsString(closest.plan), ", fails with: ", closest.reason,
           ". More devices, a smaller global batch, or a larger memory limit "
           "would help"));
-    if (plans.candidates() == 0)
+    if (plans.candidates() == 0) {
+      if (std::string why = fixedKnobConflict(m, cluster, globalBatch, o);
+          !why.empty())
+        return absl::InvalidArgumentError(why);
       return absl::InvalidArgumentError(absl::StrCat(
           "no combination of the free knobs is valid with the fixed ones (",
           planKnobsString(f), "): tp x pp x cp must divide the ", devices,
@@ -420,6 +482,7 @@ searchTransformerPlans(const TransformerModel &m, const Cluster &cluster,
           "of ",
           cluster.devicesPerNode, ", and the global batch must be a multiple "
           "of dp x microbatch"));
+    }
     return absl::InvalidArgumentError(absl::StrCat(
         "no plan is valid for this model and cluster",
         plans.otherReason().empty() ? "" : ": ", plans.otherReason()));

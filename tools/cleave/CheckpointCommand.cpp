@@ -7,6 +7,7 @@
 
 #include "CheckpointCommand.h"
 #include "Commands.h"
+#include "ToolSupport.h"
 
 #include "cleave/runtime/checkpoint/Restore.h"
 #include "cleave/runtime/checkpoint/SafeTensors.h"
@@ -326,6 +327,8 @@ int runCheckpoint(const CheckpointArgs &a) {
     std::cerr << "cleave: error: checkpoint export needs -o FILE.safetensors\n";
     return 2;
   }
+  if (int code = checkOutputPath(a.output, "-o"))
+    return code;
   return exportCheckpoint(a.args[1], a.output);
 }
 

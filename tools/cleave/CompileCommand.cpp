@@ -46,6 +46,12 @@ int buildRequest(const CompileArgs &a, driver::CompileRequest &request) {
   if (!a.initFrom.empty() && a.planOut.empty())
     return badUsage("--init-from bakes weights into the plan artifact: it "
                     "needs -o FILE");
+  // Outputs are checked before the search and the lowering, which may
+  // take minutes on a large model.
+  if (int code = checkOutputPath(a.planOut, "-o"))
+    return code;
+  if (int code = checkOutputPath(a.trace, "--trace"))
+    return code;
   auto cluster = cost::parseCluster(a.cluster);
   if (!cluster.ok())
     return badUsage("--cluster: " +

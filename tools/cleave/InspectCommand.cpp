@@ -15,6 +15,8 @@ namespace cleave::tool {
 int runInspect(const InspectArgs &args) {
   // Inspection shows where the weights are, never their values: a plan of
   // many gigabytes is inspected without reading them.
+  if (int code = checkOutputPath(args.trace, "--trace"))
+    return code;
   auto loaded = plan::readPlanFile(args.plan, plan::Weights::kSkip);
   if (!loaded.ok())
     return badUsage(std::string(loaded.status().message()));

@@ -42,6 +42,9 @@ mlir::OwningOpRef<mlir::ModuleOp> load(ToolContext &tool,
 } // namespace
 
 int runImport(const ModelCommandArgs &args) {
+  if (args.output != "-")
+    if (int code = checkOutputPath(args.output, "-o"))
+      return code;
   ToolContext tool;
   mlir::OwningOpRef<mlir::ModuleOp> module = load(tool, args.model);
   if (!module)

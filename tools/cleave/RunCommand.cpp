@@ -62,6 +62,12 @@ int checkArgs(const RunArgs &a) {
     return badUsage("--timeout must be a positive number of seconds");
   if (int code = checkData(a.data))
     return code;
+  // Outputs before the job starts: a save path that is a file used to
+  // fail at the first checkpoint, after the steps before it had run.
+  if (int code = checkOutputPath(a.save, "--save", /*directory=*/true))
+    return code;
+  if (int code = checkOutputPath(a.trace, "--trace"))
+    return code;
   if (a.backend != "cpu" && a.backend != "cuda")
     return badUsage("--backend must be cpu or cuda, not '" + a.backend + "'");
   if (std::string bad = badPair(a.inputs); !bad.empty())

@@ -9,6 +9,9 @@
 #include "cleave/Pipelines.h"
 #include "cleave/Transforms/Autodiff.h"
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -82,6 +85,45 @@ int writeTextFile(const std::string &path, StringRef flag,
   if (ec)
     return failure(flag + " " + path + ": " + ec.message());
   file << text;
+  return kOk;
+}
+
+int checkOutputPath(const std::string &path, StringRef flag, bool directory) {
+  if (path.empty())
+    return kOk;
+  if (sys::fs::exists(path)) {
+    if (directory && !sys::fs::is_directory(path))
+      return badUsage(flag + " " + path +
+                      ": not a directory (the checkpoints are written in "
+                      "one); give a new or existing directory");
+    if (!directory && sys::fs::is_directory(path))
+      return badUsage(flag + " " + path + ": is a directory; give a file");
+    if (sys::fs::access(path, sys::fs::AccessMode::Write))
+      return badUsage(flag + " " + path + ": not writable");
+    return kOk;
+  }
+  // A new path: the nearest folder above it that exists must be a
+  // writable directory (a directory output is made with its parents).
+  SmallString<256> parent(path);
+  sys::path::remove_filename(parent);
+  if (parent.empty())
+    parent = ".";
+  if (!directory) {
+    if (!sys::fs::is_directory(parent))
+      return badUsage(flag + " " + path + ": the folder '" + parent +
+                      "' does not exist");
+  } else {
+    while (!parent.empty() && !sys::fs::exists(parent))
+      sys::path::remove_filename(parent);
+    if (parent.empty())
+      parent = ".";
+    if (!sys::fs::is_directory(parent))
+      return badUsage(flag + " " + path + ": '" + parent +
+                      "' is not a directory");
+  }
+  if (sys::fs::access(parent, sys::fs::AccessMode::Write))
+    return badUsage(flag + " " + path + ": the folder '" + parent +
+                    "' is not writable");
   return kOk;
 }
 

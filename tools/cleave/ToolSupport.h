@@ -44,6 +44,14 @@ bool parseImportOptions(const ModelArgs &args, ImportOptions &options);
 int writeTextFile(const std::string &path, llvm::StringRef flag,
                   const std::string &text);
 
+/// Checks, before any work, that `flag`'s output `path` can be written:
+/// a file (`directory` false) whose folder exists and which is not a
+/// directory, or a directory (`directory` true) that exists as one or can
+/// be made under an existing folder. kOk, or kBadInput after reporting
+/// why not (an empty path is kOk: the flag was not given).
+int checkOutputPath(const std::string &path, llvm::StringRef flag,
+                    bool directory = false);
+
 /// An MLIR context with every cleave dialect and interface, whose
 /// diagnostics print as "where: error: message" without dumping the op.
 struct ToolContext {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 
 #include <algorithm>
+#include <chrono>
 #include <sstream>
 
 namespace cleave::driver {
@@ -23,6 +24,37 @@ cost::Cluster capped(const TransformerPlanRequest &r) {
   if (r.memoryLimit)
     cluster.device.memoryBytes = *r.memoryLimit;
   return cluster;
+}
+
+/// Where no plan fits: the smallest cluster of the same nodes (twice,
+/// four times, ... the nodes, up to 4096 times or 3 s of searching) on
+/// which the search finds one, as a sentence to append; empty when none
+/// is found within those bounds.
+std::string whatWouldFit(const TransformerPlanRequest &r,
+                         cost::PlanSearchOptions so) {
+  so.topK = 1;
+  so.explain = false;
+  so.progress = nullptr;
+  so.timeLimit = 1.0;
+  auto started = std::chrono::steady_clock::now();
+  cost::Cluster bigger = r.cluster;
+  for (int doubling = 1; doubling <= 12; ++doubling) {
+    bigger.nodes *= 2;
+    absl::StatusOr<cost::PlanSearchResult> found =
+        cost::searchTransformerPlans(r.shape, bigger, r.globalBatch, so,
+                                     r.profile);
+    if (found.ok() && !found->best.empty())
+      return absl::StrCat(
+          "; the search finds a plan on ", bigger.numDevices(),
+          " such devices (", bigger.nodes, " nodes of ",
+          bigger.devicesPerNode, "): ",
+          cost::planKnobsString(found->best.front().plan));
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      started)
+            .count() > 3.0)
+      break;
+  }
+  return "";
 }
 
 } // namespace
@@ -78,8 +110,12 @@ planTransformer(const TransformerPlanRequest &r) {
   so.progress = r.progress;
   absl::StatusOr<cost::PlanSearchResult> found = cost::searchTransformerPlans(
       r.shape, r.cluster, r.globalBatch, so, r.profile);
-  if (!found.ok())
+  if (!found.ok()) {
+    if (found.status().code() == absl::StatusCode::kResourceExhausted)
+      return absl::FailedPreconditionError(
+          absl::StrCat(found.status().message(), whatWouldFit(r, so)));
     return absl::FailedPreconditionError(found.status().message());
+  }
   result.search = *std::move(found);
   result.plans = result.search->best;
   return result;

@@ -223,6 +223,13 @@ TEST(ClusterOverrides, ErrorsNameTheProblem) {
   EXPECT_NE(errorOf("dgx-a100-80g,nodes").find("expected key=value"),
             std::string::npos);
   EXPECT_EQ(clusterPreset("nope").status().code(), absl::StatusCode::kNotFound);
+  // A figure the device count does not use is still checked.
+  EXPECT_NE(errorOf("cpu-local,devices=1,intra_node.bandwidth=-5GB/s")
+                .find("intra_node.bandwidth must be 0 or more"),
+            std::string::npos);
+  EXPECT_NE(errorOf("dgx-h100,devices=1,network.nic_bandwidth=-1Gb/s")
+                .find("network.nic_bandwidth must be 0 or more"),
+            std::string::npos);
 }
 
 TEST(ClusterFile, DocumentedExampleIsThePreset) {
