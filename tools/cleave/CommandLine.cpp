@@ -12,29 +12,45 @@ namespace {
 
 
 cl::SubCommand importCmd("import",
-                         "Import MODEL into the graph dialect and print it");
+                         "Import MODEL into the graph dialect and print it. "
+                         "Example: cleave import model.onnx -o model.mlir");
 cl::SubCommand summaryCmd("summary",
                           "Print parameters, FLOPs, activation bytes and the "
-                          "op histogram of MODEL");
-cl::SubCommand zooCmd("zoo", "List the model zoo's families and presets");
+                          "op histogram of MODEL. Example: cleave summary "
+                          "zoo:gpt3-175b");
+cl::SubCommand zooCmd("zoo", "List the model zoo's families and presets. "
+                             "Example: cleave zoo --json");
 cl::SubCommand profileCmd(
     "profile", "Measure this machine (GEMMs, memory bandwidth, collectives "
-               "across local MPI ranks) into a profile for --profile");
+               "across local MPI ranks) into a profile for --profile. "
+               "Example: cleave profile --quick -o cpu.profile");
 cl::SubCommand compileCmd(
-    "compile", "Score a parallel training plan of MODEL on a cluster: step "
-               "time, TFLOP/s, MFU, memory per device, bubble");
+    "compile", "Search (or score, with every knob fixed) a parallel plan of "
+               "MODEL on a cluster: step time, TFLOP/s, MFU, memory per "
+               "device, bubble; -o writes it as a plan artifact. Example: "
+               "cleave compile zoo:gpt,layers=4,hidden=128,heads=4,seq=128,"
+               "vocab=1024 --cluster cpu-local,devices=4 --global-batch 16 "
+               "-o gpt.cleave");
 
 cl::SubCommand inspectCmd(
     "inspect", "Show a plan artifact: mesh, stages, shardings, collectives, "
-               "memory, predictions; one rank's program; the partitioned IR");
-cl::SubCommand runCmd("run", "Train with a plan artifact on local CPU ranks "
-                             "(mpirun), optionally checked against one rank");
+               "memory, predictions; one rank's program; the partitioned IR. "
+               "Example: cleave inspect gpt.cleave --rank 0");
+cl::SubCommand runCmd("run", "Train with a plan artifact on local ranks "
+                             "(mpirun; CPU, or one GPU each with --backend "
+                             "cuda), optionally checked against one rank. "
+                             "Example: cleave run gpt.cleave --steps 5 "
+                             "--check");
 cl::SubCommand checkpointCmd(
     "checkpoint", "Show a checkpoint (inspect DIR) or write its parameters "
-                  "as whole tensors (export DIR -o model.safetensors)");
+                  "as whole tensors (export DIR -o model.safetensors). "
+                  "Example: cleave checkpoint export ck -o model.safetensors");
 
 cl::OptionCategory modelCategory("Model options");
 cl::OptionCategory outputCategory("Output options");
+cl::OptionCategory trainingCategory("Training options (of a plan written "
+                                    "with -o)");
+cl::OptionCategory runtimeCategory("Execution options");
 
 cl::opt<std::string> model(cl::Positional, cl::Required,
                            cl::desc("MODEL (a .onnx or .mlir file, or "
@@ -81,24 +97,28 @@ cl::opt<std::string> planOut(
     cl::value_desc("PLAN"), cl::sub(compileCmd), cl::cat(outputCategory));
 cl::opt<uint64_t> planSeed("seed",
                            cl::desc("Seed of parameter initialisation and "
-                                    "synthetic data in the plan"),
-                           cl::init(1234), cl::sub(compileCmd),
-                           cl::cat(outputCategory));
+                                    "synthetic data in the plan (default: "
+                                    "1234)"),
+                           cl::value_desc("N"), cl::init(1234),
+                           cl::sub(compileCmd), cl::cat(trainingCategory));
 cl::opt<std::string> planOptimizer("optimizer",
                                    cl::desc("Optimizer of the plan: adamw, "
                                             "sgd, or none for an inference "
-                                            "plan (forward only)"),
+                                            "plan (forward only; default: "
+                                            "adamw)"),
+                                   cl::value_desc("adamw|sgd|none"),
                                    cl::init("adamw"), cl::sub(compileCmd),
-                                   cl::cat(outputCategory));
-cl::opt<double> planLr("lr", cl::desc("Learning rate of the plan"),
-                       cl::init(1e-3), cl::sub(compileCmd),
-                       cl::cat(outputCategory));
+                                   cl::cat(trainingCategory));
+cl::opt<double> planLr("lr",
+                       cl::desc("Learning rate of the plan (default: 1e-3)"),
+                       cl::value_desc("RATE"), cl::init(1e-3),
+                       cl::sub(compileCmd), cl::cat(trainingCategory));
 cl::opt<std::string> planLossScale(
     "loss-scale",
     cl::desc("Loss scaling: none, dynamic[,init=N,window=STEPS,growth=F,"
              "backoff=F,min=N], static,init=N or a number (default: dynamic "
              "for precision=fp16, none otherwise)"),
-    cl::value_desc("SPEC"), cl::sub(compileCmd), cl::cat(outputCategory));
+    cl::value_desc("SPEC"), cl::sub(compileCmd), cl::cat(trainingCategory));
 cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(summaryCmd),
                    cl::sub(zooCmd), cl::sub(compileCmd),
                    cl::cat(outputCategory));
@@ -146,8 +166,9 @@ cl::opt<std::string> artifactTrace(
              "measured one"),
     cl::value_desc("FILE"), cl::sub(inspectCmd), cl::sub(runCmd),
     cl::cat(artifactCategory));
-cl::opt<int64_t> runSteps("steps", cl::desc("Training steps"), cl::init(3),
-                          cl::sub(runCmd), cl::cat(artifactCategory));
+cl::opt<int64_t> runSteps("steps", cl::desc("Training steps (default: 3)"),
+                          cl::value_desc("N"), cl::init(3), cl::sub(runCmd),
+                          cl::cat(artifactCategory));
 cl::opt<std::string> runData(
     "data", cl::desc("Token ids (flat uint16, as nanoGPT writes them)"),
     cl::value_desc("FILE"), cl::sub(runCmd), cl::cat(artifactCategory));
@@ -157,8 +178,11 @@ cl::opt<bool> runCheck(
              "loss of every step and the final parameters"),
     cl::sub(runCmd), cl::cat(artifactCategory));
 cl::opt<double> runTolerance("tolerance",
-                             cl::desc("Largest relative error --check accepts"),
-                             cl::init(1e-5), cl::sub(runCmd),
+                             cl::desc("Largest relative error --check and "
+                                      "--expect-output accept (default: "
+                                      "1e-5)"),
+                             cl::value_desc("X"), cl::init(1e-5),
+                             cl::sub(runCmd),
                              cl::cat(artifactCategory));
 cl::list<std::string> runInputs(
     "input",
@@ -172,13 +196,15 @@ cl::list<std::string> runExpected(
     cl::value_desc("I=FILE"), cl::sub(runCmd), cl::cat(artifactCategory));
 cl::opt<double> runTimeout(
     "timeout",
-    cl::desc("Seconds an instruction may take before every rank is stopped"),
-    cl::init(60), cl::sub(runCmd), cl::cat(artifactCategory));
+    cl::desc("Seconds an instruction may take before every rank is stopped "
+             "(default: 60)"),
+    cl::value_desc("SECONDS"), cl::init(60), cl::sub(runCmd),
+    cl::cat(runtimeCategory));
 cl::opt<bool> runNoFuse(
     "no-fuse",
     cl::desc("Run every instruction alone instead of fusing a GEMM with its "
              "bias, activation or batch sum (to compare)"),
-    cl::sub(runCmd), cl::cat(artifactCategory));
+    cl::sub(runCmd), cl::cat(runtimeCategory));
 cl::list<std::string> runInterleave(
     "interleave",
     cl::desc("Another plan of as many ranks to time in the same launch: one "
@@ -244,30 +270,38 @@ cl::OptionCategory profileCategory("Profile options");
 cl::opt<std::string> backend(
     "backend",
     cl::desc("cpu or cuda: where `run` trains (one GPU per rank; --check's "
-             "reference stays on the CPU) and what `profile` measures"),
-    cl::init("cpu"), cl::sub(profileCmd), cl::sub(runCmd),
-    cl::cat(profileCategory));
+             "reference stays on the CPU) and what `profile` measures "
+             "(default: cpu)"),
+    cl::value_desc("cpu|cuda"), cl::init("cpu"), cl::sub(profileCmd),
+    cl::sub(runCmd), cl::cat(runtimeCategory));
 cl::opt<std::string> profileOut("o", cl::desc("Profile file to write"),
                                 cl::value_desc("FILE"), cl::Required,
                                 cl::sub(profileCmd), cl::cat(profileCategory));
 cl::opt<int> profileRanks(
     "ranks",
-    cl::desc("Local MPI ranks for the collective curves (0 skips them)"),
-    cl::init(2), cl::sub(profileCmd), cl::cat(profileCategory));
+    cl::desc("Local MPI ranks for the collective curves (0 skips them; "
+             "default: 2)"),
+    cl::value_desc("N"), cl::init(2), cl::sub(profileCmd),
+    cl::cat(profileCategory));
 cl::opt<bool> profileQuick("quick", cl::desc("A small grid (seconds)"),
                            cl::sub(profileCmd), cl::cat(profileCategory));
 cl::opt<std::string> mpiWorker("mpi-worker",
                                cl::desc("The cleave-profile-mpi binary"),
+                               cl::value_desc("FILE"),
                                cl::init(CLEAVE_PROFILE_MPI_WORKER),
                                cl::sub(profileCmd), cl::cat(profileCategory));
-cl::opt<int> topK("top-k", cl::desc("Print the K best distinct plans"),
-                  cl::init(1), cl::sub(compileCmd), cl::cat(planCategory));
+cl::opt<int> topK("top-k",
+                  cl::desc("Print the K best distinct plans (default: 1)"),
+                  cl::value_desc("K"), cl::init(1), cl::sub(compileCmd),
+                  cl::cat(planCategory));
 cl::opt<std::string> memoryLimitText(
     "memory-limit", cl::desc("Per-device memory cap (e.g. 40GB)"),
     cl::value_desc("SIZE"), cl::sub(compileCmd), cl::cat(planCategory));
 cl::opt<double> timeLimit("time-limit",
-                          cl::desc("Stop the search after this many seconds"),
-                          cl::init(0), cl::sub(compileCmd),
+                          cl::desc("Stop the search after this many seconds "
+                                   "(default: no limit)"),
+                          cl::value_desc("SECONDS"), cl::init(0),
+                          cl::sub(compileCmd),
                           cl::cat(planCategory));
 cl::opt<bool> exhaustive(
     "exhaustive", cl::desc("Simulate every valid combination (small cases)"),
@@ -313,13 +347,18 @@ std::optional<Command> parseCommandLine(int argc, char **argv,
       {&runCmd, Command::Run},         {&checkpointCmd, Command::Checkpoint}};
   // --help shows cleave's options, not every option LLVM registers.
   std::vector<const cl::OptionCategory *> categories = {
-      &modelCategory, &outputCategory, &planCategory, &profileCategory,
-      &artifactCategory, &checkpointCategory};
+      &modelCategory,    &outputCategory,   &trainingCategory,
+      &planCategory,     &profileCategory,  &artifactCategory,
+      &runtimeCategory,  &checkpointCategory};
   cl::HideUnrelatedOptions(categories);
   for (auto [sub, command] : subcommands)
     cl::HideUnrelatedOptions(categories, *sub);
   std::string errors;
   raw_string_ostream errorStream(errors);
+  // A subcommand's help shows its own description, not the whole overview.
+  if (argc > 1 && argv[1][0] != '-')
+    overview = "cleave: automatic model partitioning (`cleave --help` lists "
+               "the commands)";
   if (!cl::ParseCommandLineOptions(argc, argv, overview, &errorStream)) {
     errs() << errors;
     return std::nullopt;
