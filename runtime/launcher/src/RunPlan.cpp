@@ -53,7 +53,105 @@ struct LaunchArgs {
   /// Pass --save and its flags, and the fault flags.
   bool save = false;
   bool fault = false;
+  /// Pass --dump-outputs (an inference plan's outputs, for --expect-output
+  /// or --check).
+  bool dumpOutputs = false;
 };
+
+/// Prints output `index`'s largest difference from `ref` and returns its
+/// relative error (to the largest |ref|), as --expect-output and an
+/// inference plan's --check judge it.
+double reportOutputError(int index, const std::vector<float> &mine,
+                         const std::vector<float> &ref) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    diff = std::max(diff, std::fabs(double(mine[i]) - ref[i]));
+    scale = std::max(scale, std::fabs(double(ref[i])));
+  }
+  double err = scale > 0 ? diff / scale : diff;
+  std::cout << absl::StrFormat("output %d: %d values, largest difference "
+                               "%.3g, relative error %.2e\n",
+                               index, ref.size(), diff, err);
+  return err;
+}
+
+/// The mean of a scalar output (a model ending in its loss: one value per
+/// microbatch and rank that holds it) over the microbatches and replicas,
+/// which is the step's loss whatever the partitioning.
+absl::StatusOr<double> scalarOutputMean(const plan::Plan &p, int index,
+                                        const std::string &dir) {
+  int64_t M = std::max<int64_t>(1, p.knobs().num_microbatches());
+  double sum = 0;
+  int64_t count = 0;
+  for (const plan::RankAssignment &rank : p.ranks()) {
+    if (index >= p.programs(rank.program()).output_tensors_size())
+      continue;
+    for (int64_t m = 0; m < M; ++m) {
+      auto block =
+          launcher::readFloats(launcher::outputDumpPath(dir, index, m,
+                                                        rank.rank()));
+      if (!block.ok())
+        return block.status();
+      if (block->size() != 1)
+        return absl::InvalidArgumentError(
+            absl::StrCat("output ", index, " is neither one row per sample "
+                         "nor a scalar"));
+      sum += (*block)[0];
+      ++count;
+    }
+  }
+  if (count == 0)
+    return absl::NotFoundError(absl::StrCat("no rank wrote output ", index));
+  return sum / double(count);
+}
+
+/// --check of an inference plan: every output of the last step against the
+/// one-rank run's, as --expect-output compares one with a file (a scalar
+/// output, a model's loss, by its mean). The exit code.
+int checkOutputs(const plan::Plan &p, const std::string &planDir,
+                 const plan::Plan &reference, const std::string &refDir,
+                 double tolerance) {
+  int outputs = 0;
+  for (const plan::Program &program : p.programs())
+    outputs = std::max(outputs, program.output_tensors_size());
+  for (int index = 0; index < outputs; ++index) {
+    auto mine = launcher::assembleOutput(p, index, planDir);
+    auto ref = launcher::assembleOutput(reference, index, refDir);
+    if (!mine.ok() || !ref.ok()) {
+      // A scalar (the loss of a model that ends in one): its mean.
+      auto a = scalarOutputMean(p, index, planDir);
+      auto b = scalarOutputMean(reference, index, refDir);
+      if (!a.ok() || !b.ok()) {
+        std::cerr << "cleave: error: --check: "
+                  << (!mine.ok() ? mine.status() : ref.status()).message()
+                  << "\n";
+        return 1;
+      }
+      mine = std::vector<float>{float(*a)};
+      ref = std::vector<float>{float(*b)};
+    }
+    if (mine->size() != ref->size()) {
+      std::cerr << "cleave: error: --check: output " << index << " has "
+                << mine->size() << " values, the unpartitioned run's "
+                << ref->size() << "\n";
+      return 1;
+    }
+    double err = reportOutputError(index, *mine, *ref);
+    if (!(err <= tolerance)) {
+      std::cerr << absl::StrFormat("cleave: error: --check: output %d "
+                                   "differs from the unpartitioned run: "
+                                   "relative error %.2e > %.0e\n",
+                                   index, err, tolerance);
+      return 1;
+    }
+  }
+  std::cout << absl::StrFormat("check passed: %d output(s) within %.0e of "
+                               "the unpartitioned run\n",
+                               outputs, tolerance);
+  std::filesystem::remove_all(planDir);
+  std::filesystem::remove_all(refDir);
+  return 0;
+}
 
 absl::Status launchPlan(const RunRequest &r, const std::string &path,
                         int ranks, const std::string &dumpDir,
@@ -105,7 +203,7 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
                                 {"--interleave", other});
   for (const std::string &input : r.inputs)
     options.workerArgs.insert(options.workerArgs.end(), {"--input", input});
-  if (!r.expectedOutputs.empty() && printSteps)
+  if (args.dumpOutputs)
     options.workerArgs.insert(options.workerArgs.end(),
                               {"--dump-outputs", dumpDir});
   int64_t plans = 1 + (printSteps ? int64_t(r.interleave.size()) : 0);
@@ -185,8 +283,12 @@ int runPlan(const RunRequest &r) {
   }
   int64_t target = startStep + r.steps;
   bool compareOutputs = !r.expectedOutputs.empty();
+  // An inference plan's --check compares its outputs (its parameters do
+  // not change).
+  bool inference = p.training().optimizer() == "none";
   std::string planDir = r.check || compareOutputs ? tempDir("plan") : "";
   LaunchArgs args;
+  args.dumpOutputs = compareOutputs || (r.check && inference);
   args.steps = r.steps;
   args.resume = r.resumePath;
   args.initFrom = r.resumePath.empty() ? r.initFrom : "";
@@ -253,16 +355,7 @@ int runPlan(const RunRequest &r) {
                   << ref->size() << "\n";
         return 1;
       }
-      double diff = 0, scale = 0;
-      for (size_t i = 0; i < ref->size(); ++i) {
-        diff = std::max(diff, std::fabs(double((*mine)[i]) - (*ref)[i]));
-        scale = std::max(scale, std::fabs(double((*ref)[i])));
-      }
-      double err = scale > 0 ? diff / scale : diff;
-      std::cout << absl::StrFormat(
-          "output %d: %d values, largest difference %.3g, relative error "
-          "%.2e\n",
-          index, ref->size(), diff, err);
+      double err = reportOutputError(index, *mine, *ref);
       if (!(err <= r.tolerance)) {
         std::cerr << absl::StrFormat("cleave: error: output %d differs from "
                                      "%s: relative error %.2e > %.0e\n",
@@ -291,17 +384,23 @@ int runPlan(const RunRequest &r) {
     std::cerr << "cleave: error: " << s.message() << "\n";
     return 1;
   }
-  std::cout << "check: training the unpartitioned model on one rank"
+  std::cout << (inference ? "check: running the unpartitioned model on one "
+                            "rank"
+                          : "check: training the unpartitioned model on one "
+                            "rank")
             << std::endl;
   LaunchArgs refArgs;
   refArgs.steps = target;
   refArgs.initFrom = initFrom;
   refArgs.seed = resumedSeed;
+  refArgs.dumpOutputs = inference;
   if (absl::Status s = launchPlan(r, refPath, 1, refDir, false, refArgs);
       !s.ok()) {
     std::cerr << "cleave: error: --check reference: " << s.message() << "\n";
     return 1;
   }
+  if (inference)
+    return checkOutputs(p, planDir, *reference, refDir, r.tolerance);
   std::string report;
   absl::Status s = launcher::compareRuns(p, planDir, *reference, refDir, r.tolerance,
                                &report, lastStart + 1);
