@@ -25,6 +25,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -254,6 +255,29 @@ int runPlan(const RunRequest &r) {
   std::cout << "running " << r.planPath << " (" << p.model().name() << ", "
             << p.knobs().text() << ") on " << ranks << " local rank(s)"
             << std::endl;
+  // Say when the data is made up: a loss on random tokens neither falls
+  // nor means anything, and a newcomer should not have to guess.
+  if (r.dataPath.empty()) {
+    std::set<std::string> given, synthetic;
+    for (const std::string &spec : r.inputs)
+      given.insert(spec.substr(0, spec.find('=')));
+    for (const plan::Program &program : p.programs())
+      for (const plan::TensorDecl &t : program.tensors())
+        if (t.kind() == plan::TensorDecl::INPUT && t.input_name() != "step" &&
+            t.input_name() != "loss_scale" && !given.count(t.input_name()))
+          synthetic.insert(t.input_name());
+    if (!synthetic.empty()) {
+      std::cout << "data: synthetic ";
+      bool first = true;
+      for (const std::string &name : synthetic) {
+        std::cout << (first ? "" : ", ") << name;
+        first = false;
+      }
+      std::cout << " (made up as `cleave inspect` lists; --data FILE or "
+                   "--input NAME=FILE for real data)"
+                << std::endl;
+    }
+  }
   // Where the run starts: after a checkpoint's step, or at the start.
   int64_t startStep = 0;
   std::string initFrom = r.initFrom;
