@@ -11,7 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +57,29 @@ private:
   std::deque<std::string> &kept_;
   std::string partial_;
 };
+
+/// `name` as a path execve can take: itself where it names a path (has a
+/// '/'), else the first executable of that name on PATH (posix_spawnp's
+/// search, done before the fork), else `name` (execve then reports it).
+std::string resolveProgram(const std::string &name) {
+  if (name.find('/') != std::string::npos)
+    return name;
+  const char *path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos)
+      end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0 &&
+        !std::filesystem::is_directory(candidate))
+      return candidate;
+    start = end + 1;
+  }
+  return name;
+}
 
 int decodeWaitStatus(int status) {
   if (WIFEXITED(status))
@@ -105,25 +128,55 @@ runProcess(const std::vector<std::string> &argv,
     return absl::InternalError(std::string("cannot create a pipe: ") +
                                std::strerror(errno));
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attributes, 0);
-
-  pid_t pid = 0;
-  int spawnError = posix_spawnp(&pid, args[0], &actions, &attributes,
-                                args.data(), env.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
+  std::string program = resolveProgram(argv[0]);
+  // The child reports a failed exec through this pipe (closed on success).
+  int execFds[2];
+  if (pipe2(execFds, O_CLOEXEC) != 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return absl::InternalError(std::string("cannot create a pipe: ") +
+                               std::strerror(errno));
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls until exec. The child leads its own
+    // process group (so that a timeout ends mpirun and every rank it
+    // started) and receives SIGTERM when this process dies, however it
+    // dies: mpirun then ends its ranks, and nothing outlives `cleave run`
+    // (a killed launcher used to leave mpirun and the workers running).
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+      _exit(127); // the parent died before the signal was armed
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    execve(program.c_str(), args.data(), env.data());
+    int error = errno;
+    ssize_t ignored = write(execFds[1], &error, sizeof(error));
+    (void)ignored;
+    _exit(127);
+  }
   close(fds[1]);
-  if (spawnError != 0) {
+  close(execFds[1]);
+  if (pid < 0) {
+    int error = errno;
+    close(fds[0]);
+    close(execFds[0]);
+    return absl::InternalError("cannot start '" + argv[0] +
+                               "': " + std::strerror(error));
+  }
+  int execError = 0;
+  ssize_t got;
+  do
+    got = read(execFds[0], &execError, sizeof(execError));
+  while (got < 0 && errno == EINTR);
+  close(execFds[0]);
+  if (got == sizeof(execError)) {
+    waitpid(pid, nullptr, 0);
     close(fds[0]);
     return absl::NotFoundError("cannot run '" + argv[0] +
-                               "': " + std::strerror(spawnError));
+                               "': " + std::strerror(execError));
   }
 
   std::deque<std::string> kept;
