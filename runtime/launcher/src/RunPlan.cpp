@@ -209,9 +209,20 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
                               {"--dump-outputs", dumpDir});
   int64_t plans = 1 + (printSteps ? int64_t(r.interleave.size()) : 0);
   options.timeoutSeconds = r.timeoutSeconds * (args.steps + 2) * plans + 60;
+  // A reference run's steps are not the plan's: at a terminal they show
+  // as one progress line (a long reference otherwise looks like a hang),
+  // elsewhere not at all.
+  bool progress = !printSteps && isatty(STDERR_FILENO);
   if (!printSteps)
-    options.onLine = [](const std::string &) {};
+    options.onLine = [progress, total = args.steps](const std::string &line) {
+      if (progress && line.rfind("step ", 0) == 0)
+        std::cerr << "\rcheck: reference step "
+                  << line.substr(5, line.find(' ', 5) - 5) << " of " << total
+                  << std::flush;
+    };
   auto result = launcher::launch(options);
+  if (progress)
+    std::cerr << "\r" << std::string(48, ' ') << "\r" << std::flush;
   if (!result.ok())
     return result.status();
   if (result->timedOut || result->exitStatus != 0) {
