@@ -20,6 +20,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -113,6 +114,14 @@ private:
                              std::vector<std::string> shardings = {});
   absl::Status compileTransformer(const cost::TransformerModel &shape,
                                   mlir::ModuleOp module);
+  /// "wrote PLAN (size)" after the report, where -o wrote one.
+  void printWritten() {
+    uint64_t size = 0;
+    if (r.planOut.empty() || sys::fs::file_size(r.planOut, size))
+      return;
+    out << formatv("wrote:        {0} ({1:F1} MB; cleave inspect {0})\n",
+                   r.planOut, size / 1e6);
+  }
   absl::Status compileGraph();
 
   mlir::MLIRContext &ctx;
@@ -246,6 +255,7 @@ absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
   // The graph's own count (the knob-level model approximates some layers).
   report.parameters = double(summarizeModel(module).trainableParams);
   printTransformerPlan(report, inputs.explain, out);
+  printWritten();
   return absl::OkStatus();
 }
 
@@ -289,6 +299,7 @@ absl::Status Compiler::compileGraph() {
     return absl::OkStatus();
   }
   printGraphPlan(result, inputs.cluster.name, inputs.explain, out);
+  printWritten();
   return absl::OkStatus();
 }
 

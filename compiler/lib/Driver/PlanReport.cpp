@@ -78,9 +78,16 @@ void printPrediction(const cost::PlanPrediction &p, raw_ostream &os) {
     os << " " << layers;
   os << "\n";
   os << formatv("step time:    {0:F3} s\n", p.stepSeconds);
-  os << formatv("throughput:   {0:F1} TFLOP/s per device (model), {1:F1} "
+  // Small rates keep three digits: a CPU rank's 0.0134 TFLOP/s is not 0.0.
+  auto rate = [](double tflops) {
+    return tflops >= 10   ? formatv("{0:F1}", tflops).str()
+           : tflops >= 0.01 ? formatv("{0:F3}", tflops).str()
+                           : formatv("{0:F6}", tflops).str();
+  };
+  os << formatv("throughput:   {0} TFLOP/s per device (model), {1} "
                     "with recomputation; MFU {2:F1}%\n",
-                    p.tflopsPerDevice, p.hwTflopsPerDevice, 100 * p.mfu);
+                    rate(p.tflopsPerDevice), rate(p.hwTflopsPerDevice),
+                    100 * p.mfu);
   os << formatv("bubble:       {0:F1}% of the step\n",
                     100 * p.bubbleFraction);
   os << formatv("memory:       {0:F2} GB on stage {1} (",
