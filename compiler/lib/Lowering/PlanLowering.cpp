@@ -16,6 +16,8 @@
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -75,6 +77,46 @@ void addMeshAndRanks(const LoweringOptions &o, plan::Plan &plan) {
     for (auto &[key, g] : groups)
       *plan.add_groups() = g;
   }
+}
+
+/// `module` as text for reading, not for running: the weights are in the
+/// plan's parameters already, so large constants print as placeholders
+/// (a model's weights in hex would triple the plan). Resource blobs are
+/// taken out of the module while it prints: MLIR's printer formats a blob
+/// as hex before eliding it, four times the weights' size in memory.
+std::string printForReading(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  auto &blobs = DenseResourceElementsHandle::getManagerInterface(ctx);
+  constexpr llvm::StringLiteral kElided = "__elided__";
+  DialectResourceBlobManager::BlobEntry *entry =
+      blobs.getBlobManager().lookup(kElided);
+  DenseResourceElementsHandle elided =
+      entry ? DenseResourceElementsHandle(
+                  entry, cast<BuiltinDialect>(blobs.getDialect()))
+            : blobs.insert(kElided);
+  SmallVector<std::pair<Operation *, DictionaryAttr>> originals;
+  module.walk([&](Operation *op) {
+    SmallVector<NamedAttribute> attrs;
+    bool swapped = false;
+    for (NamedAttribute a : op->getAttrs()) {
+      auto resource = dyn_cast<DenseResourceElementsAttr>(a.getValue());
+      if (resource && resource.getRawHandle().getBlob()) {
+        a.setValue(DenseResourceElementsAttr::get(resource.getType(), elided));
+        swapped = true;
+      }
+      attrs.push_back(a);
+    }
+    if (!swapped)
+      return;
+    originals.emplace_back(op, op->getAttrDictionary());
+    op->setAttrs(attrs);
+  });
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, OpPrintingFlags().elideLargeElementsAttrs(64));
+  for (auto &[op, attrs] : originals)
+    op->setAttrs(attrs);
+  return text;
 }
 
 } // namespace
@@ -304,15 +346,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   t->set_seed(o.seed);
   t->set_tokens_per_step(t->global_batch() * std::max<int64_t>(1, o.seqLen));
 
-  // For reading, not for running: the weights are in the plan's
-  // parameters already, so large constants and resource blobs print as
-  // placeholders (a model's weights in hex would triple the plan).
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  module.print(os, OpPrintingFlags()
-                       .elideLargeElementsAttrs(64)
-                       .elideLargeResourceString(64));
-  plan.set_partitioned_mlir(std::move(text));
+  plan.set_partitioned_mlir(printForReading(module));
   return plan;
 }
 

@@ -627,7 +627,9 @@ Value GraphImporter::materializeParam(StringRef name, Entry &entry,
   ElementsAttr value;
   if (options.keepWeights &&
       tensor.data_location() != onnx::TensorProto::EXTERNAL) {
-    llvm::Expected<ElementsAttr> attr = readParameterValue(tensor, type);
+    llvm::Expected<ElementsAttr> attr = readParameterValue(
+        tensor, type,
+        ownedTensors.contains(&tensor) ? weightOwner : nullptr);
     if (!attr) {
       emitError(fileLoc) << "initializer '" << name
                          << "': " << llvm::toString(attr.takeError());

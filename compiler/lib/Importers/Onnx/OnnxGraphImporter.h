@@ -24,6 +24,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -233,6 +234,17 @@ public:
                 const ImportOptions &options, llvm::StringRef fileName,
                 mlir::Location fileLoc);
 
+  /// `owner` keeps `tensors` (initializers) alive: the resource blobs of
+  /// large weights among them alias their bytes and hold `owner`. Other
+  /// weights (those version conversion made) are copied.
+  void setWeightOwner(
+      std::shared_ptr<const void> owner,
+      const google::protobuf::RepeatedPtrField<onnx::TensorProto> &tensors) {
+    weightOwner = std::move(owner);
+    for (const onnx::TensorProto &t : tensors)
+      ownedTensors.insert(&t);
+  }
+
   /// Fills the (empty) body of `func` and sets its result types.
   llvm::LogicalResult importInto(mlir::func::FuncOp func);
 
@@ -308,6 +320,8 @@ private:
   mlir::MLIRContext &ctx;
   const onnx::GraphProto &graph;
   const InitializerMap &initializers;
+  std::shared_ptr<const void> weightOwner;
+  llvm::DenseSet<const onnx::TensorProto *> ownedTensors;
   const ImportOptions &options;
   /// What --trainable (true) or --frozen (false) says of initializer
   /// `name`; none when neither names it.

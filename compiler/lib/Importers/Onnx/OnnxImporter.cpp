@@ -88,8 +88,11 @@ private:
   cleave::ImportOptions options;
   Location fileLoc;
   onnx::ModelProto model;
-  /// The initializers, moved out of `model`.
-  google::protobuf::RepeatedPtrField<onnx::TensorProto> initializerProtos;
+  /// The initializers, moved out of `model`; shared, because the resource
+  /// blobs of large weights alias their bytes (readParameterValue).
+  std::shared_ptr<google::protobuf::RepeatedPtrField<onnx::TensorProto>>
+      initializerProtos = std::make_shared<
+          google::protobuf::RepeatedPtrField<onnx::TensorProto>>();
   onnx::ModelProto skeleton;
   /// The skeleton after version conversion (if it needed one).
   onnx::ModelProto converted;
@@ -186,13 +189,13 @@ void OnnxFileImporter::constantWeightsToInitializers() {
 
 void OnnxFileImporter::makeSkeleton() {
   // Move the weights out first so that copying the model is cheap.
-  model.mutable_graph()->mutable_initializer()->Swap(&initializerProtos);
+  model.mutable_graph()->mutable_initializer()->Swap(initializerProtos.get());
   skeleton.CopyFrom(model);
   onnx::GraphProto *graph = skeleton.mutable_graph();
   llvm::StringSet<> inputs;
   for (const onnx::ValueInfoProto &input : graph->input())
     inputs.insert(input.name());
-  for (const onnx::TensorProto &tensor : initializerProtos) {
+  for (const onnx::TensorProto &tensor : *initializerProtos) {
     initializers[tensor.name()] = &tensor;
     // Integer initializers (shapes, axes) stay: the converter and shape
     // inference read their values.
@@ -521,6 +524,7 @@ OwningOpRef<ModuleOp> OnnxFileImporter::run() {
                                    FunctionType::get(&ctx, {}, {}));
   GraphImporter importer(ctx, prepared->graph(), initializers, options,
                          fileName, fileLoc);
+  importer.setWeightOwner(initializerProtos, *initializerProtos);
   if (failed(importer.importInto(func)) ||
       failed(importer.checkShapes(inferOnnxShapes())) ||
       failed(verify(*module)))

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/STLExtras.h"
@@ -342,8 +343,30 @@ bool holdsMaskFill(const TensorProto &tensor) {
   return llvm::any_of(tensor.float_data(), fill);
 }
 
+/// The blob of the context's resource named `name` (or a name MLIR made
+/// unique from it: name_1, name_2, ...) that holds exactly `data`.
+static std::optional<DenseResourceElementsHandle>
+findEqualResource(MLIRContext *ctx, StringRef name, ArrayRef<char> data) {
+  auto &blobs = DenseResourceElementsHandle::getManagerInterface(ctx);
+  DialectResourceBlobManager &manager = blobs.getBlobManager();
+  for (int suffix = 0; suffix < 64; ++suffix) {
+    std::string key =
+        suffix == 0 ? name.str() : (name + "_" + Twine(suffix)).str();
+    DialectResourceBlobManager::BlobEntry *entry = manager.lookup(key);
+    if (!entry)
+      return std::nullopt;
+    const AsmResourceBlob *blob = entry->getBlob();
+    if (blob && blob->getData().size() == data.size() &&
+        std::memcmp(blob->getData().data(), data.data(), data.size()) == 0)
+      return DenseResourceElementsHandle(
+          entry, cast<BuiltinDialect>(blobs.getDialect()));
+  }
+  return std::nullopt;
+}
+
 llvm::Expected<ElementsAttr> readParameterValue(const TensorProto &tensor,
-                                                RankedTensorType type) {
+                                                RankedTensorType type,
+                                                std::shared_ptr<const void> owner) {
   if (tensor.data_location() == TensorProto::EXTERNAL)
     return tensorError(tensor, "its data is in an external file");
   int32_t dtype = tensor.data_type();
@@ -380,8 +403,21 @@ llvm::Expected<ElementsAttr> readParameterValue(const TensorProto &tensor,
                                    shapeToString(type.getShape()));
   ArrayRef<char> data(bytes->data(), bytes->size());
   if (static_cast<int64_t>(bytes->size()) > kResourceThresholdBytes) {
+    MLIRContext *ctx = type.getContext();
+    if (std::optional<DenseResourceElementsHandle> same =
+            findEqualResource(ctx, tensor.name(), data))
+      return cast<ElementsAttr>(DenseResourceElementsAttr::get(type, *same));
+    // The parsed model's bytes become the blob (malloc aligns them for
+    // any scalar) where `owner` can keep them alive; else they are copied.
+    bool alias = owner && bytes == &tensor.raw_data() &&
+                 reinterpret_cast<uintptr_t>(data.data()) % alignof(double) == 0;
     AsmResourceBlob blob =
-        HeapAsmResourceBlob::allocateAndCopyWithAlign(data, alignof(double));
+        alias ? AsmResourceBlob(
+                    data, alignof(double),
+                    [owner](void *, size_t, size_t) mutable { owner.reset(); },
+                    /*dataIsMutable=*/false)
+              : HeapAsmResourceBlob::allocateAndCopyWithAlign(data,
+                                                               alignof(double));
     return cast<ElementsAttr>(
         DenseResourceElementsAttr::get(type, tensor.name(), std::move(blob)));
   }

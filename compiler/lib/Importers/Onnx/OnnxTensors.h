@@ -100,9 +100,15 @@ mlir::RankedTensorType getTensorType(mlir::MLIRContext *ctx,
 
 /// The value of a floating-point initializer as an attribute of `type`:
 /// dense elements, or a dense resource above kResourceThresholdBytes.
+/// A resource aliases the tensor's raw_data instead of copying it when
+/// `owner` keeps that tensor alive (the blob then holds `owner`), and an
+/// equal blob of the same name already in the context is shared: a
+/// compile imports one model several times, and MLIR keeps every blob
+/// until the context ends, so each import would otherwise add a copy of
+/// the weights.
 llvm::Expected<mlir::ElementsAttr>
-readParameterValue(const onnx::TensorProto &tensor,
-                   mlir::RankedTensorType type);
+readParameterValue(const onnx::TensorProto &tensor, mlir::RankedTensorType type,
+                   std::shared_ptr<const void> owner = nullptr);
 
 /// A dense attribute holding `tensor` (a splat when all elements are equal).
 mlir::DenseElementsAttr toDenseAttr(mlir::MLIRContext *ctx,
