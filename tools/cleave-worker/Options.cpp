@@ -9,7 +9,8 @@ namespace cleave::worker {
 const char *const kUsage =
     "usage: cleave-worker PLAN [--steps K] [--data tokens.bin] [--seed S]\n"
     "                     [--trace out.json] [--dump-params DIR]\n"
-    "                     [--input NAME=FILE]... [--dump-outputs DIR]\n"
+    "                     [--input NAME=FILE]... [--masks ones|padded]\n"
+    "                     [--dump-outputs DIR]\n"
     "                     [--timeout SECONDS] [--backend cpu|cuda] [--no-fuse]\n"
     "                     [--list] [--interleave PLAN]...\n"
     "                     [--save DIR [--save-every K] [--keep N] [--save-sync]]\n"
@@ -95,6 +96,14 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
         error = "--input " + name + " is given more than once";
         return false;
       }
+    } else if (arg == "--masks") {
+      if (!value(text))
+        return false;
+      if (text != "ones" && text != "padded") {
+        error = "--masks must be ones or padded, not '" + text + "'";
+        return false;
+      }
+      options.paddedMasks = text == "padded";
     } else if (arg == "--dump-outputs") {
       if (!value(options.outputsDir))
         return false;

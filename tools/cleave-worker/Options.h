@@ -20,6 +20,8 @@ struct Options {
   std::string dumpDir;
   /// --input NAME=FILE (repeatable): input_name -> raw global-batch file.
   std::map<std::string, std::string> inputFiles;
+  /// --masks padded: synthetic masks are right-padded samples.
+  bool paddedMasks = false;
   /// --dump-outputs DIR: the output tensors of the last step.
   std::string outputsDir;
   double timeoutSeconds = 60;

@@ -2,7 +2,7 @@
 //
 // Usage: mpirun -n N cleave-worker PLAN [--steps K] [--data tokens.bin]
 //        [--seed S] [--trace out.json] [--dump-params DIR] [--timeout S]
-//        [--input NAME=FILE]... [--dump-outputs DIR]
+//        [--input NAME=FILE]... [--masks ones|padded] [--dump-outputs DIR]
 //        [--interleave PLAN2]... [--save DIR [--save-every K] [--keep N]
 //        [--save-sync]] [--resume DIR] [--init-from FILE.safetensors]
 //
@@ -278,6 +278,7 @@ int main(int argc, char **argv) {
   execOptions.seed = seed;
   execOptions.dataPath = options.dataPath;
   execOptions.inputFiles = options.inputFiles;
+  execOptions.paddedMasks = options.paddedMasks;
   execOptions.trace = !options.tracePath.empty();
   execOptions.fuse = options.fuse;
   absl::StatusOr<std::unique_ptr<executor::Executor>> ex =

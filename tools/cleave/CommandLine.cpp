@@ -189,6 +189,14 @@ cl::list<std::string> runInputs(
     cl::desc("An input's values for the whole global batch (raw "
              "little-endian, the input's dtype)"),
     cl::value_desc("NAME=FILE"), cl::sub(runCmd), cl::cat(artifactCategory));
+cl::opt<std::string> runMasks(
+    "masks",
+    cl::desc("Synthetic attention masks: 'ones' (every position attends), or "
+             "'padded' (each sample keeps a random length of at least half "
+             "the sequence, the rest masked, as a right-padded batch) "
+             "(default: ones)"),
+    cl::value_desc("ones|padded"), cl::init("ones"), cl::sub(runCmd),
+    cl::cat(artifactCategory));
 cl::list<std::string> runExpected(
     "expect-output",
     cl::desc("Compare output I of an inference plan with FILE (raw fp32, the "
@@ -425,6 +433,7 @@ RunArgs runArgs() {
   a.tolerance = runTolerance;
   a.timeout = runTimeout;
   a.inputs = values(runInputs);
+  a.masks = runMasks;
   a.expectedOutputs = values(runExpected);
   a.interleave = values(runInterleave);
   a.save = runSave;

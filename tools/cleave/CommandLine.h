@@ -84,6 +84,8 @@ struct RunArgs {
   bool check = false, noFuse = false;
   double tolerance = 1e-5, timeout = 60;
   std::vector<std::string> inputs, expectedOutputs, interleave;
+  /// --masks: how synthetic attention masks are made ("ones", "padded").
+  std::string masks = "ones";
   /// Checkpoints.
   std::string save, resume, initFrom;
   int64_t saveEvery = 0, keep = 0;

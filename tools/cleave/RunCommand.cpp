@@ -70,6 +70,8 @@ int checkArgs(const RunArgs &a) {
     return code;
   if (a.backend != "cpu" && a.backend != "cuda")
     return badUsage("--backend must be cpu or cuda, not '" + a.backend + "'");
+  if (a.masks != "ones" && a.masks != "padded")
+    return badUsage("--masks must be ones or padded, not '" + a.masks + "'");
   if (std::string bad = badPair(a.inputs); !bad.empty())
     return badUsage("--input " + bad + ": expected NAME=FILE");
   if (std::string bad = badPair(a.expectedOutputs); !bad.empty())
@@ -122,6 +124,7 @@ int runRun(const RunArgs &a, const char *argv0) {
   request.check = a.check;
   request.fuse = !a.noFuse;
   request.inputs = a.inputs;
+  request.paddedMasks = a.masks == "padded";
   request.expectedOutputs = a.expectedOutputs;
   request.interleave = a.interleave;
   request.saveDir = a.save;

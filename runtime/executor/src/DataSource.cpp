@@ -106,6 +106,56 @@ absl::Status fillStructured(const plan::TensorDecl &decl,
   return absl::OkStatus();
 }
 
+/// A right-padded mask (DataSource::create's `paddedMasks`): element
+/// (row, position along `keyDim`) is 1 where the position is below the
+/// row's length, drawn from `key` for the row in [ceil(S/2), S], S =
+/// `keyLen` the whole sequence's positions; `row0` and `pos0` are this
+/// rank's first row and position.
+absl::Status fillPaddedMask(const plan::TensorDecl &decl,
+                            const std::vector<int64_t> &shape, int batchDim,
+                            int keyDim, int64_t row0, int64_t pos0,
+                            int64_t keyLen, uint64_t key, void *dst) {
+  int rank = static_cast<int>(shape.size());
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t row = row0 + idx[batchDim];
+    int64_t pos = pos0 + idx[keyDim];
+    uint64_t h = mix(key, static_cast<uint64_t>(row));
+    int64_t length = keyLen - static_cast<int64_t>(
+                                  h % static_cast<uint64_t>(keyLen / 2 + 1));
+    bool keep = pos < length;
+    switch (decl.dtype()) {
+    case plan::F32:
+      static_cast<float *>(dst)[i] = keep ? 1.0f : 0.0f;
+      break;
+    case plan::I64:
+      static_cast<int64_t *>(dst)[i] = keep;
+      break;
+    case plan::I32:
+      static_cast<int32_t *>(dst)[i] = keep;
+      break;
+    case plan::BOOL:
+    case plan::U8:
+    case plan::I8:
+      static_cast<uint8_t *>(dst)[i] = keep;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          inputWhere(decl), " is ", plan::DType_Name(decl.dtype()),
+          "; padded masks are f32, i64, i32, i8, u8 or bool"));
+    }
+    for (int d = rank; d-- > 0;) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
 } // namespace
 
 int64_t inputRowBytes(const plan::TensorDecl &decl,
@@ -272,9 +322,11 @@ checkInputFiles(const plan::Plan &plan, const comm::MeshInfo &mesh,
 absl::StatusOr<DataSource>
 DataSource::create(const plan::Plan &plan, const comm::MeshInfo &mesh,
                    uint64_t seed, const std::string &tokenFile,
-                   const std::map<std::string, std::string> &inputFiles) {
+                   const std::map<std::string, std::string> &inputFiles,
+                   bool paddedMasks) {
   DataSource source;
   source.mesh_ = mesh;
+  source.paddedMasks_ = paddedMasks;
   source.seed_ = seed;
   source.globalBatch_ = plan.training().global_batch();
   source.numMicrobatches_ = std::max<int64_t>(1, plan.knobs().num_microbatches());
@@ -392,6 +444,19 @@ absl::Status DataSource::fill(const plan::TensorDecl &decl, int64_t step,
     // when the caller gives none.
     if (decl.dtype() == plan::BOOL && synthesis == plan::TensorDecl::SYNTH_RANDOM)
       synthesis = plan::TensorDecl::SYNTH_ONES;
+    if (paddedMasks_ && synthesis == plan::TensorDecl::SYNTH_ONES) {
+      // Keys run along the sequence dimension, else the last one (a
+      // [batch, 1, query, key] mask).
+      int keyDim = seqDim >= 0 ? seqDim : rank - 1;
+      if (keyDim == batchDim)
+        return absl::InvalidArgumentError(
+            where() + " has no dimension but the batch to pad");
+      int64_t keyLen = keyDim == seqDim ? globalSeq : shape[keyDim];
+      uint64_t key = mix(mix(splitmix64(seed_), hashString("padded mask")),
+                         static_cast<uint64_t>(step));
+      return fillPaddedMask(decl, shape, batchDim, keyDim, row0,
+                            keyDim == seqDim ? pos0 : 0, keyLen, key, dst);
+    }
     return fillStructured(decl, synthesis, shape, seqDim, pos0, dst);
   }
   if (!isInt && decl.dtype() != plan::F32)

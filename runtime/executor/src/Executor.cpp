@@ -108,7 +108,7 @@ absl::Status Executor::prepare() {
   seed_ = options_.seed ? *options_.seed : plan_.training().seed();
   absl::StatusOr<DataSource> data =
       DataSource::create(plan_, comm_.mesh(), seed_, options_.dataPath,
-                         options_.inputFiles);
+                         options_.inputFiles, options_.paddedMasks);
   if (!data.ok())
     return data.status();
   data_ = std::make_unique<DataSource>(*std::move(data));

@@ -204,6 +204,9 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
                                 {"--interleave", other});
   for (const std::string &input : r.inputs)
     options.workerArgs.insert(options.workerArgs.end(), {"--input", input});
+  if (r.paddedMasks)
+    options.workerArgs.insert(options.workerArgs.end(),
+                              {"--masks", "padded"});
   if (args.dumpOutputs)
     options.workerArgs.insert(options.workerArgs.end(),
                               {"--dump-outputs", dumpDir});
@@ -284,8 +287,9 @@ int runPlan(const RunRequest &r) {
         std::cout << (first ? "" : ", ") << name;
         first = false;
       }
-      std::cout << " (made up as `cleave inspect` lists; --data FILE or "
-                   "--input NAME=FILE for real data)"
+      std::cout << " (made up as `cleave inspect` lists"
+                << (r.paddedMasks ? ", masks right-padded" : "")
+                << "; --data FILE or --input NAME=FILE for real data)"
                 << std::endl;
     }
   }

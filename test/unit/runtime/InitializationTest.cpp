@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 using namespace cleave;
 using executor::DataSource;
@@ -227,6 +228,43 @@ TEST(DataTest, UndeclaredSequenceDimension) {
     for (int64_t i = 0; i + 1 < 6; ++i)
       EXPECT_EQ(labels[r * 6 + i], tokens[r * 6 + i + 1]);
   EXPECT_EQ(tokens, fill(*source, input("tokens", 4, 6), 1, 0));
+}
+
+// --masks padded: each sample keeps a prefix of at least half its
+// positions, the lengths differ between samples and steps, and a rank's
+// shard (dp x cp) is exactly its part of the whole batch's mask.
+TEST(DataTest, PaddedMasksArePrefixesAndShardsAgree) {
+  plan::Plan p = lmPlan(8, 16, 2);
+  plan::TensorDecl mask = input("attention_mask", 4, 16);
+  mask.set_synthesis(plan::TensorDecl::SYNTH_ONES);
+  auto ones = DataSource::create(p, mesh({}, {}, {}), 3, "");
+  ASSERT_TRUE(ones.ok());
+  for (int64_t v : fill(*ones, mask, 1, 0))
+    EXPECT_EQ(v, 1);
+  auto whole = DataSource::create(p, mesh({}, {}, {}), 3, "", {}, true);
+  ASSERT_TRUE(whole.ok());
+  std::vector<int64_t> values = fill(*whole, mask, 2, 1);
+  std::set<int64_t> lengths;
+  for (int64_t r = 0; r < 4; ++r) {
+    int64_t length = 0;
+    while (length < 16 && values[r * 16 + length] == 1)
+      ++length;
+    for (int64_t i = length; i < 16; ++i)
+      EXPECT_EQ(values[r * 16 + i], 0) << "row " << r << " position " << i;
+    EXPECT_GE(length, 8);
+    lengths.insert(length);
+  }
+  EXPECT_GT(lengths.size(), 1u);
+  EXPECT_NE(fill(*whole, mask, 3, 1), values);
+  auto part = DataSource::create(p, mesh({"dp", "cp"}, {2, 2}, {1, 1}), 3, "",
+                                 {}, true);
+  ASSERT_TRUE(part.ok());
+  plan::TensorDecl quarterDecl = input("attention_mask", 2, 8);
+  quarterDecl.set_synthesis(plan::TensorDecl::SYNTH_ONES);
+  std::vector<int64_t> quarter = fill(*part, quarterDecl, 2, 1);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t i = 0; i < 8; ++i)
+      EXPECT_EQ(quarter[r * 8 + i], values[(2 + r) * 16 + 8 + i]);
 }
 
 TEST(DataTest, WrongRowCountIsAnError) {

@@ -45,6 +45,9 @@ struct ExecutorOptions {
   /// input_name -> a raw file of that input's global batch (the worker's
   /// `--input NAME=FILE`), the same every step; see cutInputRows.
   std::map<std::string, std::string> inputFiles;
+  /// Synthetic masks (TensorDecl.SYNTH_ONES inputs) are right-padded:
+  /// DataSource::create.
+  bool paddedMasks = false;
   /// Record trace events (traceEvents()). On an asynchronous backend each
   /// instruction is then waited for, so that its time is its own.
   bool trace = false;

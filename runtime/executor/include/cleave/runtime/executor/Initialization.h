@@ -79,10 +79,16 @@ public:
   /// for synthetic data. `inputFiles`: input_name -> a file of that input's
   /// global batch (see cutInputRows); it overrides the other sources for
   /// that input. Unknown names and files of the wrong size are errors.
+  /// `paddedMasks`: a synthetic mask (an input the plan makes ones) holds
+  /// a right-padded batch instead: sample s of a step keeps its first
+  /// L(s) positions, L drawn from [ceil(S/2), S] for S positions along its
+  /// sequence (or last) dimension, the rest zeros; the same on every rank
+  /// and under any partitioning.
   static absl::StatusOr<DataSource>
   create(const plan::Plan &plan, const comm::MeshInfo &mesh, uint64_t seed,
          const std::string &tokenFile,
-         const std::map<std::string, std::string> &inputFiles = {});
+         const std::map<std::string, std::string> &inputFiles = {},
+         bool paddedMasks = false);
 
   /// Fills INPUT tensor `decl` (its slot at `dst`) for 1-based `step` and
   /// microbatch `microbatch` of this rank. `vocab` > 0 overrides
@@ -100,6 +106,7 @@ private:
   int64_t seqLen_ = 0;
   /// Some program reads "tokens": "labels" are then the next tokens.
   bool languageModel_ = false;
+  bool paddedMasks_ = false;
   std::vector<uint16_t> tokens_;
   /// --input files by input name: the whole global batch.
   std::map<std::string, std::shared_ptr<const std::string>> files_;

@@ -31,6 +31,8 @@ struct RunRequest {
   double tolerance = 1e-5;
   /// `NAME=FILE`: an input's values for the whole global batch.
   std::vector<std::string> inputs;
+  /// Synthetic masks are right-padded samples (the worker's --masks).
+  bool paddedMasks = false;
   /// `I=FILE`: the expected values of output I (an inference plan's
   /// result I) for the whole global batch, raw fp32; compared within
   /// `tolerance`.
