@@ -1,6 +1,8 @@
 //===- OnnxGraphImporter.cpp - ONNX graph to graph dialect ----------------===//
 
 #include "OnnxGraphImporter.h"
+
+#include <google/protobuf/unknown_field_set.h>
 #include "OnnxNewerOpsets.h"
 
 #include "llvm/Support/GlobPattern.h"
@@ -217,9 +219,40 @@ GraphImporter::GraphImporter(MLIRContext &ctx, const onnx::GraphProto &graph,
       fileName(fileName.str()), fileLoc(fileLoc), builder(&ctx),
       sourceBuilder(&ctx) {
   countUses(graph);
+  noteExporterProvenance(graph);
   for (const onnx::ValueInfoProto &output : graph.output()) {
     graphOutputs.insert(output.name());
     ++useCounts[output.name()];
+  }
+}
+
+void GraphImporter::noteExporterProvenance(const onnx::GraphProto &g) {
+  for (const onnx::NodeProto &node : g.node()) {
+    // NodeProto.metadata_props (field 9, IR 10) is newer than Debian's
+    // libonnx schema: it reaches us among the node's unknown fields.
+    std::optional<std::string> fx;
+    const google::protobuf::UnknownFieldSet &unknown = node.unknown_fields();
+    for (int i = 0; i < unknown.field_count(); ++i) {
+      const google::protobuf::UnknownField &field = unknown.field(i);
+      onnx::StringStringEntryProto entry;
+      if (field.number() == 9 &&
+          field.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED &&
+          entry.ParseFromString(field.length_delimited()) &&
+          entry.key() == "pkg.torch.onnx.fx_node")
+        fx = entry.value();
+    }
+    if (!fx)
+      continue;
+    // "%linear = call_function[target=aten.linear](args = (%x, %p_w))".
+    bool namesParameter = fx->find("%p_") != std::string::npos;
+    for (const std::string &input : node.input()) {
+      auto init = initializers.find(input);
+      if (input.empty() || init == initializers.end() ||
+          !isFloatType(init->second->data_type()))
+        continue;
+      bool &byParameter = readByParameterNode[input];
+      byParameter = byParameter || namesParameter;
+    }
   }
 }
 
@@ -309,6 +342,20 @@ LogicalResult GraphImporter::importInto(func::FuncOp func) {
   func::ReturnOp::create(builder, fileLoc, results);
   func.setFunctionType(
       FunctionType::get(&ctx, {}, ValueRange(results).getTypes()));
+  if (!foldedTrainable.empty()) {
+    InFlightDiagnostic diag =
+        emitWarning(fileLoc)
+        << foldedTrainable.size()
+        << " initializer(s) are values the exporter's optimizer folded, "
+           "not parameters of the PyTorch module (";
+    for (size_t i = 0; i < foldedTrainable.size() && i < 4; ++i)
+      diag << (i ? ", " : "") << "'" << foldedTrainable[i] << "'";
+    diag << (foldedTrainable.size() > 4 ? ", ..." : "")
+         << "): each trains as a tensor of its own, where PyTorch trains "
+            "the table or buffer it came from (or nothing); export with "
+            "torch.onnx.export(..., optimize=False) to keep the module's "
+            "parameters, or freeze them (--frozen NAME)";
+  }
   return success();
 }
 
@@ -645,6 +692,8 @@ Value GraphImporter::materializeParam(StringRef name, Entry &entry,
   // --trainable names it.
   if (!frozen && holdsMaskFill(tensor))
     frozen = true;
+  if (!frozen && foldedByExporter(name) && type.getRank() > 0)
+    foldedTrainable.push_back(name.str());
   if (std::optional<bool> user = trainableByUser(name);
       user && use != ParamUse::Frozen && isFloatType(tensor.data_type()))
     frozen = !*user;

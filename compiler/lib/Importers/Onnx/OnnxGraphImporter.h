@@ -325,6 +325,12 @@ private:
   const ImportOptions &options;
   /// What --trainable (true) or --frozen (false) says of initializer
   /// `name`; none when neither names it.
+  /// Whether the exporter's notes (readByParameterNode) say `name` is no
+  /// parameter of the PyTorch module but a value its optimizer folded.
+  bool foldedByExporter(llvm::StringRef name) const {
+    auto it = readByParameterNode.find(name);
+    return it != readByParameterNode.end() && !it->second;
+  }
   std::optional<bool> trainableByUser(llvm::StringRef name) const;
   std::string fileName;
   mlir::Location fileLoc;
@@ -336,6 +342,20 @@ private:
   mlir::Operation *lastSource = nullptr;
   llvm::StringMap<Entry> values;
   llvm::StringMap<unsigned> useCounts;
+  /// PyTorch's dynamo exporter notes on each node the FX node it came
+  /// from, whose arguments name the module's parameters `%p_...`. An
+  /// initializer read only by nodes whose FX node names none is a value
+  /// the exporter's optimizer folded: from buffers (rotary cos/sin tables
+  /// from inv_freq, which PyTorch does not train) or from parameters (a
+  /// position embedding gathered at fixed positions, a class token
+  /// expanded over the batch, which PyTorch trains through the table).
+  /// The file cannot tell which, so they train as tensors of their own
+  /// and the import warns, naming them and `optimize=False`.
+  /// Initializer name -> whether some reader names a parameter.
+  llvm::StringMap<bool> readByParameterNode;
+  void noteExporterProvenance(const onnx::GraphProto &g);
+  /// Trainable parameters that foldedByExporter() names, for the warning.
+  llvm::SmallVector<std::string> foldedTrainable;
   llvm::StringSet<> graphOutputs;
 };
 
