@@ -117,6 +117,10 @@ const std::vector<Field> &fields() {
                   efficiency.gemmExposedMemory,
                   "fraction of a GEMM's memory time not overlapped with "
                   "its math"),
+      CLEAVE_REAL("efficiency.gemm_misaligned", Number,
+                  efficiency.gemmMisaligned,
+                  "factor on a 16-bit GEMM whose K or N is not a multiple "
+                  "of 8 (0: none)"),
       CLEAVE_REAL("efficiency.attention_forward", Fraction,
                   efficiency.attentionForward,
                   "fraction of peak fused attention reaches forward (0: "
@@ -125,6 +129,17 @@ const std::vector<Field> &fields() {
                   efficiency.attentionBackward,
                   "fraction of peak fused attention reaches backward (0: "
                   "priced as its GEMMs)"),
+      CLEAVE_REAL("efficiency.attention_half_seq_causal", Number,
+                  efficiency.attentionHalfSeqCausal,
+                  "causal query length at which fused attention runs at "
+                  "half its long-sequence rate (0: no fall-off)"),
+      CLEAVE_REAL("efficiency.attention_half_seq", Number,
+                  efficiency.attentionHalfSeq,
+                  "the same without a causal mask"),
+      CLEAVE_REAL("efficiency.attention_half_head_dim", Number,
+                  efficiency.attentionHalfHeadDim,
+                  "head size whose rate, against head size 128's, falls by "
+                  "d/(d+x) over 128/(128+x) (0: no fall-off)"),
       CLEAVE_REAL("efficiency.memory", Fraction, efficiency.memory,
                   "achieved over nominal memory bandwidth"),
       CLEAVE_REAL("efficiency.nccl_intra_node", Fraction,
@@ -332,6 +347,15 @@ absl::Status validateCluster(const Cluster &c) {
           "efficiency.attention_backward", "in [0, 1]", e.attentionBackward);
   require(e.gemmHalfDim >= 0, "efficiency.gemm_half_dim", "0 or more",
           e.gemmHalfDim);
+  require(e.gemmMisaligned >= 0 && e.gemmMisaligned <= 1,
+          "efficiency.gemm_misaligned", "in [0, 1]", e.gemmMisaligned);
+  require(e.attentionHalfSeqCausal >= 0,
+          "efficiency.attention_half_seq_causal", "0 or more",
+          e.attentionHalfSeqCausal);
+  require(e.attentionHalfSeq >= 0, "efficiency.attention_half_seq",
+          "0 or more", e.attentionHalfSeq);
+  require(e.attentionHalfHeadDim >= 0, "efficiency.attention_half_head_dim",
+          "0 or more", e.attentionHalfHeadDim);
   require(e.gemmExposedMemory >= 0 && e.gemmExposedMemory <= 1,
           "efficiency.gemm_exposed_memory", "in [0, 1]", e.gemmExposedMemory);
   require(e.kernelOverhead >= 0, "efficiency.kernel_overhead", "0 or more",

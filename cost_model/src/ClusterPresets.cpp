@@ -112,20 +112,54 @@ Cluster dgxH100(std::string name, double memoryBytes, double memoryBandwidth,
   c.intraNode = {LinkKind::NvSwitch, 450e9, kNvLinkHopLatency};
   // 8 ConnectX-7 NDR InfiniBand, 400 Gb/s = 50 GB/s each.
   c.network = {8, 400e9 / 8, kNetworkHopLatency};
+  // The best bf16 GEMM of any shape on an H100 SXM: 794.5 TFLOP/s, 80.3%
+  // of peak (torch 2.7 + CUDA 12.6, 2048x2048x13312; 792.1 with CUDA 12.1),
+  // from the "Maximum Achievable Matmul FLOPS" table of
+  // stas00/ml-engineering, compute/accelerator/README.md, which says the
+  // H200 reaches the same. Large GEMMs saturate there.
   c.efficiency.gemmMax = 0.80;
   c.efficiency.gemmHalfDim = kGemmHalfDim;
   c.efficiency.gemmExposedMemory = kGemmExposedMemory;
+  // An inner dimension that is not a multiple of 8: (4096 x 10922) @
+  // (10922 x 4096) in fp16 runs at 272.73 TFLOP/s on an H100 where 10944
+  // (and 10848, 10880, 10912, 11008) run at 395-398 (ml-engineering,
+  // training/performance/README.md, "SwiGLU-based MLP"): 272.73 / 398.38.
+  c.efficiency.gemmMisaligned = 272.73 / 398.38;
   // Fused attention on Hopper (cuDNN 9's, which Transformer Engine runs):
-  // about 560 TFLOP/s forward and 460 backward at head size 128, causal,
-  // sequence 4096, bf16, as read from Shah et al., FlashAttention-3 (2024),
-  // figures 5 and 7 (FlashAttention-2 itself reaches about 330 and 300).
-  c.efficiency.attentionForward = 560.0 / 989.4;
-  c.efficiency.attentionBackward = 460.0 / 989.4;
-  c.efficiency.memory = kHbmEfficiency;
+  // the cuDNN rows of Shah et al., FlashAttention-3 (arXiv 2407.08608,
+  // figure 5: bf16 forward on H100 SXM5, head size 64/128/256, causal and
+  // not, sequence 512 to 16k at 16k tokens a batch) give
+  //   causal, d 128:   315 410 484 518 529 539 TFLOP/s
+  //   full,   d 128:   497 574 617 609 600 595
+  //   causal, d 64:    225 288 334 363 379 388   (d 256: 308 ... 509)
+  // The curve rate x S/(S + half) x head factor (Cluster.h) with rate 585,
+  // half 450 causal and 90 full, head half-size 96, is the least-squares
+  // fit to those 36 points: mean error 3.4%, worst 12% (full, d 128, 2k).
+  // Backward: 0.82 of forward, the mean ratio of cuDNN 9.1's backward to
+  // forward at head size 128, sequence 4k-16k, causal and not, in
+  // NVIDIA/cudnn-frontend benchmark/benchmark_results.csv (444/542,
+  // 464/573, 498/587 causal; 517/654, 530/669, 538/642 full).
+  // FlashAttention-2 itself reaches about 330 forward (same figure).
+  c.efficiency.attentionForward = 585.0 / 989.4;
+  c.efficiency.attentionBackward = 0.82 * 585.0 / 989.4;
+  c.efficiency.attentionHalfSeqCausal = 450;
+  c.efficiency.attentionHalfSeq = 90;
+  c.efficiency.attentionHalfHeadDim = 96;
+  // Memory-bound kernels written for Hopper (RMSNorm, softmax,
+  // cross-entropy) reach about 3.0 TB/s of the H100's 3.35 for rows over
+  // 4k elements (Dao-AILab/quack, media/2025-07-10-membound-sol.md: 3.01
+  // TB/s fp32 softmax; torch.compile's reaches 1.89); DeepSeek's FlashMLA
+  // reports 3000 GB/s on the H800, the same HBM3. 3.0 / 3.35.
+  c.efficiency.memory = 3.0 / 3.35;
   // nccl-tests all_reduce_perf inside a DGX H100: about 370 GB/s bus
-  // bandwidth over 450 GB/s per direction.
+  // bandwidth over 450 GB/s per direction for ring collectives, the
+  // figure NCCL's maintainer gives (NVIDIA/nccl-tests issue 212; 8x H200
+  // measure 367 all-reduce, 361 all-gather, 363 reduce-scatter in
+  // ml-engineering's network/README.md). NVLink SHARP all-reduces reach
+  // 480, which this one fraction does not model.
   c.efficiency.ncclIntraNode = 370.0 / 450.0;
-  // NDR achieves about 46-48 GB/s per NIC: 47 / 50.
+  // NDR achieves about 46-48 GB/s per NIC (NVIDIA, nccl-tests issue 290):
+  // 47 / 50.
   c.efficiency.ncclInterNode = 47.0 / 50.0;
   c.efficiency.kernelOverhead = kGpuKernelOverhead;
   c.efficiency.collectiveOverhead = kNcclBaseLatency;

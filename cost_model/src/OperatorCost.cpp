@@ -53,8 +53,14 @@ double gemmEfficiency(const Gemm &gemm, const Cluster &cluster,
   double intensity = gemm.flops() / gemm.bytes();
   double balance =
       cluster.device.peakFlops(gemm.dtype) / memoryBandwidth(cluster, profile);
-  return 1.0 /
-         (1.0 / (e.gemmMax * size) + e.gemmExposedMemory * balance / intensity);
+  double efficiency =
+      1.0 /
+      (1.0 / (e.gemmMax * size) + e.gemmExposedMemory * balance / intensity);
+  bool sixteenBit = gemm.dtype == DType::Bf16 || gemm.dtype == DType::Fp16;
+  if (sixteenBit && e.gemmMisaligned > 0 &&
+      (gemm.k % 8 != 0 || gemm.n % 8 != 0))
+    efficiency *= e.gemmMisaligned;
+  return efficiency;
 }
 
 namespace {
@@ -119,11 +125,19 @@ absl::StatusOr<OpCost> estimateGeneric(const GenericOp &op,
       // Tensor-core kernels other than GEMMs (fused attention) reach what
       // the cluster states for attention, else saturate like large GEMMs.
       peak = cluster.device.peakFlops(op.dtype);
-      double attention = op.backwardPass
-                             ? cluster.efficiency.attentionBackward
-                             : cluster.efficiency.attentionForward;
-      cost.efficiency =
-          attention > 0 ? attention : cluster.efficiency.gemmMax;
+      const Efficiency &e = cluster.efficiency;
+      double attention =
+          op.backwardPass ? e.attentionBackward : e.attentionForward;
+      if (attention > 0) {
+        double half =
+            op.attentionCausal ? e.attentionHalfSeqCausal : e.attentionHalfSeq;
+        if (half > 0 && op.attentionSeq > 0)
+          attention *= op.attentionSeq / (op.attentionSeq + half);
+        double dh = e.attentionHalfHeadDim, d = op.attentionHeadDim;
+        if (dh > 0 && d > 0)
+          attention *= std::min(1.0, d / (d + dh) / (128 / (128 + dh)));
+      }
+      cost.efficiency = attention > 0 ? attention : e.gemmMax;
     }
     cost.computeSeconds =
         op.flops * sharing(cluster, profile) / (peak * cost.efficiency);

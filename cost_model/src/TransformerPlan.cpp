@@ -145,14 +145,17 @@ public:
 
   /// Seconds of a fused attention kernel running `flops` and moving
   /// `bytes` (efficiency.attention_forward or _backward).
-  absl::StatusOr<double> attention(double flops, double bytes,
-                                   bool backward) {
+  absl::StatusOr<double> attention(double flops, double bytes, bool backward,
+                                   double seq, double headDim, bool causal) {
     GenericOp op;
     op.flops = flops;
     op.bytesRead = bytes;
     op.dtype = dtype;
     op.tensorCores = true;
     op.backwardPass = backward;
+    op.attentionSeq = seq;
+    op.attentionHeadDim = headDim;
+    op.attentionCausal = causal;
     auto cost = estimateGeneric(op, cluster, profile);
     if (!cost.ok())
       return cost.status();
@@ -583,10 +586,12 @@ scoreOnCluster(const TransformerModel &m, const Cluster &cluster,
         double qBytes = b * a / t * s * d * e, kvBytes = b * kv / t * S * d * e;
         CLEAVE_ASSIGN(fwdKernel,
                       price.attention(forward.flops * run,
-                                      2 * qBytes + 2 * kvBytes, false));
+                                      2 * qBytes + 2 * kvBytes, false, s, d,
+                                      m.causal));
         CLEAVE_ASSIGN(bwdKernel,
                       price.attention(2.5 * forward.flops * run,
-                                      4 * qBytes + 4 * kvBytes, true));
+                                      4 * qBytes + 4 * kvBytes, true, s, d,
+                                      m.causal));
         scores.first.seconds = fwdKernel;
         context.first.seconds = 0;
         scores.second.seconds = bwdKernel;

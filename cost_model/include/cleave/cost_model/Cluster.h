@@ -78,6 +78,9 @@ struct Efficiency {
   double gemmHalfDim = 32;
   /// The fraction of a GEMM's memory time that does not overlap its math.
   double gemmExposedMemory = 0.25;
+  /// A 16-bit GEMM with K or N not a multiple of 8 runs at this fraction
+  /// of the aligned rate (OperatorCost.h); 0: no penalty.
+  double gemmMisaligned = 0;
   /// The fraction of peak a fused attention kernel (FlashAttention) reaches
   /// over the FLOPs it runs, forward and backward; 0: priced as the GEMMs it
   /// runs at their shape (inner dimension the head size). Attention kernels
@@ -86,6 +89,16 @@ struct Efficiency {
   /// them further below peak, and differently per generation.
   double attentionForward = 0;
   double attentionBackward = 0;
+  /// How those rates fall with the kernel's sequence (query) length and
+  /// head size (0: they do not): rate x S / (S + half) with `half` the
+  /// causal or the full-mask figure (the diagonal blocks of a causal mask
+  /// are half empty, so short causal sequences lose more), times
+  /// min(1, d/(d + dh) / (128/(128 + dh))) for head size d, dh the
+  /// half-head-dim figure. attentionForward/Backward are then the rates
+  /// long sequences saturate at with heads of 128 and up.
+  double attentionHalfSeqCausal = 0;
+  double attentionHalfSeq = 0;
+  double attentionHalfHeadDim = 0;
   /// Achieved over nominal memory bandwidth (stream-like kernels).
   double memory = 0.85;
   /// NCCL bus bandwidth inside a node over intra-node link bandwidth.

@@ -31,6 +31,11 @@
 //    Efficiency therefore rises with both min(M, N, K) and intensity.
 //  - gemm_max: large GEMMs saturate below peak (power-limited clocks,
 //    epilogues): about 0.8 on A100 and H100 in cuBLAS measurements.
+//  - gemm_misaligned: a 16-bit GEMM whose K or N (the leading dimensions
+//    of row-major operands) is not a multiple of 8 elements (16 bytes)
+//    cannot use the aligned tensor-core load path; its efficiency is
+//    multiplied by this factor (1 or 0: no penalty). GPT-2's vocabulary
+//    of 50257 is the classic case (padded to 50304 for this reason).
 // The presets' parameters are chosen by hand to reproduce commonly reported
 // cuBLAS behaviour (ClusterPresets.cpp), not fitted to measurements; a
 // Profile with measured GEMM times replaces the formula for its dtypes.
@@ -85,6 +90,12 @@ struct GenericOp {
   /// A tensor-core kernel of a backward pass (fused attention's gradient),
   /// priced at efficiency.attention_backward rather than _forward.
   bool backwardPass = false;
+  /// A fused attention kernel's shape, for the rate's dependence on it
+  /// (Efficiency::attentionHalfSeq...): query length, head size, causal
+  /// mask; 0 where unknown.
+  double attentionSeq = 0;
+  double attentionHeadDim = 0;
+  bool attentionCausal = false;
 };
 
 using Operator = std::variant<Gemm, GenericOp>;
