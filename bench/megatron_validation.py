@@ -30,6 +30,24 @@ Transformer Engine's collective GEMMs); attention priced unfused and fused
 states). overlap-tp and zero-bucket price how Megatron-Core runs; cleave's
 own lowering does neither, so `-o` refuses them.
 
+A third table scores MosaicML's published H100 runs of its MPT models
+(llm-foundry, scripts/train/benchmarking/README.md at commit 061f2c7,
+"H100 80GB BF16": every 760M-70B row): GPT-style decoders (expansion 4,
+vocabulary 50368, learned positions, no dropout) trained with PyTorch FSDP
+FULL_SHARD (zero=3, one gather per transformer block: zero-bucket of one
+layer's parameters), mixed precision PURE (bf16 parameters and gradient
+reductions: grad-reduce=half), Triton flash attention (attention=fused),
+activation checkpointing of whole blocks where the row says so
+(recompute=full, recompute-scope=layer), on dp = the GPUs. Their TFLOP/s
+count 2 N per token for the N parameters (embedding included) and the
+whole S x S attention, times 3 (the README's formula); predictions are
+counted the same way. MosaicML ran Triton flash attention, not the cuDNN
+kernel the preset prices: a second column prices attention at the Triton
+rows of the same FlashAttention-3 paper figure (forward, H100, head 64 and
+128: 406 TFLOP/s for long sequences, half at 820 causal / 100 full; mean
+error 3.3% over its 18 points; backward assumed at cuDNN's 0.82 of
+forward, the paper giving no Triton backward).
+
 With `--profile FILE` (what `cleave profile --backend cuda` or the device
 script's cleave-profile-cuda measured on an H100 or H200: GEMM tables,
 bandwidths, collectives) the H100 table is priced on those measurements
@@ -206,6 +224,134 @@ def h100_table(cleave, profile=None):
               f"({len(e)} rows; aim: mean 5%, worst 10%)")
 
 
+# MosaicML llm-foundry, "H100 80GB BF16" (commit 061f2c7): model, sequence,
+# GPUs, microbatch, gradient accumulation, global batch, activation
+# checkpointing, measured model TFLOP/s per GPU.
+FOUNDRY_MODELS = {  # d_model, n_heads, n_layers (scripts/train/yamls)
+    "760m": (1536, 12, 24), "1b": (2048, 16, 24), "3b": (2560, 20, 32),
+    "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 64, 48),
+    "70b": (8192, 64, 80),
+}
+FOUNDRY_VOCAB = 50368
+# Triton flash attention on the H100 (see the docstring), as overrides.
+TRITON_ATTENTION = (",attention_forward=0.4103,attention_backward=0.3365,"
+                    "attention_half_seq_causal=820,attention_half_seq=100,"
+                    "attention_half_head_dim=0")
+FOUNDRY_ROWS = [
+    ("70b", 2048, 64, 8, 4, 2048, True, 421.3),
+    ("70b", 2048, 32, 2, 16, 1024, True, 357.7),
+    ("30b", 8192, 8, 1, 21, 168, True, 296.1),
+    ("30b", 4096, 8, 1, 21, 168, True, 354.8),
+    ("30b", 2048, 32, 14, 3, 1344, True, 434.6),
+    ("30b", 2048, 16, 10, 3, 480, True, 426.2),
+    ("30b", 2048, 8, 3, 21, 504, True, 377.1),
+    ("30b", 1024, 8, 6, 21, 1008, True, 383.5),
+    ("13b", 32768, 8, 1, 3, 24, True, 313.5),
+    ("13b", 16384, 8, 3, 3, 72, True, 351.7),
+    ("13b", 4096, 8, 10, 3, 240, True, 411.6),
+    ("13b", 2048, 64, 2, 1, 128, False, 394.4),
+    ("13b", 2048, 32, 2, 1, 64, False, 395.3),
+    ("13b", 2048, 16, 2, 1, 32, False, 391.7),
+    ("13b", 2048, 8, 2, 1, 16, False, 393.7),
+    ("13b", 1024, 8, 40, 3, 960, True, 438.0),
+    ("7b", 65536, 8, 1, 2, 16, True, 282.9),
+    ("7b", 32768, 8, 2, 2, 32, True, 306.2),
+    ("7b", 8192, 8, 8, 2, 128, True, 367.5),
+    ("7b", 4096, 8, 16, 2, 256, True, 400.0),
+    ("7b", 2048, 8, 6, 1, 48, False, 459.5),
+    ("7b", 1024, 8, 64, 2, 1024, True, 423.8),
+    ("3b", 65536, 8, 1, 2, 16, True, 265.3),
+    ("3b", 32768, 8, 3, 6, 144, True, 285.4),
+    ("3b", 16384, 8, 1, 6, 48, False, 359.5),
+    ("3b", 8192, 8, 3, 6, 144, False, 398.8),
+    ("3b", 4096, 8, 5, 6, 240, False, 418.6),
+    ("3b", 2048, 64, 6, 3, 1152, False, 403.8),
+    ("3b", 2048, 32, 6, 3, 576, False, 412.7),
+    ("3b", 2048, 16, 10, 3, 480, False, 432.7),
+    ("3b", 1024, 8, 20, 6, 960, False, 457.1),
+    ("3b", 512, 8, 40, 6, 1920, False, 458.4),
+    ("1b", 65536, 8, 1, 2, 16, True, 260.6),
+    ("1b", 32768, 8, 1, 4, 32, False, 331.9),
+    ("1b", 16384, 8, 2, 4, 64, False, 348.5),
+    ("1b", 8192, 8, 3, 4, 96, False, 373.3),
+    ("1b", 4096, 8, 7, 4, 224, False, 398.3),
+    ("1b", 2048, 64, 20, 1, 1280, False, 404.2),
+    ("1b", 2048, 32, 20, 1, 640, False, 410.9),
+    ("1b", 2048, 16, 20, 1, 320, False, 419.1),
+    ("1b", 2048, 8, 14, 1, 112, False, 413.8),
+    ("1b", 1024, 8, 18, 4, 576, False, 415.1),
+    ("1b", 512, 8, 56, 4, 1792, False, 427.5),
+    ("760m", 32768, 8, 1, 2, 16, False, 315.1),
+    ("760m", 16384, 8, 3, 2, 48, False, 332.2),
+    ("760m", 8192, 8, 6, 2, 96, False, 344.8),
+    ("760m", 4096, 8, 12, 2, 192, False, 354.6),
+    ("760m", 2048, 32, 24, 1, 768, False, 371.7),
+    ("760m", 2048, 16, 24, 1, 384, False, 374.9),
+    ("760m", 2048, 8, 24, 2, 384, False, 345.3),
+    ("760m", 1024, 8, 48, 2, 768, False, 393.4),
+    ("760m", 512, 8, 96, 2, 1536, False, 399.9),
+]
+
+
+def foundry_flops(hidden, layers, seq, batch):
+    """llm-foundry's count: 3 (2 N S + 4 l h S^2) per sequence, N with
+    the embedding and the learned positions."""
+    params = 12 * layers * hidden * hidden + (FOUNDRY_VOCAB + seq) * hidden
+    return 3 * batch * (2 * params * seq + 4 * layers * hidden * seq * seq)
+
+
+def foundry_table(cleave):
+    print()
+    print("MosaicML llm-foundry MPT, H100 80GB BF16, FSDP FULL_SHARD "
+          "(model TFLOP/s per GPU by llm-foundry's count)")
+    print(f"{'model':>5} {'seq':>6} {'GPUs':>4} {'mbs':>3} {'ga':>3} "
+          f"{'ckpt':>4} {'measured':>8} | {'cuDNN':>7} {'err':>7} | "
+          f"{'Triton':>7} {'err':>7}")
+    errs = {"cuDNN": [], "Triton": []}
+    refused = []
+    for name, seq, gpus, mbs, ga, batch, ckpt, measured in FOUNDRY_ROWS:
+        h, a, l = FOUNDRY_MODELS[name]
+        # One FSDP unit per block: its parameters, in millions.
+        bucket = max(1, round(12 * h * h / 1e6))
+        knobs = (f"dp={gpus},tp=1,pp=1,cp=1,zero=3,microbatch={mbs},"
+                 f"precision=bf16,attention=fused,grad-reduce=half,"
+                 f"overlap-grad=on,zero-bucket={bucket},"
+                 f"recompute={'full' if ckpt else 'none'}"
+                 f"{',recompute-scope=layer' if ckpt else ''}")
+        model = (f"zoo:gpt,layers={l},hidden={h},heads={a},seq={seq},"
+                 f"vocab={FOUNDRY_VOCAB},dropout=0")
+        cells = []
+        for label, extra in (("cuDNN", ""), ("Triton", TRITON_ATTENTION)):
+            out = subprocess.run(
+                [cleave, "compile", model, "--cluster",
+                 f"dgx-h100,nodes={gpus // 8}{extra}", "--global-batch",
+                 str(batch), "--fix", knobs, "--json"],
+                capture_output=True, text=True)
+            if out.returncode != 0:
+                cells.append(f"{'-':>7} {'':>7}")
+                if label == "cuDNN":
+                    refused.append(f"{name} seq {seq} mbs {mbs}")
+                continue
+            step = json.loads(out.stdout)["predicted"]["step_time_s"]
+            tf = foundry_flops(h, l, seq, batch) / step / gpus / 1e12
+            err = (tf - measured) / measured * 100
+            errs[label].append(err)
+            cells.append(f"{tf:>7.1f} {err:>+6.1f}%")
+        print(f"{name:>5} {seq:>6} {gpus:>4} {mbs:>3} {ga:>3} "
+              f"{'yes' if ckpt else 'no':>4} {measured:>8} | {cells[0]} | "
+              f"{cells[1]}")
+    for label, e in errs.items():
+        if e:
+            mean_abs = sum(abs(x) for x in e) / len(e)
+            print(f"llm-foundry, {label} attention: mean |error| "
+                  f"{mean_abs:.1f}%, mean error {sum(e) / len(e):+.1f}%, "
+                  f"worst {max(e, key=abs):+.1f}% ({len(e)} of "
+                  f"{len(FOUNDRY_ROWS)} rows)")
+    if refused:
+        print(f"{len(refused)} row(s) MosaicML ran do not fit in 80 GB by "
+              f"cleave's memory model: {', '.join(refused)}")
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     profile = None
@@ -218,3 +364,4 @@ if __name__ == "__main__":
     cleave = args[0] if args else DEFAULT_CLEAVE
     a100_table(cleave)
     h100_table(cleave, profile)
+    foundry_table(cleave)

@@ -22,6 +22,8 @@ config.substitutions.append(("%scripts", os.path.join(
     os.path.dirname(config.test_source_root), "scripts")))
 config.substitutions.append(("%bench", os.path.join(
     os.path.dirname(config.test_source_root), "bench")))
+config.substitutions.append(("%repo", os.path.dirname(config.test_source_root)))
+config.substitutions.append(("%cleave_obj_root", config.cleave_obj_root))
 # A Python with the test-only PyPI packages (scripts/setup.sh test makes it
 # in the build directory): "safetensors" where Hugging Face's reader is
 # there to read back what `cleave checkpoint export` writes.
