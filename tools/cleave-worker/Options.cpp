@@ -10,7 +10,7 @@ const char *const kUsage =
     "usage: cleave-worker PLAN [--steps K] [--data tokens.bin] [--seed S]\n"
     "                     [--trace out.json] [--dump-params DIR]\n"
     "                     [--input NAME=FILE]... [--masks ones|padded]\n"
-    "                     [--dump-outputs DIR]\n"
+    "                     [--dump-outputs DIR] [--heartbeat DIR]\n"
     "                     [--timeout SECONDS] [--backend cpu|cuda] [--no-fuse]\n"
     "                     [--list] [--interleave PLAN]...\n"
     "                     [--save DIR [--save-every K] [--keep N] [--save-sync]]\n"
@@ -96,6 +96,9 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
         error = "--input " + name + " is given more than once";
         return false;
       }
+    } else if (arg == "--heartbeat") {
+      if (!value(options.heartbeatDir))
+        return false;
     } else if (arg == "--masks") {
       if (!value(text))
         return false;

@@ -20,6 +20,9 @@ struct Options {
   std::string dumpDir;
   /// --input NAME=FILE (repeatable): input_name -> raw global-batch file.
   std::map<std::string, std::string> inputFiles;
+  /// --heartbeat DIR: the watchdog's heartbeat file is DIR/rank-<rank>
+  /// (launcher::JobMonitor reads it).
+  std::string heartbeatDir;
   /// --masks padded: synthetic masks are right-padded samples.
   bool paddedMasks = false;
   /// --dump-outputs DIR: the output tensors of the last step.

@@ -81,8 +81,11 @@ void train(const TrainingRun &run) {
   // collective precedes every event after it on every rank.
   int64_t origin = nowUs();
   comm::CommTensor originTensor{&origin, {1}, comm::ElementType::I64};
-  comm.allReduce(comm.mesh().axisNames, originTensor, originTensor,
-                  comm::Reduction::Max);
+  {
+    executor::WatchedPhase phase(ex, "agreeing on the trace's time origin");
+    comm.allReduce(comm.mesh().axisNames, originTensor, originTensor,
+                   comm::Reduction::Max);
+  }
 
   const plan::TrainingConfig &training = plan.training();
   double tokens = training.tokens_per_step();
@@ -145,16 +148,20 @@ void train(const TrainingRun &run) {
         if (absl::Status f = ex.finishSteps(); !f.ok())
           fail(std::string(f.message()));
         savingStep = step;
+        executor::WatchedPhase phase(ex, "saving a checkpoint");
         s = saver->save(step, ex);
       } else {
+        executor::WatchedPhase phase(ex, "checking on a checkpoint's save");
         s = saver->poll(/*wait=*/false);
       }
       if (!s.ok())
         failSave(s);
+      executor::WatchedPhase phase(ex, "reporting the checkpoint saves");
       reportSaves(*saver, coordinator, !options.saveSync);
     }
   }
   if (saver) {
+    executor::WatchedPhase phase(ex, "completing the last checkpoint");
     if (absl::Status s = saver->poll(/*wait=*/true); !s.ok())
       failSave(s);
     reportSaves(*saver, coordinator, !options.saveSync);

@@ -287,13 +287,17 @@ int main(int argc, char **argv) {
                                  execOptions);
   if (!ex.ok())
     fail(std::string(ex.status().message()));
-  executor::Watchdog watchdog(**ex, options.timeoutSeconds,
-                              [] { comm::mpiAbort(1); });
+  executor::Watchdog watchdog(
+      **ex, options.timeoutSeconds, [] { comm::mpiAbort(1); },
+      options.heartbeatDir.empty()
+          ? std::string()
+          : options.heartbeatDir + "/rank-" + std::to_string(rank()));
 
   MpiCoordinator coordinator(*comm, rank(), worldSize());
   int64_t firstStep = 1;
   std::string initFrom;
   if (resumed) {
+    executor::WatchedPhase phase(**ex, "restoring the checkpoint");
     absl::StatusOr<checkpoint::LoadReport> loaded =
         checkpoint::restoreRank(*resumed, *plan, rank(), **ex);
     if (!loaded.ok())
@@ -314,6 +318,7 @@ int main(int argc, char **argv) {
   }
   train({options, *plan, **ex, *comm, coordinator, firstStep, initFrom,
          hasLoss});
+  executor::WatchedPhase finishing(**ex, "finishing the job (MPI_Finalize)");
   comm.reset();
   comm::mpiFinalize();
   return 0;

@@ -34,12 +34,14 @@ absl::StatusOr<LaunchResult> launch(const LaunchOptions &options) {
   subprocess::MpiSessionDirectory session;
   absl::StatusOr<subprocess::ProcessOutcome> outcome =
       subprocess::runProcess(launchCommand(options), session.environment(),
-                           options.timeoutSeconds, onLine);
+                           options.timeoutSeconds, onLine,
+                           options.shouldStop);
   if (!outcome.ok())
     return outcome.status();
   LaunchResult result;
   result.exitStatus = outcome->exitStatus;
   result.timedOut = outcome->timedOut;
+  result.stopped = outcome->stopped;
   result.lastLines = std::move(outcome->lastLines);
   return result;
 }

@@ -10,6 +10,7 @@
 #include "cleave/runtime/launcher/RunPlan.h"
 
 #include "cleave/runtime/checkpoint/Restore.h"
+#include "cleave/runtime/launcher/JobMonitor.h"
 #include "cleave/runtime/launcher/Launch.h"
 #include "cleave/runtime/launcher/RunDumps.h"
 #include "cleave/runtime/plan/PlanIO.h"
@@ -19,6 +20,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <deque>
 #include <ctime>
 #include <optional>
 #include <filesystem>
@@ -223,22 +226,61 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
                   << line.substr(5, line.find(' ', 5) - 5) << " of " << total
                   << std::flush;
     };
+  // The job's folder: the ranks' heartbeats and everything the job prints
+  // (kept, and named, when it fails).
+  const char *tmp = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/cleave-run-XXXXXX";
+  std::vector<char> folder(pattern.begin(), pattern.end());
+  folder.push_back('\0');
+  std::string jobDir = mkdtemp(folder.data()) ? folder.data() : "";
+  launcher::JobMonitor monitor(jobDir, jobDir.empty() ? "" : jobDir + "/job.log",
+                               r.timeoutSeconds, ranks);
+  if (!jobDir.empty()) {
+    options.workerArgs.insert(options.workerArgs.end(),
+                              {"--heartbeat", jobDir});
+    options.shouldStop = [&monitor] { return monitor.check(); };
+  }
+  // cleave's own lines go on; Open MPI's only to the log. The last few
+  // of cleave's are kept for the error.
+  std::deque<std::string> tail;
+  auto show = options.onLine;
+  if (!show)
+    show = [](const std::string &line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
+  options.onLine = [&](const std::string &line) {
+    if (!monitor.forUser(line))
+      return;
+    tail.push_back(line);
+    if (tail.size() > 8)
+      tail.pop_front();
+    show(line);
+  };
   auto result = launcher::launch(options);
   if (progress)
     std::cerr << "\r" << std::string(48, ' ') << "\r" << std::flush;
   if (!result.ok())
     return result.status();
-  if (result->timedOut || result->exitStatus != 0) {
-    std::string tail;
-    for (const std::string &line : result->lastLines)
-      tail += "\n  " + line;
-    return absl::InternalError(absl::StrCat(
+  if (result->timedOut || result->stopped || result->exitStatus != 0) {
+    std::string text = absl::StrCat(
         ranks, " rank(s) of ", path,
         result->timedOut ? " timed out"
                          : absl::StrCat(" failed with status ",
-                                        result->exitStatus),
-        tail));
+                                        result->exitStatus));
+    for (const std::string &finding : monitor.findings())
+      text += "\n  " + finding;
+    for (const std::string &line : tail)
+      if (line.rfind("step ", 0) != 0)
+        text += "\n  " + line;
+    if (!jobDir.empty())
+      text += "\n  (Open MPI's messages: " + monitor.logPath() + ")";
+    return absl::InternalError(text);
   }
+  std::error_code ec;
+  if (!jobDir.empty())
+    std::filesystem::remove_all(jobDir, ec);
   return absl::OkStatus();
 }
 

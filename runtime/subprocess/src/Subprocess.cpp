@@ -2,6 +2,7 @@
 
 #include "cleave/runtime/subprocess/Subprocess.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -95,7 +96,8 @@ absl::StatusOr<ProcessOutcome>
 runProcess(const std::vector<std::string> &argv,
            const std::vector<std::string> &extraEnvironment,
            double timeoutSeconds,
-           const std::function<void(const std::string &)> &onLine) {
+           const std::function<void(const std::string &)> &onLine,
+           const std::function<bool()> &shouldStop) {
   if (argv.empty())
     return absl::InvalidArgumentError("no program to run");
 
@@ -197,8 +199,13 @@ runProcess(const std::vector<std::string> &argv,
       outcome.timedOut = true;
       break;
     }
+    if (shouldStop && shouldStop()) {
+      outcome.stopped = true;
+      break;
+    }
     pollfd readable{fds[0], POLLIN, 0};
-    int ready = poll(&readable, 1, static_cast<int>(left * 1000) + 1);
+    int ready = poll(&readable, 1,
+                     static_cast<int>(std::min(left, 0.5) * 1000) + 1);
     if (ready < 0 && errno == EINTR)
       continue;
     if (ready <= 0)
@@ -220,7 +227,7 @@ runProcess(const std::vector<std::string> &argv,
   // same deadline, then end the whole group.
   int status = 0;
   pid_t done = 0;
-  while (!outcome.timedOut) {
+  while (!outcome.timedOut && !outcome.stopped) {
     done = waitpid(pid, &status, WNOHANG);
     if (done == pid || (done < 0 && errno != EINTR))
       break;
@@ -229,7 +236,7 @@ runProcess(const std::vector<std::string> &argv,
     else
       usleep(10000);
   }
-  if (outcome.timedOut) {
+  if (outcome.timedOut || outcome.stopped) {
     kill(-pid, SIGTERM);
     double termAt = elapsed();
     while ((done = waitpid(pid, &status, WNOHANG)) == 0 &&

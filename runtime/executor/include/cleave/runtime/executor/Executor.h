@@ -68,6 +68,10 @@ struct Progress {
   std::atomic<int64_t> startedNs{0};
   std::atomic<int32_t> segment{-1};
   std::atomic<int32_t> instruction{-1};
+  /// Work outside the plan's instructions that waits on peers (the
+  /// worker's own collectives, a checkpoint's commit), named for the
+  /// watchdog: WatchedPhase. Null while an instruction runs.
+  std::atomic<const char *> phase{nullptr};
 };
 
 /// One complete event ("X") of a Chrome trace.
@@ -157,6 +161,7 @@ public:
   /// step: its slot, [this rank's rows of the microbatch, ...].
   std::string outputBytes(int index, int64_t microbatch) const;
   const Progress &progress() const { return progress_; }
+  Progress &progress() { return progress_; }
   /// Loss scaling's state after the last step (at creation: the plan's
   /// initial scale, no update applied); restore one from a checkpoint
   /// before the next step.
@@ -272,15 +277,37 @@ void writeChromeTraceFooter(std::ostream &os);
 /// `timeoutSeconds`: it prints "rank R: timed out on program P segment S
 /// instruction I (op, location)" to stderr and calls `onTimeout` (which
 /// should not return: MPI_Abort).
+///
+/// With a `heartbeatPath`, the thread also rewrites that file at every poll
+/// with the process id, the wall-clock time and what the rank is doing
+/// (one line: "pid=P time_ms=T where=TEXT"): a rank whose file stops
+/// changing is stopped or dead as a whole (a hung instruction leaves the
+/// thread beating and times out by itself), which the launcher reads to
+/// name it when the others time out waiting on it.
 class Watchdog {
 public:
   Watchdog(const Executor &executor, double timeoutSeconds,
-           std::function<void()> onTimeout);
+           std::function<void()> onTimeout,
+           std::string heartbeatPath = std::string());
   ~Watchdog();
 
 private:
   struct State;
   std::unique_ptr<State> state_;
+};
+
+/// Marks work outside the plan's instructions that waits on peers for the
+/// watchdog while it lasts: it times out like an instruction and is named
+/// by `what` ("saving checkpoint step 5"). `what` must outlive the guard.
+class WatchedPhase {
+public:
+  WatchedPhase(Executor &executor, const char *what);
+  ~WatchedPhase();
+  WatchedPhase(const WatchedPhase &) = delete;
+  WatchedPhase &operator=(const WatchedPhase &) = delete;
+
+private:
+  Progress &progress_;
 };
 
 } // namespace cleave::executor

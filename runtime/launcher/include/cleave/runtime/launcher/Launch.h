@@ -37,12 +37,16 @@ struct LaunchOptions {
   /// Each line the ranks print (stdout and stderr together); null: copied
   /// to this process's stdout.
   std::function<void(const std::string &)> onLine;
+  /// Asked twice a second while the job runs; true ends it (JobMonitor).
+  std::function<bool()> shouldStop;
 };
 
 struct LaunchResult {
   /// mpirun's exit status (128 + signal when killed).
   int exitStatus = 0;
   bool timedOut = false;
+  /// Ended because shouldStop said so.
+  bool stopped = false;
   /// The last lines of output, for messages.
   std::vector<std::string> lastLines;
 };

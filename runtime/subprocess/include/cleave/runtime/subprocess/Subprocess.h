@@ -22,6 +22,8 @@ struct ProcessOutcome {
   /// The exit code, or 128 + the signal that ended it.
   int exitStatus = 0;
   bool timedOut = false;
+  /// Ended because `shouldStop` said so.
+  bool stopped = false;
   /// The last lines of stdout and stderr together, for error messages.
   std::vector<std::string> lastLines;
 };
@@ -29,13 +31,15 @@ struct ProcessOutcome {
 /// Runs argv[0] (looked up on PATH) with `extraEnvironment` ("NAME=value")
 /// added to this process's environment, calling `onLine` with each line it
 /// writes to stdout or stderr as it comes. After `timeoutSeconds` the
-/// process group is sent SIGTERM, then SIGKILL. Fails only if the program
-/// cannot be started.
+/// process group is sent SIGTERM, then SIGKILL; the same when
+/// `shouldStop`, asked about twice a second, returns true (a monitor that
+/// found a rank stopped). Fails only if the program cannot be started.
 absl::StatusOr<ProcessOutcome>
 runProcess(const std::vector<std::string> &argv,
            const std::vector<std::string> &extraEnvironment,
            double timeoutSeconds,
-           const std::function<void(const std::string &)> &onLine);
+           const std::function<void(const std::string &)> &onLine,
+           const std::function<bool()> &shouldStop = {});
 
 /// A session directory of its own for one mpirun. Open MPI 4 keeps its
 /// session files under `$TMPDIR/ompi.<host>.<uid>`, and two mpiruns started

@@ -1,0 +1,122 @@
+//===- JobMonitorTest.cpp - The launcher's account of a failed job --------===//
+//
+// Lines as Open MPI 4 prints them around an MPI_Abort (copied from a job
+// log), heartbeat files as the watchdog writes them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/runtime/launcher/JobMonitor.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace cleave::launcher;
+
+namespace {
+
+std::string scratch(const std::string &name) {
+  std::string dir = ::testing::TempDir() + "/cleave-jobmonitor-" + name +
+                    "-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void beat(const std::string &dir, int rank, int pid, int64_t ms,
+          const std::string &where) {
+  std::ofstream(dir + "/rank-" + std::to_string(rank))
+      << "pid=" << pid << " time_ms=" << ms << " since_ms=" << ms
+      << " where=" << where << "\n";
+}
+
+} // namespace
+
+// Open MPI's help blocks and log lines go to the log only; cleave's lines
+// reach the user even when they interleave with a help block; a rank
+// mpirun saw die is named with its signal.
+TEST(JobMonitor, SortsOpenMpiFromCleave) {
+  std::string dir = scratch("lines");
+  JobMonitor monitor("", dir + "/job.log", 5, 4);
+  const std::string dashes(74, '-');
+  struct Line {
+    std::string text;
+    bool forUser;
+  } lines[] = {
+      {"step 15  loss 6.9533  time 247.1 ms  tokens/s 8288", true},
+      {dashes, false},
+      {"MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD", false},
+      {"with errorcode 1.", false},
+      {"rank 2: timed out on program 0 segment 0 instruction 104 "
+       "(comm.reduce_scatter, loc(\"h.1.mlp.proj\")) after 5 s",
+       true},
+      {"NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.",
+       false},
+      {dashes, false},
+      {"[vm:14921] 1 more process has sent help message help-mpi-api.txt / "
+       "mpi-abort",
+       false},
+      {dashes, false},
+      {"mpirun noticed that process rank 1 with PID 0 on node vm exited on "
+       "signal 9 (Killed).",
+       false},
+      {dashes, false},
+      {"Primary job  terminated normally, but 1 process returned", false},
+      {"checkpoint: step 12 saved to ck/step-00000012: 11.3 MB", true},
+  };
+  for (const Line &line : lines)
+    EXPECT_EQ(monitor.forUser(line.text), line.forUser) << line.text;
+  std::vector<std::string> found = monitor.findings();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0], "rank 1 on vm died of signal 9 (Killed)");
+  // Everything is in the log.
+  std::ifstream log(dir + "/job.log");
+  int count = 0;
+  for (std::string text; std::getline(log, text);)
+    ++count;
+  EXPECT_EQ(count, int(std::size(lines)));
+  std::filesystem::remove_all(dir);
+}
+
+// A rank whose heartbeat stopped well before the others' is the one they
+// waited on; finished ranks ("done") and fresh ones are not named.
+TEST(JobMonitor, NamesTheRankWhoseHeartbeatStopped) {
+  std::string dir = scratch("beats");
+  int64_t now = nowMs();
+  beat(dir, 0, 111, now, "on program 0 segment 2 instruction 0 (comm.wait, x)");
+  beat(dir, 1, 112, now - 5200,
+       "on program 0 segment 1 instruction 276 (comm.all_gather, "
+       "loc(\"h.1.attn.q_proj\"))");
+  beat(dir, 2, 113, now - 100, "between instructions");
+  beat(dir, 3, 114, now - 9000, "done");
+  std::map<int, Heartbeat> beats = readHeartbeats(dir);
+  ASSERT_EQ(beats.size(), 4u);
+  EXPECT_EQ(beats[1].pid, 112);
+  EXPECT_TRUE(beats[3].done);
+  JobMonitor monitor(dir, dir + "/job.log", 5, 4);
+  std::vector<std::string> found = monitor.findings();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].rfind("rank 1 stopped responding on program 0 segment 1 "
+                           "instruction 276 (comm.all_gather",
+                           0),
+            0u)
+      << found[0];
+  std::filesystem::remove_all(dir);
+}
+
+// This process: running; a pid that does not exist: none.
+TEST(JobMonitor, ReadsProcessStates) {
+  char self = processState(getpid());
+  EXPECT_TRUE(self == 'R' || self == 'S') << self;
+  EXPECT_EQ(processState(0), 0);
+  EXPECT_EQ(processState(1 << 30), 0);
+}
