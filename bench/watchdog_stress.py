@@ -103,7 +103,8 @@ def trial(cleave, folder, index, timeout, slack, rng):
             "between instructions" if "between" in where else
             "compute" if where else "?")
     return {"ok": not problems, "why": "; ".join(problems),
-            "seconds": seconds, "where": where, "kind": kind}
+            "seconds": seconds, "where": where, "kind": kind,
+            "output": output}
 
 
 def main():
@@ -130,6 +131,10 @@ def main():
             print(f"trial {i + 1:3d}: {'ok  ' if r['ok'] else 'FAIL'} "
                   f"{r['seconds']:5.1f} s  {r.get('kind', ''):21s} "
                   f"{r.get('where', '')[:70]} {r['why']}", flush=True)
+            if not r["ok"]:
+                # What the user read, to see why.
+                for line in r.get("output", "").splitlines()[-12:]:
+                    print(f"        | {line}", flush=True)
     times = sorted(r["seconds"] for r in results)
     passed = sum(r["ok"] for r in results)
     kinds = {}

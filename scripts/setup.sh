@@ -26,6 +26,8 @@ PACKAGES=(
   libonnx-dev libonnx-testdata coinor-libcbc-dev
   libxxhash-dev nlohmann-json3-dev python3-venv
 )
+# The tests also load the HTML report in a real browser, headless.
+if [ "$MODE" = test ]; then PACKAGES+=(chromium); fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi

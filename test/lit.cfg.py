@@ -51,6 +51,10 @@ if config.cleave_cuda_enabled in ("ON", "TRUE", "1"):
     config.available_features.add("cuda-backend")
 import shutil
 import subprocess
+# "chromium": Debian's browser (scripts/setup.sh test installs it) loads
+# the HTML report headless.
+if shutil.which("chromium"):
+    config.available_features.add("chromium")
 if shutil.which("nvidia-smi"):
     try:
         listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True,

@@ -31,6 +31,17 @@ std::string formatPlanSummary(const plan::Plan &plan);
 /// partitioned MLIR and the simulated trace are left out.
 std::string formatPlanJson(const plan::Plan &plan);
 
+/// One self-contained HTML page (inline CSS and SVG, no script, nothing
+/// fetched): the summary, the device mesh with what each rank holds, the
+/// simulated pipeline timeline, memory per stage against the device,
+/// collectives per step, the planner's explanation and the parameters'
+/// shardings. Built from formatPlanJson's object; each of its figures
+/// carries an id and its exact value (data-value) for tests.
+/// `measuredTrace`: a Chrome trace `cleave run --trace` wrote of this plan,
+/// drawn by its segments below the simulated step (empty: none).
+std::string formatPlanHtml(const plan::Plan &plan,
+                           const std::string &measuredTrace = "");
+
 /// One rank's view of one training step: its coordinates and program, the
 /// program's tensor table, then the schedule expanded into instructions.
 /// Fails (naming the valid range) when `rank` is not a rank of the plan.

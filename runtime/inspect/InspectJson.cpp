@@ -473,6 +473,19 @@ void writePredicted(JsonWriter &json, const Plan &plan) {
   for (const std::string &line : m.explanation())
     json.value(line);
   json.endArray();
+  json.key("alternatives");
+  json.beginArray();
+  for (const plan::Alternative &a : m.alternatives()) {
+    json.beginObject();
+    json.key("knobs");
+    json.value(a.knobs());
+    json.key("step_time_s");
+    json.value(a.step_time_s());
+    json.key("why");
+    json.value(a.why());
+    json.endObject();
+  }
+  json.endArray();
   json.endObject();
 }
 

@@ -367,6 +367,13 @@ void appendPredicted(std::string &out, const Plan &plan) {
     for (const std::string &line : m.explanation())
       absl::StrAppend(&out, "  - ", line, "\n");
   }
+  if (!m.alternatives().empty()) {
+    absl::StrAppend(&out, "Next best plans:\n");
+    for (const plan::Alternative &a : m.alternatives())
+      absl::StrAppend(&out, "  - ", a.knobs(), ": ",
+                      absl::StrFormat("%.4g", a.step_time_s()), " s; ",
+                      a.why(), "\n");
+  }
 }
 
 } // namespace

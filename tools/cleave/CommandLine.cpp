@@ -95,6 +95,11 @@ cl::opt<std::string> planOut(
              "artifact (the search then keeps to what the lowering "
              "supports)"),
     cl::value_desc("PLAN"), cl::sub(compileCmd), cl::cat(outputCategory));
+cl::opt<std::string> compileHtml(
+    "html",
+    cl::desc("With -o: also write the plan as one self-contained web page "
+             "(as cleave inspect PLAN --html)"),
+    cl::value_desc("FILE"), cl::sub(compileCmd), cl::cat(outputCategory));
 cl::opt<uint64_t> planSeed("seed",
                            cl::desc("Seed of parameter initialisation and "
                                     "synthetic data in the plan (default: "
@@ -160,6 +165,16 @@ cl::opt<int> inspectRank(
     cl::cat(artifactCategory));
 cl::opt<bool> inspectMlir("mlir", cl::desc("Print the partitioned MLIR"),
                           cl::sub(inspectCmd), cl::cat(artifactCategory));
+cl::opt<std::string> inspectHtml(
+    "html",
+    cl::desc("Write the plan as one self-contained web page: devices, "
+             "pipeline timeline, memory per stage, collectives, why"),
+    cl::value_desc("FILE"), cl::sub(inspectCmd), cl::cat(artifactCategory));
+cl::opt<std::string> inspectMeasured(
+    "measured",
+    cl::desc("With --html: also draw this trace of the plan, as cleave run "
+             "--trace wrote it"),
+    cl::value_desc("TRACE"), cl::sub(inspectCmd), cl::cat(artifactCategory));
 cl::opt<std::string> artifactTrace(
     "trace",
     cl::desc("Write a Chrome trace: inspect, the simulated step; run, the "
@@ -404,6 +419,7 @@ CompileArgs compileArgs() {
   a.explain = explain;
   a.json = json;
   a.planOut = planOut;
+  a.html = compileHtml;
   a.seed = planSeed;
   a.optimizer = planOptimizer;
   a.lr = planLr;
@@ -418,7 +434,7 @@ ProfileArgs profileArgs() {
 
 InspectArgs inspectArgs() {
   return {planPath, artifactTrace, given(inspectRank), inspectJson,
-          inspectMlir};
+          inspectMlir, inspectHtml, inspectMeasured};
 }
 
 RunArgs runArgs() {

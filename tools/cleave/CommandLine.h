@@ -60,6 +60,8 @@ struct CompileArgs {
   bool exhaustive = false, explain = false, json = false;
   /// -o and what the artifact carries.
   std::string planOut;
+  /// --html FILE (with -o): the written plan as a web page.
+  std::string html;
   uint64_t seed = 1234;
   std::string optimizer = "adamw";
   double lr = 1e-3;
@@ -76,6 +78,9 @@ struct InspectArgs {
   std::string plan, trace;
   std::optional<int> rank;
   bool json = false, mlir = false;
+  /// --html FILE: the plan as one web page; --measured TRACE: a run's
+  /// trace drawn in it.
+  std::string html, measured;
 };
 
 struct RunArgs {

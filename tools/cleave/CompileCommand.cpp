@@ -8,6 +8,9 @@
 
 #include "CheckpointCommand.h"
 #include "Commands.h"
+#include "inspect/Inspect.h"
+
+#include "cleave/runtime/plan/PlanIO.h"
 #include "ToolSupport.h"
 
 #include "cleave/Driver/Compile.h"
@@ -49,6 +52,10 @@ int buildRequest(const CompileArgs &a, driver::CompileRequest &request) {
   // Outputs are checked before the search and the lowering, which may
   // take minutes on a large model.
   if (int code = checkOutputPath(a.planOut, "-o"))
+    return code;
+  if (!a.html.empty() && a.planOut.empty())
+    return badUsage("--html draws the plan artifact: give -o PLAN too");
+  if (int code = checkOutputPath(a.html, "--html"))
     return code;
   if (int code = checkOutputPath(a.trace, "--trace"))
     return code;
@@ -144,6 +151,17 @@ int runCompile(const CompileArgs &args) {
   }
   ToolContext tool;
   int code = exitCode(driver::compileModel(tool.ctx, request, outs()));
+  if (code == kOk && !args.html.empty()) {
+    auto plan = plan::readPlanFile(args.planOut, plan::Weights::kSkip);
+    if (!plan.ok())
+      return failure(std::string(plan.status().message()));
+    std::error_code ec;
+    raw_fd_ostream file(args.html, ec);
+    if (ec)
+      return failure("--html " + Twine(args.html) + ": " + ec.message());
+    file << inspect::formatPlanHtml(*plan);
+    outs() << "wrote:        " << args.html << " (open it in a browser)\n";
+  }
   if (!request.initFromFile.empty() &&
       request.initFromFile != request.initFromSource)
     std::filesystem::remove(request.initFromFile);

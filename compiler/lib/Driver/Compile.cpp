@@ -111,6 +111,7 @@ private:
                              std::optional<cost::TransformerModel> shape,
                              const std::string &name, std::string trace,
                              std::vector<std::string> why,
+                             std::vector<cost::PlanPrediction> alternatives,
                              std::vector<std::string> shardings = {});
   absl::Status compileTransformer(const cost::TransformerModel &shape,
                                   mlir::ModuleOp module);
@@ -167,8 +168,10 @@ absl::Status Compiler::writeArtifact(
     const cost::PlanPrediction &prediction,
     std::optional<cost::TransformerModel> shape, const std::string &name,
     std::string trace, std::vector<std::string> why,
+    std::vector<cost::PlanPrediction> alternatives,
     std::vector<std::string> shardings) {
   ArtifactRequest request;
+  request.alternatives = std::move(alternatives);
   request.shardings = std::move(shardings);
   request.path = r.planOut;
   request.modelSource = r.model;
@@ -220,6 +223,10 @@ absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
         attentionFusesInEveryLayer(module, shape.layers);
   request.timeLimit = r.timeLimit;
   request.lowerable = !r.planOut.empty();
+  // The artifact keeps the three next best plans (the HTML report shows
+  // why they lost); the text and JSON show what --top-k asked for.
+  if (!r.planOut.empty())
+    request.topK = std::max(request.topK, 4);
   auto started = std::chrono::steady_clock::now();
   request.progress = [&](double fraction) {
     double seconds = std::chrono::duration<double>(
@@ -236,7 +243,8 @@ absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
   const cost::PlanPrediction &best = result->best();
   if (!r.planOut.empty())
     if (absl::Status s =
-            writeArtifact(best, shape, shape.name, {}, result->why());
+            writeArtifact(best, shape, shape.name, {}, result->why(),
+                          {result->plans.begin() + 1, result->plans.end()});
         !s.ok())
       return s;
   if (!r.tracePath.empty())
@@ -245,6 +253,8 @@ absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
         !s.ok())
       return s;
 
+  if (result->plans.size() > size_t(inputs.topK))
+    result->plans.resize(inputs.topK);
   TransformerReport report{shape.name, inputs.cluster, result->plans,
                            result->search ? &*result->search : nullptr,
                            inputs.memoryLimit};
@@ -289,7 +299,7 @@ absl::Status Compiler::compileGraph() {
                     work.microbatch == result.best().plan.microbatchSize;
     if (absl::Status s = writeArtifact(
             result.best(), std::nullopt, result.name, trace, {},
-            sameWork ? work.tpShardings : std::vector<std::string>());
+            {result.plans.begin() + 1, result.plans.end()}, sameWork ? work.tpShardings : std::vector<std::string>());
         !s.ok())
       return s;
   }

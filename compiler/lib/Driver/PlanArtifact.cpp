@@ -1,6 +1,7 @@
 //===- PlanArtifact.cpp - `cleave compile -o`: the plan artifact ----------===//
 
 #include "cleave/Driver/PlanArtifact.h"
+#include "cleave/Driver/PlanReport.h"
 
 #include "inspect/PlanDigest.h"
 
@@ -263,6 +264,12 @@ absl::Status writePlanArtifact(const ArtifactRequest &r) {
   if (r.transformer)
     for (const std::string &line : boundsOfStep(p, r.cluster))
       m->add_explanation(line);
+  for (size_t i = 0; i < r.alternatives.size() && i < 3; ++i) {
+    plan::Alternative *a = m->add_alternatives();
+    a->set_knobs(cost::planKnobsString(r.alternatives[i].plan));
+    a->set_step_time_s(r.alternatives[i].stepSeconds);
+    a->set_why(whyItLost(p, r.alternatives[i]));
+  }
   for (size_t s = 0; s < p.stageCollectives.size(); ++s)
     for (const auto &[key, volume] : p.stageCollectives[s].byKind) {
       if (volume.calls < 0.5)

@@ -4,8 +4,11 @@
 
 #include "cleave/cost_model/PlanKnobs.h"
 
+#include "absl/strings/str_format.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
 
 using namespace llvm;
 
@@ -23,7 +26,81 @@ void printAlternatives(const std::vector<cost::PlanPrediction> &plans,
                   cost::planKnobsString(plans[i].plan));
 }
 
+/// "tp=2 -> 4, schedule=1f1b -> interleaved": the knobs of `other` that
+/// differ from `best`'s.
+std::string knobChanges(const cost::ParallelConfig &best,
+                        const cost::ParallelConfig &other) {
+  SmallVector<StringRef> a, b;
+  std::string left = cost::planKnobsString(best),
+              right = cost::planKnobsString(other);
+  StringRef(left).split(a, ',');
+  StringRef(right).split(b, ',');
+  std::string out;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i] == b[i])
+      continue;
+    auto [key, from] = a[i].split('=');
+    out += formatv("{0}{1}={2} -> {3}", out.empty() ? "" : ", ", key, from,
+                   b[i].split('=').second)
+               .str();
+  }
+  return out.empty() ? "the same knobs" : out;
+}
+
 } // namespace
+
+std::string whyItLost(const cost::PlanPrediction &best,
+                      const cost::PlanPrediction &other) {
+  // A step is the busiest stage's compute stream's work (its lower bound)
+  // plus the time that stream waits (bubble, exposed communication).
+  double work = other.lowerBoundSeconds - best.lowerBoundSeconds;
+  double wait = (other.stepSeconds - other.lowerBoundSeconds) -
+                (best.stepSeconds - best.lowerBoundSeconds);
+  auto secs = [](double s) { return absl::StrFormat("%.4g s", s); };
+  std::string cause;
+  if (work >= wait) {
+    cause = "its busiest stage works " + secs(other.lowerBoundSeconds) +
+            " against " + secs(best.lowerBoundSeconds);
+    // What in the work grew: recomputation, or a layer's parts per sample
+    // (the microbatches may differ in size).
+    double recompute = other.hardwareFlops / std::max(other.modelFlops, 1.0) -
+                       best.hardwareFlops / std::max(best.modelFlops, 1.0);
+    double a = 1.0 / std::max<int64_t>(1, best.plan.microbatchSize),
+           b = 1.0 / std::max<int64_t>(1, other.plan.microbatchSize);
+    struct Part {
+      const char *name;
+      double from, to;
+    } parts[] = {
+        {"GEMMs", a * best.layerGemmSeconds, b * other.layerGemmSeconds},
+        {"element-wise kernels", a * best.layerElementwiseSeconds,
+         b * other.layerElementwiseSeconds},
+        {"tensor-parallel collectives", a * best.layerTensorCommSeconds,
+         b * other.layerTensorCommSeconds}};
+    const Part *grew = nullptr;
+    for (const Part &p : parts)
+      if (p.to - p.from > 0 && (!grew || p.to - p.from > grew->to - grew->from))
+        grew = &p;
+    if (recompute > 0.05)
+      cause += formatv(" (recomputation adds {0:F0}% of the model's FLOPs)",
+                       100 * recompute)
+                   .str();
+    else if (grew && grew->from > 0)
+      cause += absl::StrFormat(" (%s of a layer's forward pass per sample "
+                               "%.4g ms against %.4g ms)",
+                               grew->name, grew->to * 1e3, grew->from * 1e3);
+  } else {
+    cause = "it waits " + secs(other.stepSeconds - other.lowerBoundSeconds) +
+            " a step against " + secs(best.stepSeconds - best.lowerBoundSeconds) +
+            formatv(" (pipeline bubble {0:F1}% against {1:F1}%, and "
+                    "communication not hidden behind compute)",
+                    100 * other.bubbleFraction, 100 * best.bubbleFraction)
+                .str();
+  }
+  return formatv("{0:F1}% slower: {1}; {2}",
+                 100 * (other.stepSeconds / best.stepSeconds - 1),
+                 knobChanges(best.plan, other.plan), cause)
+      .str();
+}
 
 /// The JSON of a plan and its prediction, as `compile --json` prints them.
 std::pair<json::Object, json::Object>

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -250,6 +251,28 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     };
+  // The plan's own steps end with the time left: the mean wall time of
+  // the steps since the first (which also pays for warm-up) times the
+  // steps to go.
+  if (printSteps && args.steps > 1)
+    show = [show, total = args.steps, seen = int64_t(0),
+            first = std::chrono::steady_clock::time_point()](
+               const std::string &line) mutable {
+      if (line.rfind("step ", 0) != 0) {
+        show(line);
+        return;
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (seen++ == 0)
+        first = now;
+      if (seen < 2 || seen >= total) {
+        show(line);
+        return;
+      }
+      double each =
+          std::chrono::duration<double>(now - first).count() / double(seen - 1);
+      show(line + "  ETA " + formatEta(each * double(total - seen)));
+    };
   options.onLine = [&](const std::string &line) {
     if (!monitor.forUser(line))
       return;
@@ -285,6 +308,17 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
 }
 
 } // namespace
+
+std::string formatEta(double seconds) {
+  if (seconds < 10)
+    return absl::StrFormat("%.1f s", std::max(0.0, seconds));
+  if (seconds < 60)
+    return absl::StrFormat("%.0f s", seconds);
+  long long s = std::llround(seconds);
+  if (s < 3600)
+    return absl::StrFormat("%lld:%02lld", s / 60, s % 60);
+  return absl::StrFormat("%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+}
 
 int runPlan(const RunRequest &r) {
   auto loaded = plan::readPlanFile(r.planPath);

@@ -61,6 +61,9 @@ struct ArtifactRequest {
   /// Why the planner chose this plan, as the compile command saw it (the
   /// search, the next best plan); the artifact adds what bounds the step.
   std::vector<std::string> why;
+  /// The search's next best plans, fastest first (the artifact keeps up to
+  /// three, each with whyItLost).
+  std::vector<cost::PlanPrediction> alternatives;
   /// Weights to start from, baked into the parameters' initial values
   /// (checkpoint::bakeWeights): the safetensors file to read (for an ONNX
   /// `--init-from`, the caller's conversion of its initializers) and the

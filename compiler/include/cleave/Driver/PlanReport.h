@@ -29,6 +29,13 @@ namespace cleave::driver {
 std::pair<llvm::json::Object, llvm::json::Object>
 planJson(const cost::PlanPrediction &p);
 
+/// Why `other` lost to `best`, in one sentence: the knobs that differ,
+/// then the larger of the two ways a step grows (the busiest stage's own
+/// work, with what in it grew; or the time it waits: bubble and exposed
+/// communication).
+std::string whyItLost(const cost::PlanPrediction &best,
+                      const cost::PlanPrediction &other);
+
 /// The prediction as text: knobs, microbatches, step time, throughput,
 /// bubble and memory.
 void printPrediction(const cost::PlanPrediction &p, llvm::raw_ostream &os);

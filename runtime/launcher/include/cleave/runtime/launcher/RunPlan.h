@@ -72,6 +72,9 @@ struct RunRequest {
 /// input).
 int runPlan(const RunRequest &request);
 
+/// A time left for a progress line: "42 s", "3:07", "1:02:03".
+std::string formatEta(double seconds);
+
 } // namespace cleave::launcher
 
 #endif // CLEAVE_RUNTIME_LAUNCHER_RUNPLAN_H
