@@ -21,7 +21,7 @@ A100s under 1 s, Llama 3 405B at sequence 8192 on 16,384 H100s under 5 s
 A third table prices the published Llama 3 recipes on H100s (NVIDIA's
 for 8B and 70B, Meta's layout for 405B) against the free search: ratio is
 the recipe's step time over the search's (above 1: the search's plan is
-faster in the cost model).
+faster in the cost model), then `compile --versus`'s sentence on why.
 
 Usage: bench/search_benchmark.py [path/to/cleave]
 """
@@ -143,14 +143,17 @@ def recipes(cleave):
     (the recipe's recomputation and attention left to the search)."""
     print(f"{'model':>12} {'GPUs':>6} | {'search s':>8} {'recipe s':>8} "
           f"{'ratio':>6} | searched plan")
+    whys = []
     for model, cluster, batch, fix in RECIPES:
-        found, _, err = compile_json(cleave, [model], cluster, batch)
-        ref, _, ref_err = compile_json(cleave, [model], cluster, batch, fix)
-        if not found or not ref:
-            print(f"{model:>12}: {err or ref_err}")
+        found, _, err = compile_json(cleave, [model], cluster, batch,
+                                     extra=("--versus", fix))
+        ref = found.get("versus") if found else None
+        if not found or not ref or "error" in ref:
+            print(f"{model:>12}: {err or (ref or {}).get('error', '')}")
             continue
         t = found["predicted"]["step_time_s"]
-        rt = ref["predicted"]["step_time_s"]
+        rt = ref["step_time_s"]
+        whys.append(f"{model[4:].split(',')[0]}: {ref['plans'][0]}")
         p = found["plan"]
         print(f"{model[4:].split(',')[0]:>12} {found['devices']:>6} | "
               f"{t:>8.3f} {rt:>8.3f} {rt / t:>6.2f} | "
@@ -158,6 +161,10 @@ def recipes(cleave):
               f"zero={p['zero']} {p['schedule']}"
               f"{'/' + str(p['vpp']) if p['vpp'] > 1 else ''} "
               f"rc={recompute_text(p)}")
+    # `compile --versus`'s account of each: why the search's plan beats or
+    # loses to the recipe.
+    for line in whys:
+        print("  " + line)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,12 @@ def trial(cleave, folder, index, timeout, slack, rng):
         proc.kill()
         return {"ok": False, "why": "no worker to stop", "seconds": 0}
     victim = rng.choice(ranks)
+    try:
+        with open(f"/proc/{victim}/environ", "rb") as f:
+            env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+        victim_rank = env.get(b"OMPI_COMM_WORLD_RANK", b"?").decode()
+    except OSError:
+        victim_rank = "?"
     stopped_at = time.monotonic()
     os.kill(victim, signal.SIGSTOP)
     try:
@@ -104,7 +110,7 @@ def trial(cleave, folder, index, timeout, slack, rng):
             "compute" if where else "?")
     return {"ok": not problems, "why": "; ".join(problems),
             "seconds": seconds, "where": where, "kind": kind,
-            "output": output}
+            "output": f"(stopped rank {victim_rank}, pid {victim})\n" + output}
 
 
 def main():

@@ -317,6 +317,13 @@ cl::opt<int> topK("top-k",
                   cl::desc("Print the K best distinct plans (default: 1)"),
                   cl::value_desc("K"), cl::init(1), cl::sub(compileCmd),
                   cl::cat(planCategory));
+cl::opt<std::string> versus(
+    "versus",
+    cl::desc("Also price this plan (a published recipe; knobs as --fix, "
+             "those not given searched) and say why each printed plan "
+             "beats or loses to it"),
+    cl::value_desc("KNOB=VALUE,..."), cl::sub(compileCmd),
+    cl::cat(planCategory));
 cl::opt<std::string> memoryLimitText(
     "memory-limit", cl::desc("Per-device memory cap (e.g. 40GB)"),
     cl::value_desc("SIZE"), cl::sub(compileCmd), cl::cat(planCategory));
@@ -414,6 +421,7 @@ CompileArgs compileArgs() {
   a.trace = tracePath;
   a.globalBatch = given(globalBatch);
   a.topK = topK;
+  a.versus = versus;
   a.timeLimit = timeLimit;
   a.exhaustive = exhaustive;
   a.explain = explain;

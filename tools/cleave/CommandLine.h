@@ -54,6 +54,8 @@ struct ModelCommandArgs {
 struct CompileArgs {
   ModelArgs model;
   std::string cluster, profile, fix, memoryLimit, trace;
+  /// --versus KNOBS: a plan (a recipe) to compare every printed plan with.
+  std::string versus;
   std::optional<int64_t> globalBatch;
   int topK = 1;
   double timeLimit = 0;

@@ -30,6 +30,31 @@ using cost::Knob;
 
 namespace {
 
+/// --fix or --versus KNOBS onto `plan`: the knobs given in `fixed`; dp
+/// given, or fixed by tp x pp x cp filling the devices.
+int applyKnobs(const char *flag, const std::string &knobs,
+               const cost::Cluster &cluster, cost::ParallelConfig &plan,
+               cost::KnobSet &fixed) {
+  auto given = cost::applyPlanKnobs(knobs, plan);
+  if (!given.ok())
+    return badUsage(Twine(flag) + ": " +
+                    Twine(std::string(given.status().message())));
+  fixed = *given;
+  if (fixed.contains(Knob::Vpp))
+    fixed.insert(Knob::Schedule);
+  bool dpGiven = fixed.contains(Knob::Dp);
+  if (dpGiven || (fixed.contains(Knob::Tp) && fixed.contains(Knob::Pp) &&
+                  fixed.contains(Knob::Cp))) {
+    if (auto status =
+            cost::inferDataParallel(cluster.numDevices(), dpGiven, plan);
+        !status.ok())
+      return badUsage(Twine(flag) + ": " + Twine(std::string(status.message())));
+    fixed.insert(Knob::Dp);
+  }
+  return kOk;
+}
+
+
 /// The typed request, or the exit code of what the flags get wrong.
 int buildRequest(const CompileArgs &a, driver::CompileRequest &request) {
   driver::PlanInputs &r = request.inputs;
@@ -74,21 +99,15 @@ int buildRequest(const CompileArgs &a, driver::CompileRequest &request) {
     request.profilePath = a.profile;
   }
   r.plan.globalBatch = r.globalBatch;
-  auto given = cost::applyPlanKnobs(a.fix, r.plan);
-  if (!given.ok())
-    return badUsage("--fix: " + Twine(std::string(given.status().message())));
-  r.fixed = *given;
-  if (r.fixed.contains(Knob::Vpp))
-    r.fixed.insert(Knob::Schedule);
-  // dp is given, or fixed by tp x pp x cp filling the devices.
-  bool dpGiven = r.fixed.contains(Knob::Dp);
-  if (dpGiven || (r.fixed.contains(Knob::Tp) && r.fixed.contains(Knob::Pp) &&
-                  r.fixed.contains(Knob::Cp))) {
-    if (auto status = cost::inferDataParallel(r.cluster.numDevices(), dpGiven,
-                                              r.plan);
-        !status.ok())
-      return badUsage("--fix: " + Twine(std::string(status.message())));
-    r.fixed.insert(Knob::Dp);
+  cost::ParallelConfig defaults = r.plan;
+  if (int code = applyKnobs("--fix", a.fix, r.cluster, r.plan, r.fixed))
+    return code;
+  if (!a.versus.empty()) {
+    request.versus.emplace();
+    request.versus->plan = defaults;
+    if (int code = applyKnobs("--versus", a.versus, r.cluster,
+                              request.versus->plan, request.versus->fixed))
+      return code;
   }
   std::optional<Optimizer> optimizer = parseOptimizer(a.optimizer);
   if (!optimizer)

@@ -255,21 +255,68 @@ absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
 
   if (result->plans.size() > size_t(inputs.topK))
     result->plans.resize(inputs.topK);
+  // --versus: the recipe priced as the plans were (its knobs not given
+  // searched, precision by the same rule), and why each plan beats it or
+  // loses to it.
+  std::optional<json::Object> versusJson;
+  std::string versusText;
+  if (r.versus) {
+    TransformerPlanRequest v = request;
+    v.plan = r.versus->plan;
+    v.fixed = r.versus->fixed;
+    if (!v.fixed.contains(Knob::Precision))
+      v.plan.precision = inputs.cluster.device.peakBf16 > 0
+                             ? cost::DType::Bf16
+                             : cost::DType::Fp32;
+    if (fileBatch) {
+      v.plan.microbatchSize = *fileBatch;
+      v.fixed.insert(Knob::Microbatch);
+    }
+    v.topK = 1;
+    v.explain = false;
+    v.lowerable = false;
+    v.progress = nullptr;
+    absl::StatusOr<TransformerPlanResult> recipe = planTransformer(v);
+    versusJson.emplace();
+    if (!recipe.ok()) {
+      std::string why(recipe.status().message());
+      (*versusJson)["error"] = why;
+      versusText = "versus:       no such plan: " + why + "\n";
+    } else {
+      const cost::PlanPrediction &p = recipe->best();
+      std::vector<std::string> lines = versusSentences(result->plans, p);
+      (*versusJson)["knobs"] = cost::planKnobsString(p.plan);
+      (*versusJson)["step_time_s"] = p.stepSeconds;
+      (*versusJson)["plans"] = json::Array(lines);
+      versusText = formatv("versus:       {0}: {1:F4} s a step\n",
+                           cost::planKnobsString(p.plan), p.stepSeconds)
+                       .str();
+      for (const std::string &line : lines)
+        versusText += "  - " + line + "\n";
+    }
+  }
   TransformerReport report{shape.name, inputs.cluster, result->plans,
                            result->search ? &*result->search : nullptr,
                            inputs.memoryLimit};
   if (r.json) {
-    out << formatv("{0:2}", json::Value(transformerPlanJson(report))) << "\n";
+    json::Object object = transformerPlanJson(report);
+    if (versusJson)
+      object["versus"] = std::move(*versusJson);
+    out << formatv("{0:2}", json::Value(std::move(object))) << "\n";
     return absl::OkStatus();
   }
   // The graph's own count (the knob-level model approximates some layers).
   report.parameters = double(summarizeModel(module).trainableParams);
   printTransformerPlan(report, inputs.explain, out);
+  out << versusText;
   printWritten();
   return absl::OkStatus();
 }
 
 absl::Status Compiler::compileGraph() {
+  if (r.versus)
+    return usage("--versus compares plans of transformer layers; " + r.model +
+                 " has none (its graph is planned op by op)");
   GraphPlanRequest request;
   static_cast<PlanInputs &>(request) = inputs;
   request.model = r.model;

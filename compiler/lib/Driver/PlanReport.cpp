@@ -84,7 +84,7 @@ std::string whyItLost(const cost::PlanPrediction &best,
       cause += formatv(" (recomputation adds {0:F0}% of the model's FLOPs)",
                        100 * recompute)
                    .str();
-    else if (grew && grew->from > 0)
+    else if (grew)
       cause += absl::StrFormat(" (%s of a layer's forward pass per sample "
                                "%.4g ms against %.4g ms)",
                                grew->name, grew->to * 1e3, grew->from * 1e3);
@@ -100,6 +100,22 @@ std::string whyItLost(const cost::PlanPrediction &best,
                  100 * (other.stepSeconds / best.stepSeconds - 1),
                  knobChanges(best.plan, other.plan), cause)
       .str();
+}
+
+std::vector<std::string>
+versusSentences(const std::vector<cost::PlanPrediction> &plans,
+                const cost::PlanPrediction &recipe) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    std::string name =
+        i == 0 ? std::string("the chosen plan") : formatv("alternative {0}", i);
+    out.push_back(plans[i].stepSeconds <= recipe.stepSeconds
+                      ? name + " beats it: the recipe is " +
+                            whyItLost(plans[i], recipe)
+                      : name + " loses to it: it is " +
+                            whyItLost(recipe, plans[i]));
+  }
+  return out;
 }
 
 /// The JSON of a plan and its prediction, as `compile --json` prints them.

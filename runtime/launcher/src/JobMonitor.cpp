@@ -160,8 +160,16 @@ bool JobMonitor::check() {
     if (beat.done || stopped_.count(rank))
       continue;
     double silent = (now - beat.timeMs) * 1e-3;
-    if (silent < timeoutSeconds_)
+    if (silent < timeoutSeconds_) {
+      // Stopped but not yet for the timeout: remembered, should the job
+      // end another way before then.
+      char state = processState(beat.pid);
+      if (state == 'T' || state == 't')
+        seenStopped_.emplace(rank, std::make_pair(now, beat));
+      else
+        seenStopped_.erase(rank);
       continue;
+    }
     char state = processState(beat.pid);
     // Gone: mpirun reports the death itself.
     if (state == 0 || state == 'Z')
@@ -206,7 +214,18 @@ std::vector<std::string> JobMonitor::findings() const {
   std::vector<std::string> out;
   for (const auto &[rank, text] : stopped_)
     out.push_back(text);
-  if (stopped_.empty() && !heartbeatDir_.empty()) {
+  for (const auto &[rank, seen] : seenStopped_) {
+    if (stopped_.count(rank))
+      continue;
+    char text[1200];
+    std::snprintf(text, sizeof(text),
+                  "rank %d stopped responding %s: its process was stopped "
+                  "(SIGSTOP or a debugger); the other ranks timed out "
+                  "waiting for it",
+                  rank, seen.second.where.c_str());
+    out.push_back(text);
+  }
+  if (out.empty() && !heartbeatDir_.empty()) {
     std::map<int, Heartbeat> beats = readHeartbeats(heartbeatDir_);
     int64_t latest = 0;
     for (const auto &[rank, beat] : beats)

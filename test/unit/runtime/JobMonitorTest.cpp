@@ -12,6 +12,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <csignal>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace cleave::launcher;
@@ -119,4 +121,38 @@ TEST(JobMonitor, ReadsProcessStates) {
   EXPECT_TRUE(self == 'R' || self == 'S') << self;
   EXPECT_EQ(processState(0), 0);
   EXPECT_EQ(processState(1 << 30), 0);
+}
+
+// A rank seen stopped before its heartbeat is old enough for check() to
+// end it is still named when the others' watchdogs end the job first
+// (they were already waiting on it when it stopped).
+TEST(JobMonitor, NamesARankSeenStoppedBeforeTheTimeout) {
+  std::string dir = scratch("seen");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (;;)
+      pause();
+  }
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  // Until /proc shows it stopped.
+  for (int i = 0; i < 200 && processState(child) != 'T'; ++i)
+    usleep(10000);
+  int64_t now = nowMs();
+  beat(dir, 0, getpid(), now, "on program 0 segment 2 instruction 0 (comm.wait, x)");
+  beat(dir, 1, child, now - 300,
+       "on program 0 segment 1 instruction 43 (comm.all_gather, "
+       "loc(\"h.3.mlp.fc\"))");
+  JobMonitor monitor(dir, dir + "/job.log", 5, 2);
+  EXPECT_FALSE(monitor.check()); // not silent for 5 s: not ended
+  EXPECT_EQ(processState(child), 'T');
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  std::vector<std::string> found = monitor.findings();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0], "rank 1 stopped responding on program 0 segment 1 "
+                      "instruction 43 (comm.all_gather, loc(\"h.3.mlp.fc\")): "
+                      "its process was stopped (SIGSTOP or a debugger); the "
+                      "other ranks timed out waiting for it");
+  std::filesystem::remove_all(dir);
 }

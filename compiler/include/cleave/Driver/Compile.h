@@ -47,6 +47,14 @@ struct CompileRequest {
   /// global batch) and which knobs it gave, --memory-limit, --top-k,
   /// --exhaustive, --explain (its profile is `profile` above).
   PlanInputs inputs;
+  /// --versus: a plan to price beside the search's (its knobs in `plan`,
+  /// those given in `fixed`; the rest searched), and to say why each
+  /// printed plan beats or loses to. Transformers only.
+  struct Versus {
+    cost::ParallelConfig plan;
+    cost::KnobSet fixed;
+  };
+  std::optional<Versus> versus;
   double timeLimit = 0;
   /// The report as JSON instead of text.
   bool json = false;

@@ -36,6 +36,12 @@ planJson(const cost::PlanPrediction &p);
 std::string whyItLost(const cost::PlanPrediction &best,
                       const cost::PlanPrediction &other);
 
+/// `--versus`: for each of `plans` (the chosen one, then the
+/// alternatives), one sentence on why it beats or loses to `recipe`.
+std::vector<std::string>
+versusSentences(const std::vector<cost::PlanPrediction> &plans,
+                const cost::PlanPrediction &recipe);
+
 /// The prediction as text: knobs, microbatches, step time, throughput,
 /// bubble and memory.
 void printPrediction(const cost::PlanPrediction &p, llvm::raw_ostream &os);

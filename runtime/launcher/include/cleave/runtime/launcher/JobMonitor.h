@@ -82,6 +82,11 @@ private:
   /// Ranks without a heartbeat yet that were seen stopped, since when (ms).
   std::map<int, int64_t> stoppedSince_;
   bool inHelpBlock_ = false;
+  /// Ranks seen stopped (SIGSTOP, a debugger) while the job ran, before
+  /// the timeout let check() end them: the heartbeat they had then. The
+  /// others' watchdogs may end the job first (they were already waiting on
+  /// that rank when it stopped); the finding still names it.
+  std::map<int, std::pair<int64_t, Heartbeat>> seenStopped_;
   /// Ranks ended by check(), with what they were doing.
   std::map<int, std::string> stopped_;
   /// "rank N ... signal S (NAME)" from mpirun's notices.
