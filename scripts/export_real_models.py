@@ -353,6 +353,11 @@ def export(name, out_dir, info):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
+    parser.add_argument("--state-dicts", action="store_true",
+                        help="only record each model's state_dict names "
+                             "and shapes in models.json (no export): the "
+                             "keys `cleave checkpoint export` must write "
+                             "for load_state_dict(strict=True)")
     parser.add_argument("--only", nargs="*", default=None,
                         help="export these models only; models.json keeps "
                              "the others' entries")
@@ -364,7 +369,7 @@ def main():
                          "onnx": onnx.__version__,
                          "onnxruntime": ort.__version__}}
     listed = os.path.join(args.out, "models.json")
-    if args.only and os.path.exists(listed):
+    if (args.only or args.state_dicts) and os.path.exists(listed):
         with open(listed) as f:
             kept = json.load(f)
         if kept.get("versions") != info["versions"]:
@@ -372,6 +377,13 @@ def main():
                      "%s; export every model again" % kept.get("versions"))
         info = kept
     for name in (args.only or MODELS):
+        if args.state_dicts:
+            if name in info:
+                torch.manual_seed(0)
+                model = MODELS[name]()[0]
+                info[name]["state_dict"] = {
+                    k: list(v.shape) for k, v in model.state_dict().items()}
+            continue
         export(name, args.out, info)
     with open(os.path.join(args.out, "models.json"), "w") as f:
         json.dump(info, f, indent=2, sort_keys=True)

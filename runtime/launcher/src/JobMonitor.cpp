@@ -164,10 +164,16 @@ bool JobMonitor::check() {
       // Stopped but not yet for the timeout: remembered, should the job
       // end another way before then.
       char state = processState(beat.pid);
-      if (state == 'T' || state == 't')
-        seenStopped_.emplace(rank, std::make_pair(now, beat));
-      else
-        seenStopped_.erase(rank);
+      auto seen = seenStopped_.find(rank);
+      if (state == 'T' || state == 't') {
+        if (seen == seenStopped_.end())
+          seenStopped_[rank] = {now, now, beat};
+        else
+          seen->second.lastMs = now;
+      } else if (seen != seenStopped_.end() &&
+                 seen->second.lastMs - seen->second.firstMs < 1000) {
+        seenStopped_.erase(seen); // a moment's stop, continued
+      }
       continue;
     }
     char state = processState(beat.pid);
@@ -222,7 +228,7 @@ std::vector<std::string> JobMonitor::findings() const {
                   "rank %d stopped responding %s: its process was stopped "
                   "(SIGSTOP or a debugger); the other ranks timed out "
                   "waiting for it",
-                  rank, seen.second.where.c_str());
+                  rank, seen.beat.where.c_str());
     out.push_back(text);
   }
   if (out.empty() && !heartbeatDir_.empty()) {

@@ -156,3 +156,55 @@ TEST(JobMonitor, NamesARankSeenStoppedBeforeTheTimeout) {
                       "other ranks timed out waiting for it");
   std::filesystem::remove_all(dir);
 }
+
+// mpirun's teardown continues a stopped rank (SIGCONT before SIGTERM)
+// just before the job ends: a rank seen stopped for a second or more is
+// still named; one stopped for a moment and continued is not.
+TEST(JobMonitor, KeepsARankStoppedUntilTheTeardownContinuedIt) {
+  std::string dir = scratch("continued");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (;;)
+      pause();
+  }
+  auto stop = [&] {
+    ASSERT_EQ(kill(child, SIGSTOP), 0);
+    for (int i = 0; i < 200 && processState(child) != 'T'; ++i)
+      usleep(10000);
+  };
+  auto resume = [&] {
+    ASSERT_EQ(kill(child, SIGCONT), 0);
+    for (int i = 0; i < 200 && processState(child) == 'T'; ++i)
+      usleep(10000);
+  };
+  JobMonitor monitor(dir, dir + "/job.log", 30, 1);
+  auto fresh = [&] {
+    beat(dir, 0, child, nowMs(), "on program 0 segment 0 instruction 7 (x)");
+  };
+  // A moment's stop, continued: forgotten.
+  fresh();
+  stop();
+  EXPECT_FALSE(monitor.check());
+  resume();
+  EXPECT_FALSE(monitor.check());
+  EXPECT_TRUE(monitor.findings().empty());
+  // Stopped for over a second, then continued by the teardown: named.
+  stop();
+  EXPECT_FALSE(monitor.check());
+  usleep(1100 * 1000);
+  EXPECT_FALSE(monitor.check());
+  resume();
+  fresh();
+  EXPECT_FALSE(monitor.check());
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  std::vector<std::string> found = monitor.findings();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].rfind("rank 0 stopped responding on program 0 segment 0 "
+                           "instruction 7 (x): its process was stopped",
+                           0),
+            0u)
+      << found[0];
+  std::filesystem::remove_all(dir);
+}

@@ -1,8 +1,8 @@
 //===- OnnxGraphImporter.cpp - ONNX graph to graph dialect ----------------===//
 
+#include "OnnxFoldedParameters.h"
 #include "OnnxGraphImporter.h"
 
-#include <google/protobuf/unknown_field_set.h>
 #include "OnnxNewerOpsets.h"
 
 #include "llvm/Support/GlobPattern.h"
@@ -228,19 +228,8 @@ GraphImporter::GraphImporter(MLIRContext &ctx, const onnx::GraphProto &graph,
 
 void GraphImporter::noteExporterProvenance(const onnx::GraphProto &g) {
   for (const onnx::NodeProto &node : g.node()) {
-    // NodeProto.metadata_props (field 9, IR 10) is newer than Debian's
-    // libonnx schema: it reaches us among the node's unknown fields.
-    std::optional<std::string> fx;
-    const google::protobuf::UnknownFieldSet &unknown = node.unknown_fields();
-    for (int i = 0; i < unknown.field_count(); ++i) {
-      const google::protobuf::UnknownField &field = unknown.field(i);
-      onnx::StringStringEntryProto entry;
-      if (field.number() == 9 &&
-          field.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED &&
-          entry.ParseFromString(field.length_delimited()) &&
-          entry.key() == "pkg.torch.onnx.fx_node")
-        fx = entry.value();
-    }
+    std::optional<std::string> fx =
+        exporterNote(node, "pkg.torch.onnx.fx_node");
     if (!fx)
       continue;
     // "%linear = call_function[target=aten.linear](args = (%x, %p_w))".

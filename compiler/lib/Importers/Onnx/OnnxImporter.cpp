@@ -19,6 +19,7 @@
 
 #include "OnnxExternalData.h"
 #include "OnnxGraphImporter.h"
+#include "OnnxFoldedParameters.h"
 #include "OnnxTiedWeights.h"
 #include "OnnxNewerOpsets.h"
 
@@ -133,6 +134,22 @@ LogicalResult OnnxFileImporter::load() {
             "a run initialises them from scratch";
   }
   constantWeightsToInitializers();
+  // Before the tied-weight check: a restored parameter is compared in the
+  // layout PyTorch has it.
+  restoreExporterParameters(*model.mutable_graph());
+  std::vector<std::string> gone = parametersNotInFile(model.graph());
+  if (!gone.empty()) {
+    InFlightDiagnostic diag =
+        emitWarning(fileLoc)
+        << gone.size()
+        << " parameter(s) of the PyTorch module are not in the file (";
+    for (size_t i = 0; i < gone.size() && i < 4; ++i)
+      diag << (i ? ", " : "") << "'" << gone[i] << "'";
+    diag << (gone.size() > 4 ? ", ..." : "")
+         << "): the exporter's optimizer removed them (a bias still all "
+            "zeros, added to nothing), so they do not train here; export "
+            "with torch.onnx.export(..., optimize=False) to keep them";
+  }
   std::vector<EqualWeights> equal = findEqualWeights(model.graph());
   if (!equal.empty()) {
     InFlightDiagnostic diag = emitWarning(fileLoc)

@@ -364,6 +364,17 @@ LogicalResult convertMatMul(NodeContext &ctx) {
   if (aType.getRank() == 0 || bType.getRank() == 0)
     return ctx.emitError() << "operands must not be scalars";
   Value lhs = a, rhs = b;
+  // B a weight matrix read through a transpose (a parameter the exporter
+  // had folded transposed, restored by OnnxFoldedParameters.h): the GEMM
+  // reads it transposed instead of copying it.
+  bool transposeRhs = false;
+  if (auto t = b.getDefiningOp<TransposeOp>();
+      t && bType.getRank() == 2 &&
+      t.getPermutation() == ArrayRef<int64_t>{1, 0} &&
+      t.getInput().getDefiningOp<ParamOp>()) {
+    rhs = t.getInput();
+    transposeRhs = true;
+  }
   if (aType.getRank() == 1) {
     FailureOr<Value> r = ctx.reshape(a, {1, aType.getDimSize(0)});
     if (failed(r))
@@ -376,7 +387,8 @@ LogicalResult convertMatMul(NodeContext &ctx) {
       return failure();
     rhs = *r;
   }
-  FailureOr<MatmulOp> op = ctx.create<MatmulOp>(lhs, rhs, false, false);
+  FailureOr<MatmulOp> op =
+      ctx.create<MatmulOp>(lhs, rhs, false, transposeRhs);
   if (failed(op))
     return failure();
   Value result = op->getResult();

@@ -83,10 +83,16 @@ private:
   std::map<int, int64_t> stoppedSince_;
   bool inHelpBlock_ = false;
   /// Ranks seen stopped (SIGSTOP, a debugger) while the job ran, before
-  /// the timeout let check() end them: the heartbeat they had then. The
-  /// others' watchdogs may end the job first (they were already waiting on
-  /// that rank when it stopped); the finding still names it.
-  std::map<int, std::pair<int64_t, Heartbeat>> seenStopped_;
+  /// the timeout let check() end them: first and last seen so (ms), and
+  /// the heartbeat they had. The others' watchdogs may end the job first
+  /// (they were already waiting on that rank when it stopped), and
+  /// mpirun's teardown continues a stopped rank (SIGCONT before SIGTERM)
+  /// before it ends: one seen stopped for a second or more is kept.
+  struct SeenStopped {
+    int64_t firstMs = 0, lastMs = 0;
+    Heartbeat beat;
+  };
+  std::map<int, SeenStopped> seenStopped_;
   /// Ranks ended by check(), with what they were doing.
   std::map<int, std::string> stopped_;
   /// "rank N ... signal S (NAME)" from mpirun's notices.

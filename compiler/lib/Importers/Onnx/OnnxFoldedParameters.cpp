@@ -1,0 +1,354 @@
+//===- OnnxFoldedParameters.cpp - Parameters the exporter folded ----------===//
+
+#include "OnnxFoldedParameters.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include <google/protobuf/unknown_field_set.h>
+#include "llvm/ADT/StringSet.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <regex>
+
+namespace cleave::onnx_import {
+
+std::optional<std::string> exporterNote(const onnx::NodeProto &node,
+                                        llvm::StringRef key) {
+  const google::protobuf::UnknownFieldSet &unknown = node.unknown_fields();
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &field = unknown.field(i);
+    onnx::StringStringEntryProto entry;
+    if (field.number() == 9 &&
+        field.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED &&
+        entry.ParseFromString(field.length_delimited()) && entry.key() == key)
+      return entry.value();
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// How torch.export names a parameter's placeholder: "p_" and the
+/// state_dict name lowercased, '.' as '_'.
+std::string mangle(llvm::StringRef name) {
+  std::string out = "p_";
+  for (char c : name)
+    out += c == '.' ? '_'
+                    : static_cast<char>(
+                          std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+/// The state_dict names of the parameters a node's FX node reads, in the
+/// order of its arguments: each `%p_...` placeholder resolved by an
+/// initializer that still has that name, or by the deepest module of the
+/// node's name scopes whose mangled path prefixes it (the rest is the
+/// attribute: "weight", "in_proj_bias"). None when a placeholder resolves
+/// to nothing.
+struct NodeParameters {
+  /// aten.linear(x, weight[, bias]): its weight (the MatMul's B is the
+  /// weight transposed); empty for other nodes.
+  std::string linearWeight;
+  std::vector<std::string> names;
+};
+
+std::optional<NodeParameters>
+parametersOf(const onnx::NodeProto &node,
+             const llvm::StringMap<std::string> &byMangled) {
+  std::optional<std::string> fx = exporterNote(node, "pkg.torch.onnx.fx_node");
+  if (!fx)
+    return std::nullopt;
+  size_t args = fx->find("](args = (");
+  if (args == std::string::npos)
+    return std::nullopt;
+  NodeParameters out;
+  bool linear = fx->find("target=torch.ops.aten.linear.default") < args &&
+                fx->compare(args, 11, "](args = (%") == 0 &&
+                fx->find(", %p_", args) == fx->find(',', args);
+  std::vector<std::string> scopes;
+  if (std::optional<std::string> s =
+          exporterNote(node, "pkg.torch.onnx.name_scopes")) {
+    static const std::regex quoted("'([^']*)'");
+    for (std::sregex_iterator it(s->begin(), s->end(), quoted), end;
+         it != end; ++it)
+      scopes.push_back((*it)[1]);
+  }
+  static const std::regex placeholder("%(p_[A-Za-z0-9_]+)");
+  std::string rest = fx->substr(args);
+  for (std::sregex_iterator it(rest.begin(), rest.end(), placeholder), end;
+       it != end; ++it) {
+    std::string p = (*it)[1];
+    std::string name;
+    if (auto found = byMangled.find(p); found != byMangled.end())
+      name = found->second;
+    for (size_t i = scopes.size(); name.empty() && i-- > 0;) {
+      if (scopes[i].empty())
+        continue;
+      std::string prefix = mangle(scopes[i]) + "_";
+      if (p.size() > prefix.size() && p.compare(0, prefix.size(), prefix) == 0)
+        name = scopes[i] + "." + p.substr(prefix.size());
+    }
+    if (name.empty())
+      return std::nullopt;
+    if (linear && out.names.empty())
+      out.linearWeight = name;
+    out.names.push_back(std::move(name));
+  }
+  return out;
+}
+
+int64_t elementBytes(int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT:
+    return 4;
+  case onnx::TensorProto::DOUBLE:
+    return 8;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+/// `tensor` (rows x cols) transposed in place: its data (raw bytes or
+/// float_data; none for a weight-less graph) and dims.
+bool transposeInPlace(onnx::TensorProto &tensor) {
+  if (tensor.dims_size() != 2)
+    return false;
+  int64_t rows = tensor.dims(0), cols = tensor.dims(1);
+  int64_t size = elementBytes(tensor.data_type());
+  if (size == 0)
+    return false;
+  if (tensor.has_raw_data() && !tensor.raw_data().empty()) {
+    const std::string &from = tensor.raw_data();
+    if (static_cast<int64_t>(from.size()) != rows * cols * size)
+      return false;
+    std::string to(from.size(), '\0');
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        std::memcpy(&to[(c * rows + r) * size], &from[(r * cols + c) * size],
+                    size);
+    tensor.set_raw_data(std::move(to));
+  } else if (tensor.float_data_size() == rows * cols) {
+    std::vector<float> from(tensor.float_data().begin(),
+                            tensor.float_data().end());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        tensor.set_float_data(c * rows + r, from[r * cols + c]);
+  } else if (tensor.float_data_size() != 0) {
+    return false;
+  }
+  tensor.set_dims(0, cols);
+  tensor.set_dims(1, rows);
+  return true;
+}
+
+bool isFloating(int32_t type) {
+  return elementBytes(type) != 0;
+}
+
+/// One read of an initializer: node, input slot, and the parameter the
+/// exporter's notes say it is (empty: unknown).
+struct Read {
+  int node, slot;
+  std::string parameter;
+  bool transposed = false;
+};
+
+} // namespace
+
+std::vector<RestoredParameter>
+restoreExporterParameters(onnx::GraphProto &graph) {
+  for (const onnx::NodeProto &node : graph.node())
+    for (const onnx::AttributeProto &attr : node.attribute())
+      if (attr.has_g() || attr.graphs_size())
+        return {}; // a body reads outer names too: left as it is
+  llvm::StringMap<int> initializerIndex;
+  llvm::StringMap<std::string> byMangled;
+  for (int i = 0; i < graph.initializer_size(); ++i) {
+    const onnx::TensorProto &t = graph.initializer(i);
+    initializerIndex[t.name()] = i;
+    byMangled[mangle(t.name())] = t.name();
+  }
+  // Every read of every floating initializer, with what its node names.
+  llvm::StringMap<std::vector<Read>> reads;
+  for (int n = 0; n < graph.node_size(); ++n) {
+    const onnx::NodeProto &node = graph.node(n);
+    std::vector<int> slots;
+    for (int i = 0; i < node.input_size(); ++i)
+      if (auto it = initializerIndex.find(node.input(i));
+          it != initializerIndex.end() &&
+          isFloating(graph.initializer(it->second).data_type()))
+        slots.push_back(i);
+    if (slots.empty())
+      continue;
+    std::optional<NodeParameters> params = parametersOf(node, byMangled);
+    // The FX node's parameters that are another ONNX node's: one still an
+    // initializer of its own that this node does not read (addmm's
+    // weight, which the MatMul beside this Add reads), and a linear's
+    // weight where this node is not its MatMul (the Add of its bias).
+    bool linearMatMul = params && !params->linearWeight.empty() &&
+                        node.op_type() == "MatMul" && slots.size() == 1 &&
+                        slots[0] == 1;
+    if (params && !linearMatMul) {
+      llvm::StringSet<> read;
+      for (int slot : slots)
+        read.insert(node.input(slot));
+      llvm::erase_if(params->names, [&](const std::string &name) {
+        return (initializerIndex.contains(name) && !read.contains(name)) ||
+               (name == params->linearWeight && !read.contains(name));
+      });
+    }
+    for (size_t k = 0; k < slots.size(); ++k) {
+      Read read{n, slots[k], "", false};
+      const std::string &input = node.input(slots[k]);
+      if (linearMatMul && params->linearWeight != input) {
+        read.parameter = params->linearWeight; // B = weight^T, folded
+        read.transposed = true;
+      } else if (params && !linearMatMul &&
+                 params->names.size() == slots.size()) {
+        read.parameter = params->names[k];
+      }
+      reads[input].push_back(std::move(read));
+    }
+  }
+  llvm::StringSet<> outputs;
+  for (const onnx::ValueInfoProto &output : graph.output())
+    outputs.insert(output.name());
+
+  std::vector<RestoredParameter> restored;
+  std::vector<onnx::NodeProto> transposes;
+  std::vector<onnx::TensorProto> added;
+  llvm::StringSet<> removed, taken;
+  std::vector<std::string> order; // the initializers' own order
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    taken.insert(t.name());
+    order.push_back(t.name());
+  }
+  for (const std::string &input : order) {
+    auto found = reads.find(input);
+    if (found == reads.end() || outputs.contains(input))
+      continue;
+    const std::vector<Read> &list = found->second;
+    // Every read must say which parameter it is; the distinct ones, in
+    // order of first read.
+    std::vector<std::pair<std::string, bool>> parameters;
+    bool known = true;
+    for (const Read &r : list) {
+      known = known && !r.parameter.empty();
+      std::pair<std::string, bool> p{r.parameter, r.transposed};
+      if (std::find(parameters.begin(), parameters.end(), p) ==
+          parameters.end())
+        parameters.push_back(p);
+    }
+    if (!known || (parameters.size() == 1 && parameters[0].first == input &&
+                   !parameters[0].second))
+      continue;
+    bool clash = false;
+    for (const auto &[parameter, transposed] : parameters)
+      clash = clash || (parameter != input && taken.contains(parameter));
+    if (clash)
+      continue;
+    const onnx::TensorProto &from =
+        graph.initializer(initializerIndex.lookup(input));
+    std::vector<onnx::TensorProto> tensors;
+    bool ok = true;
+    for (const auto &[parameter, transposed] : parameters) {
+      onnx::TensorProto t = from;
+      t.set_name(parameter);
+      ok = ok && t.data_location() != onnx::TensorProto::EXTERNAL &&
+           (!transposed || transposeInPlace(t));
+      tensors.push_back(std::move(t));
+    }
+    if (!ok)
+      continue;
+    // The reads now name their parameter, through a Transpose where the
+    // exporter had folded one.
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      const auto &[parameter, transposed] = parameters[i];
+      std::string value = parameter;
+      if (transposed) {
+        value = parameters.size() == 1 ? input : parameter + ".transposed";
+        onnx::NodeProto node;
+        node.set_op_type("Transpose");
+        node.set_name("cleave_restored_" + value);
+        node.add_input(parameter);
+        node.add_output(value);
+        onnx::AttributeProto *perm = node.add_attribute();
+        perm->set_name("perm");
+        perm->set_type(onnx::AttributeProto::INTS);
+        perm->add_ints(1);
+        perm->add_ints(0);
+        transposes.push_back(std::move(node));
+      }
+      for (const Read &r : list)
+        if (r.parameter == parameter && r.transposed == transposed)
+          graph.mutable_node(r.node)->set_input(r.slot, value);
+      taken.insert(parameter);
+      restored.push_back({input, parameter, transposed});
+    }
+    removed.insert(input);
+    for (onnx::TensorProto &t : tensors)
+      added.push_back(std::move(t));
+  }
+  if (restored.empty())
+    return restored;
+  // The initializers replaced, then the restored ones; an IR < 4 graph
+  // lists initializers among its inputs too.
+  auto *inits = graph.mutable_initializer();
+  for (int i = inits->size() - 1; i >= 0; --i)
+    if (removed.contains(inits->Get(i).name()))
+      inits->DeleteSubrange(i, 1);
+  for (onnx::TensorProto &t : added)
+    *inits->Add() = std::move(t);
+  auto *inputs = graph.mutable_input();
+  bool listed = false;
+  for (int i = inputs->size() - 1; i >= 0; --i)
+    if (removed.contains(inputs->Get(i).name())) {
+      inputs->DeleteSubrange(i, 1);
+      listed = true;
+    }
+  if (listed)
+    for (const onnx::TensorProto &t : added) {
+      onnx::ValueInfoProto *input = graph.add_input();
+      input->set_name(t.name());
+      auto *type = input->mutable_type()->mutable_tensor_type();
+      type->set_elem_type(t.data_type());
+      for (int64_t d : t.dims())
+        type->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+  // The transposes first: they read initializers only.
+  auto *nodes = graph.mutable_node();
+  std::vector<onnx::NodeProto> rest(nodes->begin(), nodes->end());
+  nodes->Clear();
+  for (onnx::NodeProto &node : transposes)
+    *nodes->Add() = std::move(node);
+  for (onnx::NodeProto &node : rest)
+    *nodes->Add() = std::move(node);
+  return restored;
+}
+
+std::vector<std::string> parametersNotInFile(const onnx::GraphProto &graph) {
+  llvm::StringMap<std::string> byMangled;
+  llvm::StringSet<> present;
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    byMangled[mangle(t.name())] = t.name();
+    present.insert(t.name());
+  }
+  std::vector<std::string> missing;
+  llvm::StringSet<> seen;
+  for (const onnx::NodeProto &node : graph.node()) {
+    std::optional<NodeParameters> params = parametersOf(node, byMangled);
+    if (!params)
+      continue;
+    for (const std::string &name : params->names)
+      if (!present.contains(name) && seen.insert(name).second)
+        missing.push_back(name);
+  }
+  return missing;
+}
+
+} // namespace cleave::onnx_import

@@ -1,0 +1,67 @@
+//===- OnnxFoldedParameters.h - Parameters the exporter folded -*- C++ -*-===//
+//
+// torch.onnx.export's default (dynamo) exporter runs an optimizer that
+// folds `Transpose(weight)` of every nn.Linear into a new initializer
+// ("val_42", the weight transposed): the module's parameter
+// ("model.encoder.block.0.layer.0.SelfAttention.q.weight") is gone from
+// the file, so cleave would train, report and export "val_42" in the
+// transposed layout, and a checkpoint would not load back into the
+// PyTorch module. The exporter's notes on each node (NodeProto
+// metadata_props: `pkg.torch.onnx.fx_node`, `pkg.torch.onnx.name_scopes`)
+// still say which parameter the MatMul reads; with them the parameter is
+// restored under its own name and layout, and a Transpose node computes
+// what the MatMul read (the MatMul importer folds it into transpose_rhs,
+// so nothing is copied at run time). The same optimizer merges
+// initializers whose values happen to be equal (the RMSNorm weights of a
+// fresh LLaMA, all ones): one tensor where PyTorch trains five. The notes
+// name each reader's parameter, so those are split apart again.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_IMPORTERS_ONNX_ONNXFOLDEDPARAMETERS_H
+#define CLEAVE_IMPORTERS_ONNX_ONNXFOLDEDPARAMETERS_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cleave::onnx_import {
+
+/// The exporter's note `key` on `node` (NodeProto.metadata_props, field 9
+/// of IR 10: newer than Debian's libonnx schema, so read among the node's
+/// unknown fields), or none.
+std::optional<std::string> exporterNote(const onnx::NodeProto &node,
+                                        llvm::StringRef key);
+
+/// A parameter restored: the initializer the exporter wrote, the
+/// parameter (state_dict name) it was, and whether the initializer held
+/// it transposed.
+struct RestoredParameter {
+  std::string initializer, parameter;
+  bool transposed = false;
+};
+
+/// Gives every floating initializer of `graph` the parameter name the
+/// exporter's notes on its readers say it has, where each reader names
+/// one: a folded transpose ("val_42", read by MatMuls as the B of
+/// `aten.linear`) becomes `<module>.weight` transposed back, read through
+/// a Transpose node; an initializer the optimizer merged because several
+/// parameters held equal values (every RMSNorm weight all ones at
+/// initialisation) becomes one initializer per parameter, each read by its
+/// own nodes, so they train apart as in PyTorch. Tied parameters stay one
+/// (the notes name them once). Initializers with a reader whose notes are
+/// missing or ambiguous, or whose names would clash, are left alone.
+std::vector<RestoredParameter> restoreExporterParameters(onnx::GraphProto &graph);
+
+/// The parameters the exporter's notes name that no initializer holds:
+/// the optimizer removed them (an Add of a bias still all zeros folded
+/// away), so they do not train. In the order first named.
+std::vector<std::string> parametersNotInFile(const onnx::GraphProto &graph);
+
+} // namespace cleave::onnx_import
+
+#endif // CLEAVE_IMPORTERS_ONNX_ONNXFOLDEDPARAMETERS_H
