@@ -250,4 +250,44 @@ int carryParameterGathers(std::vector<std::vector<plan::Instruction>> &segments,
   return carried;
 }
 
+int joinEpilogues(std::vector<plan::Instruction> &segment) {
+  int joined = 0;
+  for (size_t m = 0; m + 2 < segment.size(); ++m) {
+    const plan::Instruction &mm = segment[m];
+    if (mm.op() != "graph.matmul" || mm.outputs_size() != 1 ||
+        (mm.has_async_handle() && mm.async_handle() >= 0))
+      continue;
+    // The waits and asynchronous starts right after it that neither write
+    // what it reads nor read what it writes.
+    size_t j = m + 1;
+    auto movable = [&](const plan::Instruction &inst) {
+      bool async = inst.op() == "comm.wait" ||
+                   (inst.op().rfind("comm.", 0) == 0 &&
+                    inst.has_async_handle() && inst.async_handle() >= 0);
+      if (!async)
+        return false;
+      for (int out : inst.outputs())
+        if (std::find(mm.inputs().begin(), mm.inputs().end(), out) !=
+                mm.inputs().end() ||
+            out == mm.outputs(0))
+          return false;
+      return std::find(inst.inputs().begin(), inst.inputs().end(),
+                       mm.outputs(0)) == inst.inputs().end();
+    };
+    while (j < segment.size() && movable(segment[j]))
+      ++j;
+    if (j == m + 1 || j == segment.size())
+      continue;
+    const auto &reads = segment[j].inputs();
+    if (std::find(reads.begin(), reads.end(), mm.outputs(0)) == reads.end())
+      continue;
+    // matmul, waits..., reader  ->  waits..., matmul, reader.
+    std::rotate(segment.begin() + m, segment.begin() + m + 1,
+                segment.begin() + j);
+    m = j - 1;
+    ++joined;
+  }
+  return joined;
+}
+
 } // namespace cleave::lowering

@@ -711,6 +711,8 @@ FailureOr<plan::Program> Emitter::run() {
   // forward pass.
   if (ctx.knobs.overlapGradReduce)
     carryParameterGathers(segments, program, numAsyncHandles);
+  for (std::vector<plan::Instruction> &segment : segments)
+    joinEpilogues(segment);
   for (size_t s = 0; s < segments.size(); ++s) {
     plan::Segment *seg = program.add_segments();
     bool optimizer = s + 1 == segments.size();

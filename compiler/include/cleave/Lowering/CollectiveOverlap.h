@@ -67,6 +67,16 @@ OverlapCounts overlapCollectives(std::vector<plan::Instruction> &segment,
 int carryParameterGathers(std::vector<std::vector<plan::Instruction>> &segments,
                           const plan::Program &program, int &nextHandle);
 
+/// Moves the waits and asynchronous collective starts the passes above put
+/// between a graph.matmul and the instruction that reads its result (a
+/// bias add whose bias a ZeRO gather brings: matmul, wait(bias), add; a
+/// gradient's reduce-scatter started between a matmul and its activation
+/// gradient) to before the matmul, so that a backend finds the two
+/// consecutive and fuses them (FusionMatch.h: the GEMM's epilogue adds the
+/// bias). Waiting for or starting a collective one instruction earlier
+/// changes no value. Returns how many runs it joined.
+int joinEpilogues(std::vector<plan::Instruction> &segment);
+
 } // namespace cleave::lowering
 
 #endif // CLEAVE_LOWERING_COLLECTIVEOVERLAP_H
