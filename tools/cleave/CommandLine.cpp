@@ -152,6 +152,39 @@ cl::opt<std::string> fixKnobs(
              "over, the rest to 1/off/none)"),
     cl::value_desc("KNOB=VALUE,..."), cl::sub(compileCmd),
     cl::cat(planCategory));
+cl::OptionCategory servingCategory(
+    "Serving options (compile --serve: inference of a transformer, planned "
+    "for latency targets)");
+cl::opt<bool> serve("serve",
+                    cl::desc("Plan autoregressive generation (prefill, then "
+                             "decode against a key/value cache) instead of "
+                             "training: tensor and pipeline degrees per "
+                             "replica, replicas and batch, for the most "
+                             "requests per second within --ttft and --tpot"),
+                    cl::sub(compileCmd), cl::cat(servingCategory));
+cl::opt<int64_t> promptLen("prompt-len",
+                           cl::desc("Prompt tokens per request"),
+                           cl::value_desc("N"), cl::sub(compileCmd),
+                           cl::cat(servingCategory));
+cl::opt<int64_t> outputLen("output-len",
+                           cl::desc("Generated tokens per request"),
+                           cl::value_desc("N"), cl::sub(compileCmd),
+                           cl::cat(servingCategory));
+cl::opt<int64_t> maxBatch(
+    "max-batch",
+    cl::desc("Sequences per replica (default: searched, up to what the "
+             "memory left for the cache holds)"),
+    cl::value_desc("N"), cl::sub(compileCmd), cl::cat(servingCategory));
+cl::opt<double> ttftTarget("ttft",
+                           cl::desc("Time to first token target, seconds "
+                                    "(default: none)"),
+                           cl::value_desc("SECONDS"), cl::init(0),
+                           cl::sub(compileCmd), cl::cat(servingCategory));
+cl::opt<double> tpotTarget("tpot",
+                           cl::desc("Time per output token target, seconds "
+                                    "(default: none)"),
+                           cl::value_desc("SECONDS"), cl::init(0),
+                           cl::sub(compileCmd), cl::cat(servingCategory));
 cl::OptionCategory artifactCategory("Plan artifact options");
 cl::opt<std::string> planPath(cl::Positional, cl::Required,
                               cl::desc("PLAN (written by cleave compile -o)"),
@@ -422,6 +455,12 @@ CompileArgs compileArgs() {
   a.globalBatch = given(globalBatch);
   a.topK = topK;
   a.versus = versus;
+  a.serve = serve;
+  a.promptLen = given(promptLen);
+  a.outputLen = given(outputLen);
+  a.maxBatch = given(maxBatch);
+  a.ttft = ttftTarget;
+  a.tpot = tpotTarget;
   a.timeLimit = timeLimit;
   a.exhaustive = exhaustive;
   a.explain = explain;

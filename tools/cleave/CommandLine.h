@@ -68,6 +68,10 @@ struct CompileArgs {
   std::string optimizer = "adamw";
   double lr = 1e-3;
   std::string lossScale, initFrom;
+  /// --serve: plan inference (prefill and decode) instead of training.
+  bool serve = false;
+  std::optional<int64_t> promptLen, outputLen, maxBatch;
+  double ttft = 0, tpot = 0;
 };
 
 struct ProfileArgs {

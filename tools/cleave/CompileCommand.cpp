@@ -55,13 +55,60 @@ int applyKnobs(const char *flag, const std::string &knobs,
 }
 
 
+/// --serve's workload and targets, checked before any work.
+int buildServing(const CompileArgs &a, driver::CompileRequest &request) {
+  if (!a.promptLen || *a.promptLen < 1)
+    return badUsage("--serve needs a positive --prompt-len (prompt tokens "
+                    "per request)");
+  if (!a.outputLen || *a.outputLen < 1)
+    return badUsage("--serve needs a positive --output-len (generated "
+                    "tokens per request)");
+  if (a.maxBatch && *a.maxBatch < 1)
+    return badUsage("--max-batch must be at least 1, got " +
+                    Twine(*a.maxBatch));
+  if (!(a.ttft >= 0) || !(a.tpot >= 0) || std::isinf(a.ttft) ||
+      std::isinf(a.tpot))
+    return badUsage("--ttft and --tpot are seconds, zero or more (0: no "
+                    "target)");
+  if (!a.planOut.empty())
+    return badUsage("--serve plans inference only: lowering prefill and "
+                    "decode programs (-o) is not implemented yet");
+  if (a.globalBatch)
+    return badUsage("--global-batch is a training step's: with --serve the "
+                    "batch is --max-batch (or searched)");
+  cost::ServingWorkload w;
+  w.promptLen = *a.promptLen;
+  w.outputLen = *a.outputLen;
+  w.batch = a.maxBatch.value_or(0);
+  w.ttft = a.ttft;
+  w.tpot = a.tpot;
+  request.serve = w;
+  return kOk;
+}
+
 /// The typed request, or the exit code of what the flags get wrong.
 int buildRequest(const CompileArgs &a, driver::CompileRequest &request) {
   driver::PlanInputs &r = request.inputs;
   if (a.cluster.empty())
     return badUsage(
         "compile needs --cluster (e.g. --cluster dgx-a100-80g,nodes=4)");
-  if (!a.globalBatch || *a.globalBatch <= 0)
+  if (a.serve) {
+    if (int code = buildServing(a, request))
+      return code;
+  } else {
+    for (auto [flag, given] :
+         {std::pair<const char *, bool>{"--prompt-len", a.promptLen.has_value()},
+          {"--output-len", a.outputLen.has_value()},
+          {"--max-batch", a.maxBatch.has_value()},
+          {"--ttft", a.ttft != 0},
+          {"--tpot", a.tpot != 0}})
+      if (given)
+        return badUsage(Twine(flag) + " describes a serving workload: give "
+                                      "--serve too");
+  }
+  if (a.serve && !a.globalBatch)
+    r.globalBatch = 1; // no training step
+  else if (!a.globalBatch || *a.globalBatch <= 0)
     return badUsage("compile needs a positive --global-batch");
   // A step's microbatches are simulated one by one: bound them (the largest
   // published global batches are tens of thousands of samples).
@@ -70,7 +117,8 @@ int buildRequest(const CompileArgs &a, driver::CompileRequest &request) {
     return badUsage("--global-batch " + Twine(*a.globalBatch) +
                     " is more than " + Twine(kMaxGlobalBatch) +
                     " samples a step");
-  r.globalBatch = *a.globalBatch;
+  if (a.globalBatch)
+    r.globalBatch = *a.globalBatch;
   if (!a.initFrom.empty() && a.planOut.empty())
     return badUsage("--init-from bakes weights into the plan artifact: it "
                     "needs -o FILE");

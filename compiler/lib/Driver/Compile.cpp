@@ -8,6 +8,7 @@
 #include "cleave/Driver/GraphPlanner.h"
 #include "cleave/Driver/PlanArtifact.h"
 #include "cleave/Driver/PlanReport.h"
+#include "cleave/Driver/ServingReport.h"
 #include "cleave/Driver/TransformerPlanner.h"
 #include "cleave/Importers/ModelLoader.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
@@ -124,6 +125,7 @@ private:
                    r.planOut, size / 1e6);
   }
   absl::Status compileGraph();
+  absl::Status serveTransformer(const cost::TransformerModel &shape);
 
   mlir::MLIRContext &ctx;
   bool loadedOnce = false;
@@ -215,6 +217,8 @@ static bool attentionFusesInEveryLayer(mlir::ModuleOp module,
 
 absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
                                           mlir::ModuleOp module) {
+  if (r.serve)
+    return serveTransformer(shape);
   TransformerPlanRequest request;
   static_cast<PlanInputs &>(request) = inputs;
   request.shape = shape;
@@ -313,7 +317,30 @@ absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
   return absl::OkStatus();
 }
 
+/// --serve: the serving plan (ServingPlan.h) in the precision the plan
+/// would train in (bf16 on GPUs unless fixed), as text or JSON.
+absl::Status Compiler::serveTransformer(const cost::TransformerModel &shape) {
+  cost::ServingWorkload w = *r.serve;
+  w.precision = plan.precision;
+  absl::StatusOr<cost::ServingSearchResult> found = cost::searchServingPlans(
+      shape, inputs.cluster, w, inputs.topK, inputs.profile);
+  if (!found.ok())
+    return absl::FailedPreconditionError(found.status().message());
+  if (r.json) {
+    out << formatv("{0:2}",
+                   json::Value(servingPlanJson(*found, shape, inputs.cluster,
+                                               w, inputs.explain)))
+        << "\n";
+    return absl::OkStatus();
+  }
+  printServingPlan(*found, shape, inputs.cluster, w, inputs.explain, out);
+  return absl::OkStatus();
+}
+
 absl::Status Compiler::compileGraph() {
+  if (r.serve)
+    return usage("--serve plans the generation of transformer layers; " +
+                 r.model + " has none (its graph is planned op by op)");
   if (r.versus)
     return usage("--versus compares plans of transformer layers; " + r.model +
                  " has none (its graph is planned op by op)");

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LlamaShape.h"
 #include "cleave/cost_model/PlanSearch.h"
 
 #include "gtest/gtest.h"
@@ -34,22 +35,7 @@ struct Case {
   int64_t globalBatch;
 };
 
-TransformerModel llama(int64_t layers, int64_t hidden, int64_t heads,
-                       int64_t ffn, int64_t seq) {
-  TransformerModel m;
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kvHeads = 8;
-  m.ffn = ffn;
-  m.vocab = 128256;
-  m.seq = seq;
-  m.gatedMlp = true;
-  m.learnedPositions = false;
-  m.tiedEmbedding = false;
-  m.dropout = false;
-  return m;
-}
+using shapes::llama;
 
 /// The highest hardware FLOP rate (FLOP/s per device) a plan of `m`
 /// could reach on `c`: every GEMM at the GEMM ceiling, every attention

@@ -16,6 +16,7 @@
 #include "cleave/cost_model/Cluster.h"
 #include "cleave/cost_model/PlanKnobs.h"
 #include "cleave/cost_model/Profile.h"
+#include "cleave/cost_model/ServingPlan.h"
 #include "cleave/runtime/plan/LossScaling.h"
 
 #include "absl/status/status.h"
@@ -55,6 +56,9 @@ struct CompileRequest {
     cost::KnobSet fixed;
   };
   std::optional<Versus> versus;
+  /// --serve: an inference workload to plan instead of training
+  /// (ServingPlan.h); transformers only.
+  std::optional<cost::ServingWorkload> serve;
   double timeLimit = 0;
   /// The report as JSON instead of text.
   bool json = false;

@@ -1,0 +1,116 @@
+//===- ServingPlan.h - Planning LLM inference for latency targets -*- C++ -*-===//
+//
+// Serving a model too large for one device: each replica splits it with
+// tensor and pipeline parallelism, prefills a batch of prompts (compute-
+// bound GEMMs over every prompt token), then decodes one token per
+// sequence per step against its key/value cache (memory-bound: every
+// step reads the stage's weights and the batch's cache). The plan is the
+// (tp, pp, replicas, batch) that serves the most requests per second
+// within the time-to-first-token (TTFT) and time-per-output-token (TPOT)
+// targets, as AlpaServe and DistServe frame it; the batch is bounded by
+// the memory the weights leave for the cache.
+//
+// The cache is priced exactly: layers x 2 (key, value) x kv_heads x
+// head_dim x tokens x bytes, each device holding its stage's layers and
+// its tensor-parallel share of the kv heads (a head is replicated where tp
+// exceeds them). Every kernel is priced by the training cost model's
+// operator and collective formulas (OperatorCost.h, Collectives.h), the
+// tp all-reduces at the small sizes decode sends (latency-bound), so a
+// measured profile (cleave profile) refines serving as it does training.
+//
+// Scope today: static batching (a replica prefills a batch, then decodes
+// it to the end), one pool per replica (no separate prefill and decode
+// pools), a fixed prompt and output length. Continuous batching, request
+// arrival rates and length distributions are not modelled.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_COST_MODEL_SERVINGPLAN_H
+#define CLEAVE_COST_MODEL_SERVINGPLAN_H
+
+#include "cleave/cost_model/Cluster.h"
+#include "cleave/cost_model/DType.h"
+#include "cleave/cost_model/TransformerPlan.h"
+
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cleave::cost {
+
+struct Profile;
+
+struct ServingWorkload {
+  int64_t promptLen = 0;
+  int64_t outputLen = 0;
+  /// Sequences per replica; 0: searched up to what memory holds.
+  int64_t batch = 0;
+  /// Targets in seconds; 0: none.
+  double ttft = 0, tpot = 0;
+  DType precision = DType::Bf16;
+};
+
+struct ServingPrediction {
+  int64_t tp = 1, pp = 1, replicas = 1, batch = 1;
+  /// Prefill of the batch's prompts to the first token, and one decode
+  /// step per output token (at the mean context, prompt plus half the
+  /// output), as a request sees them.
+  double ttftSeconds = 0, tpotSeconds = 0;
+  /// Of the decode step: the time its tensor-parallel all-reduces and
+  /// pipeline sends take.
+  double tpotCommSeconds = 0;
+  double requestsPerSecond = 0, outputTokensPerSecond = 0;
+  /// Per device, the fullest stage: weights, the batch's cache at the
+  /// full context, the prefill's workspace, their sum; the cache one
+  /// sequence takes; the device's memory.
+  double weightBytes = 0, cacheBytes = 0, workspaceBytes = 0, memoryBytes = 0;
+  double cacheBytesPerSequence = 0, deviceBytes = 0;
+  /// The most sequences per replica the memory holds.
+  int64_t maxBatch = 0;
+};
+
+/// Bytes of key/value cache one token takes on one device of a stage of
+/// `layersOnStage` layers under tensor parallelism `tp`.
+double kvCacheBytesPerToken(const TransformerModel &model,
+                            int64_t layersOnStage, int64_t tp, DType dtype);
+
+/// Prices serving `model` with (tp, pp) replicas of `workload.batch`
+/// sequences on `cluster` (replicas: every device). Errors: degrees that
+/// do not divide the devices, the heads or the layers; a batch the memory
+/// cannot hold (naming the bytes).
+absl::StatusOr<ServingPrediction>
+scoreServingPlan(const TransformerModel &model, const Cluster &cluster,
+                 const ServingWorkload &workload, int64_t tp, int64_t pp,
+                 const Profile *profile = nullptr);
+
+struct ServingSearchResult {
+  /// The plans meeting the targets, most requests per second first (at
+  /// most topK).
+  std::vector<ServingPrediction> best;
+  /// Per (tp, pp) shape: its best plan within the targets, or why it has
+  /// none ("memory: ...", "TTFT ...", "TPOT ..."), for --explain.
+  struct Shape {
+    int64_t tp = 1, pp = 1;
+    std::optional<ServingPrediction> plan;
+    std::string why;
+  };
+  std::vector<Shape> shapes;
+  int64_t candidates = 0;
+};
+
+/// Every tp (a divisor of the node's devices and of the heads) and pp (up
+/// to the layers) whose product divides the devices, and every batch from
+/// memory's bound down by halves, within the targets.
+/// FailedPrecondition when no plan meets them, naming the limit that binds
+/// closest (memory, TTFT or TPOT) with the figures.
+absl::StatusOr<ServingSearchResult>
+searchServingPlans(const TransformerModel &model, const Cluster &cluster,
+                   const ServingWorkload &workload, int topK = 1,
+                   const Profile *profile = nullptr);
+
+} // namespace cleave::cost
+
+#endif // CLEAVE_COST_MODEL_SERVINGPLAN_H

@@ -1,0 +1,402 @@
+//===- ServingPlan.cpp - Planning LLM inference for latency targets -------===//
+
+#include "cleave/cost_model/ServingPlan.h"
+
+#include "cleave/cost_model/Collectives.h"
+#include "cleave/cost_model/OperatorCost.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cleave::cost {
+
+namespace {
+
+/// Of the device's memory, what the weights, cache and workspace may use:
+/// the rest is the allocator's and the runtime's (vLLM's default
+/// gpu_memory_utilization is the same 0.9).
+constexpr double kUsableMemory = 0.9;
+
+/// Key/value heads on one device: a tensor-parallel share, or one head
+/// replicated where tp exceeds them (as Megatron-LM and vLLM do).
+int64_t kvHeadsPerDevice(const TransformerModel &m, int64_t tp) {
+  return std::max<int64_t>(1, m.kv() / tp);
+}
+
+struct Stage {
+  int64_t layers = 0;
+  bool embedding = false, head = false;
+};
+
+/// The pipeline's stages: layers split as evenly as they go, the embedding
+/// on the first, the head on the last.
+std::vector<Stage> stagesOf(const TransformerModel &m, int64_t pp) {
+  std::vector<Stage> stages(pp);
+  for (int64_t s = 0; s < pp; ++s)
+    stages[s].layers = m.layers / pp + (s < m.layers % pp ? 1 : 0);
+  stages.front().embedding = true;
+  stages.back().head = true;
+  return stages;
+}
+
+/// One layer's weights on one device.
+double layerWeights(const TransformerModel &m, int64_t tp) {
+  double h = m.hidden, d = double(m.hidden) / m.heads;
+  double q = h * m.heads * d / tp, kv = 2 * h * kvHeadsPerDevice(m, tp) * d;
+  double o = m.heads * d * h / tp;
+  double mlp = m.mlpParameters() / tp;
+  if (m.experts > 0)
+    mlp *= m.experts; // every expert on every replica (no ep in serving)
+  return q + kv + o + mlp + 4 * h;
+}
+
+double stageWeights(const TransformerModel &m, const Stage &s, int64_t tp,
+                    int64_t pp, DType dtype) {
+  double h = m.hidden, V = m.vocab;
+  double params = s.layers * layerWeights(m, tp);
+  if (s.embedding)
+    params += V * h / tp + (m.learnedPositions ? double(m.seq) * h : 0);
+  if (s.head && (!m.tiedEmbedding || pp > 1))
+    params += V * h / tp;
+  return params * dtypeBytes(dtype);
+}
+
+/// What one step of `tokens` new tokens per sequence, for `batch`
+/// sequences at `context` positions each, costs on one stage's device:
+/// compute and the tensor-parallel all-reduces (two per layer).
+struct StepCost {
+  double seconds = 0, commSeconds = 0;
+};
+
+absl::StatusOr<StepCost> stageStep(const TransformerModel &m, const Stage &s,
+                                   const Cluster &cluster, int64_t tp,
+                                   int64_t batch, int64_t tokens,
+                                   int64_t context, DType dtype,
+                                   const Profile *profile) {
+  int64_t h = m.hidden, d = m.hidden / m.heads;
+  int64_t rows = batch * tokens;
+  int64_t headsDev = m.heads / tp, kvDev = kvHeadsPerDevice(m, tp);
+  auto gemm = [&](int64_t n, int64_t k) -> absl::StatusOr<double> {
+    absl::StatusOr<OpCost> c =
+        estimateGemm(Gemm{rows, n, k, 1, dtype}, cluster, profile);
+    if (!c.ok())
+      return c.status();
+    return c->seconds;
+  };
+  double layer = 0;
+  int64_t mlpCols = (m.gatedMlp ? 2 : 1) * m.mlp() / tp;
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{(headsDev + 2 * kvDev) * d, h},
+                      {h, headsDev * d},
+                      {mlpCols, h},
+                      {h, m.mlp() / tp}}) {
+    absl::StatusOr<double> t = gemm(n, k);
+    if (!t.ok())
+      return t.status();
+    layer += *t;
+  }
+  // Attention: the new tokens' queries against the cache (prefill: the
+  // prompt against itself, causal; decode: one query against `context`
+  // keys, reading the whole cache).
+  double keys = tokens > 1 ? 0.5 * double(tokens) : double(context);
+  GenericOp attention;
+  attention.dtype = dtype;
+  attention.flops = 4.0 * batch * headsDev * tokens * keys * d;
+  attention.bytesRead = double(batch) * (tokens > 1 ? tokens : context) *
+                            2 * kvDev * d * dtypeBytes(dtype) +
+                        double(rows) * headsDev * d * dtypeBytes(dtype);
+  attention.bytesWritten = double(rows) * headsDev * d * dtypeBytes(dtype);
+  attention.tensorCores = tokens > 1;
+  attention.attentionSeq = tokens > 1 ? double(tokens) : 0;
+  attention.attentionHeadDim = d;
+  attention.attentionCausal = tokens > 1 && m.causal;
+  absl::StatusOr<OpCost> a = estimateGeneric(attention, cluster, profile);
+  if (!a.ok())
+    return a.status();
+  layer += a->seconds;
+  // Norms, residuals, activation: memory-bound passes over the rows.
+  GenericOp elementwise;
+  elementwise.dtype = dtype;
+  elementwise.flops = 10.0 * rows * h;
+  elementwise.bytesRead = 6.0 * rows * h * dtypeBytes(dtype) +
+                          2.0 * rows * mlpCols * dtypeBytes(dtype);
+  elementwise.bytesWritten = elementwise.bytesRead / 2;
+  absl::StatusOr<OpCost> e = estimateGeneric(elementwise, cluster, profile);
+  if (!e.ok())
+    return e.status();
+  layer += e->seconds;
+  StepCost out;
+  if (tp > 1) {
+    absl::StatusOr<CollectiveCost> ar = estimateCollective(
+        Collective::AllReduce, double(rows) * h * dtypeBytes(dtype),
+        Group::strided(0, tp), cluster, profile);
+    if (!ar.ok())
+      return ar.status();
+    out.commSeconds = 2 * s.layers * ar->seconds;
+  }
+  out.seconds = s.layers * layer + out.commSeconds;
+  if (s.head) {
+    // Logits of the last position only.
+    absl::StatusOr<OpCost> logits = estimateGemm(
+        Gemm{batch, std::max<int64_t>(1, m.vocab / tp), h, 1, dtype}, cluster,
+        profile);
+    if (!logits.ok())
+      return logits.status();
+    out.seconds += logits->seconds;
+  }
+  return out;
+}
+
+/// A pipeline hop of `bytes` from one stage to the next (its first ranks:
+/// a node apart where the stages span nodes).
+absl::StatusOr<double> hop(const Cluster &cluster, int64_t tp, double bytes,
+                           const Profile *profile) {
+  absl::StatusOr<CollectiveCost> c = estimateCollective(
+      Collective::SendRecv, bytes, Group{{0, tp}}, cluster, profile);
+  if (!c.ok())
+    return c.status();
+  return c->seconds;
+}
+
+std::string formatBytes(double bytes) {
+  return absl::StrFormat("%.2f GB", bytes / 1e9);
+}
+
+} // namespace
+
+double kvCacheBytesPerToken(const TransformerModel &model,
+                            int64_t layersOnStage, int64_t tp, DType dtype) {
+  int64_t d = model.hidden / model.heads;
+  return double(layersOnStage) * 2 * kvHeadsPerDevice(model, tp) * d *
+         dtypeBytes(dtype);
+}
+
+absl::StatusOr<ServingPrediction>
+scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
+                 const ServingWorkload &w, int64_t tp, int64_t pp,
+                 const Profile *profile) {
+  int64_t devices = cluster.numDevices();
+  if (tp < 1 || pp < 1 || devices % (tp * pp))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tp=", tp, " x pp=", pp, " does not divide the ", devices,
+        " devices"));
+  if (m.heads % tp)
+    return absl::InvalidArgumentError(
+        absl::StrCat("tp=", tp, " does not divide the ", m.heads, " heads"));
+  if (pp > m.layers)
+    return absl::InvalidArgumentError(
+        absl::StrCat("pp=", pp, " exceeds the ", m.layers, " layers"));
+  if (w.promptLen < 1 || w.outputLen < 1)
+    return absl::InvalidArgumentError("prompt and output lengths must be "
+                                      "positive");
+  ServingPrediction out;
+  out.tp = tp;
+  out.pp = pp;
+  out.replicas = devices / (tp * pp);
+  std::vector<Stage> stages = stagesOf(m, pp);
+  int64_t context = w.promptLen + w.outputLen;
+  // Memory: the fullest stage.
+  double usable = kUsableMemory * cluster.device.memoryBytes;
+  out.deviceBytes = cluster.device.memoryBytes;
+  int64_t maxBatch = INT64_MAX;
+  for (const Stage &s : stages) {
+    double weights = stageWeights(m, s, tp, pp, w.precision);
+    double perSequence =
+        kvCacheBytesPerToken(m, s.layers, tp, w.precision) * context;
+    // Prefill workspace per sequence: the prompt's widest activations
+    // (the MLP's, twice for gated ones) and the layer's input and output.
+    double workspacePerSequence =
+        double(w.promptLen) *
+        ((m.gatedMlp ? 2 : 1) * double(m.mlp()) / tp + 3.0 * m.hidden) *
+        dtypeBytes(w.precision);
+    double room = usable - weights;
+    int64_t fits =
+        room > 0 ? int64_t(room / (perSequence + workspacePerSequence)) : 0;
+    if (fits < maxBatch) {
+      maxBatch = fits;
+      out.weightBytes = weights;
+      out.cacheBytesPerSequence = perSequence;
+      out.workspaceBytes = workspacePerSequence;
+    }
+  }
+  out.maxBatch = maxBatch;
+  int64_t batch = w.batch > 0 ? w.batch : std::max<int64_t>(1, maxBatch);
+  out.batch = batch;
+  out.cacheBytes = out.cacheBytesPerSequence * batch;
+  out.workspaceBytes *= batch;
+  out.memoryBytes = out.weightBytes + out.cacheBytes + out.workspaceBytes;
+  if (batch > maxBatch)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "memory: tp=%d x pp=%d holds %d sequence(s) of %d tokens a replica "
+        "(weights %s, cache %s and prefill workspace %s a sequence, of %s "
+        "usable of the device's %s)",
+        tp, pp, std::max<int64_t>(0, maxBatch), context,
+        formatBytes(out.weightBytes), formatBytes(out.cacheBytesPerSequence),
+        formatBytes(out.workspaceBytes / batch), formatBytes(usable),
+        formatBytes(cluster.device.memoryBytes)));
+  // Prefill: the batch's prompts through every stage in turn.
+  double hidden = double(m.hidden) * dtypeBytes(w.precision);
+  for (const Stage &s : stages) {
+    absl::StatusOr<StepCost> c = stageStep(m, s, cluster, tp, batch,
+                                           w.promptLen, w.promptLen,
+                                           w.precision, profile);
+    if (!c.ok())
+      return c.status();
+    out.ttftSeconds += c->seconds;
+  }
+  if (pp > 1) {
+    absl::StatusOr<double> send =
+        hop(cluster, tp, double(batch) * w.promptLen * hidden, profile);
+    if (!send.ok())
+      return send.status();
+    out.ttftSeconds += (pp - 1) * *send;
+  }
+  // Decode: the batch in pp groups, one per stage at a time, so a round
+  // advances every sequence by a token in pp stage times (and pp hops,
+  // the last back to the first stage for the next token).
+  int64_t group = std::max<int64_t>(1, (batch + pp - 1) / pp);
+  int64_t mean = w.promptLen + (w.outputLen + 1) / 2;
+  double slowest = 0, slowestComm = 0;
+  for (const Stage &s : stages) {
+    absl::StatusOr<StepCost> c = stageStep(m, s, cluster, tp, group, 1, mean,
+                                           w.precision, profile);
+    if (!c.ok())
+      return c.status();
+    if (c->seconds > slowest) {
+      slowest = c->seconds;
+      slowestComm = c->commSeconds;
+    }
+  }
+  out.tpotSeconds = pp * slowest;
+  out.tpotCommSeconds = pp * slowestComm;
+  if (pp > 1) {
+    absl::StatusOr<double> send =
+        hop(cluster, tp, double(group) * hidden, profile);
+    if (!send.ok())
+      return send.status();
+    out.tpotSeconds += pp * *send;
+    out.tpotCommSeconds += pp * *send;
+  }
+  double request = out.ttftSeconds + w.outputLen * out.tpotSeconds;
+  out.requestsPerSecond = out.replicas * double(batch) / request;
+  out.outputTokensPerSecond = out.requestsPerSecond * w.outputLen;
+  return out;
+}
+
+absl::StatusOr<ServingSearchResult>
+searchServingPlans(const TransformerModel &m, const Cluster &cluster,
+                   const ServingWorkload &w, int topK,
+                   const Profile *profile) {
+  ServingSearchResult result;
+  int64_t devices = cluster.numDevices();
+  std::vector<ServingPrediction> feasible;
+  // The limit each shape missed by least, for the error.
+  std::string closest;
+  double closestRatio = INFINITY;
+  for (int64_t tp = 1; tp <= cluster.devicesPerNode; ++tp) {
+    if (cluster.devicesPerNode % tp || m.heads % tp || devices % tp)
+      continue;
+    for (int64_t pp = 1; pp <= m.layers && tp * pp <= devices; ++pp) {
+      if (devices % (tp * pp))
+        continue;
+      ServingSearchResult::Shape shape;
+      shape.tp = tp;
+      shape.pp = pp;
+      // Memory's bound on the batch first.
+      ServingWorkload probe = w;
+      probe.batch = 0;
+      absl::StatusOr<ServingPrediction> top =
+          scoreServingPlan(m, cluster, probe, tp, pp, profile);
+      if (!top.ok() && top.status().code() != absl::StatusCode::kResourceExhausted) {
+        shape.why = std::string(top.status().message());
+        result.shapes.push_back(std::move(shape));
+        continue;
+      }
+      // The batch: the one fixed, or the largest within the targets (both
+      // latencies grow with it, and so does the throughput), found by
+      // bisection up to memory's bound.
+      std::optional<ServingPrediction> best;
+      std::string why;
+      auto tryBatch = [&](int64_t b) -> bool {
+        ServingWorkload at = w;
+        at.batch = b;
+        ++result.candidates;
+        absl::StatusOr<ServingPrediction> p =
+            scoreServingPlan(m, cluster, at, tp, pp, profile);
+        if (!p.ok()) {
+          why = std::string(p.status().message());
+          if (closestRatio > 1e9) {
+            closest = why;
+            closestRatio = 1e9;
+          }
+          return false;
+        }
+        double ratio = 0;
+        std::string missed;
+        if (w.ttft > 0 && p->ttftSeconds > w.ttft) {
+          ratio = p->ttftSeconds / w.ttft;
+          missed = absl::StrFormat("TTFT %.4g s > %.4g s", p->ttftSeconds,
+                                   w.ttft);
+        }
+        if (w.tpot > 0 && p->tpotSeconds > w.tpot &&
+            p->tpotSeconds / w.tpot > ratio) {
+          ratio = p->tpotSeconds / w.tpot;
+          missed = absl::StrFormat(
+              "TPOT %.4g s > %.4g s (%.0f%% of it the tensor-parallel "
+              "all-reduces and pipeline sends)",
+              p->tpotSeconds, w.tpot,
+              100 * p->tpotCommSeconds / p->tpotSeconds);
+        }
+        if (!missed.empty()) {
+          why = absl::StrFormat("tp=%d x pp=%d, batch %d: %s", tp, pp, b,
+                                missed);
+          if (ratio < closestRatio) {
+            closestRatio = ratio;
+            closest = why;
+          }
+          return false;
+        }
+        if (!best || p->requestsPerSecond > best->requestsPerSecond)
+          best = *p;
+        return true;
+      };
+      if (w.batch > 0) {
+        tryBatch(w.batch);
+      } else if (!top.ok()) {
+        tryBatch(1); // for its memory error
+      } else if (tryBatch(1)) {
+        int64_t lo = 1, hi = top->maxBatch;
+        while (lo < hi) {
+          int64_t mid = lo + (hi - lo + 1) / 2;
+          if (tryBatch(mid))
+            lo = mid;
+          else
+            hi = mid - 1;
+        }
+      }
+      shape.plan = best;
+      shape.why = best ? "" : why;
+      if (best)
+        feasible.push_back(*best);
+      result.shapes.push_back(std::move(shape));
+    }
+  }
+  if (feasible.empty())
+    return absl::FailedPreconditionError(
+        closest.empty()
+            ? std::string("no tensor and pipeline degrees fit the devices")
+            : absl::StrCat("no plan meets the targets; the closest: ",
+                           closest));
+  std::sort(feasible.begin(), feasible.end(),
+            [](const ServingPrediction &a, const ServingPrediction &b) {
+              return a.requestsPerSecond > b.requestsPerSecond;
+            });
+  if (feasible.size() > size_t(std::max(1, topK)))
+    feasible.resize(std::max(1, topK));
+  result.best = std::move(feasible);
+  return result;
+}
+
+} // namespace cleave::cost

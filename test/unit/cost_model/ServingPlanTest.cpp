@@ -1,0 +1,132 @@
+//===- ServingPlanTest.cpp - Planning LLM inference for latency targets ---===//
+//
+// The key/value cache priced exactly from the model's shape; decode priced
+// no faster than the HBM can stream the weights; latencies and throughput
+// consistent with one another and with the batch; the search within its
+// targets and, where none can be met, naming the limit that binds.
+// Expected values come from the shapes here, not from the library.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LlamaShape.h"
+#include "cleave/cost_model/ServingPlan.h"
+
+#include "gtest/gtest.h"
+
+using namespace cleave::cost;
+
+namespace {
+
+/// Llama 3 70B's shape: 80 layers, hidden 8192, 64 heads (8 kv) of 128.
+TransformerModel llama70b() {
+  TransformerModel m = shapes::llama(80, 8192, 64, 28672, 8192);
+  m.name = "llama3-70b";
+  return m;
+}
+
+Cluster h100(int64_t nodes) {
+  absl::StatusOr<Cluster> c =
+      parseCluster("dgx-h100,nodes=" + std::to_string(nodes));
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+ServingWorkload chat() {
+  ServingWorkload w;
+  w.promptLen = 2048;
+  w.outputLen = 256;
+  return w;
+}
+
+} // namespace
+
+// layers x 2 x kv_heads x head_dim x bytes a token, the kv heads split by
+// tp and replicated (one a device) where tp exceeds them.
+TEST(ServingPlan, KvCacheIsExact) {
+  TransformerModel m = llama70b();
+  EXPECT_EQ(kvCacheBytesPerToken(m, 80, 1, DType::Bf16), 80.0 * 2 * 8 * 128 * 2);
+  EXPECT_EQ(kvCacheBytesPerToken(m, 80, 4, DType::Bf16), 80.0 * 2 * 2 * 128 * 2);
+  EXPECT_EQ(kvCacheBytesPerToken(m, 80, 8, DType::Bf16), 80.0 * 2 * 1 * 128 * 2);
+  EXPECT_EQ(kvCacheBytesPerToken(m, 80, 16, DType::Bf16),
+            80.0 * 2 * 1 * 128 * 2);
+  EXPECT_EQ(kvCacheBytesPerToken(m, 40, 8, DType::Fp32), 40.0 * 2 * 1 * 128 * 4);
+}
+
+// A decode step reads the stage's weights at least once: no TPOT beats
+// the HBM streaming them; a prefill runs the model's FLOPs over every
+// prompt token: no TTFT beats the dense peak.
+TEST(ServingPlan, DecodeIsMemoryBoundAndPrefillComputeBound) {
+  TransformerModel m = llama70b();
+  Cluster c = h100(1);
+  ServingWorkload w = chat();
+  w.batch = 8;
+  absl::StatusOr<ServingPrediction> p = scoreServingPlan(m, c, w, 8, 1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_GE(p->tpotSeconds, p->weightBytes / c.device.memoryBandwidth);
+  double flops = 2.0 * m.parameters() * w.promptLen * w.batch;
+  EXPECT_GE(p->ttftSeconds, flops / (8 * c.device.peakFlops(DType::Bf16)));
+  EXPECT_EQ(p->replicas, 1);
+  EXPECT_NEAR(p->requestsPerSecond,
+              8.0 / (p->ttftSeconds + 256 * p->tpotSeconds),
+              1e-9 * p->requestsPerSecond);
+  EXPECT_NEAR(p->outputTokensPerSecond, 256 * p->requestsPerSecond,
+              1e-9 * p->outputTokensPerSecond);
+  // The memory: 70B over 8 devices in bf16, the cache of 8 sequences.
+  EXPECT_NEAR(p->weightBytes, 2 * m.parameters() / 8, 0.02 * p->weightBytes);
+  EXPECT_DOUBLE_EQ(p->cacheBytes,
+                   8 * kvCacheBytesPerToken(m, 80, 8, DType::Bf16) * 2304);
+}
+
+// Both latencies grow with the batch; past what memory holds, the plan is
+// refused naming the bytes.
+TEST(ServingPlan, BatchTradesLatencyAndMemory) {
+  TransformerModel m = llama70b();
+  Cluster c = h100(1);
+  ServingWorkload w = chat();
+  double ttft = 0, tpot = 0;
+  for (int64_t b : {1, 4, 16, 64}) {
+    w.batch = b;
+    absl::StatusOr<ServingPrediction> p = scoreServingPlan(m, c, w, 8, 1);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_GT(p->ttftSeconds, ttft);
+    EXPECT_GE(p->tpotSeconds, tpot);
+    ttft = p->ttftSeconds;
+    tpot = p->tpotSeconds;
+  }
+  w.batch = 100000;
+  absl::StatusOr<ServingPrediction> full = scoreServingPlan(m, c, w, 8, 1);
+  ASSERT_FALSE(full.ok());
+  EXPECT_NE(full.status().message().find("memory: tp=8 x pp=1 holds"),
+            std::string::npos)
+      << full.status();
+  // One device cannot hold 141 GB of weights.
+  w.batch = 1;
+  EXPECT_FALSE(scoreServingPlan(m, c, w, 1, 1).ok());
+  EXPECT_FALSE(scoreServingPlan(m, c, w, 3, 1).ok()); // not a divisor
+}
+
+// Every plan returned meets both targets; the first serves the most
+// requests per second.
+TEST(ServingPlan, SearchMeetsTheTargets) {
+  TransformerModel m = llama70b();
+  Cluster c = h100(2);
+  ServingWorkload w = chat();
+  w.ttft = 2;
+  w.tpot = 0.05;
+  absl::StatusOr<ServingSearchResult> r = searchServingPlans(m, c, w, 3);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(r->best.empty());
+  for (const ServingPrediction &p : r->best) {
+    EXPECT_LE(p.ttftSeconds, w.ttft);
+    EXPECT_LE(p.tpotSeconds, w.tpot);
+    EXPECT_LE(p.batch, p.maxBatch);
+    EXPECT_EQ(p.tp * p.pp * p.replicas, 16);
+    EXPECT_LE(p.requestsPerSecond, r->best.front().requestsPerSecond);
+  }
+  // A TPOT no plan reaches: the error names it and the closest plan.
+  w.tpot = 0.001;
+  absl::StatusOr<ServingSearchResult> none = searchServingPlans(m, c, w);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("TPOT"), std::string::npos)
+      << none.status();
+}
