@@ -251,9 +251,9 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     };
-  // The plan's own steps end with the time left: the mean wall time of
-  // the steps since the first (which also pays for warm-up) times the
-  // steps to go.
+  // The plan's own steps end with the time left (when a second or more):
+  // the mean wall time of the steps since the first (which also pays for
+  // warm-up) times the steps to go.
   if (printSteps && args.steps > 1)
     show = [show, total = args.steps, seen = int64_t(0),
             first = std::chrono::steady_clock::time_point()](
@@ -271,7 +271,9 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
       }
       double each =
           std::chrono::duration<double>(now - first).count() / double(seen - 1);
-      show(line + "  ETA " + formatEta(each * double(total - seen)));
+      double left = each * double(total - seen);
+      // Under a second to go, a time left says nothing.
+      show(left >= 1 ? line + "  ETA " + formatEta(left) : line);
     };
   options.onLine = [&](const std::string &line) {
     if (!monitor.forUser(line))
