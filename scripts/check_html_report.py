@@ -2,7 +2,7 @@
 """Loads a plan's HTML report in a real browser and checks what it shows.
 
     check_html_report.py REPORT.html PLAN.json [--measured]
-                         [--browser chromium]
+                         [--trace SIMULATED.json] [--browser chromium]
 
 Debian's chromium, headless, loads the page from disk (no network) and
 dumps the DOM it rendered; the check then reads every figure the page
@@ -10,7 +10,9 @@ marks (id and data-value) and compares it with `cleave inspect --json`:
 the step time, throughput, MFU, bubble, tokens per second, the memory of
 each stage and of the device, each predicted collective's bytes, one box
 per rank on its stage, one timeline box per simulated task, the step of
-each of the search's next best plans, and (--measured: the page was
+each of the search's next best plans, each communication stream's busy
+time in the simulated step (--trace: as `inspect --trace` writes it), and
+(--measured: the page was
 written with `inspect --measured TRACE`) a measured timeline. The
 browser's console must stay free of errors. Prints one line per check and
 exits 1 on any mismatch.
@@ -55,6 +57,11 @@ def main():
     measured = "--measured" in args
     if measured:
         args.remove("--measured")
+    trace = None
+    if "--trace" in args:
+        i = args.index("--trace")
+        trace = json.load(open(args[i + 1]))
+        del args[i:i + 2]
     report, plan_json = args
     facts = json.load(open(plan_json))
     url = "file://" + os.path.abspath(report)
@@ -111,6 +118,21 @@ def main():
           dom.rects.get("timeline", 0) <=
           int(timeline.get("data-events", "0")),
           f"{dom.rects.get('timeline', 0)} boxes")
+    if trace is not None:
+        # The communication streams' busy time, summed from the simulated
+        # step `inspect --trace` writes.
+        names, busy = {}, {}
+        for e in trace["traceEvents"]:
+            key = (e.get("pid", 0), e.get("tid", 0))
+            if e.get("ph") == "M" and e.get("name") == "thread_name":
+                names[key] = e["args"]["name"]
+            elif e.get("ph") == "X":
+                busy[key] = busy.get(key, 0.0) + e.get("dur", 0.0)
+        streams = [k for k in busy if names.get(k, "compute") != "compute"]
+        check("communication streams in the simulated step", bool(streams),
+              f"{len(streams)}")
+        for pid, tid in streams:
+            same(f"comm-time-{pid}-{tid}", busy[(pid, tid)] * 1e-6)
     for i, a in enumerate(predicted.get("alternatives", [])):
         same(f"alternative-{i}-step", a["step_time_s"])
     if measured:

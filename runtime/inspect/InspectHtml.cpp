@@ -371,7 +371,48 @@ std::string memoryView(const json &j) {
   return out.str();
 }
 
-std::string collectivesView(const json &j) {
+/// The communication streams' busy time in the simulated step, per
+/// process (a pipeline stage's device) and stream: the collectives' and
+/// sends' predicted time. Tensor-parallel collectives run inside the
+/// layers' compute tasks and are not among them.
+std::string communicationTimes(const std::string &trace) {
+  json t = json::parse(trace, nullptr, /*allow_exceptions=*/false);
+  if (t.is_discarded() || !t.contains("traceEvents"))
+    return "";
+  std::map<std::pair<int64_t, int64_t>, std::string> names;
+  std::map<int64_t, std::string> processes;
+  std::map<std::pair<int64_t, int64_t>, double> busy; // microseconds
+  for (const json &e : t["traceEvents"]) {
+    int64_t pid = e.value("pid", 0), tid = e.value("tid", 0);
+    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name")
+      names[{pid, tid}] = e["args"].value("name", "");
+    else if (e.value("ph", "") == "M" && e.value("name", "") == "process_name")
+      processes[pid] = e["args"].value("name", "");
+    else if (e.value("ph", "") == "X")
+      busy[{pid, tid}] += e.value("dur", 0.0);
+  }
+  std::ostringstream out;
+  for (const auto &[key, us] : busy) {
+    const std::string &stream = names[key];
+    if (stream == "compute" || stream.empty())
+      continue;
+    out << "<tr><td>" << escape(processes[key.first]) << "</td><td>"
+        << escape(stream) << "</td><td class=\"num\">"
+        << figure(absl::StrCat("comm-time-", key.first, "-", key.second),
+                  us * 1e-6, absl::StrFormat("%.4g ms", us * 1e-3))
+        << "</td></tr>\n";
+  }
+  if (out.str().empty())
+    return "";
+  return "<p class=\"note\">Their time in the simulated step: each "
+         "communication stream's busy time (tensor-parallel collectives run "
+         "inside the layers' compute and count there).</p>\n<table "
+         "id=\"comm-times\"><tr><th>device</th><th>stream</th><th>busy "
+         "(predicted)</th></tr>\n" +
+         out.str() + "</table>\n";
+}
+
+std::string collectivesView(const json &j, const std::string &trace) {
   std::ostringstream out;
   out << "<h2>Collectives per step and device (predicted)</h2>\n";
   const json &predicted =
@@ -391,7 +432,7 @@ std::string collectivesView(const json &j) {
         << index++ << "\" data-value=\"" << exact(c.value("bytes", 0.0))
         << "\">" << formatBytes(c.value("bytes", 0.0)) << "</td></tr>\n";
   }
-  out << "</table>\n";
+  out << "</table>\n" << communicationTimes(trace);
   return out.str();
 }
 
@@ -466,7 +507,7 @@ std::string formatPlanHtml(const plan::Plan &plan,
     out << timelineView(measuredTrace,
                         "Measured timeline (cleave run --trace)",
                         "measured-timeline", /*segmentsOnly=*/true);
-  out << memoryView(j) << collectivesView(j) << whyView(j) << parametersView(j);
+  out << memoryView(j) << collectivesView(j, plan.simulated_trace()) << whyView(j) << parametersView(j);
   out << "<p class=\"note\">Written by cleave inspect --html from the same "
          "facts as cleave inspect --json.</p>\n</body></html>\n";
   return out.str();
