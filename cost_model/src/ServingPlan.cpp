@@ -27,7 +27,7 @@ int64_t kvHeadsPerDevice(const TransformerModel &m, int64_t tp) {
 }
 
 struct Stage {
-  int64_t layers = 0;
+  int64_t first = 0, layers = 0;
   bool embedding = false, head = false;
 };
 
@@ -35,28 +35,34 @@ struct Stage {
 /// on the first, the head on the last.
 std::vector<Stage> stagesOf(const TransformerModel &m, int64_t pp) {
   std::vector<Stage> stages(pp);
-  for (int64_t s = 0; s < pp; ++s)
+  for (int64_t s = 0, first = 0; s < pp; ++s) {
+    stages[s].first = first;
     stages[s].layers = m.layers / pp + (s < m.layers % pp ? 1 : 0);
+    first += stages[s].layers;
+  }
   stages.front().embedding = true;
   stages.back().head = true;
   return stages;
 }
 
-/// One layer's weights on one device.
-double layerWeights(const TransformerModel &m, int64_t tp) {
+/// Layer `layer`'s weights on one device: an MoE layer holds every
+/// expert (no expert parallelism in serving plans yet).
+double layerWeights(const TransformerModel &m, int64_t tp, int64_t layer) {
   double h = m.hidden, d = double(m.hidden) / m.heads;
   double q = h * m.heads * d / tp, kv = 2 * h * kvHeadsPerDevice(m, tp) * d;
   double o = m.heads * d * h / tp;
   double mlp = m.mlpParameters() / tp;
-  if (m.experts > 0)
-    mlp *= m.experts; // every expert on every replica (no ep in serving)
+  if (m.isMoeLayer(layer))
+    mlp = mlp * m.experts + h * m.experts;
   return q + kv + o + mlp + 4 * h;
 }
 
 double stageWeights(const TransformerModel &m, const Stage &s, int64_t tp,
                     int64_t pp, DType dtype) {
   double h = m.hidden, V = m.vocab;
-  double params = s.layers * layerWeights(m, tp);
+  double params = 0;
+  for (int64_t l = s.first; l < s.first + s.layers; ++l)
+    params += layerWeights(m, tp, l);
   if (s.embedding)
     params += V * h / tp + (m.learnedPositions ? double(m.seq) * h : 0);
   if (s.head && (!m.tiedEmbedding || pp > 1))
@@ -79,9 +85,10 @@ absl::StatusOr<StepCost> stageStep(const TransformerModel &m, const Stage &s,
   int64_t h = m.hidden, d = m.hidden / m.heads;
   int64_t rows = batch * tokens;
   int64_t headsDev = m.heads / tp, kvDev = kvHeadsPerDevice(m, tp);
-  auto gemm = [&](int64_t n, int64_t k) -> absl::StatusOr<double> {
+  auto gemm = [&](int64_t n, int64_t k,
+                  int64_t m) -> absl::StatusOr<double> {
     absl::StatusOr<OpCost> c =
-        estimateGemm(Gemm{rows, n, k, 1, dtype}, cluster, profile);
+        estimateGemm(Gemm{m, n, k, 1, dtype}, cluster, profile);
     if (!c.ok())
       return c.status();
     return c->seconds;
@@ -89,13 +96,38 @@ absl::StatusOr<StepCost> stageStep(const TransformerModel &m, const Stage &s,
   double layer = 0;
   int64_t mlpCols = (m.gatedMlp ? 2 : 1) * m.mlp() / tp;
   for (auto [n, k] : {std::pair<int64_t, int64_t>{(headsDev + 2 * kvDev) * d, h},
-                      {h, headsDev * d},
-                      {mlpCols, h},
-                      {h, m.mlp() / tp}}) {
-    absl::StatusOr<double> t = gemm(n, k);
+                      {h, headsDev * d}}) {
+    absl::StatusOr<double> t = gemm(n, k, rows);
     if (!t.ok())
       return t.status();
     layer += *t;
+  }
+  // The MLP: a dense layer's two (or three) GEMMs over the rows; an MoE
+  // layer's over each expert the rows' top-k choices touch (all of them
+  // once the batch is large), each reading its weights.
+  auto mlp = [&](int64_t tokens) -> absl::StatusOr<double> {
+    absl::StatusOr<double> up = gemm(mlpCols, h, tokens);
+    if (!up.ok())
+      return up.status();
+    absl::StatusOr<double> down = gemm(h, m.mlp() / tp, tokens);
+    if (!down.ok())
+      return down.status();
+    return *up + *down;
+  };
+  absl::StatusOr<double> dense = mlp(rows);
+  if (!dense.ok())
+    return dense.status();
+  double moe = 0;
+  int64_t moeLayers = 0;
+  for (int64_t l = s.first; l < s.first + s.layers; ++l)
+    moeLayers += m.isMoeLayer(l) ? 1 : 0;
+  if (moeLayers > 0) {
+    int64_t routed = rows * std::max<int64_t>(1, m.topK);
+    int64_t touched = std::min<int64_t>(m.experts, routed);
+    absl::StatusOr<double> each = mlp((routed + touched - 1) / touched);
+    if (!each.ok())
+      return each.status();
+    moe = touched * *each;
   }
   // Attention: the new tokens' queries against the cache (prefill: the
   // prompt against itself, causal; decode: one query against `context`
@@ -136,7 +168,8 @@ absl::StatusOr<StepCost> stageStep(const TransformerModel &m, const Stage &s,
       return ar.status();
     out.commSeconds = 2 * s.layers * ar->seconds;
   }
-  out.seconds = s.layers * layer + out.commSeconds;
+  out.seconds = s.layers * layer + (s.layers - moeLayers) * *dense +
+                moeLayers * moe + out.commSeconds;
   if (s.head) {
     // Logits of the last position only.
     absl::StatusOr<OpCost> logits = estimateGemm(

@@ -130,3 +130,24 @@ TEST(ServingPlan, SearchMeetsTheTargets) {
   EXPECT_NE(none.status().message().find("TPOT"), std::string::npos)
       << none.status();
 }
+
+// An MoE replica holds every expert; a decode step whose batch's top-k
+// choices touch all of them reads them all (no TPOT beats streaming the
+// stage's weights), while one sequence reads only its top-k experts.
+TEST(ServingPlan, MoeDecodeReadsTheExpertsItTouches) {
+  TransformerModel m = shapes::llama(32, 4096, 32, 14336, 4096);
+  m.experts = 8;
+  m.topK = 2;
+  Cluster c = h100(1);
+  ServingWorkload w = chat();
+  w.batch = 64;
+  absl::StatusOr<ServingPrediction> many = scoreServingPlan(m, c, w, 2, 1);
+  ASSERT_TRUE(many.ok()) << many.status();
+  EXPECT_GE(many->tpotSeconds, many->weightBytes / c.device.memoryBandwidth);
+  w.batch = 1;
+  absl::StatusOr<ServingPrediction> one = scoreServingPlan(m, c, w, 2, 1);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_LT(one->tpotSeconds, one->weightBytes / c.device.memoryBandwidth);
+  // 8 experts of 3 x 4096 x 14336 in every layer.
+  EXPECT_GT(one->weightBytes, 32 * 8 * 3.0 * 4096 * 14336 * 2 / 2);
+}
