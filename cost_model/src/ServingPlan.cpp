@@ -245,8 +245,16 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
         ((m.gatedMlp ? 2 : 1) * double(m.mlp()) / tp + 3.0 * m.hidden) *
         dtypeBytes(w.precision);
     double room = usable - weights;
+    // Static batching prefills the whole batch at once; continuous
+    // batching one prompt at a time.
+    bool continuous = w.batching == Batching::Continuous;
     int64_t fits =
-        room > 0 ? int64_t(room / (perSequence + workspacePerSequence)) : 0;
+        continuous ? (room > workspacePerSequence
+                          ? int64_t((room - workspacePerSequence) / perSequence)
+                          : 0)
+                   : (room > 0 ? int64_t(room / (perSequence +
+                                                 workspacePerSequence))
+                               : 0);
     if (fits < maxBatch) {
       maxBatch = fits;
       out.weightBytes = weights;
@@ -258,7 +266,9 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
   int64_t batch = w.batch > 0 ? w.batch : std::max<int64_t>(1, maxBatch);
   out.batch = batch;
   out.cacheBytes = out.cacheBytesPerSequence * batch;
-  out.workspaceBytes *= batch;
+  int64_t prefilled =
+      w.batching == Batching::Continuous ? 1 : batch; // prompts at once
+  out.workspaceBytes *= prefilled;
   out.memoryBytes = out.weightBytes + out.cacheBytes + out.workspaceBytes;
   if (batch > maxBatch)
     return absl::ResourceExhaustedError(absl::StrFormat(
@@ -267,24 +277,25 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
         "usable of the device's %s)",
         tp, pp, std::max<int64_t>(0, maxBatch), context,
         formatBytes(out.weightBytes), formatBytes(out.cacheBytesPerSequence),
-        formatBytes(out.workspaceBytes / batch), formatBytes(usable),
+        formatBytes(out.workspaceBytes / prefilled), formatBytes(usable),
         formatBytes(cluster.device.memoryBytes)));
-  // Prefill: the batch's prompts through every stage in turn.
+  // Prefill: the prompts prefilled at once through every stage in turn.
   double hidden = double(m.hidden) * dtypeBytes(w.precision);
+  double prefill = 0;
   for (const Stage &s : stages) {
-    absl::StatusOr<StepCost> c = stageStep(m, s, cluster, tp, batch,
+    absl::StatusOr<StepCost> c = stageStep(m, s, cluster, tp, prefilled,
                                            w.promptLen, w.promptLen,
                                            w.precision, profile);
     if (!c.ok())
       return c.status();
-    out.ttftSeconds += c->seconds;
+    prefill += c->seconds;
   }
   if (pp > 1) {
     absl::StatusOr<double> send =
-        hop(cluster, tp, double(batch) * w.promptLen * hidden, profile);
+        hop(cluster, tp, double(prefilled) * w.promptLen * hidden, profile);
     if (!send.ok())
       return send.status();
-    out.ttftSeconds += (pp - 1) * *send;
+    prefill += (pp - 1) * *send;
   }
   // Decode: the batch in pp groups, one per stage at a time, so a round
   // advances every sequence by a token in pp stage times (and pp hops,
@@ -312,8 +323,20 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
     out.tpotSeconds += pp * *send;
     out.tpotCommSeconds += pp * *send;
   }
-  double request = out.ttftSeconds + w.outputLen * out.tpotSeconds;
-  out.requestsPerSecond = out.replicas * double(batch) / request;
+  if (w.batching == Batching::Static) {
+    // The batch's prefill, then `output` decode steps.
+    out.ttftSeconds = prefill;
+    double request = out.ttftSeconds + w.outputLen * out.tpotSeconds;
+    out.requestsPerSecond = out.replicas * double(batch) / request;
+  } else {
+    // Every step also prefills batch / output new prompts (their compute
+    // spread over the stages, so a step grows by that much), and a new
+    // request waits half a step on average, then its prefill.
+    out.tpotSeconds += double(batch) / w.outputLen * prefill;
+    out.ttftSeconds = prefill + 0.5 * out.tpotSeconds;
+    out.requestsPerSecond =
+        out.replicas * double(batch) / (w.outputLen * out.tpotSeconds);
+  }
   out.outputTokensPerSecond = out.requestsPerSecond * w.outputLen;
   return out;
 }

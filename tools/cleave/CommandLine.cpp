@@ -175,6 +175,14 @@ cl::opt<int64_t> maxBatch(
     cl::desc("Sequences per replica (default: searched, up to what the "
              "memory left for the cache holds)"),
     cl::value_desc("N"), cl::sub(compileCmd), cl::cat(servingCategory));
+cl::opt<std::string> batching(
+    "batching",
+    cl::desc("continuous (a finished sequence's place goes at once to a new "
+             "request, prefilled between decode steps, as vLLM batches) or "
+             "static (a batch prefilled, then decoded to the end) (default: "
+             "continuous)"),
+    cl::value_desc("continuous|static"), cl::init("continuous"),
+    cl::sub(compileCmd), cl::cat(servingCategory));
 cl::opt<double> ttftTarget("ttft",
                            cl::desc("Time to first token target, seconds "
                                     "(default: none)"),
@@ -460,6 +468,7 @@ CompileArgs compileArgs() {
   a.outputLen = given(outputLen);
   a.maxBatch = given(maxBatch);
   a.ttft = ttftTarget;
+  a.batching = batching;
   a.tpot = tpotTarget;
   a.timeLimit = timeLimit;
   a.exhaustive = exhaustive;

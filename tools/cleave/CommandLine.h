@@ -72,6 +72,7 @@ struct CompileArgs {
   bool serve = false;
   std::optional<int64_t> promptLen, outputLen, maxBatch;
   double ttft = 0, tpot = 0;
+  std::string batching = "continuous";
 };
 
 struct ProfileArgs {

@@ -77,6 +77,11 @@ int buildServing(const CompileArgs &a, driver::CompileRequest &request) {
     return badUsage("--global-batch is a training step's: with --serve the "
                     "batch is --max-batch (or searched)");
   cost::ServingWorkload w;
+  if (a.batching == "static")
+    w.batching = cost::Batching::Static;
+  else if (a.batching != "continuous")
+    return badUsage("--batching must be continuous or static, got '" +
+                    a.batching + "'");
   w.promptLen = *a.promptLen;
   w.outputLen = *a.outputLen;
   w.batch = a.maxBatch.value_or(0);
@@ -101,6 +106,7 @@ int buildRequest(const CompileArgs &a, driver::CompileRequest &request) {
           {"--output-len", a.outputLen.has_value()},
           {"--max-batch", a.maxBatch.has_value()},
           {"--ttft", a.ttft != 0},
+          {"--batching", a.batching != "continuous"},
           {"--tpot", a.tpot != 0}})
       if (given)
         return badUsage(Twine(flag) + " describes a serving workload: give "

@@ -57,8 +57,11 @@ void printServingPlan(const cost::ServingSearchResult &found,
                  model.parameters() / 1e9);
   out << formatv("cluster:      {0}, {1} devices\n", cluster.name,
                  cluster.numDevices());
-  out << formatv("workload:     prompt {0} tokens, output {1} tokens, {2}\n",
-                 w.promptLen, w.outputLen, cost::precisionName(w.precision));
+  out << formatv("workload:     prompt {0} tokens, output {1} tokens, {2}, "
+                 "{3} batching\n",
+                 w.promptLen, w.outputLen, cost::precisionName(w.precision),
+                 w.batching == cost::Batching::Static ? "static"
+                                                      : "continuous");
   out << "serving plan: " << planText(best) << "\n";
   out << formatv("latency:      TTFT {0:F4} s{1}, TPOT {2:F4} s{3} ({4:F0}% "
                  "of it tensor-parallel all-reduces and pipeline sends)\n",
@@ -111,6 +114,8 @@ json::Object servingPlanJson(const cost::ServingSearchResult &found,
            {"output_len", w.outputLen},
            {"ttft_target_s", w.ttft},
            {"tpot_target_s", w.tpot},
+           {"batching",
+            w.batching == cost::Batching::Static ? "static" : "continuous"},
            {"precision", std::string(cost::precisionName(w.precision))}}},
       {"plan", predictionJson(found.best.front())},
       {"top_k", std::move(plans)},

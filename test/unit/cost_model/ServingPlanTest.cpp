@@ -60,6 +60,7 @@ TEST(ServingPlan, DecodeIsMemoryBoundAndPrefillComputeBound) {
   Cluster c = h100(1);
   ServingWorkload w = chat();
   w.batch = 8;
+  w.batching = Batching::Static;
   absl::StatusOr<ServingPrediction> p = scoreServingPlan(m, c, w, 8, 1);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_GE(p->tpotSeconds, p->weightBytes / c.device.memoryBandwidth);
@@ -150,4 +151,33 @@ TEST(ServingPlan, MoeDecodeReadsTheExpertsItTouches) {
   EXPECT_LT(one->tpotSeconds, one->weightBytes / c.device.memoryBandwidth);
   // 8 experts of 3 x 4096 x 14336 in every layer.
   EXPECT_GT(one->weightBytes, 32 * 8 * 3.0 * 4096 * 14336 * 2 / 2);
+}
+
+// Continuous batching: a step carries its share of new prompts' prefills
+// (batch / output of them), a request waits half a step and then its own
+// prefill; throughput is the batch over the steps a sequence lives. It
+// prefills one prompt at a time, so memory holds more sequences.
+TEST(ServingPlan, ContinuousBatchingAmortisesThePrefills) {
+  TransformerModel m = llama70b();
+  Cluster c = h100(1);
+  ServingWorkload w = chat();
+  w.batch = 32;
+  w.batching = Batching::Static;
+  absl::StatusOr<ServingPrediction> batched = scoreServingPlan(m, c, w, 8, 1);
+  w.batching = Batching::Continuous;
+  absl::StatusOr<ServingPrediction> running = scoreServingPlan(m, c, w, 8, 1);
+  w.batch = 1;
+  absl::StatusOr<ServingPrediction> one = scoreServingPlan(m, c, w, 8, 1);
+  ASSERT_TRUE(batched.ok() && running.ok() && one.ok());
+  EXPECT_NEAR(running->requestsPerSecond,
+              32.0 / (256 * running->tpotSeconds),
+              1e-9 * running->requestsPerSecond);
+  // The prefill of one prompt is what a batch of one waits for, less its
+  // half step; the step grows by 32 / 256 of such prefills.
+  double prefill = one->ttftSeconds - 0.5 * one->tpotSeconds;
+  EXPECT_GT(running->tpotSeconds, batched->tpotSeconds);
+  EXPECT_NEAR(running->tpotSeconds - batched->tpotSeconds, 32.0 / 256 * prefill,
+              0.01 * prefill);
+  EXPECT_LT(running->ttftSeconds, batched->ttftSeconds);
+  EXPECT_GT(running->maxBatch, batched->maxBatch);
 }

@@ -18,10 +18,11 @@
 // tp all-reduces at the small sizes decode sends (latency-bound), so a
 // measured profile (cleave profile) refines serving as it does training.
 //
-// Scope today: static batching (a replica prefills a batch, then decodes
-// it to the end), one pool per replica (no separate prefill and decode
-// pools), a fixed prompt and output length. Continuous batching, request
-// arrival rates and length distributions are not modelled.
+// Batching is continuous (as vLLM's; Batching::Continuous, the default)
+// or static. Scope today: one pool per replica (no separate prefill and
+// decode pools), a fixed prompt and output length, a steady state (no
+// arrival process, length distributions or queueing beyond the step a new
+// request waits for).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +44,14 @@ namespace cleave::cost {
 
 struct Profile;
 
+/// How a replica batches requests. Static: it prefills a batch of
+/// prompts, then decodes them all to the end. Continuous (vLLM, Orca):
+/// `batch` sequences decode together, and a finished one's place goes at
+/// once to a new request, whose prompt is prefilled between two decode
+/// steps (without chunking), so every step also carries its share of
+/// prefills: batch / output prompts per `output` steps.
+enum class Batching { Static, Continuous };
+
 struct ServingWorkload {
   int64_t promptLen = 0;
   int64_t outputLen = 0;
@@ -51,6 +60,7 @@ struct ServingWorkload {
   /// Targets in seconds; 0: none.
   double ttft = 0, tpot = 0;
   DType precision = DType::Bf16;
+  Batching batching = Batching::Continuous;
 };
 
 struct ServingPrediction {
