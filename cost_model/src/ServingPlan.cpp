@@ -248,8 +248,11 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
     // Static batching prefills the whole batch at once; continuous
     // batching one prompt at a time.
     bool continuous = w.batching == Batching::Continuous;
+    if (w.batching == Batching::DecodeOnly)
+      workspacePerSequence = 0; // the cache arrives prefilled
     int64_t fits =
-        continuous ? (room > workspacePerSequence
+        continuous || w.batching == Batching::DecodeOnly
+            ? (room > workspacePerSequence
                           ? int64_t((room - workspacePerSequence) / perSequence)
                           : 0)
                    : (room > 0 ? int64_t(room / (perSequence +
@@ -266,8 +269,9 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
   int64_t batch = w.batch > 0 ? w.batch : std::max<int64_t>(1, maxBatch);
   out.batch = batch;
   out.cacheBytes = out.cacheBytesPerSequence * batch;
-  int64_t prefilled =
-      w.batching == Batching::Continuous ? 1 : batch; // prompts at once
+  int64_t prefilled = w.batching == Batching::Continuous ? 1
+                      : w.batching == Batching::DecodeOnly ? 0
+                                                           : batch;
   out.workspaceBytes *= prefilled;
   out.memoryBytes = out.weightBytes + out.cacheBytes + out.workspaceBytes;
   if (batch > maxBatch)
@@ -277,12 +281,15 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
         "usable of the device's %s)",
         tp, pp, std::max<int64_t>(0, maxBatch), context,
         formatBytes(out.weightBytes), formatBytes(out.cacheBytesPerSequence),
-        formatBytes(out.workspaceBytes / prefilled), formatBytes(usable),
+        formatBytes(prefilled ? out.workspaceBytes / prefilled : 0.0),
+        formatBytes(usable),
         formatBytes(cluster.device.memoryBytes)));
   // Prefill: the prompts prefilled at once through every stage in turn.
   double hidden = double(m.hidden) * dtypeBytes(w.precision);
   double prefill = 0;
   for (const Stage &s : stages) {
+    if (prefilled == 0)
+      break;
     absl::StatusOr<StepCost> c = stageStep(m, s, cluster, tp, prefilled,
                                            w.promptLen, w.promptLen,
                                            w.precision, profile);
@@ -290,7 +297,7 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
       return c.status();
     prefill += c->seconds;
   }
-  if (pp > 1) {
+  if (pp > 1 && prefilled > 0) {
     absl::StatusOr<double> send =
         hop(cluster, tp, double(prefilled) * w.promptLen * hidden, profile);
     if (!send.ok())
@@ -323,7 +330,10 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
     out.tpotSeconds += pp * *send;
     out.tpotCommSeconds += pp * *send;
   }
-  if (w.batching == Batching::Static) {
+  if (w.batching == Batching::DecodeOnly) {
+    out.requestsPerSecond =
+        out.replicas * double(batch) / (w.outputLen * out.tpotSeconds);
+  } else if (w.batching == Batching::Static) {
     // The batch's prefill, then `output` decode steps.
     out.ttftSeconds = prefill;
     double request = out.ttftSeconds + w.outputLen * out.tpotSeconds;
@@ -453,6 +463,156 @@ searchServingPlans(const TransformerModel &m, const Cluster &cluster,
     feasible.resize(std::max(1, topK));
   result.best = std::move(feasible);
   return result;
+}
+
+absl::StatusOr<DisaggregatedPrediction>
+searchDisaggregatedPlans(const TransformerModel &m, const Cluster &cluster,
+                         const ServingWorkload &w, const Profile *profile) {
+  int64_t devices = cluster.numDevices();
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  for (int64_t tp = 1; tp <= cluster.devicesPerNode; ++tp)
+    if (cluster.devicesPerNode % tp == 0 && m.heads % tp == 0)
+      for (int64_t pp = 1; pp <= m.layers && tp * pp < devices; ++pp)
+        shapes.push_back({tp, pp});
+  // A pool's shape priced as one replica on a cluster of its own size.
+  auto alone = [&](int64_t tp, int64_t pp) {
+    Cluster c = cluster;
+    if (tp * pp <= c.devicesPerNode) {
+      c.nodes = 1;
+      c.devicesPerNode = tp * pp;
+    } else {
+      c.nodes = tp * pp / c.devicesPerNode;
+    }
+    return c;
+  };
+  // Prefill replicas: one prompt at a time, their stages pipelined.
+  struct Prefill {
+    int64_t tp, pp;
+    ServingPrediction p;
+    double capacity;
+  };
+  std::vector<Prefill> prefills;
+  std::string closest, prefillMiss, decodeMiss;
+  double fastestPrefill = INFINITY, fastestDecode = INFINITY;
+  for (auto [tp, pp] : shapes) {
+    if ((tp * pp) % cluster.devicesPerNode && tp * pp > cluster.devicesPerNode)
+      continue;
+    ServingWorkload one = w;
+    one.batch = 1;
+    one.batching = Batching::Static;
+    absl::StatusOr<ServingPrediction> p =
+        scoreServingPlan(m, alone(tp, pp), one, tp, pp, profile);
+    if (!p.ok()) {
+      closest = std::string(p.status().message());
+      continue;
+    }
+    if (w.ttft > 0 && p->ttftSeconds > w.ttft) {
+      if (p->ttftSeconds < fastestPrefill) {
+        fastestPrefill = p->ttftSeconds;
+        prefillMiss = absl::StrFormat(
+            "the fastest prefill, tp=%d x pp=%d, takes TTFT %.4g s > %.4g s",
+            tp, pp, p->ttftSeconds, w.ttft);
+      }
+      continue;
+    }
+    prefills.push_back({tp, pp, *p, double(pp) / p->ttftSeconds});
+  }
+  // Decode replicas: the largest batch memory and the TPOT target allow.
+  struct Decode {
+    int64_t tp, pp;
+    ServingPrediction p;
+  };
+  std::vector<Decode> decodes;
+  for (auto [tp, pp] : shapes) {
+    if ((tp * pp) % cluster.devicesPerNode && tp * pp > cluster.devicesPerNode)
+      continue;
+    ServingWorkload at = w;
+    at.batching = Batching::DecodeOnly;
+    Cluster c = alone(tp, pp);
+    auto fits = [&](int64_t b) -> std::optional<ServingPrediction> {
+      at.batch = b;
+      absl::StatusOr<ServingPrediction> p =
+          scoreServingPlan(m, c, at, tp, pp, profile);
+      if (!p.ok()) {
+        closest = std::string(p.status().message());
+        return std::nullopt;
+      }
+      if (w.tpot > 0 && p->tpotSeconds > w.tpot) {
+        if (b == 1 && p->tpotSeconds < fastestDecode) {
+          fastestDecode = p->tpotSeconds;
+          decodeMiss = absl::StrFormat(
+              "the fastest decode, tp=%d x pp=%d at batch 1, takes TPOT %.4g "
+              "s > %.4g s",
+              tp, pp, p->tpotSeconds, w.tpot);
+        }
+        return std::nullopt;
+      }
+      return *p;
+    };
+    std::optional<ServingPrediction> best = fits(1);
+    if (!best)
+      continue;
+    int64_t lo = 1, hi = best->maxBatch;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (std::optional<ServingPrediction> p = fits(mid)) {
+        best = p;
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    decodes.push_back({tp, pp, *best});
+  }
+  // The cache of one prompt, from a prefill device to a decode device (a
+  // node apart where the cluster has several).
+  double cacheBytes =
+      kvCacheBytesPerToken(m, m.layers, 1, w.precision) * w.promptLen;
+  absl::StatusOr<CollectiveCost> transfer = estimateCollective(
+      Collective::SendRecv, cacheBytes, Group{{0, devices - 1}}, cluster,
+      profile);
+  if (!transfer.ok())
+    return transfer.status();
+  std::optional<DisaggregatedPrediction> best;
+  for (const Prefill &p : prefills)
+    for (const Decode &d : decodes) {
+      int64_t ps = p.tp * p.pp, ds = d.tp * d.pp;
+      for (int64_t np = 1; np * ps < devices; ++np) {
+        int64_t rest = devices - np * ps;
+        if (rest % ds)
+          continue;
+        DisaggregatedPrediction r;
+        r.prefill = p.p;
+        r.decode = d.p;
+        r.prefillReplicas = np;
+        r.decodeReplicas = rest / ds;
+        r.transferSeconds = transfer->seconds;
+        r.tpotSeconds = d.p.tpotSeconds;
+        r.ttftSeconds = p.p.ttftSeconds + transfer->seconds +
+                        0.5 * d.p.tpotSeconds;
+        if (w.ttft > 0 && r.ttftSeconds > w.ttft)
+          continue;
+        r.prefillCapacity = np * p.capacity;
+        r.decodeCapacity = r.decodeReplicas * d.p.requestsPerSecond;
+        r.requestsPerSecond = std::min(r.prefillCapacity, r.decodeCapacity);
+        r.outputTokensPerSecond = r.requestsPerSecond * w.outputLen;
+        if (!best || r.requestsPerSecond > best->requestsPerSecond)
+          best = r;
+      }
+    }
+  if (!best) {
+    std::string why = prefills.empty() && !prefillMiss.empty() ? prefillMiss
+                      : decodes.empty() && !decodeMiss.empty() ? decodeMiss
+                      : prefills.empty() || decodes.empty()
+                          ? closest
+                          : std::string("the prefill, the cache transfer and "
+                                        "half a decode step exceed --ttft");
+    return absl::FailedPreconditionError(
+        absl::StrCat("no split into prefill and decode pools meets the "
+                     "targets: ",
+                     why));
+  }
+  return *best;
 }
 
 } // namespace cleave::cost

@@ -183,6 +183,12 @@ cl::opt<std::string> batching(
              "continuous)"),
     cl::value_desc("continuous|static"), cl::init("continuous"),
     cl::sub(compileCmd), cl::cat(servingCategory));
+cl::opt<bool> disaggregate(
+    "disaggregate",
+    cl::desc("Plan separate prefill and decode pools (each replica shape "
+             "its own; the prompt's KV cache sent from one to the other), "
+             "as DistServe and Splitwise serve"),
+    cl::sub(compileCmd), cl::cat(servingCategory));
 cl::opt<double> ttftTarget("ttft",
                            cl::desc("Time to first token target, seconds "
                                     "(default: none)"),
@@ -469,6 +475,7 @@ CompileArgs compileArgs() {
   a.maxBatch = given(maxBatch);
   a.ttft = ttftTarget;
   a.batching = batching;
+  a.disaggregate = disaggregate;
   a.tpot = tpotTarget;
   a.timeLimit = timeLimit;
   a.exhaustive = exhaustive;

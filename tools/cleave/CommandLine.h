@@ -73,6 +73,7 @@ struct CompileArgs {
   std::optional<int64_t> promptLen, outputLen, maxBatch;
   double ttft = 0, tpot = 0;
   std::string batching = "continuous";
+  bool disaggregate = false;
 };
 
 struct ProfileArgs {

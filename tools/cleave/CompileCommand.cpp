@@ -82,6 +82,14 @@ int buildServing(const CompileArgs &a, driver::CompileRequest &request) {
   else if (a.batching != "continuous")
     return badUsage("--batching must be continuous or static, got '" +
                     a.batching + "'");
+  if (a.disaggregate && a.batching != "continuous")
+    return badUsage("--disaggregate: the decode pool batches continuously "
+                    "and the prefill pool one prompt at a time; --batching "
+                    "does not apply");
+  if (a.disaggregate && a.maxBatch)
+    return badUsage("--disaggregate searches each decode shape's batch; "
+                    "--max-batch does not apply");
+  w.disaggregated = a.disaggregate;
   w.promptLen = *a.promptLen;
   w.outputLen = *a.outputLen;
   w.batch = a.maxBatch.value_or(0);
@@ -107,6 +115,7 @@ int buildRequest(const CompileArgs &a, driver::CompileRequest &request) {
           {"--max-batch", a.maxBatch.has_value()},
           {"--ttft", a.ttft != 0},
           {"--batching", a.batching != "continuous"},
+          {"--disaggregate", a.disaggregate},
           {"--tpot", a.tpot != 0}})
       if (given)
         return badUsage(Twine(flag) + " describes a serving workload: give "

@@ -322,6 +322,20 @@ absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
 absl::Status Compiler::serveTransformer(const cost::TransformerModel &shape) {
   cost::ServingWorkload w = *r.serve;
   w.precision = plan.precision;
+  if (w.disaggregated) {
+    absl::StatusOr<cost::DisaggregatedPrediction> pools =
+        cost::searchDisaggregatedPlans(shape, inputs.cluster, w,
+                                       inputs.profile);
+    if (!pools.ok())
+      return absl::FailedPreconditionError(pools.status().message());
+    if (r.json)
+      out << formatv("{0:2}", json::Value(disaggregatedPlanJson(
+                                  *pools, shape, inputs.cluster, w)))
+          << "\n";
+    else
+      printDisaggregatedPlan(*pools, shape, inputs.cluster, w, out);
+    return absl::OkStatus();
+  }
   absl::StatusOr<cost::ServingSearchResult> found = cost::searchServingPlans(
       shape, inputs.cluster, w, inputs.topK, inputs.profile);
   if (!found.ok())

@@ -40,6 +40,41 @@ json::Object predictionJson(const cost::ServingPrediction &p) {
                       {"device_memory_bytes", p.deviceBytes}};
 }
 
+/// The model, cluster and workload, as both plans' JSON begin.
+json::Object header(const cost::TransformerModel &model,
+                    const cost::Cluster &cluster,
+                    const cost::ServingWorkload &w) {
+  return json::Object{
+      {"model", model.name},
+      {"cluster", cluster.name},
+      {"devices", cluster.numDevices()},
+      {"workload",
+       json::Object{
+           {"prompt_len", w.promptLen},
+           {"output_len", w.outputLen},
+           {"ttft_target_s", w.ttft},
+           {"tpot_target_s", w.tpot},
+           {"batching", w.disaggregated ? "separate pools"
+                        : w.batching == cost::Batching::Static
+                            ? "static"
+                            : "continuous"},
+           {"precision", std::string(cost::precisionName(w.precision))}}}};
+}
+
+/// The model, cluster and workload lines both plans' text begins with.
+void printHeader(const cost::TransformerModel &model,
+                 const cost::Cluster &cluster, const cost::ServingWorkload &w,
+                 const char *batching, raw_ostream &out) {
+  out << formatv("model:        {0} ({1:F2}B parameters)\n", model.name,
+                 model.parameters() / 1e9);
+  out << formatv("cluster:      {0}, {1} devices\n", cluster.name,
+                 cluster.numDevices());
+  out << formatv("workload:     prompt {0} tokens, output {1} tokens, {2}, "
+                 "{3}\n",
+                 w.promptLen, w.outputLen, cost::precisionName(w.precision),
+                 batching);
+}
+
 /// " (target 2 s)" where a target was given.
 std::string target(double seconds) {
   return seconds > 0 ? absl::StrFormat(" (target %g s)", seconds) : "";
@@ -53,15 +88,10 @@ void printServingPlan(const cost::ServingSearchResult &found,
                       const cost::ServingWorkload &w, bool explain,
                       raw_ostream &out) {
   const cost::ServingPrediction &best = found.best.front();
-  out << formatv("model:        {0} ({1:F2}B parameters)\n", model.name,
-                 model.parameters() / 1e9);
-  out << formatv("cluster:      {0}, {1} devices\n", cluster.name,
-                 cluster.numDevices());
-  out << formatv("workload:     prompt {0} tokens, output {1} tokens, {2}, "
-                 "{3} batching\n",
-                 w.promptLen, w.outputLen, cost::precisionName(w.precision),
-                 w.batching == cost::Batching::Static ? "static"
-                                                      : "continuous");
+  printHeader(model, cluster, w,
+              w.batching == cost::Batching::Static ? "static batching"
+                                                   : "continuous batching",
+              out);
   out << "serving plan: " << planText(best) << "\n";
   out << formatv("latency:      TTFT {0:F4} s{1}, TPOT {2:F4} s{3} ({4:F0}% "
                  "of it tensor-parallel all-reduces and pipeline sends)\n",
@@ -104,22 +134,10 @@ json::Object servingPlanJson(const cost::ServingSearchResult &found,
   json::Array plans;
   for (const cost::ServingPrediction &p : found.best)
     plans.push_back(predictionJson(p));
-  json::Object object{
-      {"model", model.name},
-      {"cluster", cluster.name},
-      {"devices", cluster.numDevices()},
-      {"workload",
-       json::Object{
-           {"prompt_len", w.promptLen},
-           {"output_len", w.outputLen},
-           {"ttft_target_s", w.ttft},
-           {"tpot_target_s", w.tpot},
-           {"batching",
-            w.batching == cost::Batching::Static ? "static" : "continuous"},
-           {"precision", std::string(cost::precisionName(w.precision))}}},
-      {"plan", predictionJson(found.best.front())},
-      {"top_k", std::move(plans)},
-      {"candidates", found.candidates}};
+  json::Object object = header(model, cluster, w);
+  object["plan"] = predictionJson(found.best.front());
+  object["top_k"] = std::move(plans);
+  object["candidates"] = found.candidates;
   if (explain) {
     json::Array shapes;
     for (const auto &s : found.shapes) {
@@ -132,6 +150,55 @@ json::Object servingPlanJson(const cost::ServingSearchResult &found,
     }
     object["shapes"] = std::move(shapes);
   }
+  return object;
+}
+
+void printDisaggregatedPlan(const cost::DisaggregatedPrediction &p,
+                            const cost::TransformerModel &model,
+                            const cost::Cluster &cluster,
+                            const cost::ServingWorkload &w, raw_ostream &out) {
+  printHeader(model, cluster, w, "separate prefill and decode pools", out);
+  out << formatv("prefill pool: tp={0},pp={1} x {2} replica(s), one prompt "
+                 "at a time: {3:F3} requests/s\n",
+                 p.prefill.tp, p.prefill.pp, p.prefillReplicas,
+                 p.prefillCapacity);
+  out << formatv("decode pool:  tp={0},pp={1} x {2} replica(s), batch {3}: "
+                 "{4:F3} requests/s\n",
+                 p.decode.tp, p.decode.pp, p.decodeReplicas, p.decode.batch,
+                 p.decodeCapacity);
+  out << formatv("latency:      TTFT {0:F4} s{1} (prefill {2:F4} s, cache "
+                 "transfer {3:F4} s), TPOT {4:F4} s{5}\n",
+                 p.ttftSeconds, target(w.ttft), p.prefill.ttftSeconds,
+                 p.transferSeconds, p.tpotSeconds, target(w.tpot));
+  out << formatv("throughput:   {0:F3} requests/s, {1:F0} output tokens/s "
+                 "(the {2} pool bounds it)\n",
+                 p.requestsPerSecond, p.outputTokensPerSecond,
+                 p.prefillCapacity < p.decodeCapacity ? "prefill" : "decode");
+  out << formatv("memory:       decode device {0:F2} GB (weights {1:F2}, KV "
+                 "cache {2:F2}); prefill device {3:F2} GB, of {4:F2} GB\n",
+                 p.decode.memoryBytes / 1e9, p.decode.weightBytes / 1e9,
+                 p.decode.cacheBytes / 1e9, p.prefill.memoryBytes / 1e9,
+                 p.decode.deviceBytes / 1e9);
+}
+
+json::Object disaggregatedPlanJson(const cost::DisaggregatedPrediction &p,
+                                   const cost::TransformerModel &model,
+                                   const cost::Cluster &cluster,
+                                   const cost::ServingWorkload &w) {
+  json::Object prefill = predictionJson(p.prefill);
+  prefill["replicas"] = p.prefillReplicas;
+  prefill["requests_per_s"] = p.prefillCapacity;
+  json::Object decode = predictionJson(p.decode);
+  decode["replicas"] = p.decodeReplicas;
+  decode["requests_per_s"] = p.decodeCapacity;
+  json::Object object = header(model, cluster, w);
+  object["prefill_pool"] = std::move(prefill);
+  object["decode_pool"] = std::move(decode);
+  object["ttft_s"] = p.ttftSeconds;
+  object["tpot_s"] = p.tpotSeconds;
+  object["transfer_s"] = p.transferSeconds;
+  object["requests_per_s"] = p.requestsPerSecond;
+  object["output_tokens_per_s"] = p.outputTokensPerSecond;
   return object;
 }
 

@@ -181,3 +181,42 @@ TEST(ServingPlan, ContinuousBatchingAmortisesThePrefills) {
   EXPECT_LT(running->ttftSeconds, batched->ttftSeconds);
   EXPECT_GT(running->maxBatch, batched->maxBatch);
 }
+
+// Separate pools: the devices split into whole replicas of each pool's
+// shape; the plan serves the lesser pool's rate; its decode steps carry no
+// prefills, so at the same batch and shape its TPOT is the static one's
+// (no interference) and below the continuous one's.
+TEST(ServingPlan, DisaggregatedPoolsSplitTheDevices) {
+  TransformerModel m = llama70b();
+  Cluster c = h100(2);
+  ServingWorkload w = chat();
+  w.ttft = 2;
+  w.tpot = 0.05;
+  absl::StatusOr<DisaggregatedPrediction> r =
+      searchDisaggregatedPlans(m, c, w);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->prefillReplicas * r->prefill.tp * r->prefill.pp +
+                r->decodeReplicas * r->decode.tp * r->decode.pp,
+            16);
+  EXPECT_LE(r->ttftSeconds, w.ttft);
+  EXPECT_LE(r->tpotSeconds, w.tpot);
+  EXPECT_DOUBLE_EQ(r->requestsPerSecond,
+                   std::min(r->prefillCapacity, r->decodeCapacity));
+  EXPECT_GT(r->transferSeconds, 0);
+  ServingWorkload d = w;
+  d.batch = r->decode.batch;
+  d.batching = Batching::DecodeOnly;
+  ServingWorkload mixed = d;
+  mixed.batching = Batching::Continuous;
+  Cluster replica = h100(1);
+  int64_t tp = 4;
+  absl::StatusOr<ServingPrediction> only =
+      scoreServingPlan(m, replica, d, tp, 1);
+  absl::StatusOr<ServingPrediction> both =
+      scoreServingPlan(m, replica, mixed, tp, 1);
+  if (only.ok() && both.ok())
+    EXPECT_LT(only->tpotSeconds, both->tpotSeconds);
+  // A TTFT no prefill shape reaches: the error says so.
+  w.ttft = 0.001;
+  EXPECT_FALSE(searchDisaggregatedPlans(m, c, w).ok());
+}

@@ -29,6 +29,18 @@ llvm::json::Object servingPlanJson(const cost::ServingSearchResult &found,
                                    const cost::ServingWorkload &workload,
                                    bool explain);
 
+/// The same for separate prefill and decode pools (--disaggregate).
+void printDisaggregatedPlan(const cost::DisaggregatedPrediction &plan,
+                            const cost::TransformerModel &model,
+                            const cost::Cluster &cluster,
+                            const cost::ServingWorkload &workload,
+                            llvm::raw_ostream &out);
+llvm::json::Object
+disaggregatedPlanJson(const cost::DisaggregatedPrediction &plan,
+                      const cost::TransformerModel &model,
+                      const cost::Cluster &cluster,
+                      const cost::ServingWorkload &workload);
+
 } // namespace cleave::driver
 
 #endif // CLEAVE_DRIVER_SERVINGREPORT_H

@@ -50,7 +50,10 @@ struct Profile;
 /// once to a new request, whose prompt is prefilled between two decode
 /// steps (without chunking), so every step also carries its share of
 /// prefills: batch / output prompts per `output` steps.
-enum class Batching { Static, Continuous };
+/// DecodeOnly: a disaggregated pool's decode replica (DistServe,
+/// Splitwise), which receives each sequence's cache from a prefill pool
+/// and only decodes: no prefill workspace, no prefills between its steps.
+enum class Batching { Static, Continuous, DecodeOnly };
 
 struct ServingWorkload {
   int64_t promptLen = 0;
@@ -61,6 +64,9 @@ struct ServingWorkload {
   double ttft = 0, tpot = 0;
   DType precision = DType::Bf16;
   Batching batching = Batching::Continuous;
+  /// Plan separate prefill and decode pools (searchDisaggregatedPlans)
+  /// instead of replicas that do both.
+  bool disaggregated = false;
 };
 
 struct ServingPrediction {
@@ -110,6 +116,31 @@ struct ServingSearchResult {
   std::vector<Shape> shapes;
   int64_t candidates = 0;
 };
+
+/// Separate prefill and decode pools (DistServe, Splitwise): prefill
+/// replicas of one shape prefill one prompt at a time (their stages
+/// pipelined) and send its KV cache to a decode replica of another shape,
+/// which decodes a continuous batch with no prefill between its steps.
+struct DisaggregatedPrediction {
+  ServingPrediction prefill, decode;
+  int64_t prefillReplicas = 0, decodeReplicas = 0;
+  /// A request's cache sent from the prefill to the decode pool.
+  double transferSeconds = 0;
+  double ttftSeconds = 0, tpotSeconds = 0;
+  /// Requests per second each pool sustains; the plan serves the lesser.
+  double prefillCapacity = 0, decodeCapacity = 0;
+  double requestsPerSecond = 0, outputTokensPerSecond = 0;
+};
+
+/// Every split of the devices into a prefill and a decode pool (each a
+/// whole number of replicas of its own tensor x pipeline shape), each
+/// decode shape at the largest batch its memory and --tpot allow; the
+/// most requests per second within the targets. FailedPrecondition as
+/// searchServingPlans.
+absl::StatusOr<DisaggregatedPrediction>
+searchDisaggregatedPlans(const TransformerModel &model, const Cluster &cluster,
+                         const ServingWorkload &workload,
+                         const Profile *profile = nullptr);
 
 /// Every tp (a divisor of the node's devices and of the heads) and pp (up
 /// to the layers) whose product divides the devices, and every batch from
