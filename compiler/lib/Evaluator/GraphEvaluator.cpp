@@ -110,12 +110,18 @@ private:
   llvm::DenseMap<Value, EvalTensor> values;
 };
 
-/// The kernel options of a whole (unpartitioned) attention or its gradient.
+/// The kernel options of a whole (unpartitioned) attention or its
+/// gradient; `mask` is its additive mask's values (or null).
 template <typename AttentionLike>
-k::FlashAttentionOptions attentionOptions(AttentionLike op) {
+k::FlashAttentionOptions attentionOptions(AttentionLike op,
+                                          const k::Tensor *mask) {
   k::FlashAttentionOptions o;
   o.scale = static_cast<float>(op.getScale().convertToDouble());
   o.causal = op.getCausal();
+  if (mask)
+    o.mask = k::attentionMask(
+        mask->data(), mask->shape(), shapeOf(op.getQuery().getType()),
+        cast<RankedTensorType>(op.getKey().getType()).getShape().end()[-2]);
   return o;
 }
 
@@ -371,7 +377,9 @@ LogicalResult Run::execute(Operation *op) {
         k::Tensor lse(shapeOf(o.getLse().getType()));
         k::flashAttention({q.data(), s.query}, {key.data(), s.key},
                           {f(o.getValue()).data(), s.key},
-                          attentionOptions(o), {result.data(), s.query},
+                          attentionOptions(o, o.getMask() ? &f(o.getMask())
+                                                          : nullptr),
+                          {result.data(), s.query},
                           {lse.data(), s.lse});
         values[o.getOut()] = std::move(result);
         values[o.getLse()] = std::move(lse);
@@ -630,7 +638,8 @@ LogicalResult Run::execute(Operation *op) {
             {q.data(), s.query}, {key.data(), s.key},
             {f(o.getValue()).data(), s.key}, {f(o.getOut()).data(), s.query},
             {f(o.getLse()).data(), s.lse}, {f(o.getGrad()).data(), s.query},
-            attentionOptions(o), {dq.data(), s.query}, {dk.data(), s.key},
+            attentionOptions(o, o.getMask() ? &f(o.getMask()) : nullptr),
+            {dq.data(), s.query}, {dk.data(), s.key},
             {dv.data(), s.key});
         values[o.getQueryGrad()] = std::move(dq);
         values[o.getKeyGrad()] = std::move(dk);

@@ -167,7 +167,8 @@ void softmaxRule(Operation *op, int64_t n,
 /// communication, a key or value broadcast over it (grouped-query heads)
 /// staying whole; the queries split too (context parallelism), reading
 /// whole keys and values and placed for the causal mask by the partitioner
-/// (`query_blocks`). The head size and the keys stay whole.
+/// (`query_blocks`). The head size and the keys stay whole; an additive
+/// mask splits as the queries where it has the dimension, else stays whole.
 void attentionRule(Operation *op, int64_t n,
                    SmallVectorImpl<ShardingStrategy> &out) {
   auto attention = cast<graph::AttentionOp>(op);
@@ -183,6 +184,10 @@ void attentionRule(Operation *op, int64_t n,
     s.operands[0] = d;
     if (d < rank - 2 && keyType.getDimSize(d) == queryType.getDimSize(d))
       s.operands[1] = s.operands[2] = d;
+    // The additive mask splits with the queries where it is not broadcast.
+    if (Value mask = attention.getMask();
+        mask && tensorType(mask).getDimSize(d) == queryType.getDimSize(d))
+      s.operands[3] = d;
     out.push_back(std::move(s));
   }
 }

@@ -119,7 +119,7 @@ void ropeKernel(OpContext &c) {
 /// placed for a block of queries (`query_blocks`).
 FlashAttentionShape attentionShape(OpContext &c, const char *op,
                                    const Shape &query, const Shape &key,
-                                   const Shape &value) {
+                                   const Shape &value, size_t maskOperand) {
   kernels::AttentionShapes s;
   try {
     s = kernels::attentionShapes(query, key);
@@ -142,15 +142,29 @@ FlashAttentionShape attentionShape(OpContext &c, const char *op,
   shape.scale = static_cast<float>(c.attrFloat("scale"));
   shape.causal = c.attrBool("causal");
   shape.shift = c.causalShift(shape.queries, shape.keys);
+  if (c.inputs.size() > maskOperand) {
+    kernels::ConstTensorRef mask = c.in(maskOperand);
+    kernels::AttentionMask m;
+    try {
+      m = kernels::attentionMask(mask.data, mask.shape, query, shape.keys);
+    } catch (const std::invalid_argument &e) {
+      fail(op, e.what());
+    }
+    shape.mask = m.data;
+    shape.maskDiv = m.div;
+    shape.maskMod = m.mod;
+    shape.maskPlane = m.plane;
+    shape.maskRowStride = m.rowStride;
+  }
   return shape;
 }
 
 void attentionKernel(OpContext &c) {
-  c.expectArity(3, 2);
+  c.expectArity(3, 4, 2);
   kernels::ConstTensorRef q = c.in(0), k = c.in(1), v = c.in(2);
   kernels::TensorRef out = c.out(0), lse = c.out(1);
   FlashAttentionShape shape =
-      attentionShape(c, "attention", q.shape, k.shape, v.shape);
+      attentionShape(c, "attention", q.shape, k.shape, v.shape, 3);
   checkSameShape("attention", "out", out.shape, q.shape);
   checkSameShape("attention", "lse", lse.shape,
                  Shape(q.shape.begin(), q.shape.end() - 1));
@@ -159,11 +173,11 @@ void attentionKernel(OpContext &c) {
 }
 
 void attentionGradKernel(OpContext &c) {
-  c.expectArity(6, 3);
+  c.expectArity(6, 7, 3);
   kernels::ConstTensorRef q = c.in(0), k = c.in(1), v = c.in(2);
   kernels::ConstTensorRef out = c.in(3), lse = c.in(4), dOut = c.in(5);
   FlashAttentionShape shape =
-      attentionShape(c, "attention_grad", q.shape, k.shape, v.shape);
+      attentionShape(c, "attention_grad", q.shape, k.shape, v.shape, 6);
   checkSameShape("attention_grad", "out", out.shape, q.shape);
   checkSameShape("attention_grad", "grad", dOut.shape, q.shape);
   checkSameShape("attention_grad", "lse", lse.shape,

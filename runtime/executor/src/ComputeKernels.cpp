@@ -176,10 +176,10 @@ void registerComputeKernels(Registry &r) {
                c.attrBool("causal"), c.out(0), shift);
   };
   r["graph.attention"] = [](OpContext &c) {
-    c.expectArity(3, 2);
+    c.expectArity(3, 4, 2);
     k::ConstTensorRef q = c.in(0), key = c.in(1), v = c.in(2);
     k::AttentionShapes shapes = k::attentionShapes(q.shape, key.shape);
-    k::FlashAttentionOptions o = attentionOptions(c, shapes);
+    k::FlashAttentionOptions o = attentionOptions(c, shapes, 3);
     k::flashAttention({q.data, shapes.query}, {key.data, shapes.key},
                       {v.data, shapes.key}, o, {c.out(0).data, shapes.query},
                       {c.out(1).data, shapes.lse});

@@ -108,21 +108,27 @@ void checkUnscaleOperands(const OpContext &c) {
 }
 
 kernels::FlashAttentionOptions
-attentionOptions(const OpContext &c, const kernels::AttentionShapes &shapes) {
+attentionOptions(const OpContext &c, const kernels::AttentionShapes &shapes,
+                 size_t maskOperand) {
   kernels::FlashAttentionOptions o;
   o.scale = static_cast<float>(c.attrFloat("scale"));
   o.causal = c.attrBool("causal");
   if (o.causal)
     o.causalShift = c.causalShift(shapes.query[2], shapes.key[2]);
+  if (c.inputs.size() > maskOperand) {
+    kernels::ConstTensorRef mask = c.in(maskOperand);
+    o.mask = kernels::attentionMask(mask.data, mask.shape, c.in(0).shape,
+                                    shapes.key[2]);
+  }
   return o;
 }
 
 void registerGradKernels(Registry &r) {
   r["graph.attention_grad"] = [](OpContext &c) {
-    c.expectArity(6, 3);
+    c.expectArity(6, 7, 3);
     k::ConstTensorRef q = c.in(0), key = c.in(1), v = c.in(2);
     k::AttentionShapes shapes = k::attentionShapes(q.shape, key.shape);
-    k::FlashAttentionOptions o = attentionOptions(c, shapes);
+    k::FlashAttentionOptions o = attentionOptions(c, shapes, 6);
     auto view = [](k::TensorRef t, const k::Shape &shape) {
       return k::TensorRef(t.data, t.data ? shape : k::Shape());
     };

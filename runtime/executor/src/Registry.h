@@ -24,9 +24,11 @@ void registerGradKernels(Registry &registry);
 /// runtime.* and comm.* ops (RuntimeKernels.cpp).
 void registerRuntimeKernels(Registry &registry);
 /// graph.attention's and graph.attention_grad's kernel options from the
-/// instruction (scale, causal, query_blocks) for the kernels' shapes.
+/// instruction (scale, causal, query_blocks, and the additive mask when
+/// the operand numbered `maskOperand` is there) for the kernels' shapes.
 kernels::FlashAttentionOptions
-attentionOptions(const OpContext &c, const kernels::AttentionShapes &shapes);
+attentionOptions(const OpContext &c, const kernels::AttentionShapes &shapes,
+                 size_t maskOperand);
 /// The kernels that take integer types or any type (IntegerKernels.cpp;
 /// plan::isIntegerDType says which are integers): binary arithmetic and
 /// mod on two integer operands of one type, compare and where on f32, bool

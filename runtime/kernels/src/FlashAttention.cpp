@@ -58,6 +58,46 @@ int64_t visible(const Dims &d, bool causal, int64_t i) {
 
 } // namespace
 
+AttentionMask attentionMask(const float *data, const Shape &mask,
+                            const Shape &query, int64_t keys) {
+  size_t rank = query.size();
+  auto fail = [&](const std::string &why) {
+    throwInvalid("attention: mask " + shapeString(mask) + " " + why +
+                 " (query " + shapeString(query) + ", " +
+                 std::to_string(keys) + " keys)");
+  };
+  if (mask.size() != rank || rank < 3)
+    fail("must have the query's rank");
+  if (mask[rank - 1] != keys)
+    fail("must have one column per key");
+  if (mask[rank - 2] != query[rank - 2] && mask[rank - 2] != 1)
+    fail("must have one row per query or one row for all");
+  AttentionMask m;
+  m.data = data;
+  m.rowStride = mask[rank - 2] == 1 ? 0 : keys;
+  m.plane = mask[rank - 2] * keys;
+  // Kept dimensions [first, last]: mod is their product, div the product of
+  // the query's batch dimensions after them.
+  int64_t first = -1, last = -1;
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    if (mask[d] != query[d] && mask[d] != 1)
+      fail("must broadcast to the query's batch dimensions");
+    if (query[d] != 1 && mask[d] != 1) {
+      if (first < 0)
+        first = static_cast<int64_t>(d);
+      last = static_cast<int64_t>(d);
+    }
+  }
+  for (int64_t d = first; first >= 0 && d <= last; ++d) {
+    if (mask[d] != query[d])
+      fail("must keep one contiguous run of the query's batch dimensions");
+    m.mod *= query[d];
+  }
+  for (size_t d = static_cast<size_t>(last + 1); d + 2 < rank; ++d)
+    m.div *= query[d];
+  return m;
+}
+
 AttentionShapes attentionShapes(const Shape &query, const Shape &key) {
   size_t rank = query.size();
   if (rank < 3 || key.size() != rank || query.back() != key.back())
@@ -97,6 +137,8 @@ void flashAttention(ConstTensorRef q, ConstTensorRef k, ConstTensorRef v,
       const float *vh = v.data + (b * d.kvHeads + kvh) * d.keys * D;
       float *oh = out.data + (b * d.heads + h) * d.queries * D;
       float *lh = lse.data + (b * d.heads + h) * d.queries;
+      const float *mh =
+          o.mask.data ? o.mask.head(b * d.heads + h) : nullptr;
       for (int64_t i0 = 0; i0 < d.queries; i0 += br) {
         int64_t rows = std::min(br, d.queries - i0);
         // Keys any row of the block sees: later blocks are wholly masked.
@@ -112,9 +154,13 @@ void flashAttention(ConstTensorRef q, ConstTensorRef k, ConstTensorRef v,
           for (int64_t r = 0; r < rows; ++r) {
             float *row = s.data() + r * cols;
             int64_t limit = std::min(cols, visible(d, o.causal, i0 + r) - j0);
+            const float *add =
+                mh ? mh + (i0 + r) * o.mask.rowStride + j0 : nullptr;
             float blockMax = kNegInf;
             for (int64_t c = 0; c < cols; ++c) {
-              row[c] = c < limit ? row[c] * o.scale : kNegInf;
+              row[c] = c < limit ? row[c] * o.scale +
+                                       (add ? maskedScore(add[c]) : 0.0f)
+                                 : kNegInf;
               blockMax = std::max(blockMax, row[c]);
             }
             float newMax = std::max(rowMax[r], blockMax);
@@ -181,6 +227,8 @@ void flashAttentionBackward(ConstTensorRef q, ConstTensorRef k,
                   *gh = dOut.data + qOff;
       const float *kh = k.data + kvOff, *vh = v.data + kvOff;
       const float *lh = lse.data + (b * d.heads + h) * d.queries;
+      const float *mh =
+          o.mask.data ? o.mask.head(b * d.heads + h) : nullptr;
       float *dqh = dq.data ? dq.data + qOff : nullptr;
       float *dkh = dk.data ? dk.data + kvOff : nullptr;
       float *dvh = dv.data ? dv.data + kvOff : nullptr;
@@ -204,9 +252,12 @@ void flashAttentionBackward(ConstTensorRef q, ConstTensorRef k,
             int64_t limit = std::min(cols, visible(d, o.causal, i0 + r) - j0);
             float l = lh[i0 + r];
             float *row = p.data() + r * cols;
+            const float *add =
+                mh ? mh + (i0 + r) * o.mask.rowStride + j0 : nullptr;
             for (int64_t c = 0; c < cols; ++c)
               row[c] = c < limit && l != kNegInf
-                           ? std::exp(row[c] * o.scale - l)
+                           ? std::exp(row[c] * o.scale +
+                                      (add ? maskedScore(add[c]) : 0.0f) - l)
                            : 0.0f;
           }
           // dv += p^T dOut_block.

@@ -111,3 +111,53 @@ func.func @zigzag_chunks_divide(%x: tensor<4x6xf32>) {
   %y = graph.shard_slice %x axes ["cp"] size 2 dim 1 zigzag : tensor<4x6xf32> -> tensor<4x3xf32>
   return
 }
+
+// -----
+
+func.func @mask_columns(%q: tensor<2x3x6x4xf32>, %m: tensor<2x1x6x5xf32>) {
+  // expected-error @+1 {{attention mask [2, 1, 6, 5] must have one column per key (query [2, 3, 6, 4], keys 6)}}
+  %o, %l = graph.attention %q, %q, %q mask %m : tensor<2x1x6x5xf32> scale = 1.0 : tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>
+  return
+}
+
+// -----
+
+func.func @mask_rows(%q: tensor<2x3x6x4xf32>, %m: tensor<2x1x2x6xf32>) {
+  // expected-error @+1 {{attention mask [2, 1, 2, 6] must have one row per query, or one row for all}}
+  %o, %l = graph.attention %q, %q, %q mask %m : tensor<2x1x2x6xf32> scale = 1.0 : tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>
+  return
+}
+
+// -----
+
+// The kernels index a mask's planes as ((head / div) % mod): the batch
+// dimensions it keeps must be one run.
+func.func @mask_run(%q: tensor<2x3x4x6x8xf32>, %m: tensor<2x1x4x6x6xf32>) {
+  // expected-error @+1 {{attention mask [2, 1, 4, 6, 6] must keep one contiguous run of the query's batch dimensions}}
+  %o, %l = graph.attention %q, %q, %q mask %m : tensor<2x1x4x6x6xf32> scale = 1.0 : tensor<2x3x4x6x8xf32>, tensor<2x3x4x6x8xf32>, tensor<2x3x4x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @mask_rank(%q: tensor<2x3x6x4xf32>, %m: tensor<6x6xf32>) {
+  // expected-error @+1 {{attention mask [6, 6] must have the query's rank}}
+  %o, %l = graph.attention %q, %q, %q mask %m : tensor<6x6xf32> scale = 1.0 : tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>
+  return
+}
+
+// -----
+
+func.func @mask_type(%q: tensor<2x3x6x4xf32>, %m: tensor<2x1x6x6xf16>) {
+  // expected-error @+1 {{attention mask element type 'f16' differs from the query's 'f32'}}
+  %o, %l = graph.attention %q, %q, %q mask %m : tensor<2x1x6x6xf16> scale = 1.0 : tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>
+  return
+}
+
+// -----
+
+func.func @grad_mask(%q: tensor<2x3x6x4xf32>, %lse: tensor<2x3x6xf32>, %m: tensor<2x3x6x5xf32>) {
+  // expected-error @+1 {{attention mask [2, 3, 6, 5] must have one column per key}}
+  %dq, %dk, %dv = graph.attention_grad %q, %q, %q, %q, %lse, %q mask %m : tensor<2x3x6x5xf32> scale = 1.0 : tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>, tensor<2x3x6xf32>
+  return
+}

@@ -4,7 +4,8 @@
 // CPU's FlashAttention-2 blocks: head sizes over each register layout (up
 // to 32, 64, 128, 256 elements a row), causal and not, more keys than
 // queries and more queries than keys (rows that see no key), grouped-query
-// heads, and a block of queries placed by query_blocks. The backward runs
+// heads, additive masks of each broadcast, and a block of queries placed
+// by query_blocks. The backward runs
 // on the forward's own output and log-sum-exp (a two-instruction case).
 // Both sum in fp32 in different orders, hence the tolerances.
 //
@@ -113,7 +114,51 @@ void blockCase(int64_t size, int64_t coord, bool zigzag, bool backward,
     t.expectMatch(2e-4, 2e-5);
 }
 
+/// Forward and backward with an additive mask of `maskShape` (values in
+/// [-2, 2], every third key at the lowest float as exporters write
+/// padding), against the CPU kernels.
+void maskedCase(const AttentionCase &c, std::vector<int64_t> maskShape,
+                uint64_t seed) {
+  std::vector<float> values;
+  int64_t n = 1;
+  for (int64_t d : maskShape)
+    n *= d;
+  for (int64_t e = 0; e < n; ++e)
+    values.push_back(e % maskShape.back() % 3 == 2
+                         ? -3.4028235e38f
+                         : float((e * 7919 + seed) % 401) / 100.0f - 2.0f);
+  OpCase t("graph.attention");
+  int32_t q = t.f32(c.query, seed);
+  int32_t k = t.f32(c.key, seed + 1);
+  int32_t v = t.f32(c.key, seed + 2);
+  int32_t m = t.f32(maskShape, values);
+  int32_t out = t.output(c.query);
+  int32_t lse = t.output(lseShape(c.query));
+  double scale = 1.0 / std::sqrt(double(c.query.back()));
+  t.setFloat("scale", scale).setBool("causal", c.causal);
+  t.then("graph.attention_grad");
+  for (int32_t id : {q, k, v, out, lse})
+    t.input(id);
+  t.f32(c.query, seed + 3);
+  t.input(m);
+  t.output(c.query);
+  t.output(c.key);
+  t.output(c.key);
+  t.setFloat("scale", scale).setBool("causal", c.causal);
+  t.expectMatch(5e-4, 5e-5);
+}
+
 } // namespace
+
+TEST_F(CudaOps, FlashAttentionWithAdditiveMasks) {
+  // Padding per batch entry over the heads, with the causal mask.
+  maskedCase({{2, 3, 17, 16}, {2, 3, 17, 16}, true}, {2, 1, 17, 17}, 700);
+  // Key padding (one row for all queries), grouped-query heads.
+  maskedCase({{2, 2, 3, 21, 48}, {2, 2, 1, 21, 48}, false}, {2, 1, 1, 1, 21},
+             710);
+  // A bias per head, broadcast over the batch.
+  maskedCase({{2, 4, 9, 64}, {2, 4, 9, 64}, false}, {1, 4, 9, 9}, 720);
+}
 
 TEST_F(CudaOps, FlashAttentionForwardMatchesCpu) {
   for (size_t i = 0; i < kCases.size(); ++i) {

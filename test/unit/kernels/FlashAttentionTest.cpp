@@ -36,14 +36,20 @@ Reference unfused(const Tensor &q, const Tensor &k, const Tensor &v,
       std::vector<double> p(S * T, 0.0), dp(S * T, 0.0);
       for (int64_t i = 0; i < S; ++i) {
         int64_t seen = o.causal ? std::clamp<int64_t>(shift(i) + 1, 0, T) : T;
-        double mx = -1e300, sum = 0;
+        const float *mask =
+            o.mask.data ? o.mask.head(b * H + h) + i * o.mask.rowStride
+                        : nullptr;
+        double mx = -std::numeric_limits<double>::infinity(), sum = 0;
         for (int64_t j = 0; j < seen; ++j) {
           double s = 0;
           for (int64_t x = 0; x < D; ++x)
             s += double(q[at(q, b, h, i, x)]) * k[at(k, b, g, j, x)];
-          p[i * T + j] = s * o.scale;
+          p[i * T + j] =
+              s * o.scale + (mask ? double(maskedScore(mask[j])) : 0.0);
           mx = std::max(mx, p[i * T + j]);
         }
+        if (mx == -std::numeric_limits<double>::infinity())
+          seen = 0; // every key masked: output 0, no gradient
         for (int64_t j = 0; j < seen; ++j)
           sum += p[i * T + j] = std::exp(p[i * T + j] - mx);
         for (int64_t j = 0; j < seen; ++j)
@@ -84,7 +90,8 @@ struct Case {
   int64_t blockQueries, blockKeys;
 };
 
-void check(const Case &c, uint64_t seed) {
+void check(const Case &c, uint64_t seed,
+           const std::optional<Tensor> &mask = std::nullopt) {
   SCOPED_TRACE(::testing::Message()
                << "heads " << c.heads << "/" << c.kvHeads << ", " << c.queries
                << "x" << c.keys << " dim " << c.dim << (c.causal ? " causal" : "")
@@ -99,6 +106,8 @@ void check(const Case &c, uint64_t seed) {
   o.causalShift = c.shift;
   o.blockQueries = c.blockQueries;
   o.blockKeys = c.blockKeys;
+  if (mask)
+    o.mask = attentionMask(mask->data(), mask->shape(), q.shape(), c.keys);
   Tensor out = poisoned(q.shape()), lse = poisoned({c.batch, c.heads, c.queries});
   flashAttention(q, k, v, o, out, lse);
   Tensor dq = poisoned(q.shape()), dk = poisoned(k.shape()),
@@ -157,6 +166,86 @@ TEST(FlashAttention, MaskedRowsAndContextParallelBlocks) {
     check({1, 2, 1, 4, 16, 8, true, RowOffsets::zigzag(4, g, 4), 2, 2},
           40 + g);
   }
+}
+
+/// A mask of `shape` (last dimension the keys) whose entries are random
+/// in [-2, 2], with every `every`-th key of each row at -inf (padding) when
+/// `every` is set.
+Tensor maskOf(const Shape &shape, uint64_t seed, int64_t every = 0) {
+  Tensor m = randomTensor(shape, seed);
+  int64_t keys = shape.back();
+  for (int64_t e = 0; e < m.numElements(); ++e) {
+    m[e] *= 2.0f;
+    if (every && (e % keys) % every == every - 1)
+      m[e] = -std::numeric_limits<float>::infinity();
+  }
+  return m;
+}
+
+TEST(FlashAttention, AdditiveMasksOfEveryBroadcast) {
+  // Per batch entry, broadcast over heads (PyTorch's padding + causal).
+  check({2, 4, 4, 9, 9, 8, false, std::nullopt, 4, 4}, 50,
+        maskOf({2, 1, 9, 9}, 51, 4));
+  // One row for every query (key padding), with the causal mask too.
+  check({2, 2, 2, 7, 7, 8, true, std::nullopt, 3, 2}, 52,
+        maskOf({2, 1, 1, 7}, 53, 3));
+  // One mask for all, keys longer than queries, grouped-query heads.
+  check({1, 4, 2, 5, 11, 4, false, std::nullopt, 2, 4}, 54,
+        maskOf({1, 1, 5, 11}, 55));
+  // A full mask per head (relative-position biases).
+  check({2, 3, 3, 6, 6, 4, true, std::nullopt, 64, 64}, 56,
+        maskOf({2, 3, 6, 6}, 57, 5));
+  // Broadcast over the batch, kept per head.
+  check({2, 3, 1, 6, 6, 4, false, std::nullopt, 4, 4}, 58,
+        maskOf({1, 3, 6, 6}, 59));
+}
+
+TEST(FlashAttention, FullyMaskedRowsGetZeroAndLargeNegativeMasksAreUniform) {
+  Tensor q = randomTensor({1, 1, 3, 4}, 60), k = randomTensor({1, 1, 5, 4}, 61),
+         v = randomTensor({1, 1, 5, 4}, 62);
+  float inf = std::numeric_limits<float>::infinity();
+  float lowest = std::numeric_limits<float>::lowest();
+  // Row 0: every key -inf; row 1: every key at the lowest float (as the
+  // exporters write the mask), the same; row 2: nothing masked.
+  Tensor mask({1, 1, 3, 5}, 0.0f);
+  for (int64_t j = 0; j < 5; ++j)
+    mask[j] = -inf, mask[5 + j] = lowest;
+  FlashAttentionOptions o;
+  o.blockKeys = 2;
+  o.mask = attentionMask(mask.data(), mask.shape(), q.shape(), 5);
+  Tensor out = poisoned(q.shape()), lse = poisoned({1, 1, 3});
+  flashAttention(q, k, v, o, out, lse);
+  EXPECT_EQ(lse[0], -inf);
+  EXPECT_EQ(lse[1], -inf);
+  for (int64_t x = 0; x < 8; ++x)
+    EXPECT_EQ(out[x], 0.0f);
+  // A row masked at -1e4 and below but for one key reads that key's value
+  // alone, its gradients with the rest (the reference) too.
+  mask[10] = -1e4f, mask[11] = -1e9f, mask[12] = lowest, mask[13] = -inf;
+  o.mask = attentionMask(mask.data(), mask.shape(), q.shape(), 5);
+  flashAttention(q, k, v, o, out, lse);
+  for (int64_t x = 0; x < 4; ++x)
+    EXPECT_NEAR(out[8 + x], v[16 + x], 1e-6);
+  check({1, 1, 1, 3, 5, 4, false, std::nullopt, 2, 2}, 60, mask);
+}
+
+TEST(FlashAttention, MasksThatDoNotBroadcastAreRefused) {
+  Shape q{2, 3, 4, 6, 8};
+  EXPECT_NO_THROW(attentionMask(nullptr, {2, 1, 1, 6, 7}, q, 7));
+  EXPECT_NO_THROW(attentionMask(nullptr, {1, 3, 4, 1, 7}, q, 7));
+  // Kept dimensions 0 and 2 around a broadcast one: not one run.
+  EXPECT_THROW(attentionMask(nullptr, {2, 1, 4, 6, 7}, q, 7),
+               std::invalid_argument);
+  EXPECT_THROW(attentionMask(nullptr, {2, 3, 4, 6, 6}, q, 7),
+               std::invalid_argument); // columns are not the keys
+  EXPECT_THROW(attentionMask(nullptr, {2, 3, 4, 3, 7}, q, 7),
+               std::invalid_argument); // rows are neither 6 nor 1
+  EXPECT_THROW(attentionMask(nullptr, {3, 6, 7}, q, 7),
+               std::invalid_argument); // rank
+  AttentionMask m = attentionMask(nullptr, {1, 3, 1, 6, 7}, q, 7);
+  EXPECT_EQ(m.div, 4);
+  EXPECT_EQ(m.mod, 3);
+  EXPECT_EQ(m.plane, 42);
 }
 
 /// Scores a causal kernel computes for a block of queries placed by

@@ -15,12 +15,16 @@ class RewritePatternSet;
 
 namespace cleave {
 
-/// matmul(q, k^T) [* or / scalar] -> softmax(last axis[, causal])
-/// [-> dropout of ratio 0] -> matmul(p, v)  ==>  graph.attention(q, k, v),
-/// k^T given as the matmul's transpose_rhs or as a transpose of the last
-/// two dimensions; grouped-query attention (keys broadcast over a trailing
-/// run of query batch dimensions) included. Only chains whose intermediate
-/// values have no other reader are fused.
+/// matmul(q, k^T) [* or / scalar] [+ mask] -> softmax(last axis[, causal])
+/// [-> where(p != p, 0, p)] [-> dropout of ratio 0] -> matmul(p, v)  ==>
+/// graph.attention(q, k, v[, mask]), k^T given as the matmul's
+/// transpose_rhs or as a transpose of the last two dimensions (between
+/// reshapes that regroup batch dimensions), the scale on the scores or
+/// split between q and k^T; grouped-query attention (keys broadcast over a
+/// trailing run of query batch dimensions, or repeated by a product with
+/// ones as PyTorch's exporters write `expand`) included; an additive or
+/// boolean mask that depends on no parameter becomes the op's mask. Only
+/// chains whose intermediate values have no other reader are fused.
 void populateFuseAttentionPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace cleave

@@ -62,12 +62,17 @@ def FuseAttention : Pass<"cleave-fuse-attention", "mlir::func::FuncOp"> {
     Finds attention written as its unfused ops, scores = q k^T (the
     matmul's transpose_rhs or an explicit transpose of the last two
     dimensions), an optional scaling by a scalar constant (multiply or
-    divide), a softmax along the keys (causal or not), an optional dropout
-    of ratio 0, and the product with v, and replaces it by one
+    divide, on the scores or split between q and k^T), an optional mask
+    added to the scores (or a boolean one selecting -inf) that depends on no
+    parameter, a softmax along the keys (causal or not), PyTorch's guard
+    against fully masked rows (where(p != p, 0, p)), an optional dropout of
+    ratio 0, and the product with v, and replaces it by one
     graph.attention (FlashAttention-2 at run time: the scores are never
     stored, the backward recomputes them from the saved log-sum-exp).
     Grouped-query attention written with keys broadcast over the query
-    heads of a group is kept as is. Run on forward graphs, before the
+    heads of a group is kept as is; keys and values repeated over the
+    group (PyTorch's `expand`, exported as a product with ones) are read
+    unrepeated, the queries regrouped to match. Run on forward graphs, before the
     training step is built; chains whose scores or probabilities have
     another reader, a dropout that drops, or an additive mask stay
     unfused. The rewrite is populateFuseAttentionPatterns

@@ -56,7 +56,7 @@ LogicalResult gradSoftmax(SoftmaxOp op, OpBuilder &b, ValueRange dys,
 }
 
 /// Fused attention: one attention_grad from the saved inputs, output and
-/// log-sum-exp. The log-sum-exp is a statistic for the backward pass only;
+/// log-sum-exp (and mask). The log-sum-exp is a statistic for the backward pass only;
 /// a graph differentiating through it is refused.
 LogicalResult gradAttention(AttentionOp op, OpBuilder &b, ValueRange dys,
                             SmallVectorImpl<Value> &dxs) {
@@ -65,9 +65,13 @@ LogicalResult gradAttention(AttentionOp op, OpBuilder &b, ValueRange dys,
                           "supported (it is kept for the backward pass)");
   auto grad = AttentionGradOp::create(
       b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(), op.getOut(),
-      op.getLse(), dys[0], op.getScaleAttr(), op.getCausalAttr(),
-      op.getQueryBlocksAttr(), op.getZigzagAttr());
+      op.getLse(), dys[0], op.getMask(), op.getScaleAttr(),
+      op.getCausalAttr(), op.getQueryBlocksAttr(), op.getZigzagAttr());
   dxs.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
+  // The additive mask gets none: cleave-fuse-attention only folds masks
+  // that depend on no parameter.
+  if (op.getMask())
+    dxs.push_back(Value());
   return success();
 }
 

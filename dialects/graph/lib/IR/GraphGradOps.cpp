@@ -221,6 +221,10 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult AttentionGradOp::verify() {
+  if (getMask() && failed(verifyAttentionMask(getLoc(), getQuery().getType(),
+                                              getKey().getType(),
+                                              getMask().getType())))
+    return failure();
   return verifyAttentionAttributes(
       getLoc(), getCausal(), getQueryBlocks().value_or(ArrayAttr()),
       getZigzag(), getQuery().getType(), getScale().convertToDouble());

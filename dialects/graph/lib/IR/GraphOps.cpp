@@ -242,6 +242,10 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult AttentionOp::verify() {
+  if (getMask() && failed(verifyAttentionMask(getLoc(), getQuery().getType(),
+                                              getKey().getType(),
+                                              getMask().getType())))
+    return failure();
   return verifyAttentionAttributes(
       getLoc(), getCausal(), getQueryBlocks().value_or(ArrayAttr()),
       getZigzag(), getQuery().getType(), getScale().convertToDouble());

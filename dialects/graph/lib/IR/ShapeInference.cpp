@@ -203,6 +203,47 @@ LogicalResult verifyAttentionAttributes(std::optional<Location> loc,
   return success();
 }
 
+LogicalResult verifyAttentionMask(std::optional<Location> loc, Type queryType,
+                                  Type keyType, Type maskType) {
+  auto q = cast<RankedTensorType>(queryType);
+  auto k = cast<RankedTensorType>(keyType);
+  auto m = cast<RankedTensorType>(maskType);
+  ArrayRef<int64_t> qs = q.getShape(), ms = m.getShape();
+  int64_t rank = q.getRank();
+  auto fail = [&](StringRef why) {
+    return emitOptionalError(loc, "attention mask ", shapeString(ms), " ", why,
+                             " (query ", shapeString(qs), ", keys ",
+                             k.getDimSize(k.getRank() - 2), ")");
+  };
+  if (m.getElementType() != q.getElementType())
+    return emitOptionalError(loc, "attention mask element type ",
+                             m.getElementType(), " differs from the query's ",
+                             q.getElementType());
+  if (m.getRank() != rank)
+    return fail("must have the query's rank");
+  if (ms[rank - 1] != k.getDimSize(k.getRank() - 2))
+    return fail("must have one column per key");
+  if (ms[rank - 2] != qs[rank - 2] && ms[rank - 2] != 1)
+    return fail("must have one row per query, or one row for all");
+  // The query's dimensions the mask keeps (not 1 where the query is not):
+  // one contiguous run, dimensions of size 1 in the query aside.
+  int64_t first = -1, last = -1;
+  for (int64_t d = 0; d < rank - 2; ++d) {
+    if (ms[d] != qs[d] && ms[d] != 1)
+      return fail("must broadcast to the query's batch dimensions");
+    if (qs[d] == 1 || ms[d] == 1)
+      continue;
+    if (first < 0)
+      first = d;
+    last = d;
+  }
+  for (int64_t d = first; first >= 0 && d <= last; ++d)
+    if (ms[d] != qs[d])
+      return fail("must keep one contiguous run of the query's batch "
+                  "dimensions");
+  return success();
+}
+
 double attentionScores(int64_t queries, int64_t keys, bool causal) {
   double q = static_cast<double>(queries), k = static_cast<double>(keys);
   if (!causal)

@@ -27,6 +27,7 @@
 
 #include "Context.h"
 #include "kernels/WarpReduce.cuh"
+#include "cleave/runtime/kernels/FlashAttention.h"
 
 #include <cmath>
 #include <type_traits>
@@ -43,6 +44,8 @@ struct Dims {
   float scale;
   bool causal;
   kernels::RowOffsets shift;
+  const float *mask;
+  int64_t maskDiv, maskMod, maskPlane, maskRowStride;
 };
 
 __device__ __forceinline__ int64_t imin(int64_t a, int64_t b) {
@@ -50,6 +53,17 @@ __device__ __forceinline__ int64_t imin(int64_t a, int64_t b) {
 }
 __device__ __forceinline__ int64_t imax(int64_t a, int64_t b) {
   return a < b ? b : a;
+}
+
+/// The additive mask's value for head h, query i, key j (0 without one).
+__device__ __forceinline__ float maskAt(const Dims &d, int64_t h, int64_t i,
+                                        int64_t j) {
+  if (!d.mask)
+    return 0.0f;
+  float m = d.mask[((h / d.maskDiv) % d.maskMod) * d.maskPlane +
+                   i * d.maskRowStride + j];
+  // As kernels::maskedScore (not callable on the device).
+  return m <= kernels::kMaskedAtOrBelow ? -INFINITY : m;
 }
 
 /// Keys a query row may see: [0, visible(i)), never fewer for a later row.
@@ -144,7 +158,10 @@ __global__ void forwardKernel(const float *q, const float *k, const float *v,
     stageKeys(kh, vh, t, d, kTileBuf, vTileBuf);
     int64_t end = imin(kTile, mine - t);
     for (int j = 0; j < end; ++j) {
-      float s = d.scale * dotRow(qi, kTileBuf + j * d.dim, d.dim, lane);
+      float s = d.scale * dotRow(qi, kTileBuf + j * d.dim, d.dim, lane) +
+                maskAt(d, h, i, t + j);
+      if (s == -INFINITY) // masked out: adds nothing
+        continue;
       float mNew = fmaxf(m, s);
       float correction = expf(m - mNew), p = expf(s - mNew);
       l = l * correction + p;
@@ -211,7 +228,8 @@ __global__ void queryGradKernel(const float *q, const float *k, const float *v,
     int64_t end = imin(kTile, mine - t);
     for (int j = 0; j < end; ++j) {
       const float *kj = kTileBuf + j * d.dim;
-      float p = expf(d.scale * dotRow(qi, kj, d.dim, lane) - rowLse);
+      float p = expf(d.scale * dotRow(qi, kj, d.dim, lane) +
+                     maskAt(d, h, i, t + j) - rowLse);
       float dp = dotRow(gi, vTileBuf + j * d.dim, d.dim, lane);
       float ds = p * (dp - rowDelta) * d.scale;
 #pragma unroll
@@ -293,7 +311,7 @@ __global__ void keyGradKernel(const float *q, const float *k, const float *v,
         }
         s = warpReduce(s, Sum());
         dp = warpReduce(dp, Sum());
-        float p = expf(d.scale * s - lseTile[r]);
+        float p = expf(d.scale * s + maskAt(d, h, i, j) - lseTile[r]);
         float ds = p * (dp - deltaTile[r]) * d.scale;
 #pragma unroll
         for (int e = 0; e < kPer; ++e) {
@@ -318,7 +336,10 @@ Dims makeDims(const FlashAttentionShape &s) {
   return {s.heads,     s.kvHeads,
           s.queries,   s.keys,
           static_cast<int>(s.dim), s.scale,
-          s.causal,    s.shift};
+          s.causal,    s.shift,
+          s.mask,      s.maskDiv,
+          s.maskMod,   s.maskPlane,
+          s.maskRowStride};
 }
 
 /// Runs `launch` with the register count per lane that the head size needs.

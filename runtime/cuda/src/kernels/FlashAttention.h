@@ -31,6 +31,10 @@ struct FlashAttentionShape {
   /// block of queries, kernels::RowOffsets).
   bool causal = false;
   kernels::RowOffsets shift;
+  /// graph.attention's additive mask (device memory; null: none), laid
+  /// out as kernels::AttentionMask says.
+  const float *mask = nullptr;
+  int64_t maskDiv = 1, maskMod = 1, maskPlane = 0, maskRowStride = 0;
 };
 
 /// out = softmax(scale q k^T, masked) v and each row's log-sum-exp (-inf

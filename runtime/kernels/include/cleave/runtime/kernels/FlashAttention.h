@@ -20,9 +20,43 @@
 #include "cleave/runtime/kernels/SequenceBlocks.h"
 #include "cleave/runtime/kernels/Tensor.h"
 
+#include <limits>
 #include <optional>
 
 namespace cleave::kernels {
+
+/// graph.attention's additive mask as the kernels read it: flattened head
+/// h (batch x heads) reads the plane ((h / div) % mod), row i of it at
+/// i * rowStride (0: one row for every query), one value per key.
+struct AttentionMask {
+  const float *data = nullptr;
+  int64_t div = 1, mod = 1, plane = 0, rowStride = 0;
+  const float *head(int64_t h) const {
+    return data + ((h / div) % mod) * plane;
+  }
+};
+
+/// Mask values at or below this mask their key as -inf does. Exporters
+/// write the lowest float (or -1e9, -1e4) for a masked key; against scores
+/// of any ordinary size its probability is 0 either way, but a row whose
+/// every key is so masked would keep a log-sum-exp of about -3.4e38, where
+/// float has no room for the log of the row's sum, and the backward's
+/// probabilities exp(score - lse) would come out 1 instead of 1 / keys.
+/// Such a row gets output 0 and no gradient instead (what PyTorch's
+/// exported guard where(p != p, 0, p) gives for -inf masks).
+constexpr float kMaskedAtOrBelow = -1e4f;
+
+/// The value a mask entry adds to its score.
+inline float maskedScore(float mask) {
+  return mask <= kMaskedAtOrBelow ? -std::numeric_limits<float>::infinity()
+                                  : mask;
+}
+
+/// The layout of a mask [M..., Mq, Sk] against query [B..., Sq, D] (as
+/// graph.attention's verifier admits: each M the B or 1, the kept ones one
+/// contiguous run; Mq = Sq or 1). Throws std::invalid_argument otherwise.
+AttentionMask attentionMask(const float *data, const Shape &mask,
+                            const Shape &query, int64_t keys);
 
 struct FlashAttentionOptions {
   /// Multiplies q k^T before the softmax (usually 1 / sqrt(dim)).
@@ -34,6 +68,8 @@ struct FlashAttentionOptions {
   /// lse -inf.
   bool causal = false;
   std::optional<RowOffsets> causalShift;
+  /// Added to the scaled scores (none when its data is null).
+  AttentionMask mask;
   /// Rows of queries and keys a block holds (tests vary them; results do
   /// not depend on them beyond rounding).
   int64_t blockQueries = 64;

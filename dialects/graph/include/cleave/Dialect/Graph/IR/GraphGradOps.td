@@ -60,12 +60,14 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Pure,
     rowsum(dout * out)), never storing the scores. Results are like query,
     key and value; a key or value broadcast over query heads (grouped-query
     attention) gets the sum over the heads that read it. Attributes as the
-    forward's. FLOPs: the five block products, 10 * Sq * Sk * D
+    forward's, and so is the additive `mask` (no gradient is made for
+    it). FLOPs: the five block products, 10 * Sq * Sk * D
     per batch entry, and 6 per score, over the unmasked scores only.
   }];
   let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
                        Graph_FloatTensor:$value, Graph_FloatTensor:$out,
                        Graph_FloatTensor:$lse, Graph_FloatTensor:$grad,
+                       Optional<Graph_FloatTensor>:$mask,
                        F64Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<StrArrayAttr>:$query_blocks,
                        UnitAttr:$zigzag);
@@ -73,7 +75,8 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Pure,
                       Graph_FloatTensor:$key_grad,
                       Graph_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad `scale` `=` $scale
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad
+    (`mask` $mask^ `:` type($mask))? `scale` `=` $scale
     (`causal` $causal^)? (`query_blocks` $query_blocks^)?
     (`zigzag` $zigzag^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($out) `,`

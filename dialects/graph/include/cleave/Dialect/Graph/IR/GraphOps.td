@@ -529,7 +529,15 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, InferTypeOpAdaptor,
     trailing run of 1s that broadcasts: grouped-query attention, query
     `[b, kv_heads, group, S, D]` against key `[b, kv_heads, 1, S, D]`.
 
-    `causal` masks key j for query i when j > i + (Sk - Sq). FLOPs: the two
+    `causal` masks key j for query i when j > i + (Sk - Sq). An optional
+    `mask` is added to the scaled scores before the softmax (an additive
+    mask: 0 where a key is seen, -inf or a large negative where it is not,
+    as exporters write padding and custom masks): `[M..., Mq, Sk]` of the
+    query's rank and element type, Mq either Sq or 1 (one row for every
+    query: key padding), each batch dimension the query's or 1 with the
+    query's kept dimensions one contiguous run. It gets no gradient (the
+    fusion only folds masks that depend on no parameter). A query row whose
+    every key is masked (-inf) gets output 0. FLOPs: the two
     products, 4 * Sq * Sk * D per batch entry, and 5 per score for
     the softmax; under a causal mask only the unmasked fraction of the
     scores, since wholly masked blocks are skipped.
@@ -543,13 +551,15 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, InferTypeOpAdaptor,
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
-                       Graph_FloatTensor:$value, F64Attr:$scale,
+                       Graph_FloatTensor:$value,
+                       Optional<Graph_FloatTensor>:$mask, F64Attr:$scale,
                        UnitAttr:$causal,
                        OptionalAttr<StrArrayAttr>:$query_blocks,
                        UnitAttr:$zigzag);
   let results = (outs Graph_FloatTensor:$out, Graph_FloatTensor:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `scale` `=` $scale (`causal` $causal^)?
+    $query `,` $key `,` $value (`mask` $mask^ `:` type($mask))?
+    `scale` `=` $scale (`causal` $causal^)?
     (`query_blocks` $query_blocks^)? (`zigzag` $zigzag^)? attr-dict `:`
     type($query) `,`
     type($key) `,` type($value)

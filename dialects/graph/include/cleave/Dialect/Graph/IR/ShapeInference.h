@@ -58,6 +58,14 @@ llvm::LogicalResult inferAttentionResult(std::optional<mlir::Location> loc,
                                          mlir::Type value,
                                          llvm::SmallVectorImpl<mlir::Type> &results);
 
+/// Checks graph.attention's additive mask against its query and key:
+/// [M..., Mq, Sk] of the query's rank and element type, Mq = Sq or 1, each
+/// batch dimension the query's or 1, the query's kept dimensions one
+/// contiguous run (kernels index it as ((head / div) % mod)).
+llvm::LogicalResult verifyAttentionMask(std::optional<mlir::Location> loc,
+                                        mlir::Type query, mlir::Type key,
+                                        mlir::Type mask);
+
 /// Scores an attention of `queries` x `keys` computes: all of them, or
 /// under a causal mask (key j masked for query i when j > i + shift, shift
 /// defaulting to keys - queries) only the unmasked ones.
