@@ -331,6 +331,117 @@ restoreExporterParameters(onnx::GraphProto &graph) {
   return restored;
 }
 
+namespace {
+
+/// The output features of a node's weight `w` (an initializer, or the
+/// output of a Transpose of one, as restoreExporterParameters writes):
+/// dimension `dim` of the initializer, the other one through a transpose.
+std::optional<std::pair<int64_t, int32_t>>
+featuresOf(const onnx::GraphProto &graph, const std::string &w, int dim) {
+  std::string name = w;
+  bool swapped = false;
+  for (const onnx::NodeProto &node : graph.node())
+    if (node.op_type() == "Transpose" && node.output_size() == 1 &&
+        node.output(0) == w && node.input_size() == 1) {
+      name = node.input(0);
+      swapped = true;
+    }
+  for (const onnx::TensorProto &t : graph.initializer())
+    if (t.name() == name && t.dims_size() >= 2) {
+      int d = swapped && t.dims_size() == 2 ? 1 - dim : dim;
+      return std::pair(t.dims(d), t.data_type());
+    }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::vector<std::string> restoreRemovedBiases(onnx::GraphProto &graph) {
+  llvm::StringMap<std::string> byMangled;
+  llvm::StringSet<> present;
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    byMangled[mangle(t.name())] = t.name();
+    present.insert(t.name());
+  }
+  // How many nodes carry each FX node's note: a linear whose bias was
+  // removed is one MatMul alone (its Add folded away).
+  llvm::StringMap<int> nodesOf;
+  for (const onnx::NodeProto &node : graph.node())
+    if (std::optional<std::string> fx =
+            exporterNote(node, "pkg.torch.onnx.fx_node"))
+      ++nodesOf[*fx];
+  std::vector<std::string> restored;
+  std::vector<std::pair<int, onnx::NodeProto>> adds; // after node index
+  for (int n = 0; n < graph.node_size(); ++n) {
+    onnx::NodeProto &node = *graph.mutable_node(n);
+    std::optional<std::string> fx = exporterNote(node, "pkg.torch.onnx.fx_node");
+    std::optional<NodeParameters> params =
+        fx ? parametersOf(node, byMangled) : std::nullopt;
+    if (!params)
+      continue;
+    std::vector<std::string> missing;
+    for (const std::string &name : params->names)
+      if (!present.contains(name))
+        missing.push_back(name);
+    if (missing.size() != 1 ||
+        !llvm::StringRef(missing[0]).ends_with("bias") ||
+        node.input_size() < 2)
+      continue;
+    // The bias's length: the weight's output features.
+    std::optional<std::pair<int64_t, int32_t>> features;
+    bool addNode = false;
+    const std::string &op = node.op_type();
+    bool addmm = fx->find("aten.addmm.default") != std::string::npos;
+    bool linear = fx->find("aten.linear.default") != std::string::npos;
+    bool conv = fx->find("target=torch.ops.aten.conv") != std::string::npos;
+    if (op == "Gemm" && node.input_size() == 2 && (addmm || linear)) {
+      int transB = 0;
+      for (const onnx::AttributeProto &a : node.attribute())
+        if (a.name() == "transB")
+          transB = static_cast<int>(a.i());
+      features = featuresOf(graph, node.input(1), transB ? 0 : 1);
+    } else if (op == "Conv" && node.input_size() == 2 && conv) {
+      features = featuresOf(graph, node.input(1), 0);
+    } else if (op == "MatMul" && (addmm || linear) && nodesOf[*fx] == 1) {
+      features = featuresOf(graph, node.input(1), 1);
+      addNode = true;
+    }
+    if (!features || !elementBytes(features->second))
+      continue;
+    onnx::TensorProto bias;
+    bias.set_name(missing[0]);
+    bias.set_data_type(features->second);
+    bias.add_dims(features->first);
+    bias.set_raw_data(
+        std::string(features->first * elementBytes(features->second), '\0'));
+    *graph.add_initializer() = std::move(bias);
+    present.insert(missing[0]);
+    restored.push_back(missing[0]);
+    if (!addNode) {
+      node.add_input(missing[0]);
+      continue;
+    }
+    // y = x W + bias: the MatMul writes a new name, the Add the old one.
+    onnx::NodeProto add;
+    add.set_op_type("Add");
+    add.set_name("cleave_restored_" + missing[0]);
+    std::string product = node.output(0) + ".without_bias";
+    add.add_input(product);
+    add.add_input(missing[0]);
+    add.add_output(node.output(0));
+    node.set_output(0, product);
+    adds.push_back({n, std::move(add)});
+  }
+  // The Adds right after their MatMuls, so the nodes stay in order.
+  auto *nodes = graph.mutable_node();
+  for (auto it = adds.rbegin(); it != adds.rend(); ++it) {
+    *nodes->Add() = std::move(it->second);
+    for (int i = nodes->size() - 1; i > it->first + 1; --i)
+      nodes->SwapElements(i, i - 1);
+  }
+  return restored;
+}
+
 std::vector<std::string> parametersNotInFile(const onnx::GraphProto &graph) {
   llvm::StringMap<std::string> byMangled;
   llvm::StringSet<> present;

@@ -57,6 +57,18 @@ struct RestoredParameter {
 /// missing or ambiguous, or whose names would clash, are left alone.
 std::vector<RestoredParameter> restoreExporterParameters(onnx::GraphProto &graph);
 
+/// Puts back the biases the exporter's optimizer removed: an Add of a bias
+/// still all zeros (every fresh nn.Linear of GPT-2's Conv1D, a fresh
+/// classifier or convolution) is an identity it folds away, so the module's
+/// parameter is gone and would not train. Where a Gemm, Conv or lone
+/// MatMul's notes name exactly one parameter the file lacks and it is a
+/// bias, the bias comes back as a zero initializer of the weight's output
+/// features: Gemm's and Conv's optional C/B input, or an Add after the
+/// MatMul. The values are exact (the optimizer folds only zeros), so the
+/// graph computes what it did, and the bias trains as in PyTorch. Returns
+/// the restored names.
+std::vector<std::string> restoreRemovedBiases(onnx::GraphProto &graph);
+
 /// The parameters the exporter's notes name that no initializer holds:
 /// the optimizer removed them (an Add of a bias still all zeros folded
 /// away), so they do not train. In the order first named.

@@ -137,6 +137,7 @@ LogicalResult OnnxFileImporter::load() {
   // Before the tied-weight check: a restored parameter is compared in the
   // layout PyTorch has it.
   restoreExporterParameters(*model.mutable_graph());
+  restoreRemovedBiases(*model.mutable_graph());
   std::vector<std::string> gone = parametersNotInFile(model.graph());
   if (!gone.empty()) {
     InFlightDiagnostic diag =
