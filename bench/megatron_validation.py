@@ -192,6 +192,7 @@ def h100_table(cleave, profile=None):
           f"{'unfused':>7} {'err':>7} | {'fused':>7} {'err':>7} | "
           f"{'searched':>8} {'err':>7} | searched schedule")
     errs = {"unfused": [], "fused": [], "searched": []}
+    where = []  # the fused plan's breakdown, per row
     for name, a, h, l, tp, pp, gpus, batch, measured in H100_ROWS:
         flops = megatron_core_flops(batch, l, h)
         cells = []
@@ -207,6 +208,9 @@ def h100_table(cleave, profile=None):
             tf = flops / found["predicted"]["step_time_s"] / gpus / 1e12
             err = (tf - measured) / measured * 100
             errs[label].append(err)
+            if label == "fused":
+                where.append((name, found["predicted"],
+                              flops / (measured * 1e12 * gpus)))
             cells.append(f"{tf:>7.1f} {err:>+6.1f}%")
             if free:
                 p = found["plan"]
@@ -222,6 +226,44 @@ def h100_table(cleave, profile=None):
         print(f"{label}: mean |error| {mean_abs:.1f}%, mean error "
               f"{sum(e) / len(e):+.1f}%, worst {max(e, key=abs):+.1f}% "
               f"({len(e)} rows; aim: mean 5%, worst 10%)")
+    where_the_error_sits(where)
+
+
+def where_the_error_sits(rows):
+    """The fused plans' predicted step split into the busiest stage's
+    compute stream and the rest (exposed communication and bubble), a
+    layer's forward split into GEMMs, element-wise kernels and
+    tensor-parallel collectives, and what the measured step implies: the
+    factor every compute kernel would have to be slower by for the
+    prediction to match, the exposed communication and bubble kept."""
+    if not rows:
+        return
+    print()
+    print("Where the fused predictions' error sits (Megatron-Core H100 rows):")
+    print(f"{'model':>6} | {'step s':>7} {'compute':>7} {'exposed':>7} | "
+          f"{'layer fwd':>9} {'GEMM':>5} {'elem':>5} {'tp':>5} | "
+          f"{'measured s':>10} {'compute x':>9}")
+    factors = []
+    for name, p, measured_step in rows:
+        step, compute = p["step_time_s"], p["compute_stream_s"]
+        layer = p["layer_forward_s"]
+        total = layer["gemm"] + layer["elementwise"] + layer["tensor_comm"]
+        exposed = max(step - compute, 0.0)
+        factor = (measured_step - exposed) / compute if compute else 0
+        factors.append(factor)
+        share = (lambda x: f"{100 * x / total:>4.0f}%") if total else (
+            lambda x: f"{'-':>5}")
+        print(f"{name:>6} | {step:>7.2f} {100 * compute / step:>6.0f}% "
+              f"{100 * exposed / step:>6.1f}% | {total * 1e3:>7.2f}ms "
+              f"{share(layer['gemm'])} {share(layer['elementwise'])} "
+              f"{share(layer['tensor_comm'])} | {measured_step:>10.2f} "
+              f"{factor:>8.2f}x")
+    print(f"every row's predicted step is at least "
+          f"{100 * min(r[1]['compute_stream_s'] / r[1]['step_time_s'] for r in rows):.0f}% "
+          f"compute stream; matching the measurements needs the compute "
+          f"{min(factors):.2f}x to {max(factors):.2f}x slower (mean "
+          f"{sum(factors) / len(factors):.2f}x), the communication and "
+          f"bubble left as predicted")
 
 
 # MosaicML llm-foundry, "H100 80GB BF16" (commit 061f2c7): model, sequence,

@@ -159,7 +159,18 @@ planJson(const cost::PlanPrediction &p) {
       {"peak_memory_stage", p.peakMemoryStage},
       {"memory_breakdown", std::move(breakdown)},
       {"bubble_fraction", p.bubbleFraction},
-      {"model_flops_per_step", p.modelFlops}};
+      {"model_flops_per_step", p.modelFlops},
+      // Where the time goes, for validation against measured runs: the
+      // busiest stage's compute-stream work (the rest of the step is
+      // exposed communication and bubble), one layer's forward pass of one
+      // microbatch on one rank by kind, and the collectives outside it.
+      {"compute_stream_s", p.lowerBoundSeconds},
+      {"layer_forward_s",
+       json::Object{{"gemm", p.layerGemmSeconds},
+                    {"elementwise", p.layerElementwiseSeconds},
+                    {"tensor_comm", p.layerTensorCommSeconds}}},
+      {"grad_reduce_s", p.gradReduceSeconds},
+      {"pipeline_send_s", p.pipelineSendSeconds}};
   return {std::move(plan), std::move(predicted)};
 }
 
