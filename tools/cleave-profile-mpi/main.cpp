@@ -62,11 +62,13 @@
 
 #include "cleave/runtime/comm/MpiCommunicator.h"
 #include "cleave/runtime/kernels/BlasKernels.h"
+#include "cleave/runtime/kernels/Threads.h"
 
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -103,6 +105,9 @@ int main(int argc, char **argv) {
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  // The threads a worker of this many ranks would have (Threads.h).
+  const char *localRanks = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  cleave::kernels::adoptRankThreads(localRanks ? std::atoi(localRanks) : ranks);
 
   Options options;
   std::string error;

@@ -48,6 +48,7 @@
 #endif
 #include "cleave/runtime/executor/Executor.h"
 #include "cleave/runtime/kernels/BlasKernels.h"
+#include "cleave/runtime/kernels/Threads.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
 #include <cstdio>
@@ -92,6 +93,10 @@ int main(int argc, char **argv) {
     return blasReport(argv[1]);
   comm::mpiInitialize(&argc, &argv);
   setWorld(comm::mpiWorldRank(), comm::mpiWorldSize());
+  // One pool of kernel threads a rank, the cores shared by the ranks on
+  // this machine (OpenMPI says how many there are) unless the user chose.
+  const char *localRanks = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  kernels::adoptRankThreads(localRanks ? std::atoi(localRanks) : 1);
   // An exception no caller handled (a bug: errors travel as absl::Status)
   // ends the job with the rank and the reason, like any other error,
   // instead of std::terminate's abort on one rank and a hang on the others.

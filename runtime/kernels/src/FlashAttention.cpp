@@ -8,6 +8,7 @@
 #include "cleave/runtime/kernels/FlashAttention.h"
 
 #include "Gemm.h"
+#include "Parallel.h"
 #include "Support.h"
 
 #include <algorithm>
@@ -128,9 +129,14 @@ void flashAttention(ConstTensorRef q, ConstTensorRef k, ConstTensorRef v,
   detail::checkShape(out, q.shape, kernel, "out");
   detail::checkShape(lse, {d.batch, d.heads, d.queries}, kernel, "lse");
   int64_t br = o.blockQueries, bc = o.blockKeys, D = d.dim;
+  // Heads in parallel (each its own output rows), one GEMM per block pair
+  // on the head's thread.
+  int64_t units = d.batch * d.heads;
+  detail::parallelFor(units, units * d.queries * d.keys * D,
+                      [&](int64_t u0, int64_t u1) {
   std::vector<float> s(br * bc), acc(br * D), rowMax(br), rowSum(br);
-  for (int64_t b = 0; b < d.batch; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
+  for (int64_t u = u0; u < u1; ++u) {
+      int64_t b = u / d.heads, h = u % d.heads;
       int64_t kvh = h / (d.heads / d.kvHeads);
       const float *qh = q.data + (b * d.heads + h) * d.queries * D;
       const float *kh = k.data + (b * d.kvHeads + kvh) * d.keys * D;
@@ -198,6 +204,7 @@ void flashAttention(ConstTensorRef q, ConstTensorRef k, ConstTensorRef v,
         }
       }
     }
+  });
 }
 
 void flashAttentionBackward(ConstTensorRef q, ConstTensorRef k,
@@ -217,10 +224,18 @@ void flashAttentionBackward(ConstTensorRef q, ConstTensorRef k,
   detail::zero(dk);
   detail::zero(dv);
   int64_t br = o.blockQueries, bc = o.blockKeys, D = d.dim;
+  // Key/value heads in parallel, each with the query heads of its group in
+  // order: dk and dv of a key head, and dq of a query head, have one
+  // writer, and dk and dv sum the group's heads in the same order on any
+  // number of threads.
+  int64_t group = d.heads / d.kvHeads, units = d.batch * d.kvHeads;
+  detail::parallelFor(units, units * group * d.queries * d.keys * D,
+                      [&](int64_t u0, int64_t u1) {
   std::vector<float> p(br * bc), dp(br * bc), delta(d.queries);
-  for (int64_t b = 0; b < d.batch; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
-      int64_t kvh = h / (d.heads / d.kvHeads);
+  for (int64_t u = u0; u < u1; ++u)
+    for (int64_t g = 0; g < group; ++g) {
+      int64_t b = u / d.kvHeads, h = (u % d.kvHeads) * group + g;
+      int64_t kvh = h / group;
       int64_t qOff = (b * d.heads + h) * d.queries * D;
       int64_t kvOff = (b * d.kvHeads + kvh) * d.keys * D;
       const float *qh = q.data + qOff, *oh = out.data + qOff,
@@ -283,6 +298,7 @@ void flashAttentionBackward(ConstTensorRef q, ConstTensorRef k,
         }
       }
     }
+  });
 }
 
 } // namespace cleave::kernels

@@ -2,6 +2,7 @@
 
 #include "cleave/runtime/kernels/Normalization.h"
 
+#include "Parallel.h"
 #include "Support.h"
 #include "VectorClones.h"
 
@@ -65,34 +66,124 @@ ChannelDims channelDims(ConstTensorRef in, const char *kernel) {
 
 } // namespace
 
-CLEAVE_VECTOR_CLONES void layerNorm(ConstTensorRef in, ConstTensorRef scale,
-                                    ConstTensorRef bias, int64_t axis,
-                                    double epsilon, TensorRef out) {
-  NormDims d = normDims(in, axis, "layerNorm");
-  detail::checkShape(out, in.shape, "layerNorm", "result");
-  detail::checkOptionalShape(scale, d.paramShape, "layerNorm", "scale");
-  detail::checkOptionalShape(bias, d.paramShape, "layerNorm", "bias");
-  int64_t n = d.n;
-  for (int64_t r = 0; r < d.rows; ++r) {
-    const float *x = in.data + r * n;
-    float *y = out.data + r * n;
+namespace {
+
+// The per-row work of each norm over rows [r0, r1): cloned for the vector
+// widths, called from the threads of parallelFor / parallelRowSums.
+
+CLEAVE_VECTOR_CLONES void layerNormRows(const float *in, const float *scale,
+                                        const float *bias, int64_t n,
+                                        double epsilon, float *out, int64_t r0,
+                                        int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *x = in + r * n;
+    float *y = out + r * n;
     Moments m = moments(x, n, epsilon);
     for (int64_t i = 0; i < n; ++i)
       y[i] = (x[i] - m.mean) * m.rstd;
     if (scale)
       for (int64_t i = 0; i < n; ++i)
-        y[i] *= scale.data[i];
+        y[i] *= scale[i];
     if (bias)
       for (int64_t i = 0; i < n; ++i)
-        y[i] += bias.data[i];
+        y[i] += bias[i];
   }
 }
 
-CLEAVE_VECTOR_CLONES void layerNormBackward(ConstTensorRef in,
-                                            ConstTensorRef scale, int64_t axis,
-                                            double epsilon, ConstTensorRef dOut,
-                                            TensorRef dIn, TensorRef dScale,
-                                            TensorRef dBias) {
+/// dIn of rows [r0, r1), and their dScale and dBias terms added into
+/// `dScale` and `dBias` (either may be null).
+CLEAVE_VECTOR_CLONES void
+layerNormBackwardRows(const float *in, const float *scale, int64_t n,
+                      double epsilon, const float *dOut, float *dIn,
+                      float *dScale, float *dBias, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *x = in + r * n, *dy = dOut + r * n;
+    Moments m = moments(x, n, epsilon);
+    if (dScale)
+      for (int64_t i = 0; i < n; ++i)
+        dScale[i] += dy[i] * (x[i] - m.mean) * m.rstd;
+    if (dBias)
+      for (int64_t i = 0; i < n; ++i)
+        dBias[i] += dy[i];
+    if (!dIn)
+      continue;
+    // With g = dy * scale and xhat the normalised input:
+    // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      float g = scale ? dy[i] * scale[i] : dy[i];
+      sumG += g;
+      sumGX += double(g) * ((x[i] - m.mean) * m.rstd);
+    }
+    float meanG = static_cast<float>(sumG / n);
+    float meanGX = static_cast<float>(sumGX / n);
+    float *dx = dIn + r * n;
+    for (int64_t i = 0; i < n; ++i) {
+      float g = scale ? dy[i] * scale[i] : dy[i];
+      float xhat = (x[i] - m.mean) * m.rstd;
+      dx[i] = m.rstd * (g - meanG - xhat * meanGX);
+    }
+  }
+}
+
+CLEAVE_VECTOR_CLONES void rmsNormRows(const float *in, const float *scale,
+                                      int64_t n, double epsilon, float *out,
+                                      int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *x = in + r * n;
+    float *y = out + r * n;
+    float inv = rmsInverse(x, n, epsilon);
+    if (scale)
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = x[i] * inv * scale[i];
+    else
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = x[i] * inv;
+  }
+}
+
+CLEAVE_VECTOR_CLONES void
+rmsNormBackwardRows(const float *in, const float *scale, int64_t n,
+                    double epsilon, const float *dOut, float *dIn,
+                    float *dScale, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *x = in + r * n, *dy = dOut + r * n;
+    float inv = rmsInverse(x, n, epsilon);
+    if (dScale)
+      for (int64_t i = 0; i < n; ++i)
+        dScale[i] += dy[i] * x[i] * inv;
+    if (!dIn)
+      continue;
+    // With g = dy * scale and r = 1 / rms: dx = r * g - x * r^3 * mean(g x).
+    double sumGX = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+      sumGX += double(scale ? dy[i] * scale[i] : dy[i]) * x[i];
+    float k = static_cast<float>(sumGX / n) * inv * inv * inv;
+    float *dx = dIn + r * n;
+    for (int64_t i = 0; i < n; ++i) {
+      float g = scale ? dy[i] * scale[i] : dy[i];
+      dx[i] = inv * g - x[i] * k;
+    }
+  }
+}
+
+} // namespace
+
+void layerNorm(ConstTensorRef in, ConstTensorRef scale, ConstTensorRef bias,
+               int64_t axis, double epsilon, TensorRef out) {
+  NormDims d = normDims(in, axis, "layerNorm");
+  detail::checkShape(out, in.shape, "layerNorm", "result");
+  detail::checkOptionalShape(scale, d.paramShape, "layerNorm", "scale");
+  detail::checkOptionalShape(bias, d.paramShape, "layerNorm", "bias");
+  detail::parallelFor(d.rows, d.rows * d.n, [&](int64_t r0, int64_t r1) {
+    layerNormRows(in.data, scale.data, bias.data, d.n, epsilon, out.data, r0,
+                  r1);
+  });
+}
+
+void layerNormBackward(ConstTensorRef in, ConstTensorRef scale, int64_t axis,
+                       double epsilon, ConstTensorRef dOut, TensorRef dIn,
+                       TensorRef dScale, TensorRef dBias) {
   NormDims d = normDims(in, axis, "layerNormBackward");
   detail::checkShape(dOut, in.shape, "layerNormBackward", "dOut");
   detail::checkOptionalShape(dIn, in.shape, "layerNormBackward", "dIn");
@@ -103,85 +194,46 @@ CLEAVE_VECTOR_CLONES void layerNormBackward(ConstTensorRef in,
   detail::zero(dScale);
   detail::zero(dBias);
   int64_t n = d.n;
-  for (int64_t r = 0; r < d.rows; ++r) {
-    const float *x = in.data + r * n, *dy = dOut.data + r * n;
-    Moments m = moments(x, n, epsilon);
-    if (dScale)
-      for (int64_t i = 0; i < n; ++i)
-        dScale.data[i] += dy[i] * (x[i] - m.mean) * m.rstd;
-    if (dBias)
-      for (int64_t i = 0; i < n; ++i)
-        dBias.data[i] += dy[i];
-    if (!dIn)
-      continue;
-    // With g = dy * scale and xhat the normalised input:
-    // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-    double sumG = 0.0, sumGX = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      float g = scale ? dy[i] * scale.data[i] : dy[i];
-      sumG += g;
-      sumGX += double(g) * ((x[i] - m.mean) * m.rstd);
-    }
-    float meanG = static_cast<float>(sumG / n);
-    float meanGX = static_cast<float>(sumGX / n);
-    float *dx = dIn.data + r * n;
-    for (int64_t i = 0; i < n; ++i) {
-      float g = scale ? dy[i] * scale.data[i] : dy[i];
-      float xhat = (x[i] - m.mean) * m.rstd;
-      dx[i] = m.rstd * (g - meanG - xhat * meanGX);
-    }
-  }
+  // One sum of 2n: the scale's terms, then the bias's.
+  std::vector<float> sums(dScale || dBias ? 2 * n : 0, 0.0f);
+  detail::parallelRowSums(
+      d.rows, 2 * n, sums.empty() ? nullptr : sums.data(),
+      [&](int64_t r0, int64_t r1, float *partial) {
+        layerNormBackwardRows(in.data, scale.data, n, epsilon, dOut.data,
+                              dIn.data, dScale ? partial : nullptr,
+                              dBias ? partial + n : nullptr, r0, r1);
+      });
+  if (dScale)
+    std::copy(sums.begin(), sums.begin() + n, dScale.data);
+  if (dBias)
+    std::copy(sums.begin() + n, sums.end(), dBias.data);
 }
 
-CLEAVE_VECTOR_CLONES void rmsNorm(ConstTensorRef in, ConstTensorRef scale,
-                                  int64_t axis, double epsilon, TensorRef out) {
+void rmsNorm(ConstTensorRef in, ConstTensorRef scale, int64_t axis,
+             double epsilon, TensorRef out) {
   NormDims d = normDims(in, axis, "rmsNorm");
   detail::checkShape(out, in.shape, "rmsNorm", "result");
   detail::checkOptionalShape(scale, d.paramShape, "rmsNorm", "scale");
-  int64_t n = d.n;
-  for (int64_t r = 0; r < d.rows; ++r) {
-    const float *x = in.data + r * n;
-    float *y = out.data + r * n;
-    float inv = rmsInverse(x, n, epsilon);
-    if (scale)
-      for (int64_t i = 0; i < n; ++i)
-        y[i] = x[i] * inv * scale.data[i];
-    else
-      for (int64_t i = 0; i < n; ++i)
-        y[i] = x[i] * inv;
-  }
+  detail::parallelFor(d.rows, d.rows * d.n, [&](int64_t r0, int64_t r1) {
+    rmsNormRows(in.data, scale.data, d.n, epsilon, out.data, r0, r1);
+  });
 }
 
-CLEAVE_VECTOR_CLONES void rmsNormBackward(ConstTensorRef in,
-                                          ConstTensorRef scale, int64_t axis,
-                                          double epsilon, ConstTensorRef dOut,
-                                          TensorRef dIn, TensorRef dScale) {
+void rmsNormBackward(ConstTensorRef in, ConstTensorRef scale, int64_t axis,
+                     double epsilon, ConstTensorRef dOut, TensorRef dIn,
+                     TensorRef dScale) {
   NormDims d = normDims(in, axis, "rmsNormBackward");
   detail::checkShape(dOut, in.shape, "rmsNormBackward", "dOut");
   detail::checkOptionalShape(dIn, in.shape, "rmsNormBackward", "dIn");
   detail::checkOptionalShape(scale, d.paramShape, "rmsNormBackward", "scale");
   detail::checkOptionalShape(dScale, d.paramShape, "rmsNormBackward", "dScale");
   detail::zero(dScale);
-  int64_t n = d.n;
-  for (int64_t r = 0; r < d.rows; ++r) {
-    const float *x = in.data + r * n, *dy = dOut.data + r * n;
-    float inv = rmsInverse(x, n, epsilon);
-    if (dScale)
-      for (int64_t i = 0; i < n; ++i)
-        dScale.data[i] += dy[i] * x[i] * inv;
-    if (!dIn)
-      continue;
-    // With g = dy * scale and r = 1 / rms: dx = r * g - x * r^3 * mean(g x).
-    double sumGX = 0.0;
-    for (int64_t i = 0; i < n; ++i)
-      sumGX += double(scale ? dy[i] * scale.data[i] : dy[i]) * x[i];
-    float k = static_cast<float>(sumGX / n) * inv * inv * inv;
-    float *dx = dIn.data + r * n;
-    for (int64_t i = 0; i < n; ++i) {
-      float g = scale ? dy[i] * scale.data[i] : dy[i];
-      dx[i] = inv * g - x[i] * k;
-    }
-  }
+  detail::parallelRowSums(d.rows, d.n, dScale.data,
+                          [&](int64_t r0, int64_t r1, float *partial) {
+                            rmsNormBackwardRows(in.data, scale.data, d.n,
+                                                epsilon, dOut.data, dIn.data,
+                                                partial, r0, r1);
+                          });
 }
 
 void batchNorm(ConstTensorRef in, ConstTensorRef scale, ConstTensorRef bias,
