@@ -22,7 +22,7 @@ PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libprotobuf-dev protobuf-compiler libabsl-dev
   libgtest-dev libgmock-dev
-  libopenmpi-dev openmpi-bin libopenblas-dev libopenblas-openmp-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libopenblas-openmp-dev libdnnl2
   libonnx-dev libonnx-testdata coinor-libcbc-dev
   libxxhash-dev nlohmann-json3-dev python3-venv
 )

@@ -55,6 +55,14 @@ import subprocess
 # the HTML report headless.
 if shutil.which("chromium"):
     config.available_features.add("chromium")
+# oneDNN's GEMMs (runtime/kernels GemmLibrary.h) where Debian's libdnnl2 is
+# installed (scripts/setup.sh installs it).
+import ctypes as _ctypes
+try:
+    _ctypes.CDLL("libdnnl.so.2")
+    config.available_features.add("onednn")
+except OSError:
+    pass
 if shutil.which("nvidia-smi"):
     try:
         listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True,

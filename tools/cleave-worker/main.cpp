@@ -48,6 +48,7 @@
 #endif
 #include "cleave/runtime/executor/Executor.h"
 #include "cleave/runtime/kernels/BlasKernels.h"
+#include "cleave/runtime/kernels/GemmLibrary.h"
 #include "cleave/runtime/kernels/Threads.h"
 #include "cleave/runtime/plan/PlanIO.h"
 
@@ -62,23 +63,30 @@ using namespace cleave::worker;
 
 namespace {
 
-/// `--blas-probe`: the loaded OpenBLAS kernels' name and GEMM rate, for
-/// the profiler's choice of kernels (BlasKernels.h); `--blas-info`: the
-/// kernels this worker runs on and the choice it found. Neither starts MPI.
+/// `--blas-probe`: the loaded OpenBLAS kernels' name (or "onednn" when
+/// oneDNN runs the GEMMs) and GEMM rate, for the profiler's choice of
+/// kernels (BlasKernels.h, GemmLibrary.h); `--blas-info`: the kernels this
+/// worker runs on, the library of its GEMMs and the choice it found.
+/// Neither starts MPI.
 int blasReport(const std::string &mode) {
   if (mode == "--blas-probe") {
     double rate = kernels::probeGemmRate();
-    std::printf("%s %.3f\n", kernels::openBlasCoreName().c_str(), rate);
+    std::printf("%s %.3f\n",
+                kernels::gemmLibrary() == kernels::GemmLibrary::OneDnn
+                    ? kernels::kOneDnnChoice
+                    : kernels::openBlasCoreName().c_str(),
+                rate);
     return rate > 0 ? 0 : 1;
   }
   std::optional<std::string> chosen =
       kernels::readChoice(kernels::choiceCachePath(), kernels::choiceKey());
   const char *forced = std::getenv("OPENBLAS_CORETYPE");
   std::printf("loaded: %s\nOPENBLAS_CORETYPE: %s\nchoice: %s\ncache: %s\n"
-              "key: %s\n",
+              "key: %s\ngemm: %s\n",
               kernels::openBlasCoreName().c_str(), forced ? forced : "(unset)",
               chosen ? chosen->c_str() : "(none)",
-              kernels::choiceCachePath().c_str(), kernels::choiceKey().c_str());
+              kernels::choiceCachePath().c_str(), kernels::choiceKey().c_str(),
+              kernels::gemmLibraryName(kernels::gemmLibrary()));
   return 0;
 }
 

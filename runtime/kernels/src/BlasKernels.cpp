@@ -2,6 +2,8 @@
 
 #include "cleave/runtime/kernels/BlasKernels.h"
 
+#include "Gemm.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -105,10 +107,9 @@ double probeGemmRate(double seconds) {
       a.assign(size_t(s.m) * s.k, 0.5f);
       b.assign(size_t(s.k) * s.n, 0.25f);
       c.assign(size_t(s.m) * s.n, 0.0f);
-      cblas_sgemm(CblasRowMajor, s.transA ? CblasTrans : CblasNoTrans,
-                  s.transB ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, 1.0f,
-                  a.data(), s.transA ? s.m : s.k, b.data(),
-                  s.transB ? s.k : s.n, 0.0f, c.data(), s.n);
+      // The kernels' own entry point: the library they run (GemmLibrary.h).
+      detail::gemm(s.transA, s.transB, s.m, s.n, s.k, a.data(), b.data(),
+                   0.0f, c.data());
       flops += 2.0 * s.m * s.n * s.k;
     }
     double elapsed = std::chrono::duration<double>(
@@ -228,6 +229,14 @@ void adoptChosenBlasKernels(char **argv) {
                                                  choiceKey());
   if (!chosen || chosen->empty() || *chosen == loaded)
     return;
+  // oneDNN measured faster than every OpenBLAS kernel set: the GEMMs run
+  // on it (chosen before the first GEMM; no re-execution needed), unless
+  // the user chose a library.
+  if (*chosen == kOneDnnChoice) {
+    if (!std::getenv("CLEAVE_GEMM"))
+      setenv("CLEAVE_GEMM", kOneDnnChoice, 1);
+    return;
+  }
   setenv("OPENBLAS_CORETYPE", chosen->c_str(), 1);
   execv("/proc/self/exe", argv);
   // Could not re-execute: run on with the kernels loaded.

@@ -1,4 +1,4 @@
-//===- Gemm.h - The one entry point to cblas_sgemm --------------*- C++ -*-===//
+//===- Gemm.h - The one entry point to the GEMM library ---------*- C++ -*-===//
 //
 // Internal to the kernel library.
 //
@@ -8,6 +8,8 @@
 #define CLEAVE_RUNTIME_KERNELS_GEMM_H
 
 #include "Support.h"
+
+#include "cleave/runtime/kernels/GemmLibrary.h"
 
 #include <cblas.h>
 
@@ -23,6 +25,11 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
     // BLAS rejects a zero leading dimension; the empty sum is zero.
     if (beta == 0.0f)
       zero(c, m * n);
+    return;
+  }
+  if (DnnlSgemm dnnl = detail::activeDnnlSgemm()) {
+    dnnl(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, ta ? m : k, b,
+         tb ? k : n, beta, c, n);
     return;
   }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,

@@ -5,6 +5,7 @@
 #include "cleave/runtime/subprocess/Subprocess.h"
 
 #include "cleave/runtime/kernels/BlasKernels.h"
+#include "cleave/runtime/kernels/GemmLibrary.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +61,17 @@ chooseBlasKernels(const std::string &worker, double timeoutSeconds) {
     if (loaded == core)
       out.rates.push_back({core, rate});
   }
+  // oneDNN's GEMMs, where Debian's libdnnl2 is installed: one more
+  // candidate, chosen like a kernel set when it is the fastest by more
+  // than the noise (GemmLibrary.h).
+  if (kernels::oneDnnAvailable()) {
+    auto [loaded, rate] = probe(
+        worker,
+        {"CLEAVE_GEMM=onednn", "CLEAVE_BLAS_CORETYPE=default"},
+        timeoutSeconds);
+    if (loaded == kernels::kOneDnnChoice)
+      out.rates.push_back({loaded, rate});
+  }
   std::vector<kernels::CoreTypeRate> rates;
   for (const auto &[core, rate] : out.rates)
     rates.push_back({core, rate});
@@ -72,7 +84,8 @@ chooseBlasKernels(const std::string &worker, double timeoutSeconds) {
 
 std::string describeBlasChoice(const BlasKernelChoice &choice) {
   std::ostringstream out;
-  out << "OpenBLAS kernels, one thread, GFLOP/s:";
+  out << "GEMM kernels (OpenBLAS's, and oneDNN where installed), one "
+         "thread, GFLOP/s:";
   char buffer[64];
   for (const auto &[core, rate] : choice.rates) {
     std::snprintf(buffer, sizeof(buffer), " %s %.1f%s", core.c_str(), rate,

@@ -61,6 +61,10 @@ std::string chooseCoreType(const std::vector<CoreTypeRate> &rates,
                            const std::string &defaultCore,
                            double margin = 0.02);
 
+/// The choice that stands for oneDNN's GEMMs instead of any OpenBLAS
+/// kernel set (GemmLibrary.h): adopting it sets CLEAVE_GEMM=onednn.
+inline constexpr const char *kOneDnnChoice = "onednn";
+
 /// The cache file: $CLEAVE_CACHE_DIR, else $XDG_CACHE_HOME/cleave, else
 /// $HOME/.cache/cleave, then "openblas-kernels"; empty if none is known.
 std::string choiceCachePath();
