@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Time one training step of a small GPT in cleave against PyTorch and JAX.
 
-Three configurations, side by side, all on this machine's CPU:
+Four configurations, side by side, all on this machine's CPU:
 
-  1 rank      cleave (dp=1)        vs PyTorch on CPU, one process
+  1 rank      cleave (dp=1)        vs PyTorch eager on CPU, one process
+  1 rank      cleave (dp=1)        vs torch.compile (Inductor), one process
   dp=2        cleave (2 ranks)     vs torch.distributed (gloo) + DDP, 2 processes
   tp=2        cleave (2 ranks)     vs JAX on 2 host devices, the parameters
                                       sharded exactly as the cleave plan shards
@@ -18,8 +19,14 @@ decay, or SGD with --optimizer sgd). Every process gets the same number of
 threads a rank (--threads, default 1: OPENBLAS_NUM_THREADS/OMP_NUM_THREADS for
 cleave, torch.set_num_threads for PyTorch, one XLA CPU thread a device
 through --xla_cpu_multi_thread_eigen=false for JAX). Each side reports the
-median step time after warm-up; the table prints cleave/peer (above 1: cleave
-is slower).
+median step time after warm-up. Every configuration runs --rounds rounds
+(default 5), cleave and its peer one after the other, the order rotated
+each round; the table prints each side's min and median over the rounds
+and the paired ratio cleave/peer of every round (above 1: cleave is
+slower). A round in which other processes used more than --max-load cores
+(after --retries reruns) is left out, and a configuration with half its
+rounds or more so disturbed is not reported at all (the script then exits
+non-zero).
 
 The cleave side needs only Python 3's standard library. The peers run in a
 separate virtual environment, passed with --python; create it with
@@ -69,7 +76,9 @@ STEP_RE = re.compile(r"^step\s+(\d+)\s+loss\s+(\S+)\s+time\s+([0-9.]+)\s*ms")
 
 def peer_main(args):
     cfg = json.loads(args.peer_config)
-    if args.peer in ("torch", "ddp"):
+    if args.peer in ("torch", "ddp", "compile"):
+        if args.peer == "compile":
+            cfg["compile"] = True
         return torch_peer(cfg, distributed=args.peer == "ddp")
     if args.peer == "jax":
         return jax_peer(cfg)
@@ -137,6 +146,9 @@ def torch_peer(cfg, distributed):
 
     rank, world = 0, 1
     model = GPT()
+    if cfg.get("compile"):
+        # Inductor's CPU code; the warm-up steps (not timed) compile it.
+        model = torch.compile(model)
     if distributed:
         import torch.distributed as dist
         dist.init_process_group("gloo")
@@ -364,7 +376,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="threads a rank")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--only", help="comma-separated: 1rank,dp2,tp2")
+    ap.add_argument("--only", help="comma-separated: 1rank,1rank-compile,"
+                    "dp2,tp2")
     ap.add_argument("--wait-idle", type=float, default=120,
                     help="seconds to wait for an idle machine before each "
                          "measurement")
@@ -372,6 +385,10 @@ def main():
                     help="rerun a measurement while other processes used "
                          "more cores than this")
     ap.add_argument("--retries", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds per configuration, cleave and the peer "
+                         "alternating (the order rotated each round); the "
+                         "ratio is paired within a round")
     ap.add_argument("--trace-dir", help="also write cleave run --trace files "
                     "here and print the top ops of each")
     ap.add_argument("--compare-fusion", action="store_true",
@@ -398,6 +415,7 @@ def main():
     configs = [
         # name, ranks, cleave --fix, peer
         ("1rank", 1, "dp=1,microbatch=%d" % args.batch, "torch"),
+        ("1rank-compile", 1, "dp=1,microbatch=%d" % args.batch, "compile"),
         ("dp2", 2, "dp=2,microbatch=%d" % (args.batch // 2), "ddp"),
         ("tp2", 2, "tp=2,microbatch=%d" % args.batch, "jax"),
     ]
@@ -430,8 +448,10 @@ def main():
             return [float(m.group(3)) for m in
                     (STEP_RE.match(l.strip()) for l in out.splitlines()) if m]
 
-        ct, lm_c = measured(cleave_side, args)
-        cleave_ms = statistics.median(ct[args.warmup:])
+        # With a peer the cleave side is measured in the rounds below.
+        ct, lm_c = ([], None) if args.python and not args.compare_fusion \
+            else measured(cleave_side, args)
+        cleave_ms = statistics.median(ct[args.warmup:]) if ct else None
         unfused_ms = None
         if args.compare_fusion:
             fused_cmd = cmd
@@ -483,21 +503,45 @@ def main():
                 pout = run(pcmd, env=penv)
             return peer_times(pout)
 
-        pinfo, lm_p = measured(peer_side, args)
-        pt = pinfo["times_ms"]
-        peer_ms = statistics.median(pt[args.warmup:])
+        # Rounds: cleave and the peer one after the other, the order
+        # rotated each round, so that a slow spell of the machine falls on
+        # both sides of some rounds; the ratio is paired within a round.
+        rounds = []
+        pinfo = {}
+        for r in range(max(1, args.rounds)):
+            sides = {}
+            for side in (("cleave", "peer") if r % 2 == 0
+                         else ("peer", "cleave")):
+                if side == "cleave":
+                    t, lm = measured(cleave_side, args)
+                    sides["cleave"] = (statistics.median(t[args.warmup:]),
+                                       lm.other_cores)
+                else:
+                    pinfo, lm = measured(peer_side, args)
+                    sides["peer"] = (statistics.median(
+                        pinfo["times_ms"][args.warmup:]), lm.other_cores)
+            busy = max(sides["cleave"][1], sides["peer"][1])
+            rounds.append(dict(cleave_ms=sides["cleave"][0],
+                               peer_ms=sides["peer"][0],
+                               ratio=sides["cleave"][0] / sides["peer"][0],
+                               other_cores=busy,
+                               busy=busy > args.max_load))
+            print("  %-13s round %d: cleave %8.1f ms  peer %8.1f ms  ratio "
+                  "%.2f  other load %.2f cores%s" % (
+                      name, r + 1, sides["cleave"][0], sides["peer"][0],
+                      rounds[-1]["ratio"], busy,
+                      "  (busy)" if rounds[-1]["busy"] else ""), flush=True)
         label = {"torch": "PyTorch %s" % pinfo.get("torch", ""),
+                 "compile": "torch.compile %s" % pinfo.get("torch", ""),
                  "ddp": "torch DDP gloo %s" % pinfo.get("torch", ""),
                  "jax": "JAX %s, %d devices" % (pinfo.get("jax", ""),
                                                 ranks)}[peer]
+        quiet = [x for x in rounds if not x["busy"]]
         rows.append(dict(config=name, ranks=ranks, fix=fix, peer=label,
-                         unfused_ms=unfused_ms,
-                         cleave_ms=cleave_ms, peer_ms=peer_ms,
-                         ratio=cleave_ms / peer_ms, cleave_steps=ct,
-                         peer_steps=pt, other_cleave=lm_c.other_cores,
-                         other_peer=lm_p.other_cores))
-        print("  %-6s cleave %8.1f ms  %-28s %8.1f ms  ratio %.2f" % (
-            name, cleave_ms, label, peer_ms, cleave_ms / peer_ms), flush=True)
+                         unfused_ms=unfused_ms, rounds=rounds,
+                         refused=len(quiet) * 2 <= len(rounds) and
+                         len(rounds) > 1 or not quiet,
+                         other_cores=max(x["other_cores"] for x in rounds)))
 
         if args.trace_dir:
             os.makedirs(args.trace_dir, exist_ok=True)
@@ -522,17 +566,34 @@ def main():
         print("-" * 80)
     if not args.python:
         return
-    print("%-7s %-28s %12s %10s %10s %7s %s" % (
-        "config", "cleave plan", "cleave ms", "peer", "peer ms", "ratio",
-        "other load (cores, cleave/peer)"))
-    print("-" * 110)
+    print("%-14s %-22s %17s %17s %-22s %s" % (
+        "config", "cleave plan", "cleave ms min/med", "peer ms min/med",
+        "peer", "paired ratios (median)"))
+    print("-" * 120)
+    refused = []
     for r in rows:
-        print("%-7s %-28s %12.1f %10s %10.1f %7.2f  %.2f / %.2f   (%s)" % (
-            r["config"], r["fix"], r["cleave_ms"], r["peer"].split()[0],
-            r["peer_ms"], r["ratio"], r["other_cleave"], r["other_peer"],
-            r["peer"]))
-    print("-" * 110)
-    print("ratio = cleave ms / peer ms (above 1: cleave is slower)")
+        if r["refused"]:
+            refused.append(r)
+            print("%-14s %-22s not reported: other processes used up to "
+                  "%.2f cores in most rounds (limit --max-load %.2f)" % (
+                      r["config"], r["fix"], r["other_cores"], args.max_load))
+            continue
+        quiet = [x for x in r["rounds"] if not x["busy"]]
+        cm = [x["cleave_ms"] for x in quiet]
+        pm = [x["peer_ms"] for x in quiet]
+        ratios = [x["ratio"] for x in quiet]
+        print("%-14s %-22s %8.1f/%8.1f %8.1f/%8.1f %-22s %s (%.2f)" % (
+            r["config"], r["fix"], min(cm), statistics.median(cm), min(pm),
+            statistics.median(pm), r["peer"][:22],
+            " ".join("%.2f" % x for x in ratios),
+            statistics.median(ratios)))
+    print("-" * 120)
+    print("ratio = cleave ms / peer ms within a round (above 1: cleave is "
+          "slower); rounds where other processes used more than %.2f cores "
+          "are left out" % args.max_load)
+    if refused:
+        sys.exit("the machine was busy: %d configuration(s) not reported"
+                 % len(refused))
 
 
 def measured(fn, args):
