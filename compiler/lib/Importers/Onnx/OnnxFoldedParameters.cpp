@@ -14,18 +14,31 @@
 
 namespace cleave::onnx_import {
 
-std::optional<std::string> exporterNote(const onnx::NodeProto &node,
-                                        llvm::StringRef key) {
-  const google::protobuf::UnknownFieldSet &unknown = node.unknown_fields();
+namespace {
+
+/// The value of `key` in the repeated StringStringEntryProto field
+/// `number` of `message`, read among its unknown fields (metadata_props
+/// is newer than Debian's libonnx schema: IR 10).
+template <typename Message>
+std::optional<std::string> unknownNote(const Message &message, int number,
+                                       llvm::StringRef key) {
+  const google::protobuf::UnknownFieldSet &unknown = message.unknown_fields();
   for (int i = 0; i < unknown.field_count(); ++i) {
     const google::protobuf::UnknownField &field = unknown.field(i);
     onnx::StringStringEntryProto entry;
-    if (field.number() == 9 &&
+    if (field.number() == number &&
         field.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED &&
         entry.ParseFromString(field.length_delimited()) && entry.key() == key)
       return entry.value();
   }
   return std::nullopt;
+}
+
+} // namespace
+
+std::optional<std::string> exporterNote(const onnx::NodeProto &node,
+                                        llvm::StringRef key) {
+  return unknownNote(node, /*NodeProto.metadata_props=*/9, key);
 }
 
 namespace {
@@ -157,6 +170,44 @@ struct Read {
   std::string parameter;
   bool transposed = false;
 };
+
+/// Replaces the initializers named in `removed` by `added`, and puts
+/// `readers` (nodes that read initializers only) before every other node.
+/// An IR < 4 graph lists initializers among its inputs too: those follow.
+void replaceInitializers(onnx::GraphProto &graph,
+                         const llvm::StringSet<> &removed,
+                         std::vector<onnx::TensorProto> &added,
+                         std::vector<onnx::NodeProto> &readers) {
+  auto *inits = graph.mutable_initializer();
+  for (int i = inits->size() - 1; i >= 0; --i)
+    if (removed.contains(inits->Get(i).name()))
+      inits->DeleteSubrange(i, 1);
+  for (onnx::TensorProto &t : added)
+    *inits->Add() = std::move(t);
+  auto *inputs = graph.mutable_input();
+  bool listed = false;
+  for (int i = inputs->size() - 1; i >= 0; --i)
+    if (removed.contains(inputs->Get(i).name())) {
+      inputs->DeleteSubrange(i, 1);
+      listed = true;
+    }
+  if (listed)
+    for (const onnx::TensorProto &t : added) {
+      onnx::ValueInfoProto *input = graph.add_input();
+      input->set_name(t.name());
+      auto *type = input->mutable_type()->mutable_tensor_type();
+      type->set_elem_type(t.data_type());
+      for (int64_t d : t.dims())
+        type->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+  auto *nodes = graph.mutable_node();
+  std::vector<onnx::NodeProto> rest(nodes->begin(), nodes->end());
+  nodes->Clear();
+  for (onnx::NodeProto &node : readers)
+    *nodes->Add() = std::move(node);
+  for (onnx::NodeProto &node : rest)
+    *nodes->Add() = std::move(node);
+}
 
 } // namespace
 
@@ -296,38 +347,7 @@ restoreExporterParameters(onnx::GraphProto &graph) {
   }
   if (restored.empty())
     return restored;
-  // The initializers replaced, then the restored ones; an IR < 4 graph
-  // lists initializers among its inputs too.
-  auto *inits = graph.mutable_initializer();
-  for (int i = inits->size() - 1; i >= 0; --i)
-    if (removed.contains(inits->Get(i).name()))
-      inits->DeleteSubrange(i, 1);
-  for (onnx::TensorProto &t : added)
-    *inits->Add() = std::move(t);
-  auto *inputs = graph.mutable_input();
-  bool listed = false;
-  for (int i = inputs->size() - 1; i >= 0; --i)
-    if (removed.contains(inputs->Get(i).name())) {
-      inputs->DeleteSubrange(i, 1);
-      listed = true;
-    }
-  if (listed)
-    for (const onnx::TensorProto &t : added) {
-      onnx::ValueInfoProto *input = graph.add_input();
-      input->set_name(t.name());
-      auto *type = input->mutable_type()->mutable_tensor_type();
-      type->set_elem_type(t.data_type());
-      for (int64_t d : t.dims())
-        type->mutable_shape()->add_dim()->set_dim_value(d);
-    }
-  // The transposes first: they read initializers only.
-  auto *nodes = graph.mutable_node();
-  std::vector<onnx::NodeProto> rest(nodes->begin(), nodes->end());
-  nodes->Clear();
-  for (onnx::NodeProto &node : transposes)
-    *nodes->Add() = std::move(node);
-  for (onnx::NodeProto &node : rest)
-    *nodes->Add() = std::move(node);
+  replaceInitializers(graph, removed, added, transposes);
   return restored;
 }
 
@@ -460,6 +480,294 @@ std::vector<std::string> parametersNotInFile(const onnx::GraphProto &graph) {
         missing.push_back(name);
   }
   return missing;
+}
+
+FoldedSources foldedSources(const onnx::GraphProto &graph) {
+  FoldedSources out;
+  std::optional<std::string> signature = unknownNote(
+      graph, /*GraphProto.metadata_props=*/16,
+      "pkg.torch.export.ExportedProgram.graph_signature");
+  if (!signature)
+    return out;
+  // "p_model_wpe_weight: PARAMETER target='model.wpe.weight'", a line each.
+  llvm::StringSet<> parameters;
+  static const std::regex input("(\\w+): PARAMETER target='([^']*)'");
+  for (std::sregex_iterator it(signature->begin(), signature->end(), input),
+       end;
+       it != end; ++it)
+    parameters.insert((*it)[2].str());
+  static const std::regex quoted("'([^']*)'");
+  for (const onnx::ValueInfoProto &info : graph.value_info()) {
+    std::optional<std::string> from = unknownNote(
+        info, /*ValueInfoProto.metadata_props=*/4,
+        "pkg.onnxscript.optimizer.folded_from");
+    if (!from)
+      continue;
+    Folded &sources = out[info.name()];
+    for (std::sregex_iterator it(from->begin(), from->end(), quoted), end;
+         it != end; ++it) {
+      if (parameters.contains((*it)[1].str()))
+        sources.parameters.push_back((*it)[1].str());
+      else
+        ++sources.others;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// A floating initializer's values as bytes (raw_data, or float_data
+/// packed), or none: no values here (a weight-less graph, external data).
+std::optional<std::string> valueBytes(const onnx::TensorProto &t) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    return std::nullopt;
+  int64_t count = 1;
+  for (int64_t d : t.dims())
+    count *= d;
+  int64_t size = elementBytes(t.data_type());
+  if (size == 0 || count == 0)
+    return std::nullopt;
+  if (t.has_raw_data() && !t.raw_data().empty())
+    return static_cast<int64_t>(t.raw_data().size()) == count * size
+               ? std::optional<std::string>(t.raw_data())
+               : std::nullopt;
+  if (t.data_type() == onnx::TensorProto::FLOAT &&
+      t.float_data_size() == count) {
+    std::string bytes(count * 4, '\0');
+    std::memcpy(bytes.data(), t.float_data().data(), bytes.size());
+    return bytes;
+  }
+  return std::nullopt;
+}
+
+/// Whether `bytes` (elements of `size` bytes) are all one value: a
+/// constant (zero, one) initialisation says nothing about which positions
+/// share a value in the module.
+bool allOneValue(llvm::StringRef bytes, int64_t size) {
+  for (size_t i = size; i < bytes.size(); i += size)
+    if (bytes.substr(i, size) != bytes.substr(0, size))
+      return false;
+  return true;
+}
+
+onnx::TensorProto int64Tensor(const std::string &name,
+                              const std::vector<int64_t> &dims,
+                              const std::vector<int64_t> &values) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : dims)
+    t.add_dims(d);
+  std::string raw(values.size() * sizeof(int64_t), '\0');
+  std::memcpy(raw.data(), values.data(), raw.size());
+  t.set_raw_data(std::move(raw));
+  return t;
+}
+
+/// The dimensions of `t` along which every slice equals the first: the
+/// exporter folded an expand of the parameter over them.
+std::vector<int> repeatedDims(const onnx::TensorProto &t,
+                              llvm::StringRef bytes) {
+  int64_t size = elementBytes(t.data_type());
+  std::vector<int> out;
+  for (int d = 0; d < t.dims_size(); ++d) {
+    if (t.dims(d) < 2)
+      continue;
+    int64_t outer = 1, inner = size;
+    for (int i = 0; i < d; ++i)
+      outer *= t.dims(i);
+    for (int i = d + 1; i < t.dims_size(); ++i)
+      inner *= t.dims(i);
+    bool same = true;
+    for (int64_t o = 0; same && o < outer; ++o)
+      for (int64_t j = 1; same && j < t.dims(d); ++j)
+        same = bytes.substr((o * t.dims(d) + j) * inner, inner) ==
+               bytes.substr(o * t.dims(d) * inner, inner);
+    if (same)
+      out.push_back(d);
+  }
+  return out;
+}
+
+/// `bytes` of a tensor of `dims` with the dimensions `keepFirst` cut to
+/// their first slice.
+std::string firstSlices(std::vector<int64_t> dims, std::string bytes,
+                        const std::vector<int> &keepFirst, int64_t size) {
+  for (int d : keepFirst) {
+    int64_t outer = 1, inner = size;
+    for (int i = 0; i < d; ++i)
+      outer *= dims[i];
+    for (size_t i = d + 1; i < dims.size(); ++i)
+      inner *= dims[i];
+    std::string cut;
+    for (int64_t o = 0; o < outer; ++o)
+      cut.append(bytes, o * dims[d] * inner, inner);
+    bytes = std::move(cut);
+    dims[d] = 1;
+  }
+  return bytes;
+}
+
+/// The rows of a table a folded gather read: `t` seen as vectors along
+/// dimension `dim`, one per position of the other dimensions. Distinct
+/// vectors in order of first appearance, and each position's index.
+struct Rows {
+  std::vector<std::string> table;
+  std::vector<int64_t> index;
+};
+
+Rows rowsAlong(const onnx::TensorProto &t, llvm::StringRef bytes, int dim) {
+  int64_t size = elementBytes(t.data_type());
+  int64_t outer = 1, inner = 1, length = t.dims(dim);
+  for (int i = 0; i < dim; ++i)
+    outer *= t.dims(i);
+  for (int i = dim + 1; i < t.dims_size(); ++i)
+    inner *= t.dims(i);
+  Rows rows;
+  llvm::StringMap<int64_t> seen;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      std::string row;
+      for (int64_t j = 0; j < length; ++j)
+        row.append(bytes.data() + ((o * length + j) * inner + i) * size, size);
+      auto [it, fresh] =
+          seen.try_emplace(row, static_cast<int64_t>(rows.table.size()));
+      if (fresh)
+        rows.table.push_back(std::move(row));
+      rows.index.push_back(it->second);
+    }
+  return rows;
+}
+
+} // namespace
+
+bool holdsOneValue(const onnx::TensorProto &t) {
+  std::optional<std::string> bytes = valueBytes(t);
+  int64_t size = elementBytes(t.data_type());
+  return bytes && bytes->size() > static_cast<size_t>(size) &&
+         allOneValue(*bytes, size);
+}
+
+std::vector<UnfoldedParameter> unfoldFoldedParameters(onnx::GraphProto &graph) {
+  FoldedSources sources = foldedSources(graph);
+  std::vector<UnfoldedParameter> unfolded;
+  if (sources.empty())
+    return unfolded;
+  llvm::StringSet<> taken, graphInputs;
+  for (const onnx::TensorProto &t : graph.initializer())
+    taken.insert(t.name());
+  for (const onnx::ValueInfoProto &input : graph.input())
+    graphInputs.insert(input.name());
+  for (const onnx::ValueInfoProto &output : graph.output())
+    graphInputs.insert(output.name()); // a graph output stays as it is
+  std::vector<onnx::NodeProto> nodes;
+  std::vector<onnx::TensorProto> added;
+  llvm::StringSet<> removed;
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    auto found = sources.find(t.name());
+    if (found == sources.end() || found->second.parameters.size() != 1 ||
+        found->second.others == 0 || graphInputs.contains(t.name()))
+      continue;
+    const std::string &parameter = found->second.parameters[0];
+    std::optional<std::string> bytes = valueBytes(t);
+    int64_t size = elementBytes(t.data_type());
+    // One value throughout (zeros at initialisation) says nothing of
+    // which positions share: left as it is.
+    if (!bytes || taken.contains(parameter) || holdsOneValue(t))
+      continue;
+    std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+    int rank = t.dims_size();
+    // An expand of the parameter over some dimensions (a class token
+    // over the batch): the parameter with those dimensions 1, expanded.
+    if (std::vector<int> repeated = repeatedDims(t, *bytes); !repeated.empty()) {
+      std::string first = firstSlices(dims, *bytes, repeated, size);
+      onnx::TensorProto p = t;
+      p.set_name(parameter);
+      p.clear_float_data();
+      for (int d : repeated)
+        p.set_dims(d, 1);
+      p.set_raw_data(std::move(first));
+      std::string shapeName = "cleave_unfolded_" + t.name() + ".shape";
+      added.push_back(int64Tensor(shapeName, {rank}, dims));
+      onnx::NodeProto expand;
+      expand.set_op_type("Expand");
+      expand.set_name("cleave_unfolded_" + t.name());
+      expand.add_input(parameter);
+      expand.add_input(shapeName);
+      expand.add_output(t.name());
+      nodes.push_back(std::move(expand));
+      added.push_back(std::move(p));
+      removed.insert(t.name());
+      taken.insert(parameter);
+      unfolded.push_back({t.name(), parameter, false, 0});
+      continue;
+    }
+    // A gather of the parameter's rows at fixed positions where positions
+    // share rows (T5's relative-position buckets): the rows read, once
+    // each, gathered by their indices. The last dimension along which
+    // rows repeat is the row.
+    for (int d = rank - 1; d >= 0; --d) {
+      if (dims[d] < 2)
+        continue;
+      Rows rows = rowsAlong(t, *bytes, d);
+      if (rows.table.size() == rows.index.size())
+        continue;
+      bool constantRow = llvm::any_of(rows.table, [&](const std::string &row) {
+        return allOneValue(row, size);
+      });
+      if (constantRow)
+        break;
+      std::string tableName = parameter + ".rows_read";
+      if (taken.contains(tableName))
+        break;
+      onnx::TensorProto table;
+      table.set_name(tableName);
+      table.set_data_type(t.data_type());
+      table.add_dims(static_cast<int64_t>(rows.table.size()));
+      table.add_dims(dims[d]);
+      std::string raw;
+      for (const std::string &row : rows.table)
+        raw += row;
+      table.set_raw_data(std::move(raw));
+      std::vector<int64_t> indexDims;
+      for (int i = 0; i < rank; ++i)
+        if (i != d)
+          indexDims.push_back(dims[i]);
+      std::string indexName = "cleave_unfolded_" + t.name() + ".index";
+      added.push_back(int64Tensor(indexName, indexDims, rows.index));
+      onnx::NodeProto gather;
+      gather.set_op_type("Gather");
+      gather.set_name("cleave_unfolded_" + t.name());
+      gather.add_input(tableName);
+      gather.add_input(indexName);
+      // Gather puts the row last; a Transpose puts it back at `d`.
+      gather.add_output(d == rank - 1 ? t.name() : t.name() + ".rows");
+      nodes.push_back(gather);
+      if (d != rank - 1) {
+        onnx::NodeProto transpose;
+        transpose.set_op_type("Transpose");
+        transpose.set_name("cleave_unfolded_" + t.name() + ".transpose");
+        transpose.add_input(t.name() + ".rows");
+        transpose.add_output(t.name());
+        onnx::AttributeProto *perm = transpose.add_attribute();
+        perm->set_name("perm");
+        perm->set_type(onnx::AttributeProto::INTS);
+        for (int i = 0; i < rank; ++i)
+          perm->add_ints(i < d ? i : i == d ? rank - 1 : i - 1);
+        nodes.push_back(std::move(transpose));
+      }
+      added.push_back(std::move(table));
+      removed.insert(t.name());
+      taken.insert(tableName);
+      unfolded.push_back({t.name(), parameter, true,
+                          static_cast<int64_t>(rows.table.size())});
+      break;
+    }
+  }
+  if (!unfolded.empty())
+    replaceInitializers(graph, removed, added, nodes);
+  return unfolded;
 }
 
 } // namespace cleave::onnx_import

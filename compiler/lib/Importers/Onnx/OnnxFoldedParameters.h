@@ -21,6 +21,7 @@
 #ifndef CLEAVE_IMPORTERS_ONNX_ONNXFOLDEDPARAMETERS_H
 #define CLEAVE_IMPORTERS_ONNX_ONNXFOLDEDPARAMETERS_H
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 
 #include "onnx/onnx_pb.h"
@@ -73,6 +74,55 @@ std::vector<std::string> restoreRemovedBiases(onnx::GraphProto &graph);
 /// the optimizer removed them (an Add of a bias still all zeros folded
 /// away), so they do not train. In the order first named.
 std::vector<std::string> parametersNotInFile(const onnx::GraphProto &graph);
+
+/// What torch.onnx.export's optimizer computed at export time from the
+/// module's state: for each initializer its note
+/// (`pkg.onnxscript.optimizer.folded_from` on the value) names the values
+/// it was folded from, and the graph's note
+/// (`pkg.torch.export.ExportedProgram.graph_signature`) says which of those
+/// are parameters (the rest are buffers and constants). Value -> the
+/// module parameters it came from, in the note's order (the notes are on
+/// values: callers look up their initializers); one folded from buffers
+/// and constants only (a causal mask, the rotary tables from `inv_freq`)
+/// maps to none, and one without the note is absent. `others`: how many
+/// values besides parameters it was folded from (none for a weight the
+/// optimizer merely transposed; positions, shapes and buffers for a table
+/// read at fixed positions).
+struct Folded {
+  std::vector<std::string> parameters;
+  int others = 0;
+};
+using FoldedSources = llvm::StringMap<Folded>;
+FoldedSources foldedSources(const onnx::GraphProto &graph);
+
+/// A folded initializer traced back to its parameter: `parameter` and an
+/// Expand of it (`gathered` false), or `rows` of it gathered at fixed
+/// positions into `<parameter>.rows_read` (`gathered` true).
+struct UnfoldedParameter {
+  std::string initializer, parameter;
+  bool gathered = false;
+  int64_t rows = 0;
+};
+
+/// Undoes the folds that changed what trains. The optimizer folds a
+/// parameter read at fixed positions into a tensor of its own, which would
+/// train each copy apart where PyTorch trains the one parameter:
+/// - an expand (ViT's class token over the batch): every slice along the
+///   expanded dimensions is equal, so the parameter is the first slice,
+///   under its own name, read through an Expand;
+/// - a gather of rows where positions share a row (T5's relative-position
+///   buckets: one bias per bucket, read at every pair of positions in it):
+///   the distinct rows become one table, `<parameter>.rows_read`, read
+///   through a Gather at the positions' indices.
+/// Values alone say which positions share: a parameter whose values are
+/// all one constant (zeros at initialisation) is left alone, as is a
+/// gather whose positions read distinct rows (GPT-2's position table read
+/// at positions 0..S-1), which already trains as PyTorch's rows do.
+std::vector<UnfoldedParameter> unfoldFoldedParameters(onnx::GraphProto &graph);
+
+/// Whether `t` holds more than one element, all one value (zeros at
+/// initialisation): its values cannot say which positions share a row.
+bool holdsOneValue(const onnx::TensorProto &t);
 
 } // namespace cleave::onnx_import
 

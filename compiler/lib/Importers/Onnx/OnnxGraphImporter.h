@@ -234,6 +234,13 @@ public:
                 const ImportOptions &options, llvm::StringRef fileName,
                 mlir::Location fileLoc);
 
+  /// Initializers whose provenance the exporter's notes give (the file
+  /// importer freezes or names them: noteFoldedInitializers): no guess
+  /// from their readers, no warning here.
+  void setProvenanceKnown(const llvm::StringSet<> &names) {
+    for (const auto &name : names)
+      readByParameterNode[name.getKey()] = true;
+  }
   /// `owner` keeps `tensors` (initializers) alive: the resource blobs of
   /// large weights among them alias their bytes and hold `owner`. Other
   /// weights (those version conversion made) are copied.

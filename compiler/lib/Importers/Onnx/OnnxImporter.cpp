@@ -71,6 +71,9 @@ private:
   InFlightDiagnostic error() { return emitError(fileLoc); }
   LogicalResult load();
   void constantWeightsToInitializers();
+  void noteFoldedInitializers(const std::vector<UnfoldedParameter> &unfolded);
+  /// The initializers noteFoldedInitializers froze or named.
+  llvm::StringSet<> notedFolded;
   void makeSkeleton();
   LogicalResult check();
   FailureOr<int64_t> getOpset();
@@ -138,6 +141,9 @@ LogicalResult OnnxFileImporter::load() {
   // layout PyTorch has it.
   restoreExporterParameters(*model.mutable_graph());
   restoreRemovedBiases(*model.mutable_graph());
+  std::vector<UnfoldedParameter> unfolded =
+      unfoldFoldedParameters(*model.mutable_graph());
+  noteFoldedInitializers(unfolded);
   std::vector<std::string> gone = parametersNotInFile(model.graph());
   if (!gone.empty()) {
     InFlightDiagnostic diag =
@@ -168,6 +174,84 @@ LogicalResult OnnxFileImporter::load() {
   return success();
 }
 
+namespace {
+/// `name` as a glob that matches it alone: '\\' escapes the pattern
+/// characters.
+std::string exactGlob(llvm::StringRef name) {
+  std::string pattern;
+  for (char c : name) {
+    if (llvm::StringRef("*?[]\\{}").contains(c))
+      pattern.push_back('\\');
+    pattern.push_back(c);
+  }
+  return pattern;
+}
+} // namespace
+
+/// What the exporter's optimizer folded from the module's state, as its
+/// notes say (foldedSources): a value from buffers and constants only is
+/// no parameter of the module (a causal mask, the rotary tables from
+/// `inv_freq`), so it is frozen (--trainable overrides); one still holding
+/// a parameter read at fixed positions (GPT-2's position table at
+/// positions 0..S-1), and the tables unfoldFoldedParameters gathered,
+/// train as those rows do in PyTorch but under names of their own, which
+/// the warning gives with their parameter.
+void OnnxFileImporter::noteFoldedInitializers(
+    const std::vector<UnfoldedParameter> &unfolded) {
+  const onnx::GraphProto &graph = model.graph();
+  FoldedSources folded = foldedSources(graph);
+  std::vector<std::pair<std::string, std::string>> rows, unclear;
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    auto it = folded.find(t.name());
+    // A weight the optimizer only transposed is restoreExporterParameters'
+    // (one left, its data elsewhere, is still that weight).
+    if (it == folded.end() || !isFloatType(t.data_type()) ||
+        it->second.others == 0)
+      continue;
+    notedFolded.insert(t.name());
+    if (it->second.parameters.empty())
+      options.frozen.push_back(exactGlob(t.name()));
+    else if (holdsOneValue(t))
+      unclear.push_back({t.name(), it->second.parameters.front()});
+    else
+      rows.push_back({t.name(), it->second.parameters.front()});
+  }
+  for (const UnfoldedParameter &u : unfolded)
+    if (u.gathered)
+      rows.push_back({u.parameter + ".rows_read", u.parameter});
+  auto list = [](InFlightDiagnostic &diag,
+                 const std::vector<std::pair<std::string, std::string>> &l) {
+    for (size_t i = 0; i < l.size() && i < 4; ++i)
+      diag << (i ? ", " : "") << "'" << l[i].first << "' from '"
+           << l[i].second << "'";
+    diag << (l.size() > 4 ? ", ..." : "");
+  };
+  if (!rows.empty()) {
+    InFlightDiagnostic diag =
+        emitWarning(fileLoc)
+        << rows.size()
+        << " initializer(s) hold rows of a parameter the exporter's "
+           "optimizer read at fixed positions and folded (";
+    list(diag, rows);
+    diag << "): each trains as those rows do in PyTorch, under its own "
+            "name, which a checkpoint keeps; copy it into the parameter's "
+            "rows to load it back, or export with torch.onnx.export(..., "
+            "optimize=False) to keep the parameter whole";
+  }
+  if (!unclear.empty()) {
+    InFlightDiagnostic diag =
+        emitWarning(fileLoc)
+        << unclear.size()
+        << " initializer(s) the exporter's optimizer folded from a "
+           "parameter hold one value throughout (";
+    list(diag, unclear);
+    diag << "), so which of their positions PyTorch trains as one cannot "
+            "be told: each position trains apart; export with "
+            "torch.onnx.export(..., optimize=False) to keep the parameter, "
+            "or freeze them (--frozen NAME)";
+  }
+}
+
 /// Weights some exporters (paddle2onnx) write as Constant nodes: floating
 /// tensors of rank 2 and up with at least 16 elements (convolution
 /// filters, matrices; not the scales of a Resize or a scalar). They become
@@ -193,14 +277,7 @@ void OnnxFileImporter::constantWeightsToInitializers() {
     onnx::TensorProto *weight = graph.add_initializer();
     *weight = t;
     weight->set_name(node.output(0));
-    // The exact name as a glob: '\' escapes the pattern characters.
-    std::string pattern;
-    for (char c : node.output(0)) {
-      if (llvm::StringRef("*?[]\\{}").contains(c))
-        pattern.push_back('\\');
-      pattern.push_back(c);
-    }
-    options.frozen.push_back(pattern);
+    options.frozen.push_back(exactGlob(node.output(0)));
     nodes->DeleteSubrange(i, 1);
   }
 }
@@ -543,6 +620,7 @@ OwningOpRef<ModuleOp> OnnxFileImporter::run() {
   GraphImporter importer(ctx, prepared->graph(), initializers, options,
                          fileName, fileLoc);
   importer.setWeightOwner(initializerProtos, *initializerProtos);
+  importer.setProvenanceKnown(notedFolded);
   if (failed(importer.importInto(func)) ||
       failed(importer.checkShapes(inferOnnxShapes())) ||
       failed(verify(*module)))
