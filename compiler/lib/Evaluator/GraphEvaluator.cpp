@@ -14,6 +14,7 @@
 #include "cleave/runtime/kernels/Moe.h"
 #include "cleave/runtime/kernels/Normalization.h"
 #include "cleave/runtime/kernels/Optimizer.h"
+#include "cleave/runtime/kernels/PagedAttention.h"
 #include "cleave/runtime/kernels/Reduction.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -383,6 +384,26 @@ LogicalResult Run::execute(Operation *op) {
                           {lse.data(), s.lse});
         values[o.getOut()] = std::move(result);
         values[o.getLse()] = std::move(lse);
+        return success();
+      })
+      .Case([&](gr::CacheWriteOp o) {
+        // The op is functional here: the result is a copy of the cache
+        // with the rows written (a program writes them in place).
+        k::Tensor cache = f(o.getCache());
+        k::cacheWrite(f(o.getRows()).ref(), idx(o.getSlots()).ref(),
+                      cache.ref());
+        values[o.getResult()] = std::move(cache);
+        return success();
+      })
+      .Case([&](gr::PagedAttentionOp o) {
+        k::Tensor result(shapeOf(o.getType()));
+        k::pagedAttention(f(o.getQuery()).ref(), f(o.getKeyCache()).ref(),
+                          f(o.getValueCache()).ref(),
+                          idx(o.getBlockTable()).ref(),
+                          idx(o.getLengths()).ref(),
+                          static_cast<float>(o.getScale().convertToDouble()),
+                          result.ref());
+        values[o.getOut()] = std::move(result);
         return success();
       })
       .Case([&](gr::LayerNormOp o) {

@@ -192,6 +192,38 @@ void attentionRule(Operation *op, int64_t n,
   }
 }
 
+/// A paged cache splits over its key/value heads (tensor parallelism keeps
+/// each device's heads' keys and values): the rows written follow, the
+/// slots (one per row, for all heads) stay whole.
+void cacheWriteRule(Operation *op, int64_t n,
+                    SmallVectorImpl<ShardingStrategy> &out) {
+  auto write = cast<graph::CacheWriteOp>(op);
+  if (!splittable(write.getCache(), 2, n))
+    return;
+  ShardingStrategy s = blank(op, "kv_heads", 1.0 / n);
+  s.operands[0] = 1; // rows [N, kv_heads, head_dim]
+  s.operands[1] = 2; // cache [blocks, block_size, kv_heads, head_dim]
+  s.results[0] = 2;
+  out.push_back(std::move(s));
+}
+
+/// Attention over a paged cache splits over the heads: a device's query
+/// heads read its own key/value heads (grouped-query heads stay with their
+/// key head, so both counts must divide). The block table and the lengths
+/// are per sequence, whole on every device.
+void pagedAttentionRule(Operation *op, int64_t n,
+                        SmallVectorImpl<ShardingStrategy> &out) {
+  auto attention = cast<graph::PagedAttentionOp>(op);
+  if (!splittable(attention.getQuery(), 1, n) ||
+      !splittable(attention.getKeyCache(), 2, n))
+    return;
+  ShardingStrategy s = blank(op, "heads", 1.0 / n);
+  s.operands[0] = 1;
+  s.operands[1] = s.operands[2] = 2;
+  s.results[0] = 1;
+  out.push_back(std::move(s));
+}
+
 /// Rotary embedding rotates pairs of the last dimension; a block of the
 /// sequence (dimension 1) learns its first position from the partitioner
 /// (`position_blocks`).
@@ -628,6 +660,8 @@ void registerShardingStrategyExternalModels(DialectRegistry &registry) {
     attach<softmaxRule, SoftmaxOp>(ctx);
     attach<attentionRule, AttentionOp>(ctx);
     attach<ropeRule, RopeOp>(ctx);
+    attach<cacheWriteRule, CacheWriteOp>(ctx);
+    attach<pagedAttentionRule, PagedAttentionOp>(ctx);
     attach<layerNormRule, LayerNormOp>(ctx);
     attach<rmsNormRule, RmsNormOp>(ctx);
     attach<matmulRule, MatmulOp>(ctx);

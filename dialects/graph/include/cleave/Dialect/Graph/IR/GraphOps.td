@@ -876,5 +876,6 @@ def Graph_MoeCombineOp : Graph_Op<"moe_combine", [Pure, InferTypeOpAdaptor,
 
 include "cleave/Dialect/Graph/IR/GraphGradOps.td"
 include "cleave/Dialect/Graph/IR/GraphCollectiveOps.td"
+include "cleave/Dialect/Graph/IR/GraphCacheOps.td"
 
 #endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHOPS_TD
