@@ -426,6 +426,12 @@ LogicalResult Run::execute(Operation *op) {
         if (o.getPositionBlocks())
           return o.emitOpError("is one device's block of a partitioned "
                                "rope; the evaluator runs whole graphs");
+        if (o.getPositions()) {
+          k::ropeAt(f(o.getInput()).ref(), o.getTheta().convertToDouble(),
+                    idx(o.getPositions()).ref(), o.getInverse(),
+                    out(o).ref());
+          return success();
+        }
         if (o.getInverse())
           k::ropeBackward(f(o.getInput()), o.getTheta().convertToDouble(),
                           o.getOffset(), out(o));

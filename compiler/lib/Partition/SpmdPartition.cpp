@@ -362,7 +362,8 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
           layout == attention.getOut().getType().getRank() - 2)
         attention.setQueryBlocksAttr(axes), attention.setZigzag(zigzag);
       // Positions of a sequence block start at its offset.
-      if (auto rope = dyn_cast<RopeOp>(op); rope && layout == 1)
+      if (auto rope = dyn_cast<RopeOp>(op);
+          rope && layout == 1 && !rope.getPositions())
         rope.setPositionBlocksAttr(axes), rope.setZigzag(zigzag);
       // A slice taking a split dimension whole takes the local block whole.
       if (auto slice = dyn_cast<SliceOp>(op); slice && layout != kReplicated) {

@@ -228,7 +228,22 @@ void pagedAttentionRule(Operation *op, int64_t n,
 /// sequence (dimension 1) learns its first position from the partitioner
 /// (`position_blocks`).
 void ropeRule(Operation *op, int64_t n, SmallVectorImpl<ShardingStrategy> &out) {
-  addPointwise(op, n, out, {rankOf(op->getResult(0)) - 1});
+  auto rope = cast<graph::RopeOp>(op);
+  if (!rope.getPositions()) {
+    addPointwise(op, n, out, {rankOf(op->getResult(0)) - 1});
+    return;
+  }
+  // Each token's own position [batch, seq] splits with the batch and the
+  // sequence, and stays whole where the heads split.
+  for (int64_t d = 0; d < 3; ++d) {
+    if (!splittable(rope.getResult(), d, n))
+      continue;
+    ShardingStrategy s = blank(op, splitName("split", d), 1.0 / n);
+    s.results[0] = s.operands[0] = d;
+    if (d < 2)
+      s.operands[1] = d;
+    out.push_back(std::move(s));
+  }
 }
 
 /// Normalised dimensions [axis, rank) stay whole; the weights replicated.

@@ -21,6 +21,7 @@
 #include "cleave/runtime/kernels/Matmul.h"
 #include "cleave/runtime/kernels/Moe.h"
 #include "cleave/runtime/kernels/Normalization.h"
+#include "cleave/runtime/kernels/PagedAttention.h"
 #include "cleave/runtime/plan/PlanIO.h"
 #include "cleave/runtime/kernels/Reduction.h"
 
@@ -184,6 +185,21 @@ void registerComputeKernels(Registry &r) {
                       {v.data, shapes.key}, o, {c.out(0).data, shapes.query},
                       {c.out(1).data, shapes.lse});
   };
+  r["graph.cache_write"] = [](OpContext &c) {
+    c.expectArity(3, 1);
+    // The lowering writes the cache in place (its result is the cache's
+    // own tensor); a copy first where it is not.
+    k::TensorRef cache = c.out(0);
+    if (cache.data != c.in(1).data)
+      std::copy(c.in(1).data, c.in(1).data + c.in(1).numElements(),
+                cache.data);
+    k::cacheWrite(c.in(0), c.index(2), cache);
+  };
+  r["graph.paged_attention"] = [](OpContext &c) {
+    c.expectArity(5, 1);
+    k::pagedAttention(c.in(0), c.in(1), c.in(2), c.index(3), c.index(4),
+                      static_cast<float>(c.attrFloat("scale")), c.out(0));
+  };
   r["graph.layer_norm"] = [](OpContext &c) {
     c.expectArity(1, 3, 1);
     k::layerNorm(c.in(0), c.inOpt(1), c.inOpt(2),
@@ -201,8 +217,12 @@ void registerComputeKernels(Registry &r) {
                  c.attrFloat("epsilon"), c.attrBool("training"), c.out(0));
   };
   r["graph.rope"] = [](OpContext &c) {
-    c.expectArity(1, 1);
+    c.expectArity(1, 2, 1);
     double theta = c.attrFloat("theta");
+    if (c.inputs.size() == 2 && c.input(1)) { // each token at its own position
+      k::ropeAt(c.in(0), theta, c.index(1), c.attrBool("inverse"), c.out(0));
+      return;
+    }
     // This device's block of the sequence (dimension 1), if it is split.
     k::RowOffsets offset = c.sequenceBlock("position_blocks",
                                            c.input(0).shape[1])

@@ -161,6 +161,28 @@ CLEAVE_VECTOR_CLONES void softmaxBackward(ConstTensorRef out,
     }
 }
 
+void ropeAt(ConstTensorRef in, double theta, IndexRef positions, bool inverse,
+            TensorRef out) {
+  CLEAVE_CHECK_IN("ropeAt", in.rank() == 4 && in.shape[3] % 2 == 0,
+                  "expects [batch, seq, heads, even head_dim], got " +
+                      shapeString(in.shape));
+  CLEAVE_CHECK_IN("ropeAt",
+                  positions.rank() == 2 && positions.shape[0] == in.shape[0] &&
+                      positions.shape[1] == in.shape[1],
+                  "positions " + shapeString(positions.shape) +
+                      " are not [batch, seq] of " + shapeString(in.shape));
+  detail::checkShape(out, in.shape, "ropeAt", "result");
+  int64_t rows = in.shape[0] * in.shape[1], heads = in.shape[2];
+  // Each token rotated by its own angles: a slice [1, 1, heads, dim] of
+  // the plain kernel at that position.
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t base = r * heads * in.shape[3];
+    Shape one{1, 1, heads, in.shape[3]};
+    rotate({in.data + base, one}, theta, RowOffsets(positions.data[r]),
+           {out.data + base, one}, inverse, "ropeAt");
+  }
+}
+
 void rope(ConstTensorRef in, double theta, RowOffsets positions,
           TensorRef out) {
   rotate(in, theta, positions, out, /*inverse=*/false, "rope");

@@ -385,4 +385,40 @@ def ExpertParallel : Pass<"cleave-expert-parallel", "mlir::func::FuncOp"> {
   ];
 }
 
+def KvCache : Pass<"cleave-kv-cache", "mlir::ModuleOp"> {
+  let summary = "Turn a causal decoder's @forward into one generation step over a paged key/value cache";
+  let description = [{
+    Rewrites `@forward`, built (or imported) for T tokens a sequence (1 for
+    a decode step), so that each step appends its tokens to a key/value
+    cache and attends to everything before them, as autoregressive
+    generation does. Every fused causal graph.attention becomes a
+    graph.cache_write of its keys and of its values into two cache
+    parameters (frozen state named after the attention's module,
+    `layers.3.self_attn.k_cache` and `.v_cache`, each a pool `[blocks,
+    block-size, kv_heads, head_dim]`) and a
+    graph.paged_attention of its queries over them; every graph.rope
+    rotates each token by its own position, and a learned position table
+    read as a slice from position 0 (GPT) is read at the tokens' positions
+    instead. The step takes four new inputs, filled by the runtime's
+    scheduler: `positions` [B, T] (each token's position), `slots` [B * T]
+    (where each token's key and value go; -1 for a padded one),
+    `block_table` [B, max-length / block-size] and `lengths` [B] (each
+    sequence's tokens, those of this step included). Attention that is not
+    fused, or that is not causal, has no cache form and is refused with its
+    location, as is a graph whose results need the attention's log-sum-exp.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "16",
+           "positions a cache block holds">,
+    Option<"maxLength", "max-length", "int64_t", "0",
+           "positions a sequence may reach (prompt and output; required)">,
+    Option<"blocks", "blocks", "int64_t", "0",
+           "blocks in each cache pool (0: every sequence at max-length)">,
+  ];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+  let statistics = [
+    Statistic<"numCached", "cached-attentions", "Attentions given a cache">,
+  ];
+}
+
 #endif // CLEAVE_TRANSFORMS_PASSES_TD

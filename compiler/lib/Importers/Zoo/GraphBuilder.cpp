@@ -120,7 +120,8 @@ Value GraphBuilder::batchNorm(Value x, int64_t channels, double eps) {
 }
 
 Value GraphBuilder::rope(Value x, double theta) {
-  return gr::RopeOp::create(b, loc(), x, b.getF64FloatAttr(theta),
+  return gr::RopeOp::create(b, loc(), x.getType(), x, /*positions=*/Value(),
+                            b.getF64FloatAttr(theta),
                             b.getI64IntegerAttr(0), /*inverse=*/UnitAttr(),
                             /*position_blocks=*/ArrayAttr(),
                             /*zigzag=*/UnitAttr());

@@ -113,10 +113,13 @@ LogicalResult gradRope(RopeOp op, OpBuilder &b, ValueRange dys,
                        SmallVectorImpl<Value> &dxs) {
   // A rotation's transpose is the rotation by the negated angle.
   dxs.push_back(RopeOp::create(b, op.getLoc(), op.getType(), dys[0],
-                               op.getThetaAttr(), op.getOffsetAttr(),
+                               op.getPositions(), op.getThetaAttr(),
+                               op.getOffsetAttr(),
                                op.getInverse() ? UnitAttr() : b.getUnitAttr(),
                                op.getPositionBlocksAttr(),
                                op.getZigzagAttr()));
+  if (op.getPositions())
+    dxs.push_back(Value()); // integer positions have no gradient
   return success();
 }
 

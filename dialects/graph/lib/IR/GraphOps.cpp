@@ -229,6 +229,17 @@ LogicalResult RopeOp::verify() {
     return emitOpError("zigzag splits the sequence into two chunks, but it "
                        "has ")
            << type.getDimSize(1) << " positions";
+  if (Value positions = getPositions()) {
+    auto p = cast<RankedTensorType>(positions.getType());
+    if (p.getRank() != 2 || p.getDimSize(0) != type.getDimSize(0) ||
+        p.getDimSize(1) != type.getDimSize(1))
+      return emitOpError("positions must be [batch, seq] = [")
+             << type.getDimSize(0) << ", " << type.getDimSize(1) << "], got "
+             << p;
+    if (getOffset() != 0 || getPositionBlocks())
+      return emitOpError("takes its positions from the positions operand; "
+                         "offset and position_blocks do not apply");
+  }
   return success();
 }
 

@@ -41,6 +41,12 @@ void rope(ConstTensorRef in, double theta, RowOffsets positions,
 void ropeBackward(ConstTensorRef dOut, double theta, RowOffsets positions,
                   TensorRef dIn);
 
+/// `rope` with each token's own position, positions [batch, seq]
+/// (generation: a batch of sequences at different lengths, one new token
+/// each); `inverse` rotates back (the gradient).
+void ropeAt(ConstTensorRef in, double theta, IndexRef positions, bool inverse,
+            TensorRef out);
+
 } // namespace cleave::kernels
 
 #endif // CLEAVE_RUNTIME_KERNELS_ATTENTION_H

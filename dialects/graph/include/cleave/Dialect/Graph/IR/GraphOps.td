@@ -481,7 +481,7 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure,
   }];
 }
 
-def Graph_RopeOp : Graph_Op<"rope", [Pure, SameOperandsAndResultType,
+def Graph_RopeOp : Graph_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>,
                                      Graph_CostOpInterface]> {
   let summary = "Rotary position embedding of [batch, seq, heads, head_dim]";
   let description = [{
@@ -494,15 +494,20 @@ def Graph_RopeOp : Graph_Op<"rope", [Pure, SameOperandsAndResultType,
     block index on those axes times the local sequence length; with
     `zigzag`, the block is two chunks of the sequence cut into 2n, chunk g
     then chunk 2n - 1 - g (graph.softmax's zig-zag blocks).
+    With `positions` (`[batch, seq]` integers, generation: sequences of
+    different lengths, a few new tokens each) every token is rotated by its
+    own position instead, and `offset` and the blocks do not apply.
   }];
-  let arguments = (ins Graph_FloatTensor:$input, F64Attr:$theta,
+  let arguments = (ins Graph_FloatTensor:$input,
+                       Optional<Graph_IndexTensor>:$positions, F64Attr:$theta,
                        DefaultValuedAttr<I64Attr, "0">:$offset,
                        UnitAttr:$inverse,
                        OptionalAttr<StrArrayAttr>:$position_blocks,
                        UnitAttr:$zigzag);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `theta` `=` $theta (`inverse` $inverse^)?
+    $input (`at` $positions^ `:` type($positions))? `theta` `=` $theta
+    (`inverse` $inverse^)?
     (`position_blocks` $position_blocks^)? (`zigzag` $zigzag^)? attr-dict
     `:` type($input)
   }];

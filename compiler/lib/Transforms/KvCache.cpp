@@ -1,0 +1,291 @@
+//===- KvCache.cpp - A decoder's forward as one generation step -----------===//
+//
+// cleave-kv-cache (Passes.td): the model built or imported for T tokens a
+// sequence becomes one step of autoregressive generation over a paged
+// key/value cache. What changes is only where attention reads its keys and
+// values and where positions come from: each fused causal attention writes
+// this step's keys and values into its layer's cache pool and attends over
+// the whole cache of the sequence (graph.cache_write, graph.paged_attention:
+// GraphCacheOps.td), rotary embeddings rotate each token by its position,
+// and a learned position table is read at the tokens' positions. The rest
+// of the graph (projections, norms, MLPs, experts, the head) is untouched,
+// so tensor and pipeline partitioning apply to the step as to the forward
+// pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace cleave {
+#define GEN_PASS_DEF_KVCACHE
+#include "cleave/Transforms/Passes.h.inc"
+} // namespace cleave
+
+using namespace mlir;
+using namespace cleave::graph;
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The step's shape, read off its attentions: B sequences of T tokens.
+struct StepShape {
+  int64_t batch = 0, tokens = 0;
+};
+
+/// An attention's queries [B, H, T, D] and keys [B, kv_heads, T, D] as
+/// they are, or from grouped-query form ([B, kv, G, T, D] against
+/// [B, kv, 1, T, D]); none for any other form.
+struct AttentionForm {
+  int64_t batch, heads, kvHeads, tokens, dim;
+};
+
+std::optional<AttentionForm> formOf(AttentionOp a) {
+  ArrayRef<int64_t> q = typeOf(a.getQuery()).getShape(),
+                    k = typeOf(a.getKey()).getShape();
+  int64_t rank = q.size();
+  if (rank == 4 && k.size() == 4 && q[0] == k[0] && q[1] % k[1] == 0 &&
+      q[2] == k[2] && q[3] == k[3])
+    return AttentionForm{q[0], q[1], k[1], q[2], q[3]};
+  if (rank == 5 && k.size() == 5 && q[0] == k[0] && q[1] == k[1] &&
+      k[2] == 1 && q[3] == k[3] && q[4] == k[4])
+    return AttentionForm{q[0], q[1] * q[2], k[1], q[3], q[4]};
+  return std::nullopt;
+}
+
+/// The module path of the projection that made `query`: the nearest
+/// parameter upstream ("layers.3.self_attn.q_proj.weight") without its
+/// last two components; empty when none is near.
+std::string modulePathOf(Value query) {
+  SmallVector<Value> frontier{query};
+  for (int depth = 0; depth < 12 && !frontier.empty(); ++depth) {
+    SmallVector<Value> next;
+    for (Value v : frontier) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue;
+      if (auto p = dyn_cast<ParamOp>(def)) {
+        StringRef name = p.getName();
+        size_t last = name.rfind('.');
+        size_t second = last == StringRef::npos ? last : name.rfind('.', last - 1);
+        return second == StringRef::npos ? "" : name.substr(0, second).str();
+      }
+      for (Value operand : def->getOperands())
+        next.push_back(operand);
+    }
+    frontier = std::move(next);
+  }
+  return "";
+}
+
+struct KvCachePass : cleave::impl::KvCacheBase<KvCachePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (failed(rewrite(getOperation())))
+      signalPassFailure();
+  }
+
+  LogicalResult rewrite(ModuleOp module);
+  /// The leading run of inputs and parameters ends before this op.
+  Operation *firstComputation(func::FuncOp f) {
+    for (Operation &op : f.front())
+      if (!isa<InputOp, ParamOp>(op))
+        return &op;
+    return f.front().getTerminator();
+  }
+};
+
+LogicalResult KvCachePass::rewrite(ModuleOp module) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return module.emitError("cleave-kv-cache: expected a func.func @forward");
+  if (maxLength < 1 || blockSize < 1 || blocks < 0)
+    return forward.emitError("cleave-kv-cache: max-length and block-size must "
+                             "be at least 1 and blocks at least 0 (got ")
+           << int64_t(maxLength) << ", " << int64_t(blockSize) << ", "
+           << int64_t(blocks) << ")";
+
+  SmallVector<AttentionOp> attentions;
+  forward.walk([&](AttentionOp a) { attentions.push_back(a); });
+  SmallVector<SoftmaxOp> softmaxes;
+  forward.walk([&](SoftmaxOp s) { softmaxes.push_back(s); });
+  if (!softmaxes.empty())
+    return softmaxes.front().emitOpError(
+        "is attention left unfused; a generation step needs every attention "
+        "fused (cleave-fuse-attention) to read its keys from the cache");
+  if (attentions.empty())
+    return forward.emitError("cleave-kv-cache: the model has no attention "
+                             "to give a key/value cache");
+  StepShape step;
+  for (AttentionOp a : attentions) {
+    std::optional<AttentionForm> form = formOf(a);
+    if (!a.getCausal() || a.getMask() || a.getQueryBlocks())
+      return a.emitOpError("is not plain causal self-attention (a mask, "
+                           "bidirectional keys or a sequence block): it "
+                           "has no key/value cache form");
+    if (!form)
+      return a.emitOpError("reads keys of another length or layout than "
+                           "its queries: it is not self-attention");
+    if (!a.getLse().use_empty())
+      return a.emitOpError("has its log-sum-exp read (a backward pass): a "
+                           "generation step is forward only");
+    if (step.batch && (form->batch != step.batch || form->tokens != step.tokens))
+      return a.emitOpError("has ")
+             << form->batch << " sequences of " << form->tokens
+             << " tokens where another attention has " << step.batch
+             << " of " << step.tokens;
+    step = {form->batch, form->tokens};
+  }
+  int64_t maxBlocks = (maxLength + blockSize - 1) / blockSize;
+  int64_t pool = blocks ? blocks : step.batch * maxBlocks;
+
+  OpBuilder b(module.getContext());
+  Location loc = forward.getLoc();
+  auto i64 = b.getI64Type();
+  // The scheduler's inputs, after the graph's own.
+  b.setInsertionPoint(firstComputation(forward));
+  auto input = [&](StringRef name, ArrayRef<int64_t> shape) -> FailureOr<Value> {
+    InputOp taken;
+    forward.walk([&](InputOp in) {
+      if (in.getName() == name)
+        taken = in;
+    });
+    if (taken)
+      return taken.emitOpError("is an input the model already has, but a "
+                               "generation step fills '")
+             << name << "' itself";
+    return Value(InputOp::create(b, loc, RankedTensorType::get(shape, i64),
+                                 name));
+  };
+  FailureOr<Value> positions = input("positions", {step.batch, step.tokens});
+  FailureOr<Value> slots = input("slots", {step.batch * step.tokens});
+  FailureOr<Value> table = input("block_table", {step.batch, maxBlocks});
+  FailureOr<Value> lengths = input("lengths", {step.batch});
+  if (failed(positions) || failed(slots) || failed(table) || failed(lengths))
+    return failure();
+
+  for (auto [i, a] : llvm::enumerate(attentions)) {
+    AttentionForm form = *formOf(a);
+    Type element = typeOf(a.getKey()).getElementType();
+    auto cacheType = RankedTensorType::get(
+        {pool, blockSize, form.kvHeads, form.dim}, element);
+    // Named in the attention's module, beside its projections, so that
+    // pipeline stages and reports place them with their layer.
+    std::string prefix = modulePathOf(a.getQuery());
+    if (prefix.empty())
+      prefix = "kv_cache." + std::to_string(i);
+    b.setInsertionPoint(a);
+    auto cache = [&](StringRef which) {
+      std::string name = prefix + "." + which.str() + "_cache";
+      return ParamOp::create(b, NameLoc::get(b.getStringAttr(name)), cacheType,
+                             name, /*frozen=*/true, ElementsAttr())
+          .getResult();
+    };
+    Value keyCache = cache("k"), valueCache = cache("v");
+    Location at = a.getLoc();
+    // Keys [B, kv, (1,) T, D] -> rows [B * T, kv, D], token-major as the
+    // slots are.
+    auto rows = [&](Value x) {
+      Value four = ReshapeOp::create(
+          b, at,
+          RankedTensorType::get(
+              {form.batch, form.kvHeads, form.tokens, form.dim}, element),
+          x);
+      Value tokenMajor = TransposeOp::create(b, at, four, {0, 2, 1, 3});
+      return ReshapeOp::create(
+                 b, at,
+                 RankedTensorType::get(
+                     {form.batch * form.tokens, form.kvHeads, form.dim},
+                     element),
+                 tokenMajor)
+          .getResult();
+    };
+    Value keys = CacheWriteOp::create(b, at, cacheType, rows(a.getKey()),
+                                      keyCache, *slots);
+    Value values = CacheWriteOp::create(b, at, cacheType, rows(a.getValue()),
+                                        valueCache, *slots);
+    auto queryType = RankedTensorType::get(
+        {form.batch, form.heads, form.tokens, form.dim}, element);
+    Value query = ReshapeOp::create(b, at, queryType, a.getQuery());
+    Value out = PagedAttentionOp::create(b, at, queryType, query, keys, values,
+                                         *table, *lengths, a.getScaleAttr());
+    Value back = ReshapeOp::create(b, at, a.getOut().getType(), out);
+    a.getOut().replaceAllUsesWith(back);
+    a.erase();
+    ++numCached;
+  }
+
+  // Rotary embeddings at each token's position.
+  WalkResult ropes = forward.walk([&](RopeOp r) {
+    if (r.getPositions())
+      return WalkResult::advance();
+    ArrayRef<int64_t> shape = typeOf(r.getInput()).getShape();
+    if (shape[0] != step.batch || shape[1] != step.tokens || r.getOffset() ||
+        r.getPositionBlocks()) {
+      r.emitOpError("rotates another layout than the step's [")
+          << step.batch << ", " << step.tokens
+          << "] tokens, or a block of them: it cannot take their positions";
+      return WalkResult::interrupt();
+    }
+    r.getPositionsMutable().assign(*positions);
+    return WalkResult::advance();
+  });
+  if (ropes.wasInterrupted())
+    return failure();
+
+  // A learned position table read as rows [0, T) (added to the token
+  // embeddings over the batch) is read at the tokens' positions.
+  SmallVector<SliceOp> tables;
+  forward.walk([&](SliceOp s) {
+    auto param = s.getInput().getDefiningOp<ParamOp>();
+    auto type = typeOf(s.getResult());
+    if (param && type.getRank() == 2 && type.getDimSize(0) == step.tokens &&
+        s.getStarts()[0] == 0 && s.getStarts()[1] == 0 &&
+        llvm::all_of(s.getStrides(), [](int64_t v) { return v == 1; }) &&
+        type.getDimSize(1) == typeOf(s.getInput()).getDimSize(1) &&
+        llvm::all_of(s->getUsers(), [](Operation *u) { return isa<AddOp>(u); }))
+      tables.push_back(s);
+  });
+  for (SliceOp s : tables) {
+    int64_t rows = typeOf(s.getInput()).getDimSize(0);
+    if (rows < maxLength)
+      return s.emitOpError("reads a position table of ")
+             << rows << " positions, fewer than max-length "
+             << int64_t(maxLength);
+    b.setInsertionPoint(s);
+    auto type = RankedTensorType::get(
+        {step.batch, step.tokens, typeOf(s.getResult()).getDimSize(1)},
+        typeOf(s.getResult()).getElementType());
+    Value read = GatherOp::create(b, s.getLoc(), type, s.getInput(), *positions,
+                                  0);
+    s.getResult().replaceAllUsesWith(read);
+    s.erase();
+  }
+
+  // A training graph's loss becomes its logits: cross-entropy's first
+  // operand is what the step returns, and the labels input goes.
+  func::ReturnOp ret = cast<func::ReturnOp>(forward.front().getTerminator());
+  bool changed = false;
+  for (OpOperand &result : ret->getOpOperands())
+    if (auto loss = result.get().getDefiningOp<CrossEntropyOp>()) {
+      Value labels = loss.getLabels();
+      result.set(loss.getLogits());
+      changed = true;
+      if (loss->use_empty())
+        loss.erase();
+      if (auto in = labels.getDefiningOp<InputOp>(); in && in->use_empty())
+        in.erase();
+    }
+  if (changed)
+    forward.setFunctionType(FunctionType::get(
+        module.getContext(), {}, ValueRange(ret.getOperands()).getTypes()));
+  return success();
+}
+
+} // namespace
