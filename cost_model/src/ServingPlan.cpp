@@ -362,10 +362,11 @@ searchServingPlans(const TransformerModel &m, const Cluster &cluster,
   std::string closest;
   double closestRatio = INFINITY;
   for (int64_t tp = 1; tp <= cluster.devicesPerNode; ++tp) {
-    if (cluster.devicesPerNode % tp || m.heads % tp || devices % tp)
+    if (cluster.devicesPerNode % tp || m.heads % tp || devices % tp ||
+        (w.fixedTp && tp != w.fixedTp))
       continue;
     for (int64_t pp = 1; pp <= m.layers && tp * pp <= devices; ++pp) {
-      if (devices % (tp * pp))
+      if (devices % (tp * pp) || (w.fixedPp && pp != w.fixedPp))
         continue;
       ServingSearchResult::Shape shape;
       shape.tp = tp;

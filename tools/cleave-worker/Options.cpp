@@ -2,6 +2,7 @@
 
 #include "Options.h"
 
+#include <cmath>
 #include <cstdlib>
 
 namespace cleave::worker {
@@ -15,6 +16,8 @@ const char *const kUsage =
     "                     [--list] [--interleave PLAN]...\n"
     "                     [--save DIR [--save-every K] [--keep N] [--save-sync]]\n"
     "                     [--resume DIR] [--init-from FILE.safetensors]\n"
+    "                     [--generate PROMPTS [--max-new-tokens N]\n"
+    "                      [--temperature T] [--top-k K] [--top-p P]]\n"
     "       cleave-worker --kernels [--backend cpu|cuda]\n"
     "       cleave-worker --blas-info | --blas-probe\n";
 
@@ -140,6 +143,28 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
     } else if (arg == "--init-from") {
       if (!value(options.initFrom))
         return false;
+    } else if (arg == "--generate") {
+      if (!value(options.generatePath))
+        return false;
+    } else if (arg == "--max-new-tokens" || arg == "--top-k") {
+      if (!value(text) || !parseInt(text, number) || number < 0) {
+        error = arg + " needs a non-negative integer";
+        return false;
+      }
+      (arg == "--top-k" ? options.topK : options.maxNewTokens) = number;
+    } else if (arg == "--temperature" || arg == "--top-p") {
+      if (!value(text))
+        return false;
+      char *end = nullptr;
+      double x = std::strtod(text.c_str(), &end);
+      bool ok = *end == '\0' && std::isfinite(x) && x >= 0 &&
+                (arg == "--temperature" || (x > 0 && x <= 1));
+      if (!ok) {
+        error = arg == "--top-p" ? "--top-p needs a number in (0, 1]"
+                                 : "--temperature needs a number >= 0";
+        return false;
+      }
+      (arg == "--top-p" ? options.topP : options.temperature) = x;
     } else if (arg == "--fault-rank") {
       if (!value(text) || !parseInt(text, number)) {
         error = "--fault-rank needs an integer";

@@ -66,6 +66,13 @@ struct Options {
   std::string resumePath;
   /// --init-from FILE: start from these whole weights (safetensors).
   std::string initFrom;
+  /// --generate FILE: run a generation plan on these prompts (Generate.h)
+  /// instead of steps; --max-new-tokens (0: the plan's output length),
+  /// --temperature (0: greedy), --top-k (0: all), --top-p (1: all).
+  std::string generatePath;
+  int64_t maxNewTokens = 0;
+  double temperature = 0, topP = 1;
+  int64_t topK = 0;
 };
 
 extern const char *const kUsage;

@@ -38,6 +38,7 @@
 #include "Interleave.h"
 #include "Job.h"
 #include "Options.h"
+#include "Generate.h"
 #include "Train.h"
 
 #include "cleave/runtime/checkpoint/Weights.h"
@@ -329,8 +330,18 @@ int main(int argc, char **argv) {
     std::error_code ec;
     initFrom = std::filesystem::absolute(options.initFrom, ec).string();
   }
-  train({options, *plan, **ex, *comm, coordinator, firstStep, initFrom,
-         hasLoss});
+  if (!options.generatePath.empty()) {
+    if (!plan->has_generation())
+      fail("--generate: the plan is not a generation plan (compile it with "
+           "--serve -o)");
+    generate(options, *plan, **ex);
+  } else if (plan->has_generation()) {
+    fail("the plan is a generation step over key/value caches: run it with "
+         "`cleave generate PLAN --prompt-file FILE`");
+  } else {
+    train({options, *plan, **ex, *comm, coordinator, firstStep, initFrom,
+           hasLoss});
+  }
   executor::WatchedPhase finishing(**ex, "finishing the job (MPI_Finalize)");
   comm.reset();
   comm::mpiFinalize();

@@ -41,6 +41,11 @@ cl::SubCommand runCmd("run", "Train with a plan artifact on local ranks "
                              "cuda), optionally checked against one rank. "
                              "Example: cleave run gpt.cleave --steps 5 "
                              "--check");
+cl::SubCommand generateCmd(
+    "generate", "Generate tokens with a generation plan (compile --serve "
+                "-o): greedy or sampled, requests batched continuously over "
+                "a paged key/value cache on local ranks. Example: cleave "
+                "generate llama.cleave --prompt-file prompts.txt");
 cl::SubCommand checkpointCmd(
     "checkpoint", "Show a checkpoint (inspect DIR) or write its parameters "
                   "as whole tensors (export DIR -o model.safetensors). "
@@ -203,6 +208,7 @@ cl::OptionCategory artifactCategory("Plan artifact options");
 cl::opt<std::string> planPath(cl::Positional, cl::Required,
                               cl::desc("PLAN (written by cleave compile -o)"),
                               cl::sub(inspectCmd), cl::sub(runCmd),
+                              cl::sub(generateCmd),
                               cl::cat(artifactCategory));
 cl::opt<bool> inspectJson("json", cl::desc("Print JSON"), cl::sub(inspectCmd),
                           cl::cat(artifactCategory));
@@ -269,7 +275,7 @@ cl::opt<double> runTimeout(
     cl::desc("Seconds an instruction may take before every rank is stopped "
              "(default: 60)"),
     cl::value_desc("SECONDS"), cl::init(60), cl::sub(runCmd),
-    cl::cat(runtimeCategory));
+    cl::sub(generateCmd), cl::cat(runtimeCategory));
 cl::opt<bool> runNoFuse(
     "no-fuse",
     cl::desc("Run every instruction alone instead of fusing a GEMM with its "
@@ -308,7 +314,7 @@ cl::opt<std::string> runInitFrom(
              "an .onnx file with initializers); compile bakes them into the "
              "plan, run reads them at the start"),
     cl::value_desc("FILE"), cl::sub(compileCmd), cl::sub(runCmd),
-    cl::cat(checkpointCategory));
+    cl::sub(generateCmd), cl::cat(checkpointCategory));
 cl::opt<int> runMaxRestarts(
     "max-restarts",
     cl::desc("When a rank dies or hangs, restart the job from the last "
@@ -343,7 +349,38 @@ cl::opt<std::string> backend(
              "reference stays on the CPU) and what `profile` measures "
              "(default: cpu)"),
     cl::value_desc("cpu|cuda"), cl::init("cpu"), cl::sub(profileCmd),
-    cl::sub(runCmd), cl::cat(runtimeCategory));
+    cl::sub(runCmd), cl::sub(generateCmd), cl::cat(runtimeCategory));
+cl::opt<std::string> promptFile(
+    "prompt-file",
+    cl::desc("Requests, one a line: token ids separated by spaces (a "
+             "tokenizer is not cleave's)"),
+    cl::value_desc("FILE"), cl::Required, cl::sub(generateCmd),
+    cl::cat(runtimeCategory));
+cl::opt<int64_t> maxNewTokens(
+    "max-new-tokens",
+    cl::desc("Tokens to generate a request (default: the plan's "
+             "--output-len)"),
+    cl::value_desc("N"), cl::init(0), cl::sub(generateCmd),
+    cl::cat(runtimeCategory));
+cl::opt<double> sampleTemperature(
+    "temperature", cl::desc("Sampling temperature (default 0: greedy)"),
+    cl::value_desc("T"), cl::init(0), cl::sub(generateCmd),
+    cl::cat(runtimeCategory));
+cl::opt<int64_t> sampleTopK("top-k",
+                      cl::desc("Sample among the K likeliest tokens (default "
+                               "0: all)"),
+                      cl::value_desc("K"), cl::init(0), cl::sub(generateCmd),
+                      cl::cat(runtimeCategory));
+cl::opt<double> sampleTopP("top-p",
+                     cl::desc("Sample among the likeliest tokens holding "
+                              "probability P (default 1: all)"),
+                     cl::value_desc("P"), cl::init(1), cl::sub(generateCmd),
+                     cl::cat(runtimeCategory));
+cl::opt<int64_t> generateSeed("seed",
+                              cl::desc("Seed of the sampling and of the "
+                                       "weights' initialisation"),
+                              cl::value_desc("S"), cl::sub(generateCmd),
+                              cl::cat(runtimeCategory));
 cl::opt<std::string> profileOut("o", cl::desc("Profile file to write"),
                                 cl::value_desc("FILE"), cl::Required,
                                 cl::sub(profileCmd), cl::cat(profileCategory));
@@ -421,7 +458,8 @@ std::optional<Command> parseCommandLine(int argc, char **argv,
       {&importCmd, Command::Import},   {&summaryCmd, Command::Summary},
       {&zooCmd, Command::Zoo},         {&compileCmd, Command::Compile},
       {&profileCmd, Command::Profile}, {&inspectCmd, Command::Inspect},
-      {&runCmd, Command::Run},         {&checkpointCmd, Command::Checkpoint}};
+      {&runCmd, Command::Run},         {&generateCmd, Command::Generate},
+      {&checkpointCmd, Command::Checkpoint}};
   // --help shows cleave's options, not every option LLVM registers.
   std::vector<const cl::OptionCategory *> categories = {
       &modelCategory,    &outputCategory,   &trainingCategory,
@@ -525,6 +563,21 @@ RunArgs runArgs() {
   a.fault = runFault;
   a.faultRank = runFaultRank;
   a.faultStep = runFaultStep;
+  return a;
+}
+
+GenerateArgs generateArgs() {
+  GenerateArgs a;
+  a.plan = planPath;
+  a.backend = backend;
+  a.promptFile = promptFile;
+  a.initFrom = runInitFrom;
+  a.maxNewTokens = maxNewTokens;
+  a.topK = sampleTopK;
+  a.temperature = sampleTemperature;
+  a.topP = sampleTopP;
+  a.timeout = runTimeout;
+  a.seed = given(generateSeed);
   return a;
 }
 

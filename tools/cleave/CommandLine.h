@@ -25,6 +25,7 @@ enum class Command {
   Profile,
   Inspect,
   Run,
+  Generate,
   Checkpoint,
 };
 
@@ -90,6 +91,16 @@ struct InspectArgs {
   /// trace drawn in it.
   std::string html, measured;
 };
+
+/// `cleave generate`: a generation plan on prompts (Generate.h of the
+/// worker says what it prints).
+struct GenerateArgs {
+  std::string plan, backend = "cpu", promptFile, initFrom;
+  int64_t maxNewTokens = 0, topK = 0;
+  double temperature = 0, topP = 1, timeout = 60;
+  std::optional<int64_t> seed;
+};
+GenerateArgs generateArgs();
 
 struct RunArgs {
   std::string plan, backend = "cpu", data, trace;

@@ -23,6 +23,7 @@ int runCompile(const CompileArgs &args);
 int runProfile(const ProfileArgs &args, char **argv);
 int runInspect(const InspectArgs &args);
 int runRun(const RunArgs &args, const char *argv0);
+int runGenerate(const GenerateArgs &args, const char *argv0);
 int runCheckpoint(const CheckpointArgs &args);
 
 } // namespace cleave::tool

@@ -70,9 +70,11 @@ int buildServing(const CompileArgs &a, driver::CompileRequest &request) {
       std::isinf(a.tpot))
     return badUsage("--ttft and --tpot are seconds, zero or more (0: no "
                     "target)");
-  if (!a.planOut.empty())
-    return badUsage("--serve plans inference only: lowering prefill and "
-                    "decode programs (-o) is not implemented yet");
+  if (!a.planOut.empty() && a.disaggregate)
+    return badUsage("--serve --disaggregate -o: lowering separate prefill "
+                    "and decode pools is not implemented yet (without "
+                    "--disaggregate, -o writes one replica's generation "
+                    "step)");
   if (a.globalBatch)
     return badUsage("--global-batch is a training step's: with --serve the "
                     "batch is --max-batch (or searched)");

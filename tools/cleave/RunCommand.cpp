@@ -156,4 +156,41 @@ int runRun(const RunArgs &a, const char *argv0) {
   return launcher::runPlan(request);
 }
 
+int runGenerate(const GenerateArgs &a, const char *argv0) {
+  if (!sys::fs::exists(a.promptFile))
+    return badUsage("--prompt-file " + a.promptFile + ": no such file");
+  if (a.maxNewTokens < 0 || a.topK < 0)
+    return badUsage("--max-new-tokens and --top-k take a non-negative "
+                    "number");
+  if (!(a.temperature >= 0) || !std::isfinite(a.temperature))
+    return badUsage("--temperature must be 0 (greedy) or more");
+  if (!(a.topP > 0 && a.topP <= 1))
+    return badUsage("--top-p must be in (0, 1]");
+  if (!(a.timeout > 0) || !std::isfinite(a.timeout))
+    return badUsage("--timeout must be a positive number of seconds");
+  if (a.backend != "cpu" && a.backend != "cuda")
+    return badUsage("--backend must be cpu or cuda, not '" + a.backend + "'");
+  launcher::RunRequest request;
+  request.backend = a.backend;
+  request.planPath = a.plan;
+  request.argv0 = argv0;
+  request.timeoutSeconds = a.timeout;
+  request.generateArgs = {"--generate", a.promptFile,
+                          "--max-new-tokens", std::to_string(a.maxNewTokens),
+                          "--temperature", formatv("{0}", a.temperature).str(),
+                          "--top-k", std::to_string(a.topK),
+                          "--top-p", formatv("{0}", a.topP).str()};
+  if (a.seed)
+    request.generateArgs.insert(request.generateArgs.end(),
+                                {"--seed", std::to_string(*a.seed)});
+  if (!a.initFrom.empty()) {
+    absl::StatusOr<std::string> weights = weightsForWorkers(a.initFrom);
+    if (!weights.ok())
+      return badUsage("--init-from " + a.initFrom + ": " +
+                      std::string(weights.status().message()));
+    request.initFrom = *weights;
+  }
+  return launcher::runPlan(request);
+}
+
 } // namespace cleave::tool

@@ -84,6 +84,8 @@ int dispatch(int argc, char **argv) {
       "out.json]\n"
       "             [--save DIR [--save-every K] [--max-restarts R]] "
       "[--resume DIR] [--init-from FILE]\n"
+      "  cleave generate PLAN --prompt-file FILE [--max-new-tokens N] "
+      "[--temperature T] [--top-k K] [--top-p P]\n"
       "  cleave checkpoint inspect|export DIR [-o model.safetensors]\n"
       "  cleave summary MODEL [--json]\n"
       "  cleave zoo [--json]\n"
@@ -105,6 +107,8 @@ int dispatch(int argc, char **argv) {
     return runInspect(inspectArgs());
   case Command::Run:
     return runRun(runArgs(), argv[0]);
+  case Command::Generate:
+    return runGenerate(generateArgs(), argv[0]);
   case Command::Checkpoint:
     return runCheckpoint(checkpointArgs());
   case Command::None:

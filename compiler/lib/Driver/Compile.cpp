@@ -113,9 +113,14 @@ private:
                              const std::string &name, std::string trace,
                              std::vector<std::string> why,
                              std::vector<cost::PlanPrediction> alternatives,
-                             std::vector<std::string> shardings = {});
+                             std::vector<std::string> shardings = {},
+                             std::optional<plan::GenerationConfig>
+                                 generation = std::nullopt);
   absl::Status compileTransformer(const cost::TransformerModel &shape,
                                   mlir::ModuleOp module);
+  absl::Status writeGenerationArtifact(const cost::TransformerModel &shape,
+                                       const cost::ServingWorkload &w,
+                                       const cost::ServingPrediction &best);
   /// "wrote PLAN (size)" after the report, where -o wrote one.
   void printWritten() {
     uint64_t size = 0;
@@ -171,8 +176,10 @@ absl::Status Compiler::writeArtifact(
     std::optional<cost::TransformerModel> shape, const std::string &name,
     std::string trace, std::vector<std::string> why,
     std::vector<cost::PlanPrediction> alternatives,
-    std::vector<std::string> shardings) {
+    std::vector<std::string> shardings,
+    std::optional<plan::GenerationConfig> generation) {
   ArtifactRequest request;
+  request.generation = std::move(generation);
   request.alternatives = std::move(alternatives);
   request.shardings = std::move(shardings);
   request.path = r.planOut;
@@ -322,6 +329,10 @@ absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
 absl::Status Compiler::serveTransformer(const cost::TransformerModel &shape) {
   cost::ServingWorkload w = *r.serve;
   w.precision = plan.precision;
+  if (fixed.contains(Knob::Tp))
+    w.fixedTp = plan.tp;
+  if (fixed.contains(Knob::Pp))
+    w.fixedPp = plan.pp;
   if (w.disaggregated) {
     absl::StatusOr<cost::DisaggregatedPrediction> pools =
         cost::searchDisaggregatedPlans(shape, inputs.cluster, w,
@@ -340,6 +351,10 @@ absl::Status Compiler::serveTransformer(const cost::TransformerModel &shape) {
       shape, inputs.cluster, w, inputs.topK, inputs.profile);
   if (!found.ok())
     return absl::FailedPreconditionError(found.status().message());
+  if (!r.planOut.empty() && !found->best.empty())
+    if (absl::Status s = writeGenerationArtifact(shape, w, found->best.front());
+        !s.ok())
+      return s;
   if (r.json) {
     out << formatv("{0:2}",
                    json::Value(servingPlanJson(*found, shape, inputs.cluster,
@@ -348,7 +363,45 @@ absl::Status Compiler::serveTransformer(const cost::TransformerModel &shape) {
     return absl::OkStatus();
   }
   printServingPlan(*found, shape, inputs.cluster, w, inputs.explain, out);
+  printWritten();
   return absl::OkStatus();
+}
+
+/// --serve -o: one replica of the chosen serving plan as a generation
+/// step (plan.proto GenerationConfig): its tp x pp ranks run one token of
+/// up to `batch` sequences a step over paged caches sized for every
+/// sequence at prompt + output tokens.
+absl::Status
+Compiler::writeGenerationArtifact(const cost::TransformerModel &shape,
+                                  const cost::ServingWorkload &w,
+                                  const cost::ServingPrediction &best) {
+  plan::GenerationConfig g;
+  g.set_max_batch(best.batch);
+  g.set_tokens_per_step(1);
+  g.set_max_length(w.promptLen + w.outputLen);
+  g.set_block_size(16);
+  g.set_blocks(best.batch * ((g.max_length() + 15) / 16));
+  g.set_vocab(shape.vocab);
+  g.set_prompt_len(w.promptLen);
+  g.set_output_len(w.outputLen);
+  cost::PlanPrediction p;
+  p.plan.tp = best.tp;
+  p.plan.pp = best.pp;
+  p.plan.microbatchSize = best.batch;
+  p.plan.globalBatch = best.batch;
+  p.plan.precision = w.precision;
+  p.plan.fusedAttention = true;
+  p.numMicrobatches = 1;
+  p.stepSeconds = best.tpotSeconds;
+  std::vector<std::string> why = {
+      formatv("one replica of {0}: tp={1} pp={2}, up to {3} sequences a "
+              "step; predicted {4:F1} ms a decode step, TTFT {5:F1} ms",
+              best.replicas, best.tp, best.pp, best.batch,
+              best.tpotSeconds * 1e3, best.ttftSeconds * 1e3)
+          .str()};
+  inputs.globalBatch = best.batch;
+  return writeArtifact(p, shape, shape.name, {}, std::move(why), {}, {},
+                       std::move(g));
 }
 
 absl::Status Compiler::compileGraph() {

@@ -7,6 +7,7 @@
 
 #include "cleave/Analysis/ModelSummary.h"
 #include "cleave/Lowering/PlanLowering.h"
+#include "cleave/Transforms/Passes.h"
 #include "cleave/cost_model/Cluster.h"
 #include "cleave/cost_model/Collectives.h"
 #include "cleave/cost_model/PlanKnobs.h"
@@ -24,6 +25,7 @@
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/SHA256.h"
@@ -175,10 +177,24 @@ absl::Status writePlanArtifact(const ArtifactRequest &r) {
                 2);
   ImportOptions options = r.importOptions;
   options.batch = b;
+  if (r.generation)
+    options.seq = r.generation->tokens_per_step();
   mlir::OwningOpRef<mlir::ModuleOp> module = r.load(options);
   if (!module)
     return absl::InvalidArgumentError(""); // the loader reported why
   std::string hash = graphHash(*module);
+  if (r.generation) {
+    // One generation step: the attention fused, then given its caches.
+    mlir::PassManager pm(module->getContext());
+    pm.addNestedPass<mlir::func::FuncOp>(createFuseAttention());
+    KvCacheOptions kv;
+    kv.blockSize = r.generation->block_size();
+    kv.maxLength = r.generation->max_length();
+    kv.blocks = r.generation->blocks();
+    pm.addPass(createKvCache(kv));
+    if (mlir::failed(pm.run(*module)))
+      return fail("-o: the model has no generation step (above)", 2);
+  }
   if (!r.shardings.empty())
     if (absl::Status s = applyShardings(*module, r.shardings); !s.ok())
       return s;
@@ -206,6 +222,8 @@ absl::Status writePlanArtifact(const ArtifactRequest &r) {
   lo.residualBlocks = !r.transformer;
   lo.seed = r.seed;
   lo.step = r.step;
+  if (r.generation)
+    lo.step.optimizer = Optimizer::None; // a generation step does not train
   lo.vocab = r.shape.vocab;
   lo.seqLen = r.shape.seq;
   FailureOr<plan::Plan> lowered = lowering::lowerToPlan(*module, lo);
@@ -245,6 +263,8 @@ absl::Status writePlanArtifact(const ArtifactRequest &r) {
                       Twine(std::string(s.message())),
                   2);
   }
+  if (r.generation)
+    *plan.mutable_generation() = *r.generation;
   plan.mutable_knobs()->set_text(cost::planKnobsString(knobs));
   plan.mutable_knobs()->set_precision(
       std::string(cost::precisionName(knobs.precision)));
@@ -261,7 +281,7 @@ absl::Status writePlanArtifact(const ArtifactRequest &r) {
                           : 0);
   for (const std::string &line : r.why)
     m->add_explanation(line);
-  if (r.transformer)
+  if (r.transformer && !r.generation)
     for (const std::string &line : boundsOfStep(p, r.cluster))
       m->add_explanation(line);
   for (size_t i = 0; i < r.alternatives.size() && i < 3; ++i) {

@@ -210,6 +210,7 @@ FailureOr<plan::Plan> lowerToPlan(ModuleOp module,
   if (o.knobs.fusedAttention) {
     int64_t fused = 0, unfused = 0;
     forward.walk([&](gr::AttentionOp) { ++fused; });
+    forward.walk([&](gr::PagedAttentionOp) { ++fused; }); // a generation step
     forward.walk([&](gr::SoftmaxOp) { ++unfused; });
     if (fused == 0)
       return forward.emitError("attention=fused, but no attention in the "

@@ -444,6 +444,30 @@ LogicalResult Emitter::emitInstruction(Operation *op, Phase phase) {
       }
     }
   }
+  // A key/value cache is state that outlives the step, like a parameter:
+  // graph.cache_write's result is the cache's own tensor, written in place
+  // (the executor skips the copy when its output is its cache input).
+  if (auto write = dyn_cast<gr::CacheWriteOp>(op)) {
+    auto cache = ids.find(write.getCache());
+    if (cache == ids.end() || program.tensors(cache->second).kind() !=
+                                  plan::TensorDecl::PARAMETER)
+      return op->emitOpError("writes a cache that is not a parameter of the "
+                             "stage: it would not outlive the step");
+    auto rows = ids.find(write.getRows()), slots = ids.find(write.getSlots());
+    if (rows == ids.end() || slots == ids.end())
+      return op->emitOpError("reads a value the lowering has not placed");
+    plan::Instruction &inst = append(phase, instructionName(op));
+    inst.add_inputs(rows->second);
+    inst.add_inputs(cache->second);
+    inst.add_inputs(slots->second);
+    inst.add_outputs(cache->second);
+    std::string loc;
+    llvm::raw_string_ostream os(loc);
+    op->getLoc().print(os);
+    inst.set_location(loc);
+    ids[write.getResult()] = cache->second;
+    return success();
+  }
   // A parameter's gradient summed over "cp" or "tp" in every microbatch:
   // without ZeRO the sum joins the step's bucketed reduction instead
   // (GradientLowering), so the backward pass passes the partial gradient

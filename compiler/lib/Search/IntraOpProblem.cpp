@@ -889,11 +889,16 @@ double trainableParamBytes(func::FuncOp func) {
 
 TensorParallelLimits tensorParallelLimits(func::FuncOp forward, int64_t tp,
                                           bool wholeResidualStream) {
-  double split = 0, whole = 0;
+  double split = 0, whole = 0, frozen = 0;
   llvm::DenseMap<Operation *, bool> residual;
   forward.walk([&](graph::ParamOp p) {
-    if (!p.isTrainable())
+    // Frozen state (a generation step's key/value caches, an imported
+    // model's folded tables) counts where it is held, whole at worst: the
+    // limit is the trainable parameters' share on top of it.
+    if (!p.isTrainable()) {
+      frozen += graph::tensorBytes(p.getType());
       return;
+    }
     auto type = cast<RankedTensorType>(p.getType());
     bool splits = type.getRank() >= 2 &&
                   llvm::any_of(type.getShape(),
@@ -906,8 +911,9 @@ TensorParallelLimits tensorParallelLimits(func::FuncOp forward, int64_t tp,
     split += graph::tensorBytes(type) / (splits ? double(tp) : 1.0);
   });
   // 4 KiB of slack: limits are compared with sums of tensor sizes.
-  return {split * 1.02 + 4096,
-          trainableParamBytes(forward) / double(tp) * 1.1 + whole + 4096};
+  return {split * 1.02 + frozen + 4096,
+          trainableParamBytes(forward) / double(tp) * 1.1 + whole + frozen +
+              4096};
 }
 
 } // namespace cleave::search

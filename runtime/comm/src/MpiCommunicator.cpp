@@ -133,6 +133,11 @@ void mpiBarrier() {
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+void mpiBroadcast(void *data, int64_t bytes, int root) {
+  if (!gWithoutMpi)
+    MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
+}
+
 void mpiAbort(int code) {
   if (!gWithoutMpi)
     MPI_Abort(MPI_COMM_WORLD, code);

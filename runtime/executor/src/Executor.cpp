@@ -508,6 +508,10 @@ void Executor::readTensorBytes(int32_t id, void *out, int64_t bytes) const {
   backend_->copyOut(out, view.data, bytes);
 }
 
+void Executor::setInput(const std::string &name, std::string global) {
+  data_->setInput(name, std::move(global));
+}
+
 std::string Executor::outputBytes(int index, int64_t microbatch) const {
   TensorView view = tensor(program_->output_tensors(index), microbatch);
   return readBytes(view.data, view.numBytes());

@@ -169,6 +169,8 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
   auto add = [&](std::initializer_list<std::string> more) {
     options.workerArgs.insert(options.workerArgs.end(), more);
   };
+  options.workerArgs.insert(options.workerArgs.end(), r.generateArgs.begin(),
+                            r.generateArgs.end());
   if (!args.resume.empty())
     add({"--resume", args.resume});
   if (!args.initFrom.empty())
@@ -330,6 +332,33 @@ int runPlan(const RunRequest &r) {
   }
   const plan::Plan &p = *loaded;
   int ranks = p.ranks_size();
+  if (!r.generateArgs.empty() || p.has_generation()) {
+    if (r.generateArgs.empty() || !p.has_generation()) {
+      std::cerr << "cleave: error: " << r.planPath
+                << (p.has_generation()
+                        ? " is a generation plan: run it with `cleave "
+                          "generate PLAN --prompt-file FILE`"
+                        : " is not a generation plan (compile the model "
+                          "with --serve -o)")
+                << "\n";
+      return 2;
+    }
+    const plan::GenerationConfig &g = p.generation();
+    std::cout << "generating with " << r.planPath << " (" << p.model().name()
+              << ", " << p.knobs().text() << ") on " << ranks
+              << " local rank(s): up to " << g.max_batch()
+              << " sequences a step, " << g.max_length()
+              << " positions each, cache blocks of " << g.block_size()
+              << std::endl;
+    LaunchArgs args;
+    args.initFrom = r.initFrom;
+    if (absl::Status s = launchPlan(r, r.planPath, ranks, "", true, args);
+        !s.ok()) {
+      std::cerr << "cleave: error: " << s.message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
   for (const std::string &other : r.interleave) {
     auto plan = plan::readPlanFile(other);
     if (!plan.ok()) {

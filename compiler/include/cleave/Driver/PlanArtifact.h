@@ -70,6 +70,11 @@ struct ArtifactRequest {
   /// file the user named, which the plan records. Empty: the seeded
   /// initialisation.
   std::string initFromFile, initFromSource;
+  /// A generation plan (`--serve -o`): the model, imported at
+  /// `generation.tokens_per_step` tokens a sequence and `max_batch`
+  /// sequences, becomes one generation step over paged caches
+  /// (cleave-kv-cache) before it is lowered, without an optimizer.
+  std::optional<plan::GenerationConfig> generation;
 };
 
 /// Lowers the predicted plan to programs and writes the artifact.

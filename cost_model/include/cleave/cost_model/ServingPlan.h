@@ -67,6 +67,9 @@ struct ServingWorkload {
   /// Plan separate prefill and decode pools (searchDisaggregatedPlans)
   /// instead of replicas that do both.
   bool disaggregated = false;
+  /// Tensor and pipeline degrees fixed by the user (`--fix tp=,pp=`); 0:
+  /// searched.
+  int64_t fixedTp = 0, fixedPp = 0;
 };
 
 struct ServingPrediction {

@@ -41,6 +41,9 @@ void requireMeshMatchesWorld(const MeshInfo &mesh);
 std::vector<std::string> mpiGatherToRoot(const std::string &text);
 /// MPI_Barrier on MPI_COMM_WORLD.
 void mpiBarrier();
+/// MPI_Bcast of `bytes` bytes at `data` from world rank `root` to every
+/// rank (generation: the tokens the rank holding the logits chose).
+void mpiBroadcast(void *data, int64_t bytes, int root);
 /// MPI_Abort on MPI_COMM_WORLD: ends every rank of the job.
 [[noreturn]] void mpiAbort(int code);
 

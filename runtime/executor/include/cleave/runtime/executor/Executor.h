@@ -160,6 +160,10 @@ public:
   /// `index` (Program.output_tensors[index]) for `microbatch` of the last
   /// step: its slot, [this rank's rows of the microbatch, ...].
   std::string outputBytes(int index, int64_t microbatch) const;
+  /// Replaces input `name`'s values from the next step on by `global`, its
+  /// whole global batch (as a `--input` file would hold it): generation
+  /// sets each step's tokens, positions and cache slots so.
+  void setInput(const std::string &name, std::string global);
   const Progress &progress() const { return progress_; }
   Progress &progress() { return progress_; }
   /// Loss scaling's state after the last step (at creation: the plan's

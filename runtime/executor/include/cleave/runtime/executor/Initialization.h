@@ -96,6 +96,11 @@ public:
   absl::Status fill(const plan::TensorDecl &decl, int64_t step,
                     int64_t microbatch, void *dst, int64_t vocab = 0) const;
 
+  /// Input `name` holds `global` (its whole global batch) from now on.
+  void setInput(const std::string &name, std::string global) {
+    files_[name] = std::make_shared<const std::string>(std::move(global));
+  }
+
 private:
   DataSource() = default;
 

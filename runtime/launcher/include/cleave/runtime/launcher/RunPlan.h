@@ -61,6 +61,10 @@ struct RunRequest {
   std::string fault;
   int faultRank = -1;
   int64_t faultStep = 1;
+  /// `cleave generate`: the worker's generation flags (--generate PROMPTS
+  /// and the sampling settings, tools/cleave-worker/Generate.h); the plan
+  /// must be a generation plan, and no steps, checks or saves apply.
+  std::vector<std::string> generateArgs;
   /// Builds the one-rank reference plan of `plan`'s model (needs the
   /// compiler); used by --check.
   std::function<absl::StatusOr<plan::Plan>(const plan::Plan &)> reference;
