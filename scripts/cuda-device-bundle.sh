@@ -65,6 +65,13 @@ compile "${models[llama]}" --cluster hgx-h200,devices=1 --global-batch 8 \
 compile "${models[llama]}" --cluster hgx-h200,devices=1 --global-batch 8 \
   --optimizer sgd --fix attention=fused,precision=bf16 \
   -o "$stage/plans/llama-bf16.cleave"
+# A generation step over paged key/value caches (cleave generate), fp32,
+# one rank: the paged-attention, cache-write and per-token rope kernels.
+compile "${models[llama]}" --cluster cpu-local,devices=1 --serve \
+  --prompt-len 16 --output-len 16 --max-batch 4 \
+  -o "$stage/plans/llama-serve.cleave"
+printf '1 2 3 4 5\n7 8 9\n10 11 12 13 14 15 16 17\n3\n4 4 4 4\n' \
+  > "$stage/plans/prompts.txt"
 # fp16 storage with dynamic loss scaling (runtime.unscale on the GPU).
 compile "${models[llama]}" --cluster hgx-h200,devices=1 --global-batch 8 \
   --optimizer sgd --fix attention=fused,precision=fp16 \

@@ -79,6 +79,21 @@ for name in gpt llama llama-fused llama-bf16 llama-fp16 moe bert vit; do
   say "$name: ${checks[$name]}"
 done
 
+say "== generation over a paged cache, cuda against cpu =="
+for backend in cuda cpu; do
+  "$worker" "$plans/llama-serve.cleave" --backend $backend \
+    --generate "$plans/prompts.txt" > "$out/generate.$backend.txt" 2>&1
+  grep -E "^request" "$out/generate.$backend.txt" | sed 's/  TTFT.*//' \
+    > "$out/generate.$backend.tokens"
+done
+if [ -s "$out/generate.cuda.tokens" ] &&
+    diff -q "$out/generate.cuda.tokens" "$out/generate.cpu.tokens" > /dev/null; then
+  checks[generate]="passed: the same greedy tokens; $(tail -1 "$out/generate.cuda.txt")"
+else
+  checks[generate]="FAILED: $(diff "$out/generate.cuda.tokens" "$out/generate.cpu.tokens" | head -3 | tr '\n' ' ') $(tail -2 "$out/generate.cuda.txt" | tr '\n' ' ')"
+fi
+say "generate: ${checks[generate]}"
+
 say "== checkpoints: saved on the GPU, resumed on the CPU =="
 rm -rf "$out/ck" "$out/ck.resumed" "$out/ck.whole"
 "$worker" "$plans/gpt.cleave" --backend cuda --steps 3 --save "$out/ck" \
@@ -177,5 +192,5 @@ except (OSError, ValueError) as err:
     print(f"no trace: {err}")
 PY
 say "kernel tests: $([ $kernels_rc -eq 0 ] && echo passed || echo FAILED)"
-for name in gpt llama llama-fused llama-bf16 llama-fp16 moe bert vit checkpoint; do say "$name: ${checks[$name]%%;*}"; done
+for name in gpt llama llama-fused llama-bf16 llama-fp16 moe bert vit generate checkpoint; do say "$name: ${checks[$name]%%;*}"; done
 say "total $(elapsed) s"

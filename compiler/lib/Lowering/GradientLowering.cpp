@@ -240,6 +240,22 @@ int64_t Emitter::zeroDimOf(gr::ParamOp param) const {
 }
 
 Type Emitter::halfTypeOf(gr::ParamOp param) const {
+  // A key/value cache read only through a cast to 16 bits into its
+  // graph.cache_write (mixed precision's activations) is stored in 16 bits:
+  // the cast is the cache itself, written in place.
+  if (!param.isTrainable() && !param->use_empty() &&
+      llvm::all_of(param->getUses(), [](OpOperand &use) {
+        auto castOp = dyn_cast<gr::CastOp>(use.getOwner());
+        return castOp && castOp->hasOneUse() &&
+               isa<gr::CacheWriteOp>(*castOp->user_begin()) &&
+               castOp->use_begin()->getOperandNumber() == 1;
+      })) {
+    Type element = cast<RankedTensorType>(
+                       (*param->user_begin())->getResult(0).getType())
+                       .getElementType();
+    if (element.isBF16() || element.isF16())
+      return element;
+  }
   if (!ctx.halfParameters || zeroDimOf(param) < 0 ||
       !cast<RankedTensorType>(param.getType()).getElementType().isF32())
     return Type();

@@ -13,6 +13,7 @@
 #include "Ops.h"
 #include "kernels/Attention.h"
 #include "kernels/FlashAttention.h"
+#include "kernels/PagedAttention.h"
 #include "cleave/runtime/kernels/FlashAttention.h"
 
 #include <stdexcept>
@@ -90,7 +91,7 @@ void softmaxGradKernel(OpContext &c) {
 }
 
 void ropeKernel(OpContext &c) {
-  c.expectArity(1, 1);
+  c.expectArity(1, 2, 1);
   kernels::ConstTensorRef in = c.in(0);
   kernels::TensorRef out = c.out(0);
   double theta = c.attrFloat("theta");
@@ -104,6 +105,13 @@ void ropeKernel(OpContext &c) {
   if (!(theta > 0))
     fail(op, "theta must be positive");
   checkSameShape(op, "result", out.shape, in.shape);
+  if (c.inputs.size() == 2 && c.input(1)) { // each token at its own position
+    kernels::IndexRef positions = c.index(1);
+    checkSameShape(op, "positions", positions.shape, {in.shape[0], in.shape[1]});
+    launchRopeAt(in.data, out.data, positions.data, in.shape[0], in.shape[1],
+                 in.shape[2], in.shape[3], theta, inverse, context().compute);
+    return;
+  }
   // This device's block of the sequence (dimension 1), if it is split.
   kernels::RowOffsets positions =
       c.sequenceBlock("position_blocks", in.shape[1])
@@ -112,6 +120,60 @@ void ropeKernel(OpContext &c) {
   launchRope(in.data, out.data, in.shape[0], in.shape[1], in.shape[2],
              in.shape[3], theta, positions, inverse, table.data(),
              context().compute);
+}
+
+/// graph.cache_write: rows [N, kv_heads, dim] into the cache [blocks,
+/// block_size, kv_heads, dim] at `slots`, in place (its output is the
+/// cache's own tensor; copied first where it is not).
+void cacheWriteKernel(OpContext &c) {
+  c.expectArity(3, 1);
+  kernels::ConstTensorRef rows = c.in(0), cache = c.in(1);
+  kernels::IndexRef slots = c.index(2);
+  kernels::TensorRef out = c.out(0);
+  if (cache.rank() != 4 || rows.rank() != 3 || rows.shape[1] != cache.shape[2] ||
+      rows.shape[2] != cache.shape[3] || slots.rank() != 1 ||
+      slots.shape[0] != rows.shape[0])
+    fail("cache_write", "rows " + kernels::shapeString(rows.shape) +
+                            " and slots " + kernels::shapeString(slots.shape) +
+                            " do not fit cache " +
+                            kernels::shapeString(cache.shape));
+  checkSameShape("cache_write", "result", out.shape, cache.shape);
+  cudaStream_t stream = context().compute;
+  if (out.data != cache.data)
+    CLEAVE_CUDA_CHECK(cudaMemcpyAsync(out.data, cache.data,
+                                      cache.numElements() * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, stream));
+  launchCacheWrite(rows.data, slots.data, rows.shape[0],
+                   rows.shape[1] * rows.shape[2],
+                   cache.shape[0] * cache.shape[1], out.data, stream);
+}
+
+/// graph.paged_attention (the CPU kernel's semantics, PagedAttention.h):
+/// the host checks the shapes; the lengths and block ids, on the device,
+/// are the generation scheduler's.
+void pagedAttentionKernel(OpContext &c) {
+  c.expectArity(5, 1);
+  kernels::ConstTensorRef q = c.in(0), k = c.in(1), v = c.in(2);
+  kernels::IndexRef table = c.index(3), lengths = c.index(4);
+  kernels::TensorRef out = c.out(0);
+  if (q.rank() != 4 || k.rank() != 4 || k.shape != v.shape ||
+      q.shape[3] != k.shape[3] || q.shape[1] % k.shape[2] != 0 ||
+      table.rank() != 2 || table.shape[0] != q.shape[0] ||
+      lengths.rank() != 1 || lengths.shape[0] != q.shape[0])
+    fail("paged_attention",
+         "query " + kernels::shapeString(q.shape) + ", block table " +
+             kernels::shapeString(table.shape) + " and lengths " +
+             kernels::shapeString(lengths.shape) + " do not fit cache " +
+             kernels::shapeString(k.shape));
+  if (q.shape[3] > 256)
+    fail("paged_attention", "head_dim " + std::to_string(q.shape[3]) +
+                                " is beyond the kernel's 256");
+  checkSameShape("paged_attention", "result", out.shape, q.shape);
+  launchPagedAttention(q.data, k.data, v.data, table.data, lengths.data,
+                       q.shape[0], q.shape[1], q.shape[2], q.shape[3],
+                       k.shape[2], k.shape[1], table.shape[1],
+                       static_cast<float>(c.attrFloat("scale")), out.data,
+                       context().compute);
 }
 
 /// The kernels' shape of an attention or its gradient: batch dimensions
@@ -203,6 +265,8 @@ void registerAttentionOps(Registry &r) {
   r["graph.softmax"] = softmaxKernel;
   r["graph.softmax_grad"] = softmaxGradKernel;
   r["graph.rope"] = ropeKernel;
+  r["graph.cache_write"] = cacheWriteKernel;
+  r["graph.paged_attention"] = pagedAttentionKernel;
 }
 
 } // namespace cleave::cuda

@@ -182,3 +182,45 @@ TEST_F(CudaOps, RopeAndSoftmaxWithZigzagBlocks) {
   slice.setMesh(mesh);
   slice.expectMatch(0, 0);
 }
+
+//===----------------------------------------------------------------------===//
+// A generation step's kernels: rope at each token's position, cache writes
+// in place, attention over a paged cache.
+//===----------------------------------------------------------------------===//
+
+TEST_F(CudaOps, RopeAtEachTokensPosition) {
+  for (bool inverse : {false, true}) {
+    SCOPED_TRACE(inverse ? "inverse" : "forward");
+    OpCase t("graph.rope");
+    t.f32({3, 2, 4, 16}, 31);
+    t.i64({3, 2}, {0, 1, 17, 4095, 100003, 2});
+    t.output({3, 2, 4, 16});
+    t.setFloat("theta", 10000.0).setBool("inverse", inverse);
+    t.expectMatch();
+  }
+}
+
+TEST_F(CudaOps, CacheWriteInPlaceSkipsNegativeSlots) {
+  OpCase t("graph.cache_write");
+  t.f32({3, 2, 8}, 32);
+  int32_t cache = t.f32({4, 4, 2, 8}, 33);
+  t.i64({3}, {5, -1, 12});
+  t.outputIsInput(cache);
+  t.compare(cache);
+  t.expectMatch(0, 0);
+}
+
+TEST_F(CudaOps, PagedAttentionMatchesCpu) {
+  // Two sequences of 9 and 3 keys in blocks of 4 scattered over a pool of
+  // 6, three queries each (the first of the short one before position 0),
+  // 4 query heads over 2 key/value heads.
+  OpCase t("graph.paged_attention");
+  t.f32({2, 4, 3, 16}, 34);
+  t.f32({6, 4, 2, 16}, 35);
+  t.f32({6, 4, 2, 16}, 36);
+  t.i64({2, 3}, {4, 1, 0, 2, 5, 3});
+  t.i64({2}, {9, 2});
+  t.output({2, 4, 3, 16});
+  t.setFloat("scale", 0.25);
+  t.expectMatch(1e-5, 1e-6);
+}
