@@ -61,6 +61,8 @@ struct Request {
   int64_t length = 0;
   std::vector<int64_t> blocks;
   double firstToken = 0, end = 0;
+  /// The logits each generated token was chosen from (--dump-logits).
+  std::vector<float> logits;
 };
 
 /// The next token from one sequence's logits: the largest (temperature 0),
@@ -195,9 +197,13 @@ void generate(const Options &options, const plan::Plan &plan,
              std::to_string(g.vocab()));
       for (int64_t b = 0; b < batch; ++b)
         if (active[b] >= 0 && requests[active[b]].length + 1 >=
-                                  int64_t(requests[active[b]].prompt.size()))
-          next[b] = sample(logits.data() + b * g.vocab(), g.vocab(), options,
-                           rng);
+                                  int64_t(requests[active[b]].prompt.size())) {
+          const float *row = logits.data() + b * g.vocab();
+          next[b] = sample(row, g.vocab(), options, rng);
+          if (!options.logitsPath.empty())
+            requests[active[b]].logits.insert(
+                requests[active[b]].logits.end(), row, row + g.vocab());
+        }
     }
     comm::mpiBroadcast(next.data(), batch * sizeof(int64_t), sampler);
     double now = seconds();
@@ -235,6 +241,14 @@ void generate(const Options &options, const plan::Plan &plan,
                 "ms  TPOT %.1f ms\n",
                 i, r.prompt.size(), r.output.size(), ids.c_str(),
                 r.firstToken * 1e3, tpot * 1e3);
+  }
+  if (!options.logitsPath.empty()) {
+    std::ofstream file(options.logitsPath, std::ios::binary | std::ios::trunc);
+    for (const Request &r : requests)
+      file.write(reinterpret_cast<const char *>(r.logits.data()),
+                 static_cast<std::streamsize>(r.logits.size() * sizeof(float)));
+    if (!file)
+      fail("--dump-logits " + options.logitsPath + ": cannot be written");
   }
   double total = seconds();
   std::printf("generated %lld tokens for %zu requests in %.3f s (%.0f "

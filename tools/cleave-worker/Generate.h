@@ -39,6 +39,8 @@ readPrompts(const std::string &path, int64_t vocab);
 ///   request 0: 8 prompt + 8 generated tokens: 17 3 250 ...  TTFT 4.1 ms  TPOT 1.2 ms
 ///
 /// then `generated N tokens for R requests in S s (T tokens/s, K steps)`.
+/// With options.logitsPath, the logits each generated token was chosen
+/// from, float32, request after request, token after token.
 /// Any error ends the job (fail).
 void generate(const Options &options, const plan::Plan &plan,
               executor::Executor &ex);

@@ -17,7 +17,8 @@ const char *const kUsage =
     "                     [--save DIR [--save-every K] [--keep N] [--save-sync]]\n"
     "                     [--resume DIR] [--init-from FILE.safetensors]\n"
     "                     [--generate PROMPTS [--max-new-tokens N]\n"
-    "                      [--temperature T] [--top-k K] [--top-p P]]\n"
+    "                      [--temperature T] [--top-k K] [--top-p P]\n"
+    "                      [--dump-logits FILE]]\n"
     "       cleave-worker --kernels [--backend cpu|cuda]\n"
     "       cleave-worker --blas-info | --blas-probe\n";
 
@@ -145,6 +146,9 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
         return false;
     } else if (arg == "--generate") {
       if (!value(options.generatePath))
+        return false;
+    } else if (arg == "--dump-logits") {
+      if (!value(options.logitsPath))
         return false;
     } else if (arg == "--max-new-tokens" || arg == "--top-k") {
       if (!value(text) || !parseInt(text, number) || number < 0) {

@@ -73,6 +73,8 @@ struct Options {
   int64_t maxNewTokens = 0;
   double temperature = 0, topP = 1;
   int64_t topK = 0;
+  /// --dump-logits FILE: the logits of every generated token (Generate.h).
+  std::string logitsPath;
 };
 
 extern const char *const kUsage;

@@ -376,6 +376,11 @@ cl::opt<double> sampleTopP("top-p",
                               "probability P (default 1: all)"),
                      cl::value_desc("P"), cl::init(1), cl::sub(generateCmd),
                      cl::cat(runtimeCategory));
+cl::opt<std::string> logitsOut(
+    "dump-logits",
+    cl::desc("Write the logits each generated token was chosen from "
+             "(float32, request after request)"),
+    cl::value_desc("FILE"), cl::sub(generateCmd), cl::cat(runtimeCategory));
 cl::opt<int64_t> generateSeed("seed",
                               cl::desc("Seed of the sampling and of the "
                                        "weights' initialisation"),
@@ -578,6 +583,7 @@ GenerateArgs generateArgs() {
   a.topP = sampleTopP;
   a.timeout = runTimeout;
   a.seed = given(generateSeed);
+  a.logitsOut = logitsOut;
   return a;
 }
 

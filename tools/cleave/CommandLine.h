@@ -99,6 +99,7 @@ struct GenerateArgs {
   int64_t maxNewTokens = 0, topK = 0;
   double temperature = 0, topP = 1, timeout = 60;
   std::optional<int64_t> seed;
+  std::string logitsOut;
 };
 GenerateArgs generateArgs();
 

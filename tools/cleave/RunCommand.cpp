@@ -183,6 +183,15 @@ int runGenerate(const GenerateArgs &a, const char *argv0) {
   if (a.seed)
     request.generateArgs.insert(request.generateArgs.end(),
                                 {"--seed", std::to_string(*a.seed)});
+  if (!a.logitsOut.empty()) {
+    if (int code = checkOutputPath(a.logitsOut, "--dump-logits"))
+      return code;
+    std::error_code ec;
+    SmallString<256> absolute(a.logitsOut);
+    sys::fs::make_absolute(absolute);
+    request.generateArgs.insert(request.generateArgs.end(),
+                                {"--dump-logits", std::string(absolute)});
+  }
   if (!a.initFrom.empty()) {
     absl::StatusOr<std::string> weights = weightsForWorkers(a.initFrom);
     if (!weights.ok())

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace cleave::checkpoint {
 
@@ -22,6 +23,16 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return shape.empty() ? "scalar" : absl::StrJoin(shape, "x");
 }
 
+/// A generation plan's key/value caches (plan.proto GenerationConfig):
+/// state the steps fill, not weights a file gives.
+bool isCache(const plan::Plan &plan, std::string_view name) {
+  auto endsWith = [&](std::string_view tail) {
+    return name.size() >= tail.size() &&
+           name.substr(name.size() - tail.size()) == tail;
+  };
+  return plan.has_generation() && (endsWith(".k_cache") || endsWith(".v_cache"));
+}
+
 } // namespace
 
 absl::Status checkWeightsMatch(const SafeTensorsReader &weights,
@@ -29,6 +40,8 @@ absl::Status checkWeightsMatch(const SafeTensorsReader &weights,
   std::vector<std::string> missing, misShaped, extra;
   std::set<std::string> names;
   for (const plan::ParameterSharding &p : plan.parameters()) {
+    if (isCache(plan, p.name()))
+      continue;
     names.insert(p.name());
     std::vector<int64_t> shape(p.global_shape().begin(),
                                p.global_shape().end());
@@ -77,7 +90,7 @@ absl::Status loadWeightsIntoRank(const SafeTensorsReader &weights,
     // Parameters, and the fp32 master weights a 16-bit parameter keeps
     // (ZeRO under mixed precision), take the file's values; a bf16 or
     // fp16 parameter holds them rounded.
-    if (!b.state.empty() && b.state != "master")
+    if ((!b.state.empty() && b.state != "master") || isCache(plan, b.name))
       continue;
     const SafeTensorInfo *t = weights.find(b.name);
     if (!t)

@@ -1,0 +1,80 @@
+"""Writes the reference for cleave generate against Hugging Face transformers.
+
+A LlamaForCausalLM with random weights (seeded) and the zoo family's shape
+(`zoo:llama,layers=2,hidden=64,heads=4,kv_heads=2,ffn=128,vocab=256`) is
+built in PyTorch; its weights are written as safetensors under cleave's
+parameter names and layouts (a Linear's weight transposed: cleave's
+matmuls read [in, out]), and `generate` (greedy, each prompt alone) writes
+the tokens each prompt continues with, one request a line, and the
+logits of every generated position (float32, request by request) for the
+comparison. test/Runtime/generate-transformers.test runs cleave on the
+same weights and prompts. Needs torch, transformers and safetensors (not
+cleave's dependencies: run it where they are installed, commit its
+outputs).
+
+usage: python export_generation_reference.py PROMPTS OUT_DIR
+"""
+import json
+import sys
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+from transformers import LlamaConfig, LlamaForCausalLM
+
+NEW_TOKENS = 8
+
+
+def main():
+    prompts_path, out = Path(sys.argv[1]), Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(20261207)
+    config = LlamaConfig(vocab_size=256, hidden_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2,
+                         intermediate_size=128, rms_norm_eps=1e-5,
+                         rope_theta=10000.0, max_position_embeddings=64,
+                         tie_word_embeddings=False, attention_bias=False,
+                         mlp_bias=False)
+    model = LlamaForCausalLM(config).eval()
+    # Larger weights than the default init (std 0.02), so that the logits
+    # are far apart and greedy choices are not ties within rounding.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if not name.endswith("norm.weight"):
+                p.normal_(0.0, 0.3)
+    state = {}
+    for name, tensor in model.state_dict().items():
+        name = name.removeprefix("model.")
+        if name.endswith("_proj.weight") or name == "lm_head.weight":
+            tensor = tensor.t()  # nn.Linear [out, in] -> cleave [in, out]
+        state[name] = tensor.contiguous().float()
+    save_file(state, str(out / "llama_hf.safetensors"))
+
+    prompts = [[int(t) for t in line.split()]
+               for line in prompts_path.read_text().splitlines()
+               if line.strip() and not line.lstrip().startswith("#")]
+    tokens, logits = [], []
+    with torch.no_grad():
+        for prompt in prompts:
+            ids = torch.tensor([prompt])
+            result = model.generate(ids, max_new_tokens=NEW_TOKENS,
+                                    do_sample=False, output_logits=True,
+                                    return_dict_in_generate=True,
+                                    pad_token_id=0)
+            tokens.append(result.sequences[0, len(prompt):].tolist())
+            logits.append(torch.stack(result.logits)[:, 0, :])
+    (out / "llama_hf.tokens").write_text("".join(
+        f"request {i}: {len(p)} prompt + {len(t)} generated tokens: "
+        + " ".join(map(str, t)) + "\n"
+        for i, (p, t) in enumerate(zip(prompts, tokens))))
+    torch.cat(logits).numpy().astype("float32").tofile(
+        out / "llama_hf.logits.bin")
+    versions = {"torch": torch.__version__,
+                "transformers": __import__("transformers").__version__}
+    (out / "llama_hf.json").write_text(json.dumps(
+        {"versions": versions, "new_tokens": NEW_TOKENS,
+         "seed": 20261207, "init_std": 0.3}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
