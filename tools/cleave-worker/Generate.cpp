@@ -247,7 +247,15 @@ void generate(const Options &options, const plan::Plan &plan,
     for (const Request &r : requests)
       file.write(reinterpret_cast<const char *>(r.logits.data()),
                  static_cast<std::streamsize>(r.logits.size() * sizeof(float)));
-    if (!file)
+    // The tokens beside them, a request a line.
+    std::ofstream tokens(options.logitsPath + ".tokens", std::ios::trunc);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      tokens << "request " << i << ":";
+      for (int64_t id : requests[i].output)
+        tokens << " " << id;
+      tokens << "\n";
+    }
+    if (!file || !tokens)
       fail("--dump-logits " + options.logitsPath + ": cannot be written");
   }
   double total = seconds();

@@ -40,7 +40,8 @@ readPrompts(const std::string &path, int64_t vocab);
 ///
 /// then `generated N tokens for R requests in S s (T tokens/s, K steps)`.
 /// With options.logitsPath, the logits each generated token was chosen
-/// from, float32, request after request, token after token.
+/// from, float32, request after request, token after token, and beside
+/// it (`<path>.tokens`) each request's generated ids, a line each.
 /// Any error ends the job (fail).
 void generate(const Options &options, const plan::Plan &plan,
               executor::Executor &ex);

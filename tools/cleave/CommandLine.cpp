@@ -242,15 +242,16 @@ cl::opt<std::string> runData(
     cl::value_desc("FILE"), cl::sub(runCmd), cl::cat(artifactCategory));
 cl::opt<bool> runCheck(
     "check",
-    cl::desc("Also train the unpartitioned model on one rank and compare the "
-             "loss of every step and the final parameters"),
-    cl::sub(runCmd), cl::cat(artifactCategory));
+    cl::desc("Also train (generate) with the unpartitioned model on one rank "
+             "and compare the loss of every step and the final parameters "
+             "(every generated token and its logits)"),
+    cl::sub(runCmd), cl::sub(generateCmd), cl::cat(artifactCategory));
 cl::opt<double> runTolerance("tolerance",
                              cl::desc("Largest relative error --check and "
                                       "--expect-output accept (default: "
                                       "1e-5)"),
                              cl::value_desc("X"), cl::init(1e-5),
-                             cl::sub(runCmd),
+                             cl::sub(runCmd), cl::sub(generateCmd),
                              cl::cat(artifactCategory));
 cl::list<std::string> runInputs(
     "input",
@@ -584,6 +585,8 @@ GenerateArgs generateArgs() {
   a.timeout = runTimeout;
   a.seed = given(generateSeed);
   a.logitsOut = logitsOut;
+  a.check = runCheck;
+  a.tolerance = runTolerance;
   return a;
 }
 

@@ -100,6 +100,8 @@ struct GenerateArgs {
   double temperature = 0, topP = 1, timeout = 60;
   std::optional<int64_t> seed;
   std::string logitsOut;
+  bool check = false;
+  double tolerance = 1e-5;
 };
 GenerateArgs generateArgs();
 

@@ -170,9 +170,27 @@ int runGenerate(const GenerateArgs &a, const char *argv0) {
     return badUsage("--timeout must be a positive number of seconds");
   if (a.backend != "cpu" && a.backend != "cuda")
     return badUsage("--backend must be cpu or cuda, not '" + a.backend + "'");
+  if (!(a.tolerance > 0) || !std::isfinite(a.tolerance))
+    return badUsage("--tolerance must be a positive number, got " +
+                    formatv("{0}", a.tolerance).str());
+  if (a.check && (a.temperature > 0 || !a.logitsOut.empty()))
+    return badUsage(a.temperature > 0
+                        ? "--check compares greedy tokens; it does not take "
+                          "--temperature"
+                        : "--check writes the logits itself; it does not "
+                          "take --dump-logits");
   launcher::RunRequest request;
   request.backend = a.backend;
   request.planPath = a.plan;
+  request.check = a.check;
+  request.tolerance = a.tolerance;
+  request.reference = [](const plan::Plan &plan) {
+    ToolContext tool;
+    return driver::buildReferencePlan(
+        plan, [&](const std::string &source, const ImportOptions &o) {
+          return loadModel(tool.ctx, source, o);
+        });
+  };
   request.argv0 = argv0;
   request.timeoutSeconds = a.timeout;
   request.generateArgs = {"--generate", a.promptFile,

@@ -160,6 +160,21 @@ std::vector<std::string> boundsOfStep(const cost::PlanPrediction &p,
 
 } // namespace
 
+/// The generation step of `module` (built for config.tokens_per_step()
+/// tokens a sequence): its attention fused, then given its caches
+/// (cleave-kv-cache).
+static mlir::LogicalResult
+makeGenerationStep(mlir::ModuleOp module, const plan::GenerationConfig &g) {
+  mlir::PassManager pm(module->getContext());
+  pm.addNestedPass<mlir::func::FuncOp>(createFuseAttention());
+  KvCacheOptions kv;
+  kv.blockSize = g.block_size();
+  kv.maxLength = g.max_length();
+  kv.blocks = g.blocks();
+  pm.addPass(createKvCache(kv));
+  return pm.run(module);
+}
+
 absl::Status writePlanArtifact(const ArtifactRequest &r) {
   const cost::ParallelConfig &knobs = r.prediction.plan;
   if (std::string why = whyNotLowerable(knobs); !why.empty())
@@ -183,18 +198,8 @@ absl::Status writePlanArtifact(const ArtifactRequest &r) {
   if (!module)
     return absl::InvalidArgumentError(""); // the loader reported why
   std::string hash = graphHash(*module);
-  if (r.generation) {
-    // One generation step: the attention fused, then given its caches.
-    mlir::PassManager pm(module->getContext());
-    pm.addNestedPass<mlir::func::FuncOp>(createFuseAttention());
-    KvCacheOptions kv;
-    kv.blockSize = r.generation->block_size();
-    kv.maxLength = r.generation->max_length();
-    kv.blocks = r.generation->blocks();
-    pm.addPass(createKvCache(kv));
-    if (mlir::failed(pm.run(*module)))
-      return fail("-o: the model has no generation step (above)", 2);
-  }
+  if (r.generation && mlir::failed(makeGenerationStep(*module, *r.generation)))
+    return fail("-o: the model has no generation step (above)", 2);
   if (!r.shardings.empty())
     if (absl::Status s = applyShardings(*module, r.shardings); !s.ok())
       return s;
@@ -429,6 +434,8 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
   options.batch = b;
   if (partitioned.model().import_seq() > 0)
     options.seq = partitioned.model().import_seq();
+  if (partitioned.has_generation())
+    options.seq = partitioned.generation().tokens_per_step();
   for (const auto &[name, value] : partitioned.model().import_dims())
     options.dims[name] = value;
   options.trainable.assign(partitioned.model().import_trainable().begin(),
@@ -441,6 +448,10 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
     return absl::InvalidArgumentError(
         "cannot import the plan's model '" + partitioned.model().source() +
         "'");
+  if (partitioned.has_generation() &&
+      mlir::failed(makeGenerationStep(*module, partitioned.generation())))
+    return absl::InvalidArgumentError("the plan's model has no generation "
+                                      "step");
   lowering::LoweringOptions lo;
   lo.clusterSpec = "cpu-local,devices=1";
   auto cluster = cost::parseCluster(lo.clusterSpec);
@@ -480,6 +491,8 @@ absl::StatusOr<plan::Plan> buildReferencePlan(
   if (failed(lowered))
     return absl::InternalError("lowering the reference plan failed");
   *lowered->mutable_model() = partitioned.model();
+  if (partitioned.has_generation())
+    *lowered->mutable_generation() = partitioned.generation();
   checkpoint::inheritInitialValues(partitioned, *lowered);
   lowered->set_producer(partitioned.producer());
   lowered->mutable_training()->set_flops_per_step(t.flops_per_step());

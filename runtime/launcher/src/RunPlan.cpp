@@ -18,10 +18,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <ctime>
 #include <optional>
@@ -155,6 +157,99 @@ int checkOutputs(const plan::Plan &p, const std::string &planDir,
                                outputs, tolerance);
   std::filesystem::remove_all(planDir);
   std::filesystem::remove_all(refDir);
+  return 0;
+}
+
+absl::Status launchPlan(const RunRequest &r, const std::string &path,
+                        int ranks, const std::string &dumpDir,
+                        bool printSteps, const LaunchArgs &args);
+
+std::string readText(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// `cleave generate --check`: the plan and a one-rank plan of the same
+/// model generate for the same prompts; every request's tokens must be the
+/// same and every logit they were chosen from agree within the tolerance
+/// (relative to max(1, |reference|)). The exit code.
+int checkGeneration(const RunRequest &r, const plan::Plan &p, int ranks,
+                    const LaunchArgs &args) {
+  auto reference = r.reference(p);
+  if (!reference.ok()) {
+    std::cerr << "cleave: error: --check: " << reference.status().message()
+              << "\n";
+    return 1;
+  }
+  std::string dir = tempDir("generate-check");
+  std::string refPath = dir + "/reference.cleave";
+  if (absl::Status s = plan::writePlanFile(refPath, *reference); !s.ok()) {
+    std::cerr << "cleave: error: " << s.message() << "\n";
+    return 1;
+  }
+  struct Side {
+    std::string plan, logits;
+    int ranks;
+    bool print;
+  };
+  for (const Side &side : {Side{r.planPath, dir + "/plan.logits", ranks, true},
+                           Side{refPath, dir + "/reference.logits", 1, false}}) {
+    if (!side.print)
+      std::cout << "check: generating with the unpartitioned model on one "
+                   "rank"
+                << std::endl;
+    RunRequest run = r;
+    run.generateArgs.insert(run.generateArgs.end(),
+                            {"--dump-logits", side.logits});
+    // The reference's lines are not the plan's: only errors show.
+    if (absl::Status s = launchPlan(run, side.plan, side.ranks, "",
+                                    side.print, args);
+        !s.ok()) {
+      std::cerr << "cleave: error: " << (side.print ? "" : "--check: ")
+                << s.message() << "\n";
+      return 1;
+    }
+  }
+  std::string mine = readText(dir + "/plan.logits.tokens"),
+              theirs = readText(dir + "/reference.logits.tokens");
+  if (mine != theirs) {
+    std::istringstream a(mine), b(theirs);
+    std::string x, y;
+    while (std::getline(a, x) && std::getline(b, y) && x == y) {
+    }
+    std::cerr << "cleave: error: --check: the tokens differ from the "
+                 "unpartitioned run's:\n  plan:      "
+              << x << "\n  reference: " << y << "\n";
+    return 1;
+  }
+  std::string la = readText(dir + "/plan.logits"),
+              lb = readText(dir + "/reference.logits");
+  if (la.size() != lb.size() || la.size() % sizeof(float)) {
+    std::cerr << "cleave: error: --check: " << la.size() / sizeof(float)
+              << " logits, the unpartitioned run's " << lb.size() / sizeof(float)
+              << "\n";
+    return 1;
+  }
+  std::vector<float> va(la.size() / sizeof(float)), vb(va.size());
+  std::memcpy(va.data(), la.data(), la.size());
+  std::memcpy(vb.data(), lb.data(), lb.size());
+  double worst = 0;
+  for (size_t i = 0; i < va.size(); ++i)
+    worst = std::max(worst, std::abs(double(va[i]) - vb[i]) /
+                                std::max(1.0, std::abs(double(vb[i]))));
+  int64_t requests = std::count(mine.begin(), mine.end(), '\n');
+  if (!(worst <= r.tolerance)) {
+    std::cerr << absl::StrFormat("cleave: error: --check: the logits differ "
+                                 "from the unpartitioned run's: relative "
+                                 "%.2e > %.0e\n",
+                                 worst, r.tolerance);
+    return 1;
+  }
+  std::cout << absl::StrFormat("check passed: %d requests generate the same "
+                               "tokens as the unpartitioned run, logits "
+                               "within %.2e (tolerance %.0e)\n",
+                               requests, worst, r.tolerance);
+  std::filesystem::remove_all(dir);
   return 0;
 }
 
@@ -352,12 +447,15 @@ int runPlan(const RunRequest &r) {
               << std::endl;
     LaunchArgs args;
     args.initFrom = r.initFrom;
-    if (absl::Status s = launchPlan(r, r.planPath, ranks, "", true, args);
-        !s.ok()) {
-      std::cerr << "cleave: error: " << s.message() << "\n";
-      return 1;
+    if (!r.check) {
+      if (absl::Status s = launchPlan(r, r.planPath, ranks, "", true, args);
+          !s.ok()) {
+        std::cerr << "cleave: error: " << s.message() << "\n";
+        return 1;
+      }
+      return 0;
     }
-    return 0;
+    return checkGeneration(r, p, ranks, args);
   }
   for (const std::string &other : r.interleave) {
     auto plan = plan::readPlanFile(other);
