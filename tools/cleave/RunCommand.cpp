@@ -108,6 +108,16 @@ int checkArgs(const RunArgs &a) {
   return kOk;
 }
 
+/// --check's one-rank plan of `plan`'s model (the compiler is linked
+/// here, not in the launcher).
+absl::StatusOr<plan::Plan> buildReference(const plan::Plan &plan) {
+  ToolContext tool;
+  return driver::buildReferencePlan(
+      plan, [&](const std::string &source, const ImportOptions &o) {
+        return loadModel(tool.ctx, source, o);
+      });
+}
+
 } // namespace
 
 int runRun(const RunArgs &a, const char *argv0) {
@@ -146,13 +156,7 @@ int runRun(const RunArgs &a, const char *argv0) {
     request.initFrom = *weights;
   }
   request.tolerance = a.tolerance;
-  request.reference = [](const plan::Plan &plan) {
-    ToolContext tool;
-    return driver::buildReferencePlan(
-        plan, [&](const std::string &source, const ImportOptions &o) {
-          return loadModel(tool.ctx, source, o);
-        });
-  };
+  request.reference = buildReference;
   return launcher::runPlan(request);
 }
 
@@ -184,13 +188,7 @@ int runGenerate(const GenerateArgs &a, const char *argv0) {
   request.planPath = a.plan;
   request.check = a.check;
   request.tolerance = a.tolerance;
-  request.reference = [](const plan::Plan &plan) {
-    ToolContext tool;
-    return driver::buildReferencePlan(
-        plan, [&](const std::string &source, const ImportOptions &o) {
-          return loadModel(tool.ctx, source, o);
-        });
-  };
+  request.reference = buildReference;
   request.argv0 = argv0;
   request.timeoutSeconds = a.timeout;
   request.generateArgs = {"--generate", a.promptFile,
