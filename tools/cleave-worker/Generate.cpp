@@ -15,6 +15,7 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <thread>
 
 namespace cleave::worker {
 
@@ -60,7 +61,9 @@ struct Request {
   /// Tokens in the cache (the next token's position).
   int64_t length = 0;
   std::vector<int64_t> blocks;
-  double firstToken = 0, end = 0;
+  /// Seconds from the start: when it arrives (--request-rate), its first
+  /// token, its last.
+  double arrival = 0, firstToken = 0, end = 0;
   /// The logits each generated token was chosen from (--dump-logits).
   std::vector<float> logits;
 };
@@ -140,8 +143,17 @@ void generate(const Options &options, const plan::Plan &plan,
     fail("generate: no program of the plan returns the logits");
   std::mt19937_64 rng(options.seed.value_or(1234));
 
-  std::deque<int64_t> waiting(requests.size());
-  std::iota(waiting.begin(), waiting.end(), 0);
+  // Arrivals: all at the start, or a Poisson process of --request-rate
+  // (its own seeded generator, so the sampling draws stay the same).
+  if (options.requestRate > 0) {
+    std::mt19937_64 arrivals(options.seed.value_or(1234) + 1);
+    std::exponential_distribution<double> gap(options.requestRate);
+    double t = 0;
+    for (Request &r : requests)
+      r.arrival = t += gap(arrivals);
+  }
+  std::deque<int64_t> waiting;
+  size_t arrived = 0;
   std::vector<int64_t> active(batch, -1);
   std::vector<int64_t> freeBlocks(g.blocks());
   std::iota(freeBlocks.rbegin(), freeBlocks.rend(), 0); // pop from the back
@@ -152,6 +164,24 @@ void generate(const Options &options, const plan::Plan &plan,
   int64_t step = 0, generated = 0;
   size_t done = 0;
   while (done < requests.size()) {
+    // The requests that have arrived, by the sampling rank's clock (every
+    // rank must admit alike); with nothing to run, it waits for the next.
+    int64_t came = int64_t(arrived);
+    if (rank() == sampler) {
+      bool idle = waiting.empty() &&
+                  std::all_of(active.begin(), active.end(),
+                              [](int64_t a) { return a < 0; });
+      if (idle && size_t(came) < requests.size() &&
+          requests[came].arrival > seconds())
+        std::this_thread::sleep_for(std::chrono::duration<double>(
+            requests[came].arrival - seconds()));
+      while (size_t(came) < requests.size() &&
+             requests[came].arrival <= seconds())
+        ++came;
+    }
+    comm::mpiBroadcast(&came, sizeof(came), sampler);
+    for (; arrived < size_t(came); ++arrived)
+      waiting.push_back(int64_t(arrived));
     // Admit waiting requests into free batch entries.
     for (int64_t b = 0; b < batch && !waiting.empty(); ++b)
       if (active[b] < 0) {
@@ -237,10 +267,11 @@ void generate(const Options &options, const plan::Plan &plan,
     double tpot = r.output.size() > 1
                       ? (r.end - r.firstToken) / double(r.output.size() - 1)
                       : 0;
+    double ttft = r.firstToken - r.arrival;
     std::printf("request %zu: %zu prompt + %zu generated tokens:%s  TTFT %.1f "
                 "ms  TPOT %.1f ms\n",
                 i, r.prompt.size(), r.output.size(), ids.c_str(),
-                r.firstToken * 1e3, tpot * 1e3);
+                ttft * 1e3, tpot * 1e3);
   }
   if (!options.logitsPath.empty()) {
     std::ofstream file(options.logitsPath, std::ios::binary | std::ios::trunc);

@@ -18,7 +18,7 @@ const char *const kUsage =
     "                     [--resume DIR] [--init-from FILE.safetensors]\n"
     "                     [--generate PROMPTS [--max-new-tokens N]\n"
     "                      [--temperature T] [--top-k K] [--top-p P]\n"
-    "                      [--dump-logits FILE]]\n"
+    "                      [--dump-logits FILE] [--request-rate R]]\n"
     "       cleave-worker --kernels [--backend cpu|cuda]\n"
     "       cleave-worker --blas-info | --blas-probe\n";
 
@@ -156,6 +156,16 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
         return false;
       }
       (arg == "--top-k" ? options.topK : options.maxNewTokens) = number;
+    } else if (arg == "--request-rate") {
+      if (!value(text))
+        return false;
+      char *end = nullptr;
+      options.requestRate = std::strtod(text.c_str(), &end);
+      if (*end != '\0' || !(options.requestRate > 0) ||
+          !std::isfinite(options.requestRate)) {
+        error = "--request-rate needs a positive number of requests a second";
+        return false;
+      }
     } else if (arg == "--temperature" || arg == "--top-p") {
       if (!value(text))
         return false;

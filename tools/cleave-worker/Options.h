@@ -75,6 +75,9 @@ struct Options {
   int64_t topK = 0;
   /// --dump-logits FILE: the logits of every generated token (Generate.h).
   std::string logitsPath;
+  /// --request-rate R: requests arrive as a Poisson process of R a second
+  /// (seeded) instead of all at the start.
+  double requestRate = 0;
 };
 
 extern const char *const kUsage;

@@ -382,6 +382,12 @@ cl::opt<std::string> logitsOut(
     cl::desc("Write the logits each generated token was chosen from "
              "(float32, request after request)"),
     cl::value_desc("FILE"), cl::sub(generateCmd), cl::cat(runtimeCategory));
+cl::opt<double> requestRate(
+    "request-rate",
+    cl::desc("Requests arrive as a Poisson process of R a second (seeded), "
+             "not all at the start; TTFT counts from each arrival"),
+    cl::value_desc("R"), cl::init(0), cl::sub(generateCmd),
+    cl::cat(runtimeCategory));
 cl::opt<int64_t> generateSeed("seed",
                               cl::desc("Seed of the sampling and of the "
                                        "weights' initialisation"),
@@ -587,6 +593,7 @@ GenerateArgs generateArgs() {
   a.logitsOut = logitsOut;
   a.check = runCheck;
   a.tolerance = runTolerance;
+  a.requestRate = requestRate;
   return a;
 }
 

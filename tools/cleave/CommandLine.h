@@ -101,7 +101,7 @@ struct GenerateArgs {
   std::optional<int64_t> seed;
   std::string logitsOut;
   bool check = false;
-  double tolerance = 1e-5;
+  double tolerance = 1e-5, requestRate = 0;
 };
 GenerateArgs generateArgs();
 

@@ -199,6 +199,13 @@ int runGenerate(const GenerateArgs &a, const char *argv0) {
   if (a.seed)
     request.generateArgs.insert(request.generateArgs.end(),
                                 {"--seed", std::to_string(*a.seed)});
+  if (a.requestRate < 0 || !std::isfinite(a.requestRate))
+    return badUsage("--request-rate must be a positive number of requests a "
+                    "second");
+  if (a.requestRate > 0)
+    request.generateArgs.insert(request.generateArgs.end(),
+                                {"--request-rate",
+                                 formatv("{0}", a.requestRate).str()});
   if (!a.logitsOut.empty()) {
     if (int code = checkOutputPath(a.logitsOut, "--dump-logits"))
       return code;
