@@ -118,6 +118,19 @@ absl::StatusOr<plan::Plan> buildReference(const plan::Plan &plan) {
       });
 }
 
+/// --init-from: the file every rank reads (an ONNX file's initializers
+/// are written out as safetensors first); the exit code of a bad one.
+int setInitFrom(const std::string &initFrom, launcher::RunRequest &request) {
+  if (initFrom.empty())
+    return kOk;
+  absl::StatusOr<std::string> weights = weightsForWorkers(initFrom);
+  if (!weights.ok())
+    return badUsage("--init-from " + initFrom + ": " +
+                    std::string(weights.status().message()));
+  request.initFrom = *weights;
+  return kOk;
+}
+
 } // namespace
 
 int runRun(const RunArgs &a, const char *argv0) {
@@ -146,15 +159,8 @@ int runRun(const RunArgs &a, const char *argv0) {
   request.fault = a.fault;
   request.faultRank = a.faultRank;
   request.faultStep = a.faultStep;
-  if (!a.initFrom.empty()) {
-    // An ONNX file's initializers are written out as safetensors, which
-    // every rank reads.
-    absl::StatusOr<std::string> weights = weightsForWorkers(a.initFrom);
-    if (!weights.ok())
-      return badUsage("--init-from " + a.initFrom + ": " +
-                      std::string(weights.status().message()));
-    request.initFrom = *weights;
-  }
+  if (int code = setInitFrom(a.initFrom, request))
+    return code;
   request.tolerance = a.tolerance;
   request.reference = buildReference;
   return launcher::runPlan(request);
@@ -209,19 +215,13 @@ int runGenerate(const GenerateArgs &a, const char *argv0) {
   if (!a.logitsOut.empty()) {
     if (int code = checkOutputPath(a.logitsOut, "--dump-logits"))
       return code;
-    std::error_code ec;
     SmallString<256> absolute(a.logitsOut);
     sys::fs::make_absolute(absolute);
     request.generateArgs.insert(request.generateArgs.end(),
                                 {"--dump-logits", std::string(absolute)});
   }
-  if (!a.initFrom.empty()) {
-    absl::StatusOr<std::string> weights = weightsForWorkers(a.initFrom);
-    if (!weights.ok())
-      return badUsage("--init-from " + a.initFrom + ": " +
-                      std::string(weights.status().message()));
-    request.initFrom = *weights;
-  }
+  if (int code = setInitFrom(a.initFrom, request))
+    return code;
   return launcher::runPlan(request);
 }
 
