@@ -7,7 +7,11 @@ shapes must be exactly the module's state_dict, as
 scripts/export_real_models.py --state-dicts recorded it in models.json.
 
 usage: check_state_dict.py EXPORT.safetensors models.json MODEL
-           [--prefix P] [--ignore NAME]...
+           [--prefix P] [--ignore NAME]... [--absent NAME]...
+           [--tied NAME=NAME]...
+--absent: a state_dict entry the file cannot hold (rows of a table the
+exporter never wrote); it must be missing, and only it. --tied: two names
+of one tied parameter, whose exported values must be equal.
 Prints "state_dict matches: N tensors" or the differences (exit 1).
 """
 import json
@@ -27,17 +31,36 @@ def main():
         i = args.index("--ignore")
         ignore.add(args[i + 1])
         del args[i:i + 2]
+    absent, tied = set(), []
+    while "--absent" in args:
+        i = args.index("--absent")
+        absent.add(args[i + 1])
+        del args[i:i + 2]
+    while "--tied" in args:
+        i = args.index("--tied")
+        tied.append(args[i + 1].split("=", 1))
+        del args[i:i + 2]
     path, listed, model = args
     with open(listed) as f:
         expected = json.load(f)[model]["state_dict"]
     exported = {}
-    for name, array in load_file(path).items():
+    tensors = load_file(path)
+    for a, b in tied:
+        if a not in tensors or b not in tensors:
+            sys.exit("tied %s=%s: not both exported" % (a, b))
+        if tensors[a].shape != tensors[b].shape or \
+                not (tensors[a] == tensors[b]).all():
+            sys.exit("tied %s=%s: the values differ" % (a, b))
+    for name, array in tensors.items():
         if name in ignore:
             continue
         if not name.startswith(prefix):
             sys.exit("%s: not under the prefix '%s'" % (name, prefix))
         exported[name[len(prefix):]] = list(array.shape)
-    missing = sorted(set(expected) - set(exported))
+    missing = sorted(set(expected) - set(exported) - absent)
+    present = sorted(absent & set(exported))
+    if present:
+        sys.exit("expected absent but exported: %s" % present)
     unexpected = sorted(set(exported) - set(expected))
     wrong = sorted(n for n in set(expected) & set(exported)
                    if expected[n] != exported[n])

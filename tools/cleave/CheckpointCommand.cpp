@@ -27,6 +27,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <unistd.h>
 
 namespace cleave::tool {
@@ -170,6 +171,7 @@ int exportCheckpoint(const std::string &dir, const std::string &out) {
   // A 16-bit parameter's fp32 master weights (ZeRO under mixed precision) are
   // exported in its place: the exact values the optimizer holds.
   std::map<std::string, int> masters;
+  int aliases = 0;
   for (int i = 0; i < m.tensors_size(); ++i)
     if (m.tensors(i).state() == "master" &&
         m.tensors(i).dtype() == plan::F32)
@@ -204,8 +206,23 @@ int exportCheckpoint(const std::string &dir, const std::string &out) {
         return s;
       return values;
     };
+    // A tied parameter under each of its names, as PyTorch's state_dict
+    // lists it, so that a strict load needs no copying by hand.
+    for (const std::string &alias : m.tensors(j).aliases()) {
+      checkpoint::SafeTensorOut copy = o;
+      copy.name = alias;
+      tensors.push_back(std::move(copy));
+      ++aliases;
+    }
     tensors.push_back(std::move(o));
   }
+  std::set<std::string> names;
+  for (const checkpoint::SafeTensorOut &t : tensors)
+    if (!names.insert(t.name).second)
+      return error(absl::InvalidArgumentError(absl::StrCat(
+                       "two tensors would be exported as '", t.name,
+                       "' (a tied parameter's alias names another)")),
+                   1);
   std::map<std::string, std::string> metadata = {
       {"format", "pt"},
       {"producer", "cleave"},
@@ -215,8 +232,12 @@ int exportCheckpoint(const std::string &dir, const std::string &out) {
   if (absl::Status s = checkpoint::writeSafeTensors(out, tensors, metadata);
       !s.ok())
     return error(s, 1);
-  std::cout << "exported " << tensors.size() << " parameters of step "
-            << m.step() << " to " << out << "\n";
+  std::cout << "exported " << tensors.size() - aliases
+            << " parameters of step " << m.step() << " to " << out;
+  if (aliases)
+    std::cout << " (and " << aliases << " tied alias"
+              << (aliases == 1 ? "" : "es") << ")";
+  std::cout << "\n";
   return 0;
 }
 

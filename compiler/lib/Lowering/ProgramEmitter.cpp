@@ -226,6 +226,9 @@ FailureOr<int> Emitter::paramIndex(gr::ParamOp param) {
   }
   if (auto axes = param->getAttrOfType<StringAttr>("cleave.zero_axes"))
     p->set_zero_axis(axes.getValue().str());
+  if (ArrayAttr aliases = param.getAliasesAttr())
+    for (Attribute a : aliases)
+      p->add_aliases(cast<StringAttr>(a).str());
   p->add_stages(ctx.stage);
   *p->mutable_init() = initFor(name, local.clone(global));
   ElementsAttr value = param.getValueAttr();

@@ -184,7 +184,8 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
     auto cache = [&](StringRef which) {
       std::string name = prefix + "." + which.str() + "_cache";
       return ParamOp::create(b, NameLoc::get(b.getStringAttr(name)), cacheType,
-                             name, /*frozen=*/true, ElementsAttr())
+                             name, /*frozen=*/true, ElementsAttr(),
+                             /*aliases=*/ArrayAttr())
           .getResult();
     };
     Value keyCache = cache("k"), valueCache = cache("v");

@@ -126,6 +126,7 @@ std::vector<Block> blocksOfRank(const plan::Plan &plan, int rank) {
     b.state = t.kind() == plan::TensorDecl::PARAMETER ? ""
               : t.state().empty()                     ? t.name()
                                                       : t.state();
+    b.aliases.assign(param.aliases().begin(), param.aliases().end());
     b.dtype = t.dtype();
     b.globalShape.assign(param.global_shape().begin(),
                          param.global_shape().end());

@@ -74,6 +74,9 @@ absl::Status writeShard(const std::vector<Block> &blocks,
     t.set_dtype(b.dtype);
     for (int64_t d : b.globalShape)
       t.add_global_shape(d);
+    if (b.state.empty())
+      for (const std::string &alias : b.aliases)
+        t.add_aliases(alias);
     ShardEntry &e = *part.add_entries();
     e.set_tensor(static_cast<int>(i));
     e.set_file(0);

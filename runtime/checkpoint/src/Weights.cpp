@@ -43,16 +43,25 @@ absl::Status checkWeightsMatch(const SafeTensorsReader &weights,
     if (isCache(plan, p.name()))
       continue;
     names.insert(p.name());
+    names.insert(p.aliases().begin(), p.aliases().end());
     std::vector<int64_t> shape(p.global_shape().begin(),
                                p.global_shape().end());
-    const SafeTensorInfo *t = weights.find(p.name());
-    if (!t)
+    // A tied parameter may come under any of its names (PyTorch's
+    // state_dict lists them all); each one given must fit.
+    std::vector<std::string> given;
+    if (weights.find(p.name()))
+      given.push_back(p.name());
+    for (const std::string &alias : p.aliases())
+      if (weights.find(alias))
+        given.push_back(alias);
+    if (given.empty())
       missing.push_back(absl::StrCat("'", p.name(), "' (", shapeText(shape),
                                      ")"));
-    else if (t->shape != shape)
-      misShaped.push_back(absl::StrCat("'", p.name(), "' is ",
-                                       shapeText(t->shape), ", the model's ",
-                                       shapeText(shape)));
+    for (const std::string &name : given)
+      if (const SafeTensorInfo *t = weights.find(name); t->shape != shape)
+        misShaped.push_back(absl::StrCat("'", name, "' is ",
+                                         shapeText(t->shape), ", the model's ",
+                                         shapeText(shape)));
   }
   for (const SafeTensorInfo &t : weights.tensors())
     if (!names.count(t.name))
@@ -93,6 +102,8 @@ absl::Status loadWeightsIntoRank(const SafeTensorsReader &weights,
     if ((!b.state.empty() && b.state != "master") || isCache(plan, b.name))
       continue;
     const SafeTensorInfo *t = weights.find(b.name);
+    for (size_t i = 0; !t && i < b.aliases.size(); ++i)
+      t = weights.find(b.aliases[i]);
     if (!t)
       return absl::NotFoundError(absl::StrCat(weights.path(), ": no tensor '",
                                               b.name, "'"));
@@ -128,8 +139,13 @@ absl::Status bakeWeights(plan::Plan &plan, const SafeTensorsReader &weights,
   if (absl::Status s = checkWeightsMatch(weights, plan); !s.ok())
     return s;
   for (plan::ParameterSharding &p : *plan.mutable_parameters()) {
-    absl::StatusOr<std::vector<float>> values =
-        weights.readF32(*weights.find(p.name()));
+    if (isCache(plan, p.name()))
+      continue;
+    // checkWeightsMatch saw the name or one of its aliases.
+    const SafeTensorInfo *t = weights.find(p.name());
+    for (int i = 0; !t && i < p.aliases_size(); ++i)
+      t = weights.find(p.aliases(i));
+    absl::StatusOr<std::vector<float>> values = weights.readF32(*t);
     if (!values.ok())
       return values.status();
     // Plans hold initial values as raw little-endian fp32 (plan.proto).
@@ -146,10 +162,15 @@ void inheritInitialValues(const plan::Plan &from, plan::Plan &to) {
   for (const plan::ParameterSharding &p : from.parameters())
     if (!p.initial_value().empty())
       values[p.name()] = &p.initial_value();
+  // Weights baked by --init-from replace what the model file holds; other
+  // values only fill parameters that have none.
+  bool baked = !from.model().initial_weights().empty();
   for (plan::ParameterSharding &p : *to.mutable_parameters())
     if (auto it = values.find(p.name());
-        it != values.end() && p.initial_value().empty())
+        it != values.end() && (baked || p.initial_value().empty()))
       p.set_initial_value(*it->second);
+  if (baked)
+    to.mutable_model()->set_initial_weights(from.model().initial_weights());
 }
 
 } // namespace cleave::checkpoint

@@ -17,6 +17,30 @@ func.func @param_name() {
 
 // -----
 
+func.func @param_alias_repeats_name() {
+  // expected-error @+1 {{alias 'w' repeats a name}}
+  %0 = graph.param "w" aliases ["w"] : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_alias_twice() {
+  // expected-error @+1 {{alias 'v' repeats a name}}
+  %0 = graph.param "w" aliases ["v", "v"] : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_alias_empty() {
+  // expected-error @+1 {{has an empty alias}}
+  %0 = graph.param "w" aliases [""] : tensor<2xf32>
+  return
+}
+
+// -----
+
 func.func @param_value() {
   // expected-error @+1 {{value of type 'tensor<3xf32>' does not match the result type 'tensor<2xf32>'}}
   %0 = graph.param "w" = dense<1.0> : tensor<3xf32> : tensor<2xf32>

@@ -11,6 +11,8 @@ func.func @sources() -> (tensor<4x8xi64>, tensor<8x16xf32>, tensor<2xf32>, tenso
   %w = graph.param "w" : tensor<8x16xf32>
   // CHECK: graph.param "bn.running_mean" frozen = dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32> : tensor<2xf32>
   %m = graph.param "bn.running_mean" frozen = dense<[1.0, 2.0]> : tensor<2xf32> : tensor<2xf32>
+  // CHECK: graph.param "lm_head.weight" aliases ["wte.weight", "decoder.embed.weight"] : tensor<8x16xf32>
+  %tied = graph.param "lm_head.weight" aliases ["wte.weight", "decoder.embed.weight"] : tensor<8x16xf32>
   // CHECK: graph.constant dense<1.250000e-01> : tensor<f32>
   %c = graph.constant dense<0.125> : tensor<f32>
   return %t, %w, %m, %c : tensor<4x8xi64>, tensor<8x16xf32>, tensor<2xf32>, tensor<f32>

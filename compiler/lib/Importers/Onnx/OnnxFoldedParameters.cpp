@@ -482,20 +482,37 @@ std::vector<std::string> parametersNotInFile(const onnx::GraphProto &graph) {
   return missing;
 }
 
-FoldedSources foldedSources(const onnx::GraphProto &graph) {
-  FoldedSources out;
+namespace {
+
+/// The export signature's parameters (graph note
+/// `pkg.torch.export.ExportedProgram.graph_signature`): placeholder ->
+/// state_dict name, in the signature's order; empty without the note.
+std::vector<std::pair<std::string, std::string>>
+signatureParameters(const onnx::GraphProto &graph) {
+  std::vector<std::pair<std::string, std::string>> out;
   std::optional<std::string> signature = unknownNote(
       graph, /*GraphProto.metadata_props=*/16,
       "pkg.torch.export.ExportedProgram.graph_signature");
   if (!signature)
     return out;
   // "p_model_wpe_weight: PARAMETER target='model.wpe.weight'", a line each.
-  llvm::StringSet<> parameters;
   static const std::regex input("(\\w+): PARAMETER target='([^']*)'");
   for (std::sregex_iterator it(signature->begin(), signature->end(), input),
        end;
        it != end; ++it)
-    parameters.insert((*it)[2].str());
+    out.emplace_back((*it)[1].str(), (*it)[2].str());
+  return out;
+}
+
+} // namespace
+
+FoldedSources foldedSources(const onnx::GraphProto &graph) {
+  FoldedSources out;
+  llvm::StringSet<> parameters;
+  for (const auto &[placeholder, target] : signatureParameters(graph))
+    parameters.insert(target);
+  if (parameters.empty())
+    return out;
   static const std::regex quoted("'([^']*)'");
   for (const onnx::ValueInfoProto &info : graph.value_info()) {
     std::optional<std::string> from = unknownNote(
@@ -768,6 +785,93 @@ std::vector<UnfoldedParameter> unfoldFoldedParameters(onnx::GraphProto &graph) {
   if (!unfolded.empty())
     replaceInitializers(graph, removed, added, nodes);
   return unfolded;
+}
+
+TiedParameters traceTiedParameters(const onnx::GraphProto &graph) {
+  TiedParameters out;
+  std::vector<std::pair<std::string, std::string>> signature =
+      signatureParameters(graph);
+  if (signature.empty())
+    return out;
+  llvm::StringMap<std::string> targetOf;
+  llvm::StringSet<> unread;
+  for (const auto &[placeholder, target] : signature) {
+    targetOf[placeholder] = target;
+    unread.insert(target);
+  }
+  llvm::StringSet<> held;
+  for (const onnx::TensorProto &t : graph.initializer())
+    held.insert(t.name());
+  // Which placeholders the nodes read, with the module scopes of each read.
+  struct Read {
+    std::string target;
+    std::vector<std::string> scopes;
+  };
+  std::vector<Read> reads;
+  static const std::regex placeholder("%(p_[A-Za-z0-9_]+)");
+  static const std::regex quoted("'([^']*)'");
+  for (const onnx::NodeProto &node : graph.node()) {
+    std::optional<std::string> fx = exporterNote(node, "pkg.torch.onnx.fx_node");
+    if (!fx)
+      continue;
+    size_t args = fx->find("](args = (");
+    if (args == std::string::npos)
+      continue;
+    std::vector<std::string> scopes;
+    if (std::optional<std::string> s =
+            exporterNote(node, "pkg.torch.onnx.name_scopes"))
+      for (std::sregex_iterator it(s->begin(), s->end(), quoted), end;
+           it != end; ++it)
+        scopes.push_back((*it)[1]);
+    std::string rest = fx->substr(args);
+    for (std::sregex_iterator it(rest.begin(), rest.end(), placeholder), end;
+         it != end; ++it) {
+      auto target = targetOf.find((*it)[1].str());
+      if (target == targetOf.end())
+        continue;
+      unread.erase(target->second);
+      reads.push_back({target->second, scopes});
+    }
+  }
+  // torch.export keeps one placeholder for a tied parameter: the other
+  // names stay in the signature, read by no node, and the module that owns
+  // each (the embedding of a tied head) reads the kept one instead. The
+  // alias is that module's path and the kept name's attribute.
+  for (const Read &read : reads) {
+    if (!held.contains(read.target))
+      continue;
+    size_t dot = read.target.rfind('.');
+    std::string attribute =
+        dot == std::string::npos ? read.target : read.target.substr(dot + 1);
+    // From the deepest scope (the op's own name comes first) up to the
+    // module that owns the name read: a module reading its own parameter
+    // says nothing of its parents' names.
+    for (size_t i = read.scopes.size(); i-- > 0;) {
+      const std::string &scope = read.scopes[i];
+      if (scope.empty() ||
+          llvm::StringRef(read.target).starts_with(scope + "."))
+        break;
+      std::string alias = scope + "." + attribute;
+      if (!unread.contains(alias) || held.contains(alias))
+        continue;
+      std::vector<std::string> &names = out.aliases[read.target];
+      if (!llvm::is_contained(names, alias))
+        names.push_back(alias);
+      break;
+    }
+  }
+  // What is left: neither held, read, an alias nor folded into a value.
+  llvm::StringSet<> accounted;
+  for (const auto &entry : out.aliases)
+    accounted.insert(entry.second.begin(), entry.second.end());
+  for (const auto &entry : foldedSources(graph))
+    accounted.insert(entry.second.parameters.begin(),
+                     entry.second.parameters.end());
+  for (const auto &[placeholder, target] : signature)
+    if (unread.contains(target) && !held.contains(target) &&
+        !accounted.contains(target))
+      out.unaccounted.push_back(target);
+  return out;
 }
 
 } // namespace cleave::onnx_import

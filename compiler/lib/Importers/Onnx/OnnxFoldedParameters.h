@@ -124,6 +124,28 @@ std::vector<UnfoldedParameter> unfoldFoldedParameters(onnx::GraphProto &graph);
 /// initialisation): its values cannot say which positions share a row.
 bool holdsOneValue(const onnx::TensorProto &t);
 
+/// The other state_dict names of tied parameters, by the initializer
+/// that holds them: a module whose weight is another's (GPT-2's token
+/// embedding is its output head's, BERT's decoder its word embedding)
+/// appears once in the dynamo exporter's graph, under the name it kept
+/// (`lm_head.weight`), while `state_dict()` lists every name and a strict
+/// load wants them all. The export signature still lists the others as
+/// parameters that no node reads, and the node of the module that owns
+/// one (the embedding's Gather, in scope `transformer.wte`) reads the
+/// kept one instead: that module's path and the kept name's attribute
+/// (`transformer.wte.weight`) is an alias. `unaccounted`: the signature's
+/// parameters that are nowhere (not held, read, an alias or folded into a
+/// value): a tie whose owner no node runs under (T5's `shared`, called as
+/// `encoder.embed_tokens`), or a module the forward pass never calls; a
+/// strict load_state_dict wants them and cleave cannot give them. Empty
+/// without the notes.
+using TiedAliases = llvm::StringMap<std::vector<std::string>>;
+struct TiedParameters {
+  TiedAliases aliases;
+  std::vector<std::string> unaccounted;
+};
+TiedParameters traceTiedParameters(const onnx::GraphProto &graph);
+
 } // namespace cleave::onnx_import
 
 #endif // CLEAVE_IMPORTERS_ONNX_ONNXFOLDEDPARAMETERS_H

@@ -689,7 +689,7 @@ Value GraphImporter::materializeParam(StringRef name, Entry &entry,
   positionSourceBuilder();
   auto op = ParamOp::create(sourceBuilder,
                             NameLoc::get(StringAttr::get(&ctx, name), fileLoc),
-                            type, name, frozen, value);
+                            type, name, frozen, value, /*aliases=*/ArrayAttr());
   lastSource = op;
   entry.value = op.getResult();
   return entry.value;

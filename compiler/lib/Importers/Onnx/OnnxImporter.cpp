@@ -74,6 +74,10 @@ private:
   void noteFoldedInitializers(const std::vector<UnfoldedParameter> &unfolded);
   /// The initializers noteFoldedInitializers froze or named.
   llvm::StringSet<> notedFolded;
+  /// Tied parameters' other state_dict names (tiedAliases), put on their
+  /// graph.param ops after the import.
+  TiedAliases tied;
+  void setTiedAliases(func::FuncOp func);
   void makeSkeleton();
   LogicalResult check();
   FailureOr<int64_t> getOpset();
@@ -144,6 +148,21 @@ LogicalResult OnnxFileImporter::load() {
   std::vector<UnfoldedParameter> unfolded =
       unfoldFoldedParameters(*model.mutable_graph());
   noteFoldedInitializers(unfolded);
+  TiedParameters traced = traceTiedParameters(model.graph());
+  tied = std::move(traced.aliases);
+  if (!traced.unaccounted.empty()) {
+    InFlightDiagnostic diag =
+        emitWarning(fileLoc)
+        << traced.unaccounted.size()
+        << " parameter(s) of the PyTorch module are neither in the file nor "
+           "read by any node (";
+    for (size_t i = 0; i < traced.unaccounted.size() && i < 4; ++i)
+      diag << (i ? ", " : "") << "'" << traced.unaccounted[i] << "'";
+    diag << (traced.unaccounted.size() > 4 ? ", ..." : "")
+         << "): tied to a weight the exporter kept under another name, or "
+            "never called; a checkpoint cannot hold them, so a strict "
+            "load_state_dict needs them from the module";
+  }
   std::vector<std::string> gone = parametersNotInFile(model.graph());
   if (!gone.empty()) {
     InFlightDiagnostic diag =
@@ -622,10 +641,24 @@ OwningOpRef<ModuleOp> OnnxFileImporter::run() {
   importer.setWeightOwner(initializerProtos, *initializerProtos);
   importer.setProvenanceKnown(notedFolded);
   if (failed(importer.importInto(func)) ||
-      failed(importer.checkShapes(inferOnnxShapes())) ||
-      failed(verify(*module)))
+      failed(importer.checkShapes(inferOnnxShapes())))
+    return {};
+  setTiedAliases(func);
+  if (failed(verify(*module)))
     return {};
   return module;
+}
+
+void OnnxFileImporter::setTiedAliases(func::FuncOp func) {
+  if (tied.empty())
+    return;
+  func.walk([&](cleave::graph::ParamOp param) {
+    auto found = tied.find(param.getName());
+    if (found == tied.end())
+      return;
+    SmallVector<StringRef> names(found->second.begin(), found->second.end());
+    param.setAliasesAttr(Builder(&ctx).getStrArrayAttr(names));
+  });
 }
 
 namespace cleave {

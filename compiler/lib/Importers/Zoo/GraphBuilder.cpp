@@ -55,14 +55,16 @@ Value GraphBuilder::param(StringRef name, ArrayRef<int64_t> shape) {
   std::string full = qualified(name);
   return gr::ParamOp::create(b, NameLoc::get(b.getStringAttr(full)),
                              RankedTensorType::get(shape, b.getF32Type()),
-                             full, /*frozen=*/false, ElementsAttr());
+                             full, /*frozen=*/false, ElementsAttr(),
+                             /*aliases=*/ArrayAttr());
 }
 
 Value GraphBuilder::frozenParam(StringRef name, ArrayRef<int64_t> shape) {
   std::string full = qualified(name);
   return gr::ParamOp::create(b, NameLoc::get(b.getStringAttr(full)),
                              RankedTensorType::get(shape, b.getF32Type()),
-                             full, /*frozen=*/true, ElementsAttr());
+                             full, /*frozen=*/true, ElementsAttr(),
+                             /*aliases=*/ArrayAttr());
 }
 
 Value GraphBuilder::scalar(double value) {

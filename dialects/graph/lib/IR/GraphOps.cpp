@@ -7,6 +7,7 @@
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -31,6 +32,17 @@ LogicalResult ParamOp::verify() {
       return emitOpError("value of type ")
              << value.getType() << " does not match the result type "
              << getType();
+  }
+  if (auto aliases = getAliasesAttr()) {
+    llvm::StringSet<> seen;
+    seen.insert(getName());
+    for (Attribute a : aliases) {
+      StringRef alias = cast<StringAttr>(a).getValue();
+      if (alias.empty())
+        return emitOpError("has an empty alias");
+      if (!seen.insert(alias).second)
+        return emitOpError("alias '") << alias << "' repeats a name";
+    }
   }
   return success();
 }

@@ -56,6 +56,9 @@ struct Block {
   plan::DType dtype = plan::F32;
   std::vector<int64_t> globalShape;
   Box box;
+  /// The parameter's other state_dict names (a tied embedding and head;
+  /// also on its states, whose files use the parameter's name).
+  std::vector<std::string> aliases;
 
   int64_t bytes() const;
   /// "name" or "name.state", for messages.

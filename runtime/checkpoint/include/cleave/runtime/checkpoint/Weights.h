@@ -23,15 +23,18 @@ absl::Status checkWeightsMatch(const SafeTensorsReader &weights,
                                const plan::Plan &plan);
 
 /// Sets every parameter's initial_value from `weights`' tensor of its name
-/// (fp32; after checkWeightsMatch, which this runs first), so the plan
+/// or of an alias (fp32; after checkWeightsMatch, which this runs first;
+/// a generation plan's caches are not weights), so the plan
 /// starts from those weights wherever it runs, and records `source` (the
 /// file the user named) as the model's initial_weights.
 absl::Status bakeWeights(plan::Plan &plan, const SafeTensorsReader &weights,
                          const std::string &source);
 
 /// The weights `from` carries (initial_value), copied by name onto `to`'s
-/// parameters that carry none: the one-rank reference of `--check` starts
-/// where the partitioned plan does.
+/// parameters that carry none, or onto all of them when `from` has weights
+/// baked by --init-from (model.initial_weights): the one-rank reference of
+/// `--check` starts where the partitioned plan does, not from the model
+/// file's weights.
 void inheritInitialValues(const plan::Plan &from, plan::Plan &to);
 
 /// Loads `rank`'s parameter blocks from `weights` (after checkWeightsMatch).

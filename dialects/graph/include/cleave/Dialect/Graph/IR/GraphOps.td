@@ -48,19 +48,25 @@ def Graph_ParamOp : Graph_Op<"param", [Pure, Graph_CostOpInterface]> {
     PyTorch state-dict name) so that plans, checkpoints and resharding can
     refer to them. `frozen` marks state that the optimizer does not update
     (batch-norm running statistics). An optional `value` holds the weights
-    when the importer had them; planning needs only the type.
+    when the importer had them; planning needs only the type. `aliases`
+    are the parameter's other state-dict names where the model ties one
+    tensor to several modules (an embedding and the output head): it
+    trains once, and checkpoints export it under every name.
 
     Example:
     ```mlir
     %w = graph.param "h.0.mlp.fc.weight" : tensor<768x3072xf32>
     %m = graph.param "bn1.running_mean" frozen = dense<0.0> : tensor<64xf32> : tensor<64xf32>
+    %e = graph.param "lm_head.weight" aliases ["transformer.wte.weight"] : tensor<50257x768xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, UnitAttr:$frozen,
-                       OptionalAttr<ElementsAttr>:$value);
+                       OptionalAttr<ElementsAttr>:$value,
+                       OptionalAttr<StrArrayAttr>:$aliases);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = [{
-    $name (`frozen` $frozen^)? (`=` $value^)? attr-dict `:` type($result)
+    $name (`frozen` $frozen^)? (`aliases` $aliases^)? (`=` $value^)?
+    attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
