@@ -152,25 +152,56 @@ void generate(const Options &options, const plan::Plan &plan,
     for (Request &r : requests)
       r.arrival = t += gap(arrivals);
   }
+  // A request needs a block per 16 positions of its whole length: fewer
+  // in the cache than one request needs could never finish it.
+  for (size_t i = 0; i < requests.size(); ++i) {
+    int64_t need = (int64_t(requests[i].prompt.size()) + newTokens +
+                    blockSize - 1) / blockSize;
+    if (need > g.blocks())
+      fail("generate: request " + std::to_string(i) + " needs " +
+           std::to_string(need) + " cache blocks of " +
+           std::to_string(blockSize) + " tokens; the plan's cache has " +
+           std::to_string(g.blocks()) + " (compile with more --cache-blocks)");
+  }
+  // The program's rows are a step's token budget: each running sequence
+  // takes one (its next token), and rows left over read prompts, several
+  // positions of one sequence at once (chunked prefill, as Sarathi-Serve
+  // and vLLM schedule): every row writes its key and value at its slot
+  // before any row of the layer attends, so a row sees the rows of its
+  // sequence before it in the same step. A sequence preempted when the
+  // cache's blocks run out (the one admitted last) gives its blocks back
+  // and later reads its prompt and the tokens it had generated again.
   std::deque<int64_t> waiting;
   size_t arrived = 0;
-  std::vector<int64_t> active(batch, -1);
+  std::vector<int64_t> running; // in order of admission
   std::vector<int64_t> freeBlocks(g.blocks());
   std::iota(freeBlocks.rbegin(), freeBlocks.rend(), 0); // pop from the back
+  auto known = [&](const Request &r) {
+    return int64_t(r.prompt.size() + r.output.size());
+  };
+  auto tokenAt = [&](const Request &r, int64_t p) {
+    return p < int64_t(r.prompt.size()) ? r.prompt[p]
+                                        : r.output[p - r.prompt.size()];
+  };
+  auto blocksFor = [&](int64_t positions) {
+    return (positions + blockSize - 1) / blockSize;
+  };
+  auto release = [&](Request &r) {
+    freeBlocks.insert(freeBlocks.end(), r.blocks.rbegin(), r.blocks.rend());
+    r.blocks.clear();
+  };
   auto start = Clock::now();
   auto seconds = [&] {
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
-  int64_t step = 0, generated = 0;
+  int64_t step = 0, generated = 0, preemptions = 0, rowsUsed = 0;
   size_t done = 0;
   while (done < requests.size()) {
     // The requests that have arrived, by the sampling rank's clock (every
     // rank must admit alike); with nothing to run, it waits for the next.
     int64_t came = int64_t(arrived);
     if (rank() == sampler) {
-      bool idle = waiting.empty() &&
-                  std::all_of(active.begin(), active.end(),
-                              [](int64_t a) { return a < 0; });
+      bool idle = waiting.empty() && running.empty();
       if (idle && size_t(came) < requests.size() &&
           requests[came].arrival > seconds())
         std::this_thread::sleep_for(std::chrono::duration<double>(
@@ -182,33 +213,70 @@ void generate(const Options &options, const plan::Plan &plan,
     comm::mpiBroadcast(&came, sizeof(came), sampler);
     for (; arrived < size_t(came); ++arrived)
       waiting.push_back(int64_t(arrived));
-    // Admit waiting requests into free batch entries.
-    for (int64_t b = 0; b < batch && !waiting.empty(); ++b)
-      if (active[b] < 0) {
-        active[b] = waiting.front();
-        waiting.pop_front();
+    // Admit in arrival order while a row is free and the blocks of what
+    // the request has to read, beside the next token of every running
+    // sequence.
+    int64_t reserved = 0;
+    for (int64_t id : running)
+      reserved += blocksFor(requests[id].length + 1) -
+                  int64_t(requests[id].blocks.size());
+    while (int64_t(running.size()) < batch && !waiting.empty()) {
+      int64_t need = blocksFor(known(requests[waiting.front()]) + 1);
+      if (reserved + need > int64_t(freeBlocks.size()))
+        break;
+      reserved += need;
+      running.push_back(waiting.front());
+      waiting.pop_front();
+    }
+    // Rows: one for each running sequence, then the rest to the ones
+    // still reading, in order of admission; preempt the latest while the
+    // blocks those rows need are not free.
+    std::vector<int64_t> rows;
+    for (;;) {
+      rows.assign(running.size(), 1);
+      int64_t left = batch - int64_t(running.size());
+      int64_t need = 0;
+      for (size_t i = 0; i < running.size(); ++i) {
+        const Request &r = requests[running[i]];
+        int64_t more = std::min(left, known(r) - r.length - 1);
+        rows[i] += more;
+        left -= more;
+        need += blocksFor(r.length + rows[i]) - int64_t(r.blocks.size());
       }
+      if (need <= int64_t(freeBlocks.size()))
+        break;
+      Request &last = requests[running.back()];
+      preemptions += !last.blocks.empty();
+      release(last);
+      last.length = 0;
+      waiting.push_front(running.back());
+      running.pop_back();
+    }
     std::vector<int64_t> tokens(batch, 0), positions(batch, 0),
         slots(batch, -1), table(batch * maxBlocks, 0), lengths(batch, 0);
-    for (int64_t b = 0; b < batch; ++b) {
-      if (active[b] < 0)
-        continue;
-      Request &r = requests[active[b]];
-      int64_t p = r.length;
-      if (p % blockSize == 0) {
-        if (freeBlocks.empty())
-          fail("generate: the cache's " + std::to_string(g.blocks()) +
-               " blocks are all held");
+    // Which request each row reads for, and the position it samples at.
+    std::vector<int64_t> rowRequest(batch, -1), samples(batch, 0);
+    int64_t row = 0;
+    for (size_t i = 0; i < running.size(); ++i) {
+      Request &r = requests[running[i]];
+      while (int64_t(r.blocks.size()) < blocksFor(r.length + rows[i])) {
         r.blocks.push_back(freeBlocks.back());
         freeBlocks.pop_back();
       }
-      tokens[b] = p < int64_t(r.prompt.size()) ? r.prompt[p] : r.output.back();
-      positions[b] = p;
-      slots[b] = r.blocks[p / blockSize] * blockSize + p % blockSize;
-      lengths[b] = p + 1;
-      std::copy(r.blocks.begin(), r.blocks.end(),
-                table.begin() + b * maxBlocks);
+      for (int64_t k = 0; k < rows[i]; ++k, ++row) {
+        int64_t p = r.length + k;
+        tokens[row] = tokenAt(r, p);
+        positions[row] = p;
+        slots[row] = r.blocks[p / blockSize] * blockSize + p % blockSize;
+        lengths[row] = p + 1;
+        std::copy(r.blocks.begin(), r.blocks.end(),
+                  table.begin() + row * maxBlocks);
+        rowRequest[row] = running[i];
+        // The row of the last known token gives the next one.
+        samples[row] = p + 1 == known(r);
+      }
     }
+    rowsUsed += row;
     ex.setInput("tokens", bytesOf(tokens));
     ex.setInput("positions", bytesOf(positions));
     ex.setInput("slots", bytesOf(slots));
@@ -225,25 +293,24 @@ void generate(const Options &options, const plan::Plan &plan,
         fail("generate: the logits hold " + std::to_string(logits.size()) +
              " values, not " + std::to_string(batch) + " x " +
              std::to_string(g.vocab()));
-      for (int64_t b = 0; b < batch; ++b)
-        if (active[b] >= 0 && requests[active[b]].length + 1 >=
-                                  int64_t(requests[active[b]].prompt.size())) {
-          const float *row = logits.data() + b * g.vocab();
-          next[b] = sample(row, g.vocab(), options, rng);
+      for (int64_t b = 0; b < row; ++b)
+        if (samples[b]) {
+          const float *values = logits.data() + b * g.vocab();
+          next[b] = sample(values, g.vocab(), options, rng);
           if (!options.logitsPath.empty())
-            requests[active[b]].logits.insert(
-                requests[active[b]].logits.end(), row, row + g.vocab());
+            requests[rowRequest[b]].logits.insert(
+                requests[rowRequest[b]].logits.end(), values,
+                values + g.vocab());
         }
     }
     comm::mpiBroadcast(next.data(), batch * sizeof(int64_t), sampler);
     double now = seconds();
-    for (int64_t b = 0; b < batch; ++b) {
-      if (active[b] < 0)
-        continue;
-      Request &r = requests[active[b]];
-      ++r.length;
+    for (size_t i = 0; i < running.size(); ++i)
+      requests[running[i]].length += rows[i];
+    for (int64_t b = 0; b < row; ++b) {
       if (next[b] < 0)
-        continue; // still reading its prompt
+        continue; // a row still reading
+      Request &r = requests[rowRequest[b]];
       r.output.push_back(next[b]);
       ++generated;
       if (r.output.size() == 1)
@@ -251,9 +318,8 @@ void generate(const Options &options, const plan::Plan &plan,
       if (int64_t(r.output.size()) < newTokens)
         continue;
       r.end = now;
-      freeBlocks.insert(freeBlocks.end(), r.blocks.rbegin(), r.blocks.rend());
-      r.blocks.clear();
-      active[b] = -1;
+      release(r);
+      running.erase(std::find(running.begin(), running.end(), rowRequest[b]));
       ++done;
     }
   }
@@ -291,10 +357,12 @@ void generate(const Options &options, const plan::Plan &plan,
   }
   double total = seconds();
   std::printf("generated %lld tokens for %zu requests in %.3f s (%.0f "
-              "tokens/s, %lld steps of %lld sequences)\n",
+              "tokens/s, %lld steps of %lld rows, %.1f used a step, %lld "
+              "preemptions)\n",
               static_cast<long long>(generated), requests.size(), total,
               generated / total, static_cast<long long>(step),
-              static_cast<long long>(batch));
+              static_cast<long long>(batch), double(rowsUsed) / step,
+              static_cast<long long>(preemptions));
   std::fflush(stdout);
 }
 

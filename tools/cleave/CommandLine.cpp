@@ -180,6 +180,13 @@ cl::opt<int64_t> maxBatch(
     cl::desc("Sequences per replica (default: searched, up to what the "
              "memory left for the cache holds)"),
     cl::value_desc("N"), cl::sub(compileCmd), cl::cat(servingCategory));
+cl::opt<int64_t> cacheBlocks(
+    "cache-blocks",
+    cl::desc("With -o: key/value cache blocks of 16 tokens in the replica "
+             "(default: every sequence of the batch at prompt + output "
+             "tokens; with fewer, `cleave generate` preempts the latest "
+             "sequence when they run out and recomputes it later)"),
+    cl::value_desc("N"), cl::sub(compileCmd), cl::cat(servingCategory));
 cl::opt<std::string> batching(
     "batching",
     cl::desc("continuous (a finished sequence's place goes at once to a new "
@@ -523,6 +530,7 @@ CompileArgs compileArgs() {
   a.promptLen = given(promptLen);
   a.outputLen = given(outputLen);
   a.maxBatch = given(maxBatch);
+  a.cacheBlocks = given(cacheBlocks);
   a.ttft = ttftTarget;
   a.batching = batching;
   a.disaggregate = disaggregate;

@@ -71,7 +71,7 @@ struct CompileArgs {
   std::string lossScale, initFrom;
   /// --serve: plan inference (prefill and decode) instead of training.
   bool serve = false;
-  std::optional<int64_t> promptLen, outputLen, maxBatch;
+  std::optional<int64_t> promptLen, outputLen, maxBatch, cacheBlocks;
   double ttft = 0, tpot = 0;
   std::string batching = "continuous";
   bool disaggregate = false;

@@ -66,6 +66,16 @@ int buildServing(const CompileArgs &a, driver::CompileRequest &request) {
   if (a.maxBatch && *a.maxBatch < 1)
     return badUsage("--max-batch must be at least 1, got " +
                     Twine(*a.maxBatch));
+  if (a.cacheBlocks && a.planOut.empty())
+    return badUsage("--cache-blocks sizes the cache of the plan -o writes; "
+                    "give -o");
+  // One sequence at its whole length must fit, or nothing could finish.
+  int64_t perSequence = (*a.promptLen + *a.outputLen + 15) / 16;
+  if (a.cacheBlocks && *a.cacheBlocks < perSequence)
+    return badUsage("--cache-blocks " + Twine(*a.cacheBlocks) +
+                    ": a sequence of --prompt-len + --output-len tokens "
+                    "needs " + Twine(perSequence) + " blocks of 16");
+  request.cacheBlocks = a.cacheBlocks;
   if (!(a.ttft >= 0) || !(a.tpot >= 0) || std::isinf(a.ttft) ||
       std::isinf(a.tpot))
     return badUsage("--ttft and --tpot are seconds, zero or more (0: no "
@@ -115,6 +125,7 @@ int buildRequest(const CompileArgs &a, driver::CompileRequest &request) {
          {std::pair<const char *, bool>{"--prompt-len", a.promptLen.has_value()},
           {"--output-len", a.outputLen.has_value()},
           {"--max-batch", a.maxBatch.has_value()},
+          {"--cache-blocks", a.cacheBlocks.has_value()},
           {"--ttft", a.ttft != 0},
           {"--batching", a.batching != "continuous"},
           {"--disaggregate", a.disaggregate},

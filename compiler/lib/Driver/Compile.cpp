@@ -380,7 +380,8 @@ Compiler::writeGenerationArtifact(const cost::TransformerModel &shape,
   g.set_tokens_per_step(1);
   g.set_max_length(w.promptLen + w.outputLen);
   g.set_block_size(16);
-  g.set_blocks(best.batch * ((g.max_length() + 15) / 16));
+  g.set_blocks(r.cacheBlocks.value_or(best.batch *
+                                      ((g.max_length() + 15) / 16)));
   g.set_vocab(shape.vocab);
   g.set_prompt_len(w.promptLen);
   g.set_output_len(w.outputLen);

@@ -441,10 +441,10 @@ int runPlan(const RunRequest &r) {
     const plan::GenerationConfig &g = p.generation();
     std::cout << "generating with " << r.planPath << " (" << p.model().name()
               << ", " << p.knobs().text() << ") on " << ranks
-              << " local rank(s): up to " << g.max_batch()
-              << " sequences a step, " << g.max_length()
-              << " positions each, cache blocks of " << g.block_size()
-              << std::endl;
+              << " local rank(s): " << g.max_batch()
+              << " tokens a step, sequences of up to " << g.max_length()
+              << " positions, " << g.blocks() << " cache blocks of "
+              << g.block_size() << std::endl;
     LaunchArgs args;
     args.initFrom = r.initFrom;
     if (!r.check) {

@@ -59,6 +59,10 @@ struct CompileRequest {
   /// --serve: an inference workload to plan instead of training
   /// (ServingPlan.h); transformers only.
   std::optional<cost::ServingWorkload> serve;
+  /// --cache-blocks: the key/value cache's blocks of 16 tokens in a
+  /// --serve -o plan (default: every sequence of the batch at its whole
+  /// length, so none is ever preempted).
+  std::optional<int64_t> cacheBlocks;
   double timeLimit = 0;
   /// The report as JSON instead of text.
   bool json = false;
