@@ -44,14 +44,15 @@ std::optional<Recompute> parseRecompute(std::string_view name) {
 
 std::vector<std::pair<std::string_view, double>>
 MemoryBreakdown::items() const {
-  return {{"params", params},
-          {"grads", grads},
-          {"optimizer", optimizer},
-          {"activations", activations},
-          {"comm_buffers", commBuffers},
-          {"workspace", workspace},
-          {"fragmentation", fragmentation},
-          {"total", total}};
+  std::vector<std::pair<std::string_view, double>> out = {
+      {"params", params},          {"grads", grads},
+      {"optimizer", optimizer},    {"activations", activations},
+      {"comm_buffers", commBuffers}, {"workspace", workspace},
+      {"fragmentation", fragmentation}};
+  if (kvCache > 0)
+    out.push_back({"kv_cache", kvCache});
+  out.push_back({"total", total});
+  return out;
 }
 
 double transformerLayerParams(int64_t hidden, int64_t tp) {

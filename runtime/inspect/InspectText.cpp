@@ -80,6 +80,20 @@ void appendHeader(std::string &out, const Plan &plan) {
                   plan.knobs().num_microbatches(), " microbatches of ",
                   plan.knobs().microbatch_size(), ")\n");
 
+  if (plan.has_generation()) {
+    const plan::GenerationConfig &g = plan.generation();
+    absl::StrAppend(
+        &out, "Generation: ", g.max_batch(),
+        " tokens a step (a row each: the next token of every running "
+        "sequence, prompt tokens in the rows left), sequences of up to ",
+        g.max_length(), " positions, ", g.blocks(), " cache blocks of ",
+        g.block_size(), " positions (",
+        g.blocks() * g.block_size(), " in all), vocabulary ", g.vocab(),
+        "\n  chosen for prompts of ", g.prompt_len(), " and outputs of ",
+        g.output_len(), " tokens; run it with cleave generate PLAN "
+        "--prompt-file FILE\n");
+    return;
+  }
   const plan::TrainingConfig &t = plan.training();
   absl::StrAppend(&out, "Training: global batch ", t.global_batch(),
                   ", sequence ", t.seq_len(), ", optimizer ", t.optimizer());
@@ -174,6 +188,22 @@ void appendInputs(std::string &out, const Plan &plan) {
           !seen.insert(t.input_name()).second)
         continue;
       std::string synthetic;
+      if (plan.has_generation()) {
+        // A generation step's inputs come from `cleave generate`'s
+        // scheduler, never from synthetic data.
+        static const std::map<std::string, std::string> fed = {
+            {"tokens", "each row's token (cleave generate)"},
+            {"positions", "each row's position in its sequence"},
+            {"slots", "each row's cache slot (block x size + offset; -1: "
+                      "none)"},
+            {"block_table", "each row's sequence's cache blocks"},
+            {"lengths", "each row's position + 1 (0: an empty row)"}};
+        auto it = fed.find(t.input_name());
+        rows.push_back({t.input_name(), formatShape(t.shape()),
+                        plan::DType_Name(t.dtype()),
+                        it != fed.end() ? it->second : "cleave generate"});
+        continue;
+      }
       if (t.input_name() == "step" || t.input_name() == "loss_scale") {
         // Filled by the runtime, never data: AdamW's bias correction and
         // fp16's loss scale.
@@ -210,8 +240,10 @@ void appendInputs(std::string &out, const Plan &plan) {
   if (rows.empty())
     return;
   absl::StrAppend(&out, "\nInputs (", rows.size(),
-                  "; per-rank shape; synthetic values without --data or "
-                  "--input)\n");
+                  plan.has_generation()
+                      ? "; per-rank shape; what each row holds)\n"
+                      : "; per-rank shape; synthetic values without --data "
+                        "or --input)\n");
   out += renderTable(rows, "  ");
 }
 

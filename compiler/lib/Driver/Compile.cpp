@@ -394,6 +394,26 @@ Compiler::writeGenerationArtifact(const cost::TransformerModel &shape,
   p.plan.fusedAttention = true;
   p.numMicrobatches = 1;
   p.stepSeconds = best.tpotSeconds;
+  // Per device of each stage: the weights and prefill workspace the
+  // serving model priced (its fullest stage), and the caches as written:
+  // the blocks of the layers the stage holds, split over tp.
+  int64_t layers = shape.layers;
+  for (int64_t s = 0; s < best.pp; ++s) {
+    cost::MemoryBreakdown m;
+    m.params = best.weightBytes;
+    m.workspace = best.workspaceBytes;
+    int64_t stageLayers = layers / best.pp + (s < layers % best.pp ? 1 : 0);
+    m.kvCache = cost::kvCacheBytesPerToken(shape, stageLayers, best.tp,
+                                           w.precision) *
+                double(g.blocks() * g.block_size());
+    m.total = m.params + m.workspace + m.kvCache;
+    p.stageMemory.push_back(m);
+    if (m.total > p.memory.total) {
+      p.memory = m;
+      p.peakMemoryStage = s;
+      p.peakMemoryBytes = m.total;
+    }
+  }
   std::vector<std::string> why = {
       formatv("one replica of {0}: tp={1} pp={2}, up to {3} sequences a "
               "step; predicted {4:F1} ms a decode step, TTFT {5:F1} ms",

@@ -145,11 +145,13 @@ struct MemoryBreakdown {
   /// stage's logits gradient at the start of the backward pass).
   double workspace = 0;
   double fragmentation = 0;
+  /// A generation plan's key/value caches (none in training).
+  double kvCache = 0;
   double total = 0;
 
   /// The fields with their names ("params", "grads", "optimizer",
   /// "activations", "comm_buffers", "workspace", "fragmentation",
-  /// "total"), in order.
+  /// "total"), in order; "kv_cache" before "total" where there is one.
   std::vector<std::pair<std::string_view, double>> items() const;
 };
 
