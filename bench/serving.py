@@ -10,8 +10,11 @@ plan: the cost model's TPOT and output tokens/s (`compile --serve --json`)
 beside the median measured over the rounds (TPOT: each request's mean time
 per token after its first; throughput: generated tokens over the run's
 wall time from the first step), and whether the plans rank the same by
-TPOT predicted and measured. TTFT is not compared: cleave prefills a token
-a step (no prefill program yet), where the model prices a prefill pass.
+TPOT predicted and measured. TTFT is printed both ways but not ranked:
+the runtime reads prompts in the rows a step leaves (chunked prefill on
+the decode step's rows: with every request queued at once, the batch's
+prompts take prompt-len steps), where the model prices one prefill pass
+of the batch's prompts.
 
 With --python (an interpreter with torch and transformers), the same model
 shape in Hugging Face `LlamaForCausalLM` runs `generate` greedily on the
@@ -104,9 +107,11 @@ def generate(a, plan, prompts, threads):
     out = subprocess.run([a.cleave, "generate", plan, "--prompt-file", prompts],
                          capture_output=True, text=True, env=env, check=True)
     tpots = [float(m) for m in re.findall(r"TPOT ([0-9.]+) ms", out.stdout)]
+    ttfts = [float(m) for m in re.findall(r"TTFT ([0-9.]+) ms", out.stdout)]
     m = re.search(r"generated (\d+) tokens for \d+ requests in ([0-9.]+) s",
                   out.stdout)
-    return statistics.mean(tpots) / 1e3, int(m.group(1)) / float(m.group(2))
+    return (statistics.mean(tpots) / 1e3, int(m.group(1)) / float(m.group(2)),
+            statistics.mean(ttfts) / 1e3)
 
 
 def main():
@@ -127,14 +132,16 @@ def main():
         rows.append({"name": name, "path": path, "threads": threads,
                      "predicted_tpot": predicted["tpot_s"],
                      "predicted_tps": predicted["output_tokens_per_s"],
-                     "tpot": [], "tps": []})
+                     "predicted_ttft": predicted["ttft_s"],
+                     "tpot": [], "tps": [], "ttft": []})
     peer = []
     for r in range(a.rounds):
         order = rows[r % len(rows):] + rows[:r % len(rows)]
         for row in order:
-            tpot, tps = generate(a, row["path"], prompts, row["threads"])
+            tpot, tps, ttft = generate(a, row["path"], prompts, row["threads"])
             row["tpot"].append(tpot)
             row["tps"].append(tps)
+            row["ttft"].append(ttft)
         if a.python:
             out = subprocess.run(
                 [a.python, "-c", PEER, str(a.layers), str(a.hidden),
@@ -148,14 +155,16 @@ def main():
           f"(medians), cpu-local")
     print(f"{'plan':6} {'threads/rank':>12} {'TPOT pred ms':>13} "
           f"{'TPOT meas ms':>13} {'meas/pred':>10} {'tok/s pred':>11} "
-          f"{'tok/s meas':>11}")
+          f"{'tok/s meas':>11} {'TTFT pred ms':>13} {'TTFT meas ms':>13}")
     for row in rows:
         tpot = statistics.median(row["tpot"])
         tps = statistics.median(row["tps"])
         print(f"{row['name']:6} {row['threads']:>12} "
               f"{row['predicted_tpot'] * 1e3:>13.2f} {tpot * 1e3:>13.2f} "
               f"{tpot / row['predicted_tpot']:>10.2f} "
-              f"{row['predicted_tps']:>11.0f} {tps:>11.0f}")
+              f"{row['predicted_tps']:>11.0f} {tps:>11.0f} "
+              f"{row['predicted_ttft'] * 1e3:>13.2f} "
+              f"{statistics.median(row['ttft']) * 1e3:>13.2f}")
     by_pred = [r["name"] for r in sorted(rows, key=lambda r: r["predicted_tpot"])]
     by_meas = [r["name"] for r in sorted(rows, key=lambda r: statistics.median(r["tpot"]))]
     print(f"ranking by TPOT: predicted {' < '.join(by_pred)}; measured "
