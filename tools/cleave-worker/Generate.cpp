@@ -196,6 +196,9 @@ void generate(const Options &options, const plan::Plan &plan,
   };
   int64_t step = 0, generated = 0, preemptions = 0, rowsUsed = 0;
   size_t done = 0;
+  // A progress line every few seconds of a long run (none in a short one).
+  constexpr double kProgressEvery = 5.0;
+  double lastProgress = 0;
   while (done < requests.size()) {
     // The requests that have arrived, by the sampling rank's clock (every
     // rank must admit alike); with nothing to run, it waits for the next.
@@ -321,6 +324,18 @@ void generate(const Options &options, const plan::Plan &plan,
       release(r);
       running.erase(std::find(running.begin(), running.end(), rowRequest[b]));
       ++done;
+    }
+    if (rank() == sampler && now - lastProgress >= kProgressEvery &&
+        done < requests.size()) {
+      lastProgress = now;
+      std::printf("progress: %.0f s, step %lld, %zu of %zu requests done, "
+                  "%zu running, %zu waiting, %lld tokens generated (%.0f "
+                  "tokens/s), %lld preemptions\n",
+                  now, static_cast<long long>(step), done, requests.size(),
+                  running.size(), waiting.size(),
+                  static_cast<long long>(generated), generated / now,
+                  static_cast<long long>(preemptions));
+      std::fflush(stdout);
     }
   }
   if (rank() != sampler)

@@ -3,6 +3,7 @@
 #include "cleave/runtime/kernels/Attention.h"
 
 #include "FastMath.h"
+#include "Parallel.h"
 #include "Support.h"
 #include "VectorClones.h"
 
@@ -110,55 +111,75 @@ void rotate(ConstTensorRef in, double theta, RowOffsets positions,
 
 } // namespace
 
-CLEAVE_VECTOR_CLONES void softmax(ConstTensorRef in, int64_t axis, bool causal,
-                                  TensorRef out,
-                                  std::optional<RowOffsets> causalShift) {
+namespace {
+
+/// Softmax rows [r0, r1): row r holds elements o * length * inner + i +
+/// k * inner (o = r / inner, i = r % inner); causal rows (inner 1, along
+/// the last axis of [..., queries, keys]) mask the keys after `place` of
+/// their query.
+CLEAVE_VECTOR_CLONES void softmaxRows(const float *in, float *out,
+                                      AxisSplit s, bool causal,
+                                      int64_t queries, RowOffsets place,
+                                      int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t o = r / s.inner, i = r % s.inner;
+    int64_t base = o * s.length * s.inner + i;
+    if (causal) {
+      int64_t valid = std::max<int64_t>(
+          0, std::min(s.length, place(r % queries) + 1));
+      softmaxRow<true>(in + base, out + base, s.length, valid, 1);
+    } else if (s.inner == 1) {
+      softmaxRow<true>(in + base, out + base, s.length, s.length, 1);
+    } else {
+      softmaxRow<false>(in + base, out + base, s.length, s.length, s.inner);
+    }
+  }
+}
+
+/// softmaxBackward's rows [r0, r1), numbered as softmaxRows'.
+CLEAVE_VECTOR_CLONES void softmaxBackwardRows(const float *y, const float *g,
+                                              float *d, AxisSplit s,
+                                              int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t o = r / s.inner, i = r % s.inner;
+    int64_t base = o * s.length * s.inner + i;
+    if (s.inner == 1)
+      softmaxBackwardRow<true>(y + base, g + base, d + base, s.length, 1);
+    else
+      softmaxBackwardRow<false>(y + base, g + base, d + base, s.length,
+                                s.inner);
+  }
+}
+
+} // namespace
+
+// Each row on one thread, so any split gives the same bits.
+void softmax(ConstTensorRef in, int64_t axis, bool causal, TensorRef out,
+             std::optional<RowOffsets> causalShift) {
   detail::checkAxis(axis, in.rank(), "softmax");
   detail::checkShape(out, in.shape, "softmax", "result");
   CLEAVE_CHECK(!causal || (in.rank() >= 2 && axis == in.rank() - 1),
                "causal softmax must run along the last axis of a [..., query, "
                "key] tensor");
   AxisSplit s = splitAt(in.shape, axis);
-  if (causal) {
-    int64_t keys = s.length, queries = in.shape[in.rank() - 2];
-    RowOffsets place = causalShift.value_or(RowOffsets(keys - queries));
-    for (int64_t r = 0; r < s.outer; ++r) {
-      int64_t query = r % queries;
-      int64_t valid =
-          std::max<int64_t>(0, std::min(keys, place(query) + 1));
-      softmaxRow<true>(in.data + r * keys, out.data + r * keys, keys, valid, 1);
-    }
-    return;
-  }
-  for (int64_t o = 0; o < s.outer; ++o)
-    for (int64_t i = 0; i < s.inner; ++i) {
-      int64_t base = o * s.length * s.inner + i;
-      if (s.inner == 1)
-        softmaxRow<true>(in.data + base, out.data + base, s.length, s.length,
-                         1);
-      else
-        softmaxRow<false>(in.data + base, out.data + base, s.length, s.length,
-                          s.inner);
-    }
+  int64_t queries = causal ? in.shape[in.rank() - 2] : 1;
+  RowOffsets place = causalShift.value_or(RowOffsets(s.length - queries));
+  int64_t rows = s.outer * s.inner;
+  detail::parallelFor(rows, rows * s.length, [&](int64_t r0, int64_t r1) {
+    softmaxRows(in.data, out.data, s, causal, queries, place, r0, r1);
+  });
 }
 
-CLEAVE_VECTOR_CLONES void softmaxBackward(ConstTensorRef out,
-                                          ConstTensorRef dOut, int64_t axis,
-                                          TensorRef dIn) {
+void softmaxBackward(ConstTensorRef out, ConstTensorRef dOut, int64_t axis,
+                     TensorRef dIn) {
   detail::checkAxis(axis, out.rank(), "softmaxBackward");
   detail::checkShape(dOut, out.shape, "softmaxBackward", "dOut");
   detail::checkShape(dIn, out.shape, "softmaxBackward", "dIn");
   AxisSplit s = splitAt(out.shape, axis);
-  for (int64_t o = 0; o < s.outer; ++o)
-    for (int64_t i = 0; i < s.inner; ++i) {
-      int64_t base = o * s.length * s.inner + i;
-      if (s.inner == 1)
-        softmaxBackwardRow<true>(out.data + base, dOut.data + base,
-                                 dIn.data + base, s.length, 1);
-      else
-        softmaxBackwardRow<false>(out.data + base, dOut.data + base,
-                                  dIn.data + base, s.length, s.inner);
-    }
+  int64_t rows = s.outer * s.inner;
+  detail::parallelFor(rows, rows * s.length, [&](int64_t r0, int64_t r1) {
+    softmaxBackwardRows(out.data, dOut.data, dIn.data, s, r0, r1);
+  });
 }
 
 void ropeAt(ConstTensorRef in, double theta, IndexRef positions, bool inverse,

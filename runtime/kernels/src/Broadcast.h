@@ -16,6 +16,7 @@
 
 #include "Support.h"
 
+#include <algorithm>
 #include <array>
 
 namespace cleave::kernels::detail {
@@ -96,23 +97,44 @@ BroadcastPlan<N> planBroadcast(const Shape &shape,
   return plan;
 }
 
-/// Calls `row(offsets)` once per innermost row of the plan, `offsets[k]`
-/// being operand k's element offset at the row's start. Nothing is called
-/// when the shape has no elements.
-template <size_t N, typename RowFn>
-void forEachRow(const BroadcastPlan<N> &plan, RowFn &&row) {
-  size_t outerRank = plan.dims.size() - 1;
+/// The elements the plan walks (rows x inner).
+template <size_t N> int64_t numElements(const BroadcastPlan<N> &plan) {
+  int64_t n = 1;
   for (int64_t d : plan.dims)
-    if (d == 0)
-      return;
+    n *= d;
+  return n;
+}
+
+/// Calls `row(offsets, i0, i1)` for elements [e0, e1) of the plan in
+/// row-major order, a call per row they touch: `offsets[k]` is operand k's
+/// element offset at the row's start and [i0, i1) the part of the row.
+/// A thread's share of a walk that parallelFor split by elements (a whole
+/// tensor of one shape is a single row, split anywhere).
+template <size_t N, typename RowFn>
+void forEachRowSegment(const BroadcastPlan<N> &plan, int64_t e0, int64_t e1,
+                       RowFn &&row) {
+  int64_t inner = plan.inner();
+  if (inner <= 0 || e0 >= e1)
+    return;
+  size_t outerRank = plan.dims.size() - 1;
   std::array<int64_t, N> offsets{};
   Shape index(outerRank, 0);
-  while (true) {
-    row(offsets);
-    // Advance the outer odometer.
-    size_t d = outerRank;
-    while (d > 0) {
-      --d;
+  int64_t rest = e0 / inner;
+  for (size_t d = outerRank; d-- > 0;) {
+    index[d] = rest % plan.dims[d];
+    rest /= plan.dims[d];
+    for (size_t k = 0; k < N; ++k)
+      offsets[k] += index[d] * plan.strides[k][d];
+  }
+  int64_t i0 = e0 % inner;
+  for (int64_t e = e0;;) {
+    int64_t i1 = std::min(inner, i0 + (e1 - e));
+    row(offsets, i0, i1);
+    e += i1 - i0;
+    i0 = 0;
+    if (e >= e1)
+      return;
+    for (size_t d = outerRank; d-- > 0;) {
       ++index[d];
       for (size_t k = 0; k < N; ++k)
         offsets[k] += plan.strides[k][d];
@@ -121,12 +143,18 @@ void forEachRow(const BroadcastPlan<N> &plan, RowFn &&row) {
       for (size_t k = 0; k < N; ++k)
         offsets[k] -= plan.strides[k][d] * plan.dims[d];
       index[d] = 0;
-      if (d == 0)
-        return;
     }
-    if (outerRank == 0)
-      return;
   }
+}
+
+/// Calls `row(offsets)` once per innermost row of the plan, `offsets[k]`
+/// being operand k's element offset at the row's start. Nothing is called
+/// when the shape has no elements.
+template <size_t N, typename RowFn>
+void forEachRow(const BroadcastPlan<N> &plan, RowFn &&row) {
+  forEachRowSegment(plan, 0, numElements(plan),
+                    [&](const std::array<int64_t, N> &offsets, int64_t,
+                        int64_t) { row(offsets); });
 }
 
 } // namespace cleave::kernels::detail

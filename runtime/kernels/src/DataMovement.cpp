@@ -2,6 +2,7 @@
 
 #include "cleave/runtime/kernels/DataMovement.h"
 
+#include "Parallel.h"
 #include "Support.h"
 
 #include <algorithm>
@@ -39,30 +40,46 @@ void copyStrided(Shape dims, Shape srcStrides, Shape dstStrides, const T *src,
   }
   size_t outer = sizes.size() - 1;
   int64_t n = sizes.back(), sIn = ss.back(), dIn = ds.back();
-  Shape index(outer, 0);
-  int64_t so = 0, dOff = 0;
-  while (true) {
-    const T *s = src + so;
-    T *t = dst + dOff;
+  auto copyRow = [&](const T *s, T *t, int64_t i0, int64_t i1) {
     if (sIn == 1 && dIn == 1)
-      std::memcpy(t, s, sizeof(T) * n);
+      std::memcpy(t + i0, s + i0, sizeof(T) * (i1 - i0));
     else
-      for (int64_t i = 0; i < n; ++i)
+      for (int64_t i = i0; i < i1; ++i)
         t[i * dIn] = s[i * sIn];
-    size_t d = outer;
-    while (true) {
-      if (d == 0)
-        return;
-      --d;
-      so += ss[d];
-      dOff += ds[d];
-      if (++index[d] < sizes[d])
-        break;
-      so -= ss[d] * sizes[d];
-      dOff -= ds[d] * sizes[d];
-      index[d] = 0;
-    }
+  };
+  // One long row (a contiguous or simply strided copy): split along it.
+  if (outer == 0) {
+    detail::parallelFor(n, n, [&](int64_t i0, int64_t i1) {
+      copyRow(src, dst, i0, i1);
+    });
+    return;
   }
+  // Rows [r0, r1) of the outer dimensions, a thread's share.
+  int64_t rows = 1;
+  for (size_t d = 0; d < outer; ++d)
+    rows *= sizes[d];
+  detail::parallelFor(rows, rows * n, [&](int64_t r0, int64_t r1) {
+    Shape index(outer, 0);
+    int64_t so = 0, dOff = 0, rest = r0;
+    for (size_t d = outer; d-- > 0;) {
+      index[d] = rest % sizes[d];
+      rest /= sizes[d];
+      so += index[d] * ss[d];
+      dOff += index[d] * ds[d];
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      copyRow(src + so, dst + dOff, 0, n);
+      for (size_t d = outer; d-- > 0;) {
+        so += ss[d];
+        dOff += ds[d];
+        if (++index[d] < sizes[d])
+          break;
+        so -= ss[d] * sizes[d];
+        dOff -= ds[d] * sizes[d];
+        index[d] = 0;
+      }
+    }
+  });
 }
 
 struct SliceBox {
@@ -138,11 +155,16 @@ void gatherValues(View<const T> data, IndexRef indices, int64_t axis,
   splitAround(data.shape, axis, outer, inner);
   std::vector<int64_t> rows = resolveIndices(indices, size, "gather");
   int64_t count = static_cast<int64_t>(rows.size());
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < count; ++j)
-      std::memcpy(out.data + (o * count + j) * inner,
-                  data.data + (o * size + rows[j]) * inner,
-                  sizeof(T) * inner);
+  // Each output row is one copy: threads take rows.
+  detail::parallelFor(
+      outer * count, outer * count * inner, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t o = r / count, j = r % count;
+          std::memcpy(out.data + r * inner,
+                      data.data + (o * size + rows[j]) * inner,
+                      sizeof(T) * inner);
+        }
+      });
 }
 
 void gatherBackward(IndexRef indices, int64_t axis, ConstTensorRef dOut,
@@ -154,13 +176,18 @@ void gatherBackward(IndexRef indices, int64_t axis, ConstTensorRef dOut,
   std::vector<int64_t> rows = resolveIndices(indices, size, "gatherBackward");
   int64_t count = static_cast<int64_t>(rows.size());
   detail::zero(dData);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < count; ++j) {
-      const float *g = dOut.data + (o * count + j) * inner;
-      float *d = dData.data + (o * size + rows[j]) * inner;
-      for (int64_t i = 0; i < inner; ++i)
-        d[i] += g[i];
-    }
+  // Rows read twice add into one row: threads take columns, each column's
+  // sums in row order whatever the threads, so the bits never change.
+  detail::parallelFor(
+      inner, outer * count * inner, [&](int64_t i0, int64_t i1) {
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < count; ++j) {
+            const float *g = dOut.data + (o * count + j) * inner;
+            float *d = dData.data + (o * size + rows[j]) * inner;
+            for (int64_t i = i0; i < i1; ++i)
+              d[i] += g[i];
+          }
+      });
 }
 
 Shape transposeShape(const Shape &in, const std::vector<int64_t> &perm) {

@@ -3,6 +3,7 @@
 #include "cleave/runtime/kernels/Elementwise.h"
 
 #include "FastMath.h"
+#include "Parallel.h"
 #include "Support.h"
 #include "VectorClones.h"
 
@@ -74,11 +75,11 @@ void dropoutRun(const float *in, float *out, int64_t n, uint64_t seed,
 
 } // namespace
 
-CLEAVE_VECTOR_CLONES void unary(UnaryOp op, ConstTensorRef in, TensorRef out) {
-  detail::checkShape(out, in.shape, "unary", "result");
-  const float *x = in.data;
-  float *y = out.data;
-  int64_t n = in.numElements();
+namespace {
+
+/// n elements of unary(): a thread's share (the vector clones' loops).
+CLEAVE_VECTOR_CLONES void unaryElements(UnaryOp op, const float *x, float *y,
+                                        int64_t n) {
   switch (op) {
   case UnaryOp::Neg:
     return map(x, y, n, [](float v) { return -v; });
@@ -122,13 +123,10 @@ CLEAVE_VECTOR_CLONES void unary(UnaryOp op, ConstTensorRef in, TensorRef out) {
   }
 }
 
-CLEAVE_VECTOR_CLONES void unaryBackward(UnaryOp op, ConstTensorRef in,
-                                        ConstTensorRef dOut, TensorRef dIn) {
-  detail::checkShape(dOut, in.shape, "unaryBackward", "dOut");
-  detail::checkShape(dIn, in.shape, "unaryBackward", "dIn");
-  const float *x = in.data, *g = dOut.data;
-  float *d = dIn.data;
-  int64_t n = in.numElements();
+/// n elements of unaryBackward().
+CLEAVE_VECTOR_CLONES void unaryGradElements(UnaryOp op, const float *x,
+                                            const float *g, float *d,
+                                            int64_t n) {
   switch (op) {
   case UnaryOp::Neg:
     return mapGrad(x, g, d, n, [](float) { return -1.0f; });
@@ -185,6 +183,27 @@ CLEAVE_VECTOR_CLONES void unaryBackward(UnaryOp op, ConstTensorRef in,
   case UnaryOp::Floor:
     return mapGrad(x, g, d, n, [](float) { return 0.0f; });
   }
+}
+
+} // namespace
+
+// Element-wise, so any split over the threads gives the same bits.
+void unary(UnaryOp op, ConstTensorRef in, TensorRef out) {
+  detail::checkShape(out, in.shape, "unary", "result");
+  int64_t n = in.numElements();
+  detail::parallelFor(n, n, [&](int64_t b, int64_t e) {
+    unaryElements(op, in.data + b, out.data + b, e - b);
+  });
+}
+
+void unaryBackward(UnaryOp op, ConstTensorRef in, ConstTensorRef dOut,
+                   TensorRef dIn) {
+  detail::checkShape(dOut, in.shape, "unaryBackward", "dOut");
+  detail::checkShape(dIn, in.shape, "unaryBackward", "dIn");
+  int64_t n = in.numElements();
+  detail::parallelFor(n, n, [&](int64_t b, int64_t e) {
+    unaryGradElements(op, in.data + b, dOut.data + b, dIn.data + b, e - b);
+  });
 }
 
 bool dropoutKeeps(int64_t seed, int64_t index, double ratio) {

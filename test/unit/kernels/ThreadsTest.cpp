@@ -6,6 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cleave/runtime/kernels/Attention.h"
+#include "cleave/runtime/kernels/DataMovement.h"
+#include "cleave/runtime/kernels/Elementwise.h"
 #include "cleave/runtime/kernels/FlashAttention.h"
 #include "cleave/runtime/kernels/Loss.h"
 #include "cleave/runtime/kernels/Normalization.h"
@@ -121,6 +124,86 @@ TEST(Threads, ARankTakesItsShareOfTheCoresUnlessTold) {
   else
     unsetenv("OPENBLAS_NUM_THREADS");
   omp_set_num_threads(before);
+}
+
+
+// The element-wise, softmax and data-movement kernels split their work by
+// elements, rows or columns (a broadcast walk cut mid-row, a transpose's
+// rows, an embedding gradient's columns): every split gives the one-thread
+// result, and that result is the operation's.
+TEST(Threads, ElementwiseAndMovementKernelsSplitAnywhere) {
+  Tensor a = randomTensor({4, 60, 256}, 11), col = randomTensor({60, 1}, 12);
+  Tensor row = randomTensor({1, 60, 256}, 13), g = randomTensor({4, 60, 256}, 14);
+  expectSameOnAnyThreads("binary (broadcast)", [&] {
+    Tensor sum({4, 60, 256}, 0.0f), prod({4, 60, 256}, 0.0f);
+    binary(BinaryOp::Add, a, col, sum);
+    binary(BinaryOp::Mul, row, a, prod);
+    return std::vector<Tensor>{sum, prod};
+  });
+  expectSameOnAnyThreads("binaryBackward", [&] {
+    Tensor da({4, 60, 256}, 0.0f), drow({1, 60, 256}, 0.0f),
+        dcol({60, 1}, 0.0f), da2({4, 60, 256}, 0.0f);
+    binaryBackward(BinaryOp::Mul, a, row, g, da, drow);
+    binaryBackward(BinaryOp::Div, a, col, g, da2, dcol);
+    return std::vector<Tensor>{da, drow, dcol, da2};
+  });
+  expectSameOnAnyThreads("unary", [&] {
+    Tensor y({4, 60, 256}, 0.0f), dx({4, 60, 256}, 0.0f);
+    unary(UnaryOp::GeluTanh, a, y);
+    unaryBackward(UnaryOp::Silu, a, g, dx);
+    return std::vector<Tensor>{y, dx};
+  });
+  Tensor scores = randomTensor({2, 4, 64, 64}, 15),
+         dScores = randomTensor({2, 4, 64, 64}, 16);
+  Tensor middle = randomTensor({8, 50, 100}, 17);
+  expectSameOnAnyThreads("softmax", [&] {
+    Tensor causal(scores.shape(), 0.0f), inner(middle.shape(), 0.0f),
+        dIn(scores.shape(), 0.0f);
+    softmax(scores, 3, /*causal=*/true, causal);
+    softmax(middle, 1, /*causal=*/false, inner);
+    softmaxBackward(causal, dScores, 3, dIn);
+    return std::vector<Tensor>{causal, inner, dIn};
+  });
+  Tensor heads = randomTensor({8, 64, 4, 32}, 18);
+  IndexTensor ids({600});
+  for (int64_t i = 0; i < 600; ++i)
+    ids[i] = (i * 7919) % 1000; // repeats: rows read twice add up
+  Tensor table = randomTensor({1000, 64}, 19), dRows = randomTensor({600, 64}, 20);
+  expectSameOnAnyThreads("transpose and gather", [&] {
+    Tensor t({8, 4, 64, 32}, 0.0f), rows({600, 64}, 0.0f),
+        dTable({1000, 64}, 0.0f);
+    transpose(heads, {0, 2, 1, 3}, t);
+    gather(table, ids.ref(), 0, rows);
+    gatherBackward(ids.ref(), 0, dRows, dTable);
+    return std::vector<Tensor>{t, rows, dTable};
+  });
+
+  // Split over 3 threads, the results are the operations'.
+  int before = omp_get_max_threads();
+  omp_set_num_threads(3);
+  Tensor sum({4, 60, 256}, 0.0f), t({8, 4, 64, 32}, 0.0f),
+      dTable({1000, 64}, 0.0f);
+  binary(BinaryOp::Add, a, col, sum);
+  transpose(heads, {0, 2, 1, 3}, t);
+  gatherBackward(ids.ref(), 0, dRows, dTable);
+  omp_set_num_threads(before);
+  for (int64_t b = 0; b < 4; ++b)
+    for (int64_t r = 0; r < 60; ++r)
+      for (int64_t i = 0; i < 256; ++i)
+        ASSERT_EQ(sum.data()[(b * 60 + r) * 256 + i],
+                  a.data()[(b * 60 + r) * 256 + i] + col.data()[r]);
+  for (int64_t b = 0; b < 8; ++b)
+    for (int64_t s = 0; s < 64; ++s)
+      for (int64_t h = 0; h < 4; ++h)
+        for (int64_t d = 0; d < 32; ++d)
+          ASSERT_EQ(t.data()[((b * 4 + h) * 64 + s) * 32 + d],
+                    heads.data()[((b * 64 + s) * 4 + h) * 32 + d]);
+  std::vector<float> expect(1000 * 64, 0.0f);
+  for (int64_t i = 0; i < 600; ++i)
+    for (int64_t d = 0; d < 64; ++d)
+      expect[ids[i] * 64 + d] += dRows.data()[i * 64 + d];
+  for (int64_t i = 0; i < 1000 * 64; ++i)
+    ASSERT_EQ(dTable.data()[i], expect[i]);
 }
 
 } // namespace
