@@ -85,7 +85,9 @@ void appendHeader(std::string &out, const Plan &plan) {
     absl::StrAppend(
         &out, "Generation: ", g.max_batch(),
         " tokens a step (a row each: the next token of every running "
-        "sequence, prompt tokens in the rows left), sequences of up to ",
+        "sequence, prompt tokens in the rows left), ",
+        g.max_sequences() > 0 ? g.max_sequences() : g.max_batch(),
+        " sequences at once of up to ",
         g.max_length(), " positions, ", g.blocks(), " cache blocks of ",
         g.block_size(), " positions (",
         g.blocks() * g.block_size(), " in all), vocabulary ", g.vocab(),

@@ -110,6 +110,10 @@ void generate(const Options &options, const plan::Plan &plan,
   const plan::GenerationConfig &g = plan.generation();
   const int64_t batch = g.max_batch(), blockSize = g.block_size(),
                 maxBlocks = (g.max_length() + blockSize - 1) / blockSize;
+  // Sequences at once: each takes a row of every step; rows beyond them
+  // only ever read prompts (--step-tokens).
+  const int64_t sequences =
+      g.max_sequences() > 0 ? std::min(g.max_sequences(), batch) : batch;
   if (g.tokens_per_step() != 1)
     fail("generate: the plan takes " + std::to_string(g.tokens_per_step()) +
          " tokens a step; this runtime feeds one");
@@ -223,7 +227,7 @@ void generate(const Options &options, const plan::Plan &plan,
     for (int64_t id : running)
       reserved += blocksFor(requests[id].length + 1) -
                   int64_t(requests[id].blocks.size());
-    while (int64_t(running.size()) < batch && !waiting.empty()) {
+    while (int64_t(running.size()) < sequences && !waiting.empty()) {
       int64_t need = blocksFor(known(requests[waiting.front()]) + 1);
       if (reserved + need > int64_t(freeBlocks.size()))
         break;

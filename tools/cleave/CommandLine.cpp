@@ -187,6 +187,14 @@ cl::opt<int64_t> cacheBlocks(
              "tokens; with fewer, `cleave generate` preempts the latest "
              "sequence when they run out and recomputes it later)"),
     cl::value_desc("N"), cl::sub(compileCmd), cl::cat(servingCategory));
+cl::opt<int64_t> stepTokens(
+    "step-tokens",
+    cl::desc("With -o: tokens a generation step runs (default: the batch). "
+             "Every running sequence takes one; the rest read prompts, a "
+             "chunk of one prompt at once (chunked prefill, vLLM's "
+             "max_num_batched_tokens). More rows shorten the time to first "
+             "token and lengthen each step"),
+    cl::value_desc("N"), cl::sub(compileCmd), cl::cat(servingCategory));
 cl::opt<std::string> batching(
     "batching",
     cl::desc("continuous (a finished sequence's place goes at once to a new "
@@ -531,6 +539,7 @@ CompileArgs compileArgs() {
   a.outputLen = given(outputLen);
   a.maxBatch = given(maxBatch);
   a.cacheBlocks = given(cacheBlocks);
+  a.stepTokens = given(stepTokens);
   a.ttft = ttftTarget;
   a.batching = batching;
   a.disaggregate = disaggregate;

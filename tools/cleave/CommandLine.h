@@ -71,7 +71,8 @@ struct CompileArgs {
   std::string lossScale, initFrom;
   /// --serve: plan inference (prefill and decode) instead of training.
   bool serve = false;
-  std::optional<int64_t> promptLen, outputLen, maxBatch, cacheBlocks;
+  std::optional<int64_t> promptLen, outputLen, maxBatch, cacheBlocks,
+      stepTokens;
   double ttft = 0, tpot = 0;
   std::string batching = "continuous";
   bool disaggregate = false;

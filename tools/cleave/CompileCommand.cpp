@@ -76,6 +76,17 @@ int buildServing(const CompileArgs &a, driver::CompileRequest &request) {
                     ": a sequence of --prompt-len + --output-len tokens "
                     "needs " + Twine(perSequence) + " blocks of 16");
   request.cacheBlocks = a.cacheBlocks;
+  if (a.stepTokens && a.planOut.empty())
+    return badUsage("--step-tokens sizes the step of the plan -o writes; "
+                    "give -o");
+  if (a.stepTokens && a.maxBatch && *a.stepTokens < *a.maxBatch)
+    return badUsage("--step-tokens " + Twine(*a.stepTokens) +
+                    " is fewer than --max-batch " + Twine(*a.maxBatch) +
+                    ": every running sequence takes a token of each step");
+  if (a.stepTokens && *a.stepTokens < 1)
+    return badUsage("--step-tokens must be at least 1, got " +
+                    Twine(*a.stepTokens));
+  request.stepTokens = a.stepTokens;
   if (!(a.ttft >= 0) || !(a.tpot >= 0) || std::isinf(a.ttft) ||
       std::isinf(a.tpot))
     return badUsage("--ttft and --tpot are seconds, zero or more (0: no "
@@ -126,6 +137,7 @@ int buildRequest(const CompileArgs &a, driver::CompileRequest &request) {
           {"--output-len", a.outputLen.has_value()},
           {"--max-batch", a.maxBatch.has_value()},
           {"--cache-blocks", a.cacheBlocks.has_value()},
+          {"--step-tokens", a.stepTokens.has_value()},
           {"--ttft", a.ttft != 0},
           {"--batching", a.batching != "continuous"},
           {"--disaggregate", a.disaggregate},

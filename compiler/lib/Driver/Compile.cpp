@@ -368,15 +368,24 @@ absl::Status Compiler::serveTransformer(const cost::TransformerModel &shape) {
 }
 
 /// --serve -o: one replica of the chosen serving plan as a generation
-/// step (plan.proto GenerationConfig): its tp x pp ranks run one token of
-/// up to `batch` sequences a step over paged caches sized for every
-/// sequence at prompt + output tokens.
+/// step (plan.proto GenerationConfig): its tp x pp ranks run a token of
+/// each of up to `batch` sequences a step, and prompt tokens in the rows
+/// --step-tokens adds, over paged caches sized for every sequence at
+/// prompt + output tokens.
 absl::Status
 Compiler::writeGenerationArtifact(const cost::TransformerModel &shape,
                                   const cost::ServingWorkload &w,
                                   const cost::ServingPrediction &best) {
+  int64_t rows = r.stepTokens.value_or(best.batch);
+  if (rows < best.batch)
+    return usage("--step-tokens " + std::to_string(rows) +
+                 " is fewer than the " + std::to_string(best.batch) +
+                 " sequences the search chose for the replica: every "
+                 "running sequence takes a token of each step (give "
+                 "--max-batch too)");
   plan::GenerationConfig g;
-  g.set_max_batch(best.batch);
+  g.set_max_batch(rows);
+  g.set_max_sequences(best.batch);
   g.set_tokens_per_step(1);
   g.set_max_length(w.promptLen + w.outputLen);
   g.set_block_size(16);
@@ -388,8 +397,8 @@ Compiler::writeGenerationArtifact(const cost::TransformerModel &shape,
   cost::PlanPrediction p;
   p.plan.tp = best.tp;
   p.plan.pp = best.pp;
-  p.plan.microbatchSize = best.batch;
-  p.plan.globalBatch = best.batch;
+  p.plan.microbatchSize = rows;
+  p.plan.globalBatch = rows;
   p.plan.precision = w.precision;
   p.plan.fusedAttention = true;
   p.numMicrobatches = 1;
@@ -420,7 +429,7 @@ Compiler::writeGenerationArtifact(const cost::TransformerModel &shape,
               best.replicas, best.tp, best.pp, best.batch,
               best.tpotSeconds * 1e3, best.ttftSeconds * 1e3)
           .str()};
-  inputs.globalBatch = best.batch;
+  inputs.globalBatch = rows;
   return writeArtifact(p, shape, shape.name, {}, std::move(why), {}, {},
                        std::move(g));
 }
@@ -428,7 +437,11 @@ Compiler::writeGenerationArtifact(const cost::TransformerModel &shape,
 absl::Status Compiler::compileGraph() {
   if (r.serve)
     return usage("--serve plans the generation of transformer layers; " +
-                 r.model + " has none (its graph is planned op by op)");
+                 r.model + " has none that cleave's transformer planner "
+                 "knows (its graph is planned op by op; generation is "
+                 "planned for the zoo's gpt, llama and moe families, and an "
+                 "imported decoder's folded rotary or position tables are not "
+                 "made into a generation step yet)");
   if (r.versus)
     return usage("--versus compares plans of transformer layers; " + r.model +
                  " has none (its graph is planned op by op)");

@@ -441,8 +441,10 @@ int runPlan(const RunRequest &r) {
     const plan::GenerationConfig &g = p.generation();
     std::cout << "generating with " << r.planPath << " (" << p.model().name()
               << ", " << p.knobs().text() << ") on " << ranks
-              << " local rank(s): " << g.max_batch()
-              << " tokens a step, sequences of up to " << g.max_length()
+              << " local rank(s): " << g.max_batch() << " tokens a step";
+    if (g.max_sequences() > 0 && g.max_sequences() < g.max_batch())
+      std::cout << " (" << g.max_sequences() << " sequences at once)";
+    std::cout << ", sequences of up to " << g.max_length()
               << " positions, " << g.blocks() << " cache blocks of "
               << g.block_size() << std::endl;
     LaunchArgs args;

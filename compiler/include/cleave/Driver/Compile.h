@@ -63,6 +63,9 @@ struct CompileRequest {
   /// --serve -o plan (default: every sequence of the batch at its whole
   /// length, so none is ever preempted).
   std::optional<int64_t> cacheBlocks;
+  /// --step-tokens: rows of a --serve -o plan's step (default: the batch);
+  /// those beyond the batch's sequences read prompts (chunked prefill).
+  std::optional<int64_t> stepTokens;
   double timeLimit = 0;
   /// The report as JSON instead of text.
   bool json = false;
