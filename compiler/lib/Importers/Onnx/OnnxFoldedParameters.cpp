@@ -867,10 +867,44 @@ TiedParameters traceTiedParameters(const onnx::GraphProto &graph) {
   for (const auto &entry : foldedSources(graph))
     accounted.insert(entry.second.parameters.begin(),
                      entry.second.parameters.end());
-  for (const auto &[placeholder, target] : signature)
-    if (unread.contains(target) && !held.contains(target) &&
-        !accounted.contains(target))
-      out.unaccounted.push_back(target);
+  // A module no node ran under, nor any of its children, whose parameter
+  // has the attribute of exactly one tied parameter: the owner the others
+  // call under their own names (T5's `shared`, run as
+  // `encoder.embed_tokens` and `decoder.embed_tokens`). Its name is one
+  // more alias of that parameter.
+  llvm::StringSet<> ran;
+  for (const Read &read : reads)
+    for (const std::string &scope : read.scopes)
+      ran.insert(scope);
+  auto attributeOf = [](llvm::StringRef name) {
+    return name.rsplit('.').second.empty() ? name : name.rsplit('.').second;
+  };
+  auto neverRan = [&](llvm::StringRef module) {
+    for (const auto &scope : ran)
+      if (scope.getKey() == module ||
+          (scope.getKey().starts_with(module) &&
+           scope.getKey().drop_front(module.size()).starts_with(".")))
+        return false;
+    return true;
+  };
+  for (const auto &[placeholder, target] : signature) {
+    if (!unread.contains(target) || held.contains(target) ||
+        accounted.contains(target))
+      continue;
+    llvm::StringRef module = llvm::StringRef(target).rsplit('.').first;
+    std::vector<std::string> *tiedTo = nullptr;
+    int candidates = 0;
+    for (auto &entry : out.aliases)
+      if (attributeOf(entry.getKey()) == attributeOf(target)) {
+        ++candidates;
+        tiedTo = &entry.second;
+      }
+    if (candidates == 1 && module != target && neverRan(module)) {
+      tiedTo->push_back(target);
+      continue;
+    }
+    out.unaccounted.push_back(target);
+  }
   return out;
 }
 

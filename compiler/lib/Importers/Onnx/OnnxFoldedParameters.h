@@ -133,12 +133,15 @@ bool holdsOneValue(const onnx::TensorProto &t);
 /// parameters that no node reads, and the node of the module that owns
 /// one (the embedding's Gather, in scope `transformer.wte`) reads the
 /// kept one instead: that module's path and the kept name's attribute
-/// (`transformer.wte.weight`) is an alias. `unaccounted`: the signature's
-/// parameters that are nowhere (not held, read, an alias or folded into a
-/// value): a tie whose owner no node runs under (T5's `shared`, called as
-/// `encoder.embed_tokens`), or a module the forward pass never calls; a
-/// strict load_state_dict wants them and cleave cannot give them. Empty
-/// without the notes.
+/// (`transformer.wte.weight`) is an alias. So is the parameter of a module
+/// no node ran under (nor its children) whose attribute is that of exactly
+/// one tied parameter: the owner the others call under their own names
+/// (T5's `shared.weight`, run as `encoder.embed_tokens`). `unaccounted`:
+/// the signature's parameters that are nowhere (not held, read, an alias
+/// or folded into a value): a tie read through another module inside one
+/// that ran (BERT's `cls.predictions.bias`), or a module the forward pass
+/// never calls; a strict load_state_dict wants them and cleave cannot give
+/// them. Empty without the notes.
 using TiedAliases = llvm::StringMap<std::vector<std::string>>;
 struct TiedParameters {
   TiedAliases aliases;
