@@ -11,10 +11,10 @@ beside the median measured over the rounds (TPOT: each request's mean time
 per token after its first; throughput: generated tokens over the run's
 wall time from the first step), and whether the plans rank the same by
 TPOT predicted and measured. TTFT is printed both ways but not ranked:
-the runtime reads prompts in the rows a step leaves (chunked prefill on
-the decode step's rows: with every request queued at once, the batch's
-prompts take prompt-len steps), where the model prices one prefill pass
-of the batch's prompts.
+both read prompts in the rows a step leaves (chunked prefill), but the
+model prices the steady state (a request arriving among running ones,
+its prompt read on the rows they leave) while here every request is
+queued at once, so the batch's prompts share the first steps' rows.
 
 With --python (an interpreter with torch and transformers), the same model
 shape in Hugging Face `LlamaForCausalLM` runs `generate` greedily on the

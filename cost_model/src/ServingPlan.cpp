@@ -70,20 +70,57 @@ double stageWeights(const TransformerModel &m, const Stage &s, int64_t tp,
   return params * dtypeBytes(dtype);
 }
 
-/// What one step of `tokens` new tokens per sequence, for `batch`
-/// sequences at `context` positions each, costs on one stage's device:
-/// compute and the tensor-parallel all-reduces (two per layer).
+/// What one step costs on one stage's device: compute and the
+/// tensor-parallel all-reduces (two per layer).
 struct StepCost {
   double seconds = 0, commSeconds = 0;
 };
 
+/// The attention of some of a step's rows: `queries` rows, each against
+/// `keys` keys on average, reading the keys and values of `cachedTokens`
+/// tokens. Prompt rows attend causally over their prompt of `promptLen`
+/// tokens on tensor cores; decode rows are one query each against their
+/// sequence's cache.
+struct AttentionRows {
+  double queries = 0, keys = 0, cachedTokens = 0;
+  bool prompt = false;
+  int64_t promptLen = 0;
+};
+
+/// A step's rows on a stage: `rows` through every GEMM, norm and
+/// all-reduce (the step's shape), the attention of its prompt and decode
+/// rows, and the head's logits over `logitRows` (the last stage).
+struct StepRows {
+  int64_t rows = 0, logitRows = 0;
+  AttentionRows prompt, decode;
+};
+
+/// `batch` whole prompts of `promptLen` tokens read at once.
+StepRows wholePrompts(int64_t batch, int64_t promptLen) {
+  StepRows r;
+  r.rows = batch * promptLen;
+  r.logitRows = batch;
+  r.prompt = {double(r.rows), 0.5 * double(promptLen), double(r.rows), true,
+              promptLen};
+  return r;
+}
+
+/// One new token for each of `batch` sequences at `context` positions.
+StepRows decodeRows(int64_t batch, int64_t context) {
+  StepRows r;
+  r.rows = batch;
+  r.logitRows = batch;
+  r.decode = {double(batch), double(context), double(batch) * context, false,
+              0};
+  return r;
+}
+
 absl::StatusOr<StepCost> stageStep(const TransformerModel &m, const Stage &s,
                                    const Cluster &cluster, int64_t tp,
-                                   int64_t batch, int64_t tokens,
-                                   int64_t context, DType dtype,
+                                   const StepRows &step, DType dtype,
                                    const Profile *profile) {
   int64_t h = m.hidden, d = m.hidden / m.heads;
-  int64_t rows = batch * tokens;
+  int64_t rows = step.rows;
   int64_t headsDev = m.heads / tp, kvDev = kvHeadsPerDevice(m, tp);
   auto gemm = [&](int64_t n, int64_t k,
                   int64_t m) -> absl::StatusOr<double> {
@@ -129,25 +166,29 @@ absl::StatusOr<StepCost> stageStep(const TransformerModel &m, const Stage &s,
       return each.status();
     moe = touched * *each;
   }
-  // Attention: the new tokens' queries against the cache (prefill: the
-  // prompt against itself, causal; decode: one query against `context`
-  // keys, reading the whole cache).
-  double keys = tokens > 1 ? 0.5 * double(tokens) : double(context);
-  GenericOp attention;
-  attention.dtype = dtype;
-  attention.flops = 4.0 * batch * headsDev * tokens * keys * d;
-  attention.bytesRead = double(batch) * (tokens > 1 ? tokens : context) *
-                            2 * kvDev * d * dtypeBytes(dtype) +
-                        double(rows) * headsDev * d * dtypeBytes(dtype);
-  attention.bytesWritten = double(rows) * headsDev * d * dtypeBytes(dtype);
-  attention.tensorCores = tokens > 1;
-  attention.attentionSeq = tokens > 1 ? double(tokens) : 0;
-  attention.attentionHeadDim = d;
-  attention.attentionCausal = tokens > 1 && m.causal;
-  absl::StatusOr<OpCost> a = estimateGeneric(attention, cluster, profile);
-  if (!a.ok())
-    return a.status();
-  layer += a->seconds;
+  // Attention: prompt rows against their prompt (causal, on tensor
+  // cores), decode rows each against its whole cache.
+  for (const AttentionRows &part : {step.prompt, step.decode}) {
+    if (part.queries <= 0)
+      continue;
+    GenericOp attention;
+    attention.dtype = dtype;
+    attention.flops = 4.0 * headsDev * part.queries * part.keys * d;
+    attention.bytesRead =
+        part.cachedTokens * 2 * kvDev * d * dtypeBytes(dtype) +
+        part.queries * headsDev * d * dtypeBytes(dtype);
+    attention.bytesWritten = part.queries * headsDev * d * dtypeBytes(dtype);
+    attention.tensorCores = part.prompt;
+    // The kernel's rate grows with the queries it tiles, up to a prompt.
+    attention.attentionSeq =
+        part.prompt ? std::min(part.queries, double(part.promptLen)) : 0;
+    attention.attentionHeadDim = d;
+    attention.attentionCausal = part.prompt && m.causal;
+    absl::StatusOr<OpCost> a = estimateGeneric(attention, cluster, profile);
+    if (!a.ok())
+      return a.status();
+    layer += a->seconds;
+  }
   // Norms, residuals, activation: memory-bound passes over the rows.
   GenericOp elementwise;
   elementwise.dtype = dtype;
@@ -170,11 +211,11 @@ absl::StatusOr<StepCost> stageStep(const TransformerModel &m, const Stage &s,
   }
   out.seconds = s.layers * layer + (s.layers - moeLayers) * *dense +
                 moeLayers * moe + out.commSeconds;
-  if (s.head) {
-    // Logits of the last position only.
+  if (s.head && step.logitRows > 0) {
+    // Logits of the rows that yield a token (a prompt's last).
     absl::StatusOr<OpCost> logits = estimateGemm(
-        Gemm{batch, std::max<int64_t>(1, m.vocab / tp), h, 1, dtype}, cluster,
-        profile);
+        Gemm{step.logitRows, std::max<int64_t>(1, m.vocab / tp), h, 1, dtype},
+        cluster, profile);
     if (!logits.ok())
       return logits.status();
     out.seconds += logits->seconds;
@@ -230,122 +271,172 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
   out.replicas = devices / (tp * pp);
   std::vector<Stage> stages = stagesOf(m, pp);
   int64_t context = w.promptLen + w.outputLen;
+  bool continuous = w.batching == Batching::Continuous;
   // Memory: the fullest stage.
   double usable = kUsableMemory * cluster.device.memoryBytes;
   out.deviceBytes = cluster.device.memoryBytes;
   int64_t maxBatch = INT64_MAX;
+  double workspacePerRow = 0;
   for (const Stage &s : stages) {
     double weights = stageWeights(m, s, tp, pp, w.precision);
     double perSequence =
         kvCacheBytesPerToken(m, s.layers, tp, w.precision) * context;
-    // Prefill workspace per sequence: the prompt's widest activations
-    // (the MLP's, twice for gated ones) and the layer's input and output.
-    double workspacePerSequence =
-        double(w.promptLen) *
+    // Workspace per row of a step: its widest activations (the MLP's,
+    // twice for gated ones) and the layer's input and output.
+    double perRow =
         ((m.gatedMlp ? 2 : 1) * double(m.mlp()) / tp + 3.0 * m.hidden) *
         dtypeBytes(w.precision);
     double room = usable - weights;
-    // Static batching prefills the whole batch at once; continuous
-    // batching one prompt at a time.
-    bool continuous = w.batching == Batching::Continuous;
-    if (w.batching == Batching::DecodeOnly)
-      workspacePerSequence = 0; // the cache arrives prefilled
-    int64_t fits =
-        continuous || w.batching == Batching::DecodeOnly
-            ? (room > workspacePerSequence
-                          ? int64_t((room - workspacePerSequence) / perSequence)
-                          : 0)
-                   : (room > 0 ? int64_t(room / (perSequence +
-                                                 workspacePerSequence))
-                               : 0);
-    if (fits < maxBatch) {
-      maxBatch = fits;
+    // Static batching reads the whole batch's prompts at once; a
+    // continuous step has a row per sequence (or --step-tokens rows); a
+    // decode pool's sequences arrive prefilled, a row each.
+    double fits =
+        w.batching == Batching::Static ? room / (perSequence +
+                                                 w.promptLen * perRow)
+        : continuous && w.stepTokens > 0
+            ? (room - w.stepTokens * perRow) / perSequence
+            : room / (perSequence + perRow);
+    int64_t whole = fits > 0 ? int64_t(fits) : 0;
+    if (whole < maxBatch) {
+      maxBatch = whole;
       out.weightBytes = weights;
       out.cacheBytesPerSequence = perSequence;
-      out.workspaceBytes = workspacePerSequence;
+      workspacePerRow = perRow;
     }
   }
   out.maxBatch = maxBatch;
   int64_t batch = w.batch > 0 ? w.batch : std::max<int64_t>(1, maxBatch);
   out.batch = batch;
   out.cacheBytes = out.cacheBytesPerSequence * batch;
-  int64_t prefilled = w.batching == Batching::Continuous ? 1
-                      : w.batching == Batching::DecodeOnly ? 0
-                                                           : batch;
-  out.workspaceBytes *= prefilled;
+  out.stepRows = w.batching == Batching::Static ? batch * w.promptLen
+                 : continuous ? std::max(batch, w.stepTokens)
+                              : batch;
+  out.workspaceBytes = workspacePerRow * out.stepRows;
   out.memoryBytes = out.weightBytes + out.cacheBytes + out.workspaceBytes;
   if (batch > maxBatch)
     return absl::ResourceExhaustedError(absl::StrFormat(
         "memory: tp=%d x pp=%d holds %d sequence(s) of %d tokens a replica "
-        "(weights %s, cache %s and prefill workspace %s a sequence, of %s "
-        "usable of the device's %s)",
+        "(weights %s, cache %s a sequence, step workspace %s for %d rows, "
+        "of %s usable of the device's %s)",
         tp, pp, std::max<int64_t>(0, maxBatch), context,
         formatBytes(out.weightBytes), formatBytes(out.cacheBytesPerSequence),
-        formatBytes(prefilled ? out.workspaceBytes / prefilled : 0.0),
-        formatBytes(usable),
+        formatBytes(out.workspaceBytes), out.stepRows, formatBytes(usable),
         formatBytes(cluster.device.memoryBytes)));
-  // Prefill: the prompts prefilled at once through every stage in turn.
   double hidden = double(m.hidden) * dtypeBytes(w.precision);
-  double prefill = 0;
-  for (const Stage &s : stages) {
-    if (prefilled == 0)
-      break;
-    absl::StatusOr<StepCost> c = stageStep(m, s, cluster, tp, prefilled,
-                                           w.promptLen, w.promptLen,
-                                           w.precision, profile);
-    if (!c.ok())
-      return c.status();
-    prefill += c->seconds;
-  }
-  if (pp > 1 && prefilled > 0) {
-    absl::StatusOr<double> send =
-        hop(cluster, tp, double(prefilled) * w.promptLen * hidden, profile);
-    if (!send.ok())
-      return send.status();
-    prefill += (pp - 1) * *send;
-  }
-  // Decode: the batch in pp groups, one per stage at a time, so a round
-  // advances every sequence by a token in pp stage times (and pp hops,
-  // the last back to the first stage for the next token).
-  int64_t group = std::max<int64_t>(1, (batch + pp - 1) / pp);
-  int64_t mean = w.promptLen + (w.outputLen + 1) / 2;
-  double slowest = 0, slowestComm = 0;
-  for (const Stage &s : stages) {
-    absl::StatusOr<StepCost> c = stageStep(m, s, cluster, tp, group, 1, mean,
-                                           w.precision, profile);
-    if (!c.ok())
-      return c.status();
-    if (c->seconds > slowest) {
-      slowest = c->seconds;
-      slowestComm = c->commSeconds;
+  // A step whose rows go in pp groups, one per stage at a time: a round
+  // advances every group by pp stage times and pp hops (the last back to
+  // the first stage for the next token), bound by the slowest stage.
+  auto round = [&](const StepRows &group) -> absl::StatusOr<StepCost> {
+    StepCost r;
+    for (const Stage &s : stages) {
+      absl::StatusOr<StepCost> c =
+          stageStep(m, s, cluster, tp, group, w.precision, profile);
+      if (!c.ok())
+        return c.status();
+      if (c->seconds > r.seconds)
+        r = *c;
     }
-  }
-  out.tpotSeconds = pp * slowest;
-  out.tpotCommSeconds = pp * slowestComm;
-  if (pp > 1) {
-    absl::StatusOr<double> send =
-        hop(cluster, tp, double(group) * hidden, profile);
-    if (!send.ok())
-      return send.status();
-    out.tpotSeconds += pp * *send;
-    out.tpotCommSeconds += pp * *send;
+    r.seconds *= pp;
+    r.commSeconds *= pp;
+    if (pp > 1) {
+      absl::StatusOr<double> send =
+          hop(cluster, tp, double(group.rows) * hidden, profile);
+      if (!send.ok())
+        return send.status();
+      r.seconds += pp * *send;
+      r.commSeconds += pp * *send;
+    }
+    return r;
+  };
+  int64_t mean = w.promptLen + (w.outputLen + 1) / 2;
+  int64_t group = std::max<int64_t>(1, (batch + pp - 1) / pp);
+  if (!continuous) {
+    absl::StatusOr<StepCost> decode = round(decodeRows(group, mean));
+    if (!decode.ok())
+      return decode.status();
+    out.tpotSeconds = decode->seconds;
+    out.tpotCommSeconds = decode->commSeconds;
+    out.decodeRowsPerStep = double(batch);
   }
   if (w.batching == Batching::DecodeOnly) {
     out.requestsPerSecond =
         out.replicas * double(batch) / (w.outputLen * out.tpotSeconds);
   } else if (w.batching == Batching::Static) {
-    // The batch's prefill, then `output` decode steps.
+    // The batch's prompts through every stage in turn, then `output`
+    // decode steps.
+    double prefill = 0;
+    for (const Stage &s : stages) {
+      absl::StatusOr<StepCost> c =
+          stageStep(m, s, cluster, tp, wholePrompts(batch, w.promptLen),
+                    w.precision, profile);
+      if (!c.ok())
+        return c.status();
+      prefill += c->seconds;
+    }
+    if (pp > 1) {
+      absl::StatusOr<double> send =
+          hop(cluster, tp, double(batch) * w.promptLen * hidden, profile);
+      if (!send.ok())
+        return send.status();
+      prefill += (pp - 1) * *send;
+    }
     out.ttftSeconds = prefill;
+    out.prefillSteps = 1;
+    out.promptRowsPerStep = double(batch) * w.promptLen;
     double request = out.ttftSeconds + w.outputLen * out.tpotSeconds;
     out.requestsPerSecond = out.replicas * double(batch) / request;
   } else {
-    // Every step also prefills batch / output new prompts (their compute
-    // spread over the stages, so a step grows by that much), and a new
-    // request waits half a step on average, then its prefill.
-    out.tpotSeconds += double(batch) / w.outputLen * prefill;
-    out.ttftSeconds = prefill + 0.5 * out.tpotSeconds;
-    out.requestsPerSecond =
-        out.replicas * double(batch) / (w.outputLen * out.tpotSeconds);
+    // Chunked prefill, as the runtime schedules it (Generate.cpp;
+    // Sarathi-Serve, vLLM): every step computes its rows; each running
+    // sequence takes one, and the rows left read prompts. In the steady
+    // state a request takes P + O - 1 rows (its prompt, whose last row
+    // yields the first token, then one a token) and holds its sequence's
+    // place for the O - 1 decode steps and the steps its prompt is read
+    // in, on the rows the decoding sequences leave. Requests enter at the
+    // rate `lambda` a step that the rows (R / (P + O - 1)) and the
+    // sequences (B over a request's steps, Little's law) both allow.
+    double P = double(w.promptLen), O = double(w.outputLen);
+    double R = double(out.stepRows), B = double(batch);
+    auto free = [&](double lambda) {
+      return std::max(1.0, R - lambda * (O - 1));
+    };
+    auto held = [&](double lambda) {
+      return lambda * ((O - 1) + P / free(lambda));
+    };
+    double lambda = R / (P + O - 1);
+    if (held(lambda) > B) {
+      double lo = 0, hi = lambda; // held() grows with lambda
+      for (int i = 0; i < 60; ++i) {
+        double mid = 0.5 * (lo + hi);
+        (held(mid) <= B ? lo : hi) = mid;
+      }
+      lambda = lo;
+    }
+    out.decodeRowsPerStep = lambda * (O - 1);
+    out.promptRowsPerStep = lambda * P;
+    StepRows rows;
+    rows.rows = (out.stepRows + pp - 1) / pp;
+    rows.logitRows = rows.rows; // the step's head computes every row's
+    double share = 1.0 / pp;
+    rows.decode = {out.decodeRowsPerStep * share, double(mean),
+                   out.decodeRowsPerStep * share * mean, false, 0};
+    // A prompt row attends to its prompt's rows before it: half the
+    // prompt on average, read from the cache.
+    rows.prompt = {out.promptRowsPerStep * share, 0.5 * P,
+                   (out.promptRowsPerStep + 0.5 * P *
+                                                std::max(1.0, lambda)) *
+                       share,
+                   true, w.promptLen};
+    absl::StatusOr<StepCost> step = round(rows);
+    if (!step.ok())
+      return step.status();
+    out.tpotSeconds = step->seconds;
+    out.tpotCommSeconds = step->commSeconds;
+    // A new request waits half a step on average, then its prompt is read
+    // on the rows the decoding sequences leave.
+    out.prefillSteps = static_cast<int64_t>(std::ceil(P / free(lambda)));
+    out.ttftSeconds = (0.5 + double(out.prefillSteps)) * out.tpotSeconds;
+    out.requestsPerSecond = out.replicas * lambda / out.tpotSeconds;
   }
   out.outputTokensPerSecond = out.requestsPerSecond * w.outputLen;
   return out;
@@ -381,9 +472,8 @@ searchServingPlans(const TransformerModel &m, const Cluster &cluster,
         result.shapes.push_back(std::move(shape));
         continue;
       }
-      // The batch: the one fixed, or the largest within the targets (both
-      // latencies grow with it, and so does the throughput), found by
-      // bisection up to memory's bound.
+      // The batch: the one fixed, or the largest within the targets and
+      // memory's bound (the throughput grows with it).
       std::optional<ServingPrediction> best;
       std::string why;
       auto tryBatch = [&](int64_t b) -> bool {
@@ -433,14 +523,29 @@ searchServingPlans(const TransformerModel &m, const Cluster &cluster,
         tryBatch(w.batch);
       } else if (!top.ok()) {
         tryBatch(1); // for its memory error
-      } else if (tryBatch(1)) {
-        int64_t lo = 1, hi = top->maxBatch;
-        while (lo < hi) {
-          int64_t mid = lo + (hi - lo + 1) / 2;
+      } else {
+        // Under chunked prefill a small batch leaves few rows for prompts,
+        // so the TTFT falls as the batch grows before the TPOT bounds it:
+        // the batches within the targets are a range. Scan in steps of a
+        // quarter for its top, then bisect to the batch.
+        int64_t hi = top->maxBatch;
+        if (w.batching == Batching::Continuous && w.stepTokens > 0)
+          hi = std::min(hi, w.stepTokens);
+        int64_t lo = 0, above = hi + 1;
+        for (int64_t b = 1; b <= hi; b = std::max(b + 1, b + b / 4)) {
+          if (tryBatch(b)) {
+            lo = b;
+          } else if (lo > 0) {
+            above = b;
+            break;
+          }
+        }
+        for (int64_t up = above - 1; lo > 0 && lo < up;) {
+          int64_t mid = lo + (up - lo + 1) / 2;
           if (tryBatch(mid))
             lo = mid;
           else
-            hi = mid - 1;
+            up = mid - 1;
         }
       }
       shape.plan = best;

@@ -76,9 +76,6 @@ int buildServing(const CompileArgs &a, driver::CompileRequest &request) {
                     ": a sequence of --prompt-len + --output-len tokens "
                     "needs " + Twine(perSequence) + " blocks of 16");
   request.cacheBlocks = a.cacheBlocks;
-  if (a.stepTokens && a.planOut.empty())
-    return badUsage("--step-tokens sizes the step of the plan -o writes; "
-                    "give -o");
   if (a.stepTokens && a.maxBatch && *a.stepTokens < *a.maxBatch)
     return badUsage("--step-tokens " + Twine(*a.stepTokens) +
                     " is fewer than --max-batch " + Twine(*a.maxBatch) +
@@ -112,10 +109,15 @@ int buildServing(const CompileArgs &a, driver::CompileRequest &request) {
   if (a.disaggregate && a.maxBatch)
     return badUsage("--disaggregate searches each decode shape's batch; "
                     "--max-batch does not apply");
+  if (a.stepTokens && a.batching != "continuous")
+    return badUsage("--step-tokens sizes a continuous batch's step: with "
+                    "--batching static a step reads the whole batch's "
+                    "prompts");
   w.disaggregated = a.disaggregate;
   w.promptLen = *a.promptLen;
   w.outputLen = *a.outputLen;
   w.batch = a.maxBatch.value_or(0);
+  w.stepTokens = a.stepTokens.value_or(0);
   w.ttft = a.ttft;
   w.tpot = a.tpot;
   request.serve = w;

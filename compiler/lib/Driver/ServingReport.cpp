@@ -30,6 +30,10 @@ json::Object predictionJson(const cost::ServingPrediction &p) {
                       {"ttft_s", p.ttftSeconds},
                       {"tpot_s", p.tpotSeconds},
                       {"tpot_comm_s", p.tpotCommSeconds},
+                      {"step_rows", p.stepRows},
+                      {"decode_rows_per_step", p.decodeRowsPerStep},
+                      {"prompt_rows_per_step", p.promptRowsPerStep},
+                      {"prefill_steps", p.prefillSteps},
                       {"requests_per_s", p.requestsPerSecond},
                       {"output_tokens_per_s", p.outputTokensPerSecond},
                       {"weight_bytes", p.weightBytes},
@@ -99,10 +103,16 @@ void printServingPlan(const cost::ServingSearchResult &found,
                  target(w.tpot),
                  100 * best.tpotCommSeconds /
                      std::max(best.tpotSeconds, 1e-30));
+  if (w.batching == cost::Batching::Continuous)
+    out << formatv("step:         {0} rows: {1:F1} decoding sequences' and "
+                   "{2:F1} prompt rows on average; a prompt is read in {3} "
+                   "step(s)\n",
+                   best.stepRows, best.decodeRowsPerStep,
+                   best.promptRowsPerStep, best.prefillSteps);
   out << formatv("throughput:   {0:F3} requests/s, {1:F0} output tokens/s\n",
                  best.requestsPerSecond, best.outputTokensPerSecond);
   out << formatv("memory:       {0:F2} GB a device: weights {1:F2}, KV cache "
-                 "{2:F2} ({3:F3} a sequence), prefill workspace {4:F2}; a "
+                 "{2:F2} ({3:F3} a sequence), step workspace {4:F2}; a "
                  "replica holds {5} sequence(s) at most, of {6:F2} GB\n",
                  best.memoryBytes / 1e9, best.weightBytes / 1e9,
                  best.cacheBytes / 1e9, best.cacheBytesPerSequence / 1e9,

@@ -13,6 +13,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
+
 using namespace cleave::cost;
 
 namespace {
@@ -78,12 +80,13 @@ TEST(ServingPlan, DecodeIsMemoryBoundAndPrefillComputeBound) {
                    8 * kvCacheBytesPerToken(m, 80, 8, DType::Bf16) * 2304);
 }
 
-// Both latencies grow with the batch; past what memory holds, the plan is
-// refused naming the bytes.
+// Under static batching both latencies grow with the batch; past what
+// memory holds, the plan is refused naming the bytes.
 TEST(ServingPlan, BatchTradesLatencyAndMemory) {
   TransformerModel m = llama70b();
   Cluster c = h100(1);
   ServingWorkload w = chat();
+  w.batching = Batching::Static;
   double ttft = 0, tpot = 0;
   for (int64_t b : {1, 4, 16, 64}) {
     w.batch = b;
@@ -153,39 +156,65 @@ TEST(ServingPlan, MoeDecodeReadsTheExpertsItTouches) {
   EXPECT_GT(one->weightBytes, 32 * 8 * 3.0 * 4096 * 14336 * 2 / 2);
 }
 
-// Continuous batching: a step carries its share of new prompts' prefills
-// (batch / output of them), a request waits half a step and then its own
-// prefill; throughput is the batch over the steps a sequence lives. It
-// prefills one prompt at a time, so memory holds more sequences.
-TEST(ServingPlan, ContinuousBatchingAmortisesThePrefills) {
+// Continuous batching with chunked prefill: a step computes a row per
+// sequence, and the rows the decoding sequences leave read prompts. In the
+// steady state a request takes P + O - 1 rows, so with as many rows as
+// sequences the rows bound the rate: R / (P + O - 1) requests a step, of
+// whose rows R (O - 1) / (P + O - 1) decode. A prompt is read in
+// ceil(P / free rows) steps after half a step's wait. Memory holds more
+// sequences than static batching, which reads whole prompts at once.
+TEST(ServingPlan, ChunkedPrefillSharesTheStepsRows) {
   TransformerModel m = llama70b();
   Cluster c = h100(1);
   ServingWorkload w = chat();
   w.batch = 32;
+  absl::StatusOr<ServingPrediction> running = scoreServingPlan(m, c, w, 8, 1);
+  ASSERT_TRUE(running.ok()) << running.status();
+  double P = 2048, O = 256, rate = 32 / (P + O - 1);
+  EXPECT_EQ(running->stepRows, 32);
+  EXPECT_NEAR(running->decodeRowsPerStep, rate * (O - 1), 1e-9);
+  EXPECT_NEAR(running->promptRowsPerStep, rate * P, 1e-9);
+  EXPECT_EQ(running->prefillSteps,
+            int64_t(std::ceil(P / (32 - rate * (O - 1)))));
+  EXPECT_NEAR(running->ttftSeconds,
+              (0.5 + double(running->prefillSteps)) * running->tpotSeconds,
+              1e-12);
+  EXPECT_NEAR(running->requestsPerSecond, rate / running->tpotSeconds,
+              1e-9 * running->requestsPerSecond);
+  // The step reads the weights once: no faster than the HBM streams them.
+  EXPECT_GE(running->tpotSeconds,
+            running->weightBytes / c.device.memoryBandwidth);
+
+  // --step-tokens 512 for the same 32 sequences: the rows no longer bind
+  // but the sequences do (Little's law: the decoding ones stay under 32),
+  // so some rows go unused; a prompt is read in fewer, longer steps.
+  w.stepTokens = 512;
+  absl::StatusOr<ServingPrediction> wide = scoreServingPlan(m, c, w, 8, 1);
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_EQ(wide->stepRows, 512);
+  EXPECT_LT(wide->decodeRowsPerStep, 32);
+  EXPECT_LT(wide->decodeRowsPerStep + wide->promptRowsPerStep, 512);
+  EXPECT_LT(wide->prefillSteps, running->prefillSteps);
+  EXPECT_GT(wide->tpotSeconds, running->tpotSeconds);
+  EXPECT_LT(wide->ttftSeconds, running->ttftSeconds);
+  // Each sequence holds its place for O - 1 decode steps and the steps
+  // its prompt takes: rate x (O - 1 + P / free) sequences, all 32.
+  double wideRate = wide->promptRowsPerStep / P;
+  EXPECT_NEAR(wideRate * (O - 1 + P / (512 - wide->decodeRowsPerStep)), 32,
+              1e-6);
+
+  w.stepTokens = 0;
   w.batching = Batching::Static;
   absl::StatusOr<ServingPrediction> batched = scoreServingPlan(m, c, w, 8, 1);
-  w.batching = Batching::Continuous;
-  absl::StatusOr<ServingPrediction> running = scoreServingPlan(m, c, w, 8, 1);
-  w.batch = 1;
-  absl::StatusOr<ServingPrediction> one = scoreServingPlan(m, c, w, 8, 1);
-  ASSERT_TRUE(batched.ok() && running.ok() && one.ok());
-  EXPECT_NEAR(running->requestsPerSecond,
-              32.0 / (256 * running->tpotSeconds),
-              1e-9 * running->requestsPerSecond);
-  // The prefill of one prompt is what a batch of one waits for, less its
-  // half step; the step grows by 32 / 256 of such prefills.
-  double prefill = one->ttftSeconds - 0.5 * one->tpotSeconds;
-  EXPECT_GT(running->tpotSeconds, batched->tpotSeconds);
-  EXPECT_NEAR(running->tpotSeconds - batched->tpotSeconds, 32.0 / 256 * prefill,
-              0.01 * prefill);
-  EXPECT_LT(running->ttftSeconds, batched->ttftSeconds);
+  ASSERT_TRUE(batched.ok()) << batched.status();
   EXPECT_GT(running->maxBatch, batched->maxBatch);
 }
 
 // Separate pools: the devices split into whole replicas of each pool's
 // shape; the plan serves the lesser pool's rate; its decode steps carry no
-// prefills, so at the same batch and shape its TPOT is the static one's
-// (no interference) and below the continuous one's.
+// prompt rows, so at the same batch and shape every row of a step yields a
+// token and a decode replica finishes more requests a second than one
+// whose rows also read prompts.
 TEST(ServingPlan, DisaggregatedPoolsSplitTheDevices) {
   TransformerModel m = llama70b();
   Cluster c = h100(2);
@@ -204,7 +233,7 @@ TEST(ServingPlan, DisaggregatedPoolsSplitTheDevices) {
                    std::min(r->prefillCapacity, r->decodeCapacity));
   EXPECT_GT(r->transferSeconds, 0);
   ServingWorkload d = w;
-  d.batch = r->decode.batch;
+  d.batch = 128;
   d.batching = Batching::DecodeOnly;
   ServingWorkload mixed = d;
   mixed.batching = Batching::Continuous;
@@ -214,8 +243,9 @@ TEST(ServingPlan, DisaggregatedPoolsSplitTheDevices) {
       scoreServingPlan(m, replica, d, tp, 1);
   absl::StatusOr<ServingPrediction> both =
       scoreServingPlan(m, replica, mixed, tp, 1);
-  if (only.ok() && both.ok())
-    EXPECT_LT(only->tpotSeconds, both->tpotSeconds);
+  ASSERT_TRUE(only.ok()) << only.status();
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_GT(only->requestsPerSecond, both->requestsPerSecond);
   // A TTFT no prefill shape reaches: the error says so.
   w.ttft = 0.001;
   EXPECT_FALSE(searchDisaggregatedPlans(m, c, w).ok());

@@ -18,11 +18,11 @@
 // tp all-reduces at the small sizes decode sends (latency-bound), so a
 // measured profile (cleave profile) refines serving as it does training.
 //
-// Batching is continuous (as vLLM's; Batching::Continuous, the default)
-// or static. Scope today: one pool per replica (no separate prefill and
-// decode pools), a fixed prompt and output length, a steady state (no
-// arrival process, length distributions or queueing beyond the step a new
-// request waits for).
+// Batching is continuous with chunked prefill (as vLLM's and cleave's
+// runtime; Batching::Continuous, the default) or static; separate prefill
+// and decode pools are searchDisaggregatedPlans'. Scope today: a fixed
+// prompt and output length, a steady state (no arrival process, length
+// distributions or queueing beyond the step a new request waits for).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,9 +47,10 @@ struct Profile;
 /// How a replica batches requests. Static: it prefills a batch of
 /// prompts, then decodes them all to the end. Continuous (vLLM, Orca):
 /// `batch` sequences decode together, and a finished one's place goes at
-/// once to a new request, whose prompt is prefilled between two decode
-/// steps (without chunking), so every step also carries its share of
-/// prefills: batch / output prompts per `output` steps.
+/// once to a new request. A step computes a row per running sequence, or
+/// `stepTokens` rows, and the rows the decoding sequences leave read
+/// prompts, several tokens of one prompt at once (chunked prefill, as
+/// Sarathi-Serve and vLLM schedule; cleave's runtime does the same).
 /// DecodeOnly: a disaggregated pool's decode replica (DistServe,
 /// Splitwise), which receives each sequence's cache from a prefill pool
 /// and only decodes: no prefill workspace, no prefills between its steps.
@@ -60,6 +61,9 @@ struct ServingWorkload {
   int64_t outputLen = 0;
   /// Sequences per replica; 0: searched up to what memory holds.
   int64_t batch = 0;
+  /// Continuous batching: rows a step computes (`--step-tokens`, vLLM's
+  /// max_num_batched_tokens); 0: one per sequence. At least the batch.
+  int64_t stepTokens = 0;
   /// Targets in seconds; 0: none.
   double ttft = 0, tpot = 0;
   DType precision = DType::Bf16;
@@ -74,16 +78,24 @@ struct ServingWorkload {
 
 struct ServingPrediction {
   int64_t tp = 1, pp = 1, replicas = 1, batch = 1;
-  /// Prefill of the batch's prompts to the first token, and one decode
-  /// step per output token (at the mean context, prompt plus half the
-  /// output), as a request sees them.
+  /// The time to a request's first token and one step per further token
+  /// (at the mean context, prompt plus half the output), as a request
+  /// sees them. Static batching: a prefill of the batch's prompts, then
+  /// decode steps of the batch. Continuous: half a step's wait, then the
+  /// steps its prompt is read in, on the rows the decoding sequences leave.
   double ttftSeconds = 0, tpotSeconds = 0;
+  /// A step's rows, and of them, on average in the steady state, the
+  /// rows of decoding sequences and the prompt rows; the steps a prompt
+  /// is read in.
+  int64_t stepRows = 0, prefillSteps = 0;
+  double decodeRowsPerStep = 0, promptRowsPerStep = 0;
   /// Of the decode step: the time its tensor-parallel all-reduces and
   /// pipeline sends take.
   double tpotCommSeconds = 0;
   double requestsPerSecond = 0, outputTokensPerSecond = 0;
   /// Per device, the fullest stage: weights, the batch's cache at the
-  /// full context, the prefill's workspace, their sum; the cache one
+  /// full context, the step's workspace (its widest activations), their
+  /// sum; the cache one
   /// sequence takes; the device's memory.
   double weightBytes = 0, cacheBytes = 0, workspaceBytes = 0, memoryBytes = 0;
   double cacheBytesPerSequence = 0, deviceBytes = 0;
