@@ -117,6 +117,8 @@ const std::vector<Field> &fields() {
                   efficiency.gemmExposedMemory,
                   "fraction of a GEMM's memory time not overlapped with "
                   "its math"),
+      CLEAVE_REAL("efficiency.gemm_latency", Seconds, efficiency.gemmLatency,
+                  "added to every GEMM kernel beyond its rate"),
       CLEAVE_REAL("efficiency.gemm_misaligned", Number,
                   efficiency.gemmMisaligned,
                   "factor on a 16-bit GEMM whose K or N is not a multiple "
@@ -358,6 +360,8 @@ absl::Status validateCluster(const Cluster &c) {
           "0 or more", e.attentionHalfHeadDim);
   require(e.gemmExposedMemory >= 0 && e.gemmExposedMemory <= 1,
           "efficiency.gemm_exposed_memory", "in [0, 1]", e.gemmExposedMemory);
+  require(e.gemmLatency >= 0, "efficiency.gemm_latency", "0 or more",
+          e.gemmLatency);
   require(e.kernelOverhead >= 0, "efficiency.kernel_overhead", "0 or more",
           e.kernelOverhead);
   require(e.collectiveOverhead >= 0, "efficiency.collective_overhead",

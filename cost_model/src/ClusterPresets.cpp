@@ -118,8 +118,23 @@ Cluster dgxH100(std::string name, double memoryBytes, double memoryBandwidth,
   // stas00/ml-engineering, compute/accelerator/README.md, which says the
   // H200 reaches the same. Large GEMMs saturate there.
   c.efficiency.gemmMax = 0.80;
+  // Smaller GEMMs: OpenXLA's table of H100 GEMM kernel times
+  // (xla/service/gpu/model/matmul_interpolator_data.h, "sm_90", 375 bf16
+  // shapes: batch 1-4, M, N, K 256-4096; CUPTI kernel durations, the
+  // median of 10 runs, of XLA's autotuned cuBLAS or Triton GEMMs; its
+  // best, 808.7 TFLOP/s, is above the PCIe card's peak, so an SXM) are
+  // reproduced by the size factor at half-dimension 32 and a fixed 6 us a
+  // kernel (no exposed memory term): the least-squares fit of the log
+  // rates, mean error 6.9%, worst +44% (512 x 256 x 4096); 6.3% mean over
+  // the 267 shapes of 2^30 multiply-adds or more. Examples (M x N x K,
+  // measured / priced TFLOP/s): 4096^3 783 / 759, 2048^3 632 / 613, 4096 x
+  // 512 x 1024 371 / 365, 1024 x 1024 x 2048 350 / 370, 256^3 6.5 / 5.5.
+  // The hand-chosen curve before (exposed memory 0.25, no latency) priced
+  // the shapes of 2^30 multiply-adds or more 53% too fast on average, and
+  // 256^3 at 256 TFLOP/s.
   c.efficiency.gemmHalfDim = kGemmHalfDim;
-  c.efficiency.gemmExposedMemory = kGemmExposedMemory;
+  c.efficiency.gemmExposedMemory = 0;
+  c.efficiency.gemmLatency = 6e-6;
   // An inner dimension that is not a multiple of 8: (4096 x 10922) @
   // (10922 x 4096) in fp16 runs at 272.73 TFLOP/s on an H100 where 10944
   // (and 10848, 10880, 10912, 11008) run at 395-398 (ml-engineering,

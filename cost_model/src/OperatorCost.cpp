@@ -101,7 +101,8 @@ absl::StatusOr<OpCost> estimateGemm(const Gemm &gemm, const Cluster &cluster,
                         (cluster.device.peakFlops(gemm.dtype) * cost.efficiency);
   cost.memorySeconds = gemm.bytes() * sharing(cluster, profile) /
                        memoryBandwidth(cluster, profile);
-  cost.overheadSeconds = kernelOverhead(cluster, profile);
+  cost.overheadSeconds =
+      kernelOverhead(cluster, profile) + cluster.efficiency.gemmLatency;
   cost.seconds =
       std::max(cost.computeSeconds, cost.memorySeconds) + cost.overheadSeconds;
   return cost;

@@ -78,6 +78,8 @@ struct Efficiency {
   double gemmHalfDim = 32;
   /// The fraction of a GEMM's memory time that does not overlap its math.
   double gemmExposedMemory = 0.25;
+  /// Seconds every GEMM kernel takes beyond its rate (OperatorCost.h).
+  double gemmLatency = 0;
   /// A 16-bit GEMM with K or N not a multiple of 8 runs at this fraction
   /// of the aligned rate (OperatorCost.h); 0: no penalty.
   double gemmMisaligned = 0;

@@ -4,6 +4,7 @@
 //
 //   time = max(flops / (peak(dtype) x efficiency), bytes / (bandwidth x
 //          efficiency.memory)) + efficiency.kernel_overhead
+//          (+ efficiency.gemm_latency for a GEMM)
 //
 // The GEMM efficiency is
 //
@@ -31,14 +32,20 @@
 //    Efficiency therefore rises with both min(M, N, K) and intensity.
 //  - gemm_max: large GEMMs saturate below peak (power-limited clocks,
 //    epilogues): about 0.8 on A100 and H100 in cuBLAS measurements.
+//  - gemm_latency: a fixed time per GEMM kernel inside it (its first
+//    tiles' loads and its last tiles' stores that no math overlaps, a
+//    last partial wave): what makes a GEMM of a few GFLOP run far below the
+//    ceiling however square it is. It does not shrink with the shape, so
+//    it is not a factor of the efficiency.
 //  - gemm_misaligned: a 16-bit GEMM whose K or N (the leading dimensions
 //    of row-major operands) is not a multiple of 8 elements (16 bytes)
 //    cannot use the aligned tensor-core load path; its efficiency is
 //    multiplied by this factor (1 or 0: no penalty). GPT-2's vocabulary
 //    of 50257 is the classic case (padded to 50304 for this reason).
-// The presets' parameters are chosen by hand to reproduce commonly reported
-// cuBLAS behaviour (ClusterPresets.cpp), not fitted to measurements; a
-// Profile with measured GEMM times replaces the formula for its dtypes.
+// The A100 presets' parameters are chosen by hand to reproduce commonly
+// reported cuBLAS behaviour; the Hopper presets' are fitted to a published
+// table of H100 GEMM kernel times (ClusterPresets.cpp). A Profile with
+// measured GEMM times replaces the formula for its dtypes.
 //
 // Backward of Y[M,N] = X[M,K] W[K,N] is two GEMMs of the same FLOPs:
 // dX = dY W^T, shape (M, K, N), and dW = X^T dY, shape (K, N, M).
