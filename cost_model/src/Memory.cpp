@@ -360,7 +360,10 @@ estimateTransformerMemory(const TransformerMemoryConfig &c) {
     // computed from: a transient, not an activation, but at the peak.
     if (c.tp == 1)
       // Under ZB-H1 the fused loss's gradient is the one held to the W.
-      out.workspace = (heldToW ? 0 : block) + 2 * c.gradBytes * v * h;
+      // Beside it the head's weight gradient: its per-sequence products
+      // and their sum are one GEMM (fused away), and the reshape of the
+      // sum to the table's shape is a view of it.
+      out.workspace = (heldToW ? 0 : block) + c.gradBytes * v * h;
     else if (vocabSplits)
       out.workspace = 3 * block;
     else if (c.sequenceParallel)

@@ -163,6 +163,40 @@ void Emitter::planMemory() {
       for (int32_t id : g.dropped)
         if (program.tensors(id).kind() == plan::TensorDecl::TRANSIENT)
           program.mutable_tensors(id)->set_fused_away(true);
+  // Reshapes that are views: a reshape keeps the bytes and their order, so
+  // the result of one whose operand and result are read only within its
+  // segment takes the operand's place (the operand then lives until the
+  // result's last read, a chain of reshapes on its first operand's) and
+  // the runtime's copy finds nothing to move (its kernels skip a copy
+  // onto itself). Not where an instruction writes either one in place.
+  std::vector<int32_t> viewOf(program.tensors_size(), -1);
+  std::vector<bool> inPlace(program.tensors_size(), false);
+  for (const std::vector<plan::Instruction> &segment : segments)
+    for (const plan::Instruction &inst : segment)
+      for (int id : inst.outputs())
+        if (id >= 0 && llvm::is_contained(inst.inputs(), id))
+          inPlace[id] = true;
+  for (int s = 0; s < static_cast<int>(segments.size()); ++s)
+    for (const plan::Instruction &inst : segments[s]) {
+      if (inst.op() != "graph.reshape" || inst.inputs_size() != 1 ||
+          inst.outputs_size() != 1)
+        continue;
+      int in = inst.inputs(0), out = inst.outputs(0);
+      auto local = [&](int id) {
+        if (id < 0 || id >= program.tensors_size())
+          return false;
+        const plan::TensorDecl &t = program.tensors(id);
+        return t.kind() == plan::TensorDecl::TRANSIENT && !t.fused_away() &&
+               segmentOf[id] == s && !inPlace[id] &&
+               !llvm::is_contained(program.output_tensors(), id);
+      };
+      if (!local(in) || !local(out) || in == out ||
+          program.tensors(in).bytes() != program.tensors(out).bytes())
+        continue;
+      int root = viewOf[in] >= 0 ? viewOf[in] : in;
+      viewOf[out] = root;
+      lastUse[root] = std::max(lastUse[root], lastUse[out]);
+    }
   // Framed schedules: a chunk's stash and inputs live in the run's frame
   // (a microbatch's inputs may be read long after later ones were loaded,
   // by a deferred W). The segment that makes each, -1 for the others.
@@ -233,6 +267,10 @@ void Emitter::planMemory() {
       break;
     }
     case plan::TensorDecl::TRANSIENT:
+      if (viewOf[t.id()] >= 0) {
+        r.aliasOf = viewOf[t.id()]; // placed with its operand
+        break;
+      }
       r.transient = true;
       r.segment = std::max(segmentOf[t.id()], 0);
       r.first = firstUse[t.id()];

@@ -238,6 +238,14 @@ void adoptChosenBlasKernels(char **argv) {
     return;
   }
   setenv("OPENBLAS_CORETYPE", chosen->c_str(), 1);
+  // By its own path, not /proc/self/exe: the process keeps its name
+  // (ps, top and pgrep -x would show "exe").
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    execv(self, argv);
+  }
   execv("/proc/self/exe", argv);
   // Could not re-execute: run on with the kernels loaded.
   unsetenv("OPENBLAS_CORETYPE");

@@ -198,9 +198,25 @@ bool JobMonitor::check() {
       if (beats.count(rank) || stopped_.count(rank))
         continue;
       char state = processState(pid);
+      auto seen = seenStopped_.find(rank);
       if (state != 'T' && state != 't') {
         stoppedSince_.erase(rank);
+        if (seen != seenStopped_.end() &&
+            seen->second.lastMs - seen->second.firstMs < 1000)
+          seenStopped_.erase(seen); // a moment's stop, continued
         continue;
+      }
+      // Remembered as for a rank with a heartbeat: the others may time out
+      // waiting for it (at start, agreeing on the trace's time origin)
+      // before it has been stopped for the timeout.
+      if (seen == seenStopped_.end()) {
+        Heartbeat starting;
+        starting.rank = rank;
+        starting.pid = pid;
+        starting.where = "while starting (before its first instruction)";
+        seenStopped_[rank] = {now, now, starting};
+      } else {
+        seen->second.lastMs = now;
       }
       int64_t since = stoppedSince_.emplace(rank, now).first->second;
       if ((now - since) * 1e-3 < timeoutSeconds_)

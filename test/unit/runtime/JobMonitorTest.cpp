@@ -157,6 +157,43 @@ TEST(JobMonitor, NamesARankSeenStoppedBeforeTheTimeout) {
   std::filesystem::remove_all(dir);
 }
 
+// A rank stopped while starting, before any rank wrote a heartbeat (the
+// ranks agree on the trace's time origin first): found by its process,
+// and named when the others' own timeouts end the job before the
+// monitor's does (a stress trial at --timeout 3 saw exactly this).
+TEST(JobMonitor, NamesARankStoppedWhileStarting) {
+  std::string dir = scratch("starting");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A rank's process: the job's folder on its command line, its rank
+    // in Open MPI's variable.
+    char rank[] = "OMPI_COMM_WORLD_RANK=1";
+    char *env[] = {rank, nullptr};
+    execle("/bin/sh", "sh", "-c", "while :; do sleep 1; done", dir.c_str(),
+           static_cast<char *>(nullptr), env);
+    _exit(127);
+  }
+  // Until its command line shows the folder (exec done), then stopped.
+  for (int i = 0; i < 200 && !rankProcesses(dir).count(1); ++i)
+    usleep(10000);
+  ASSERT_EQ(rankProcesses(dir).count(1), 1u);
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  for (int i = 0; i < 200 && processState(child) != 'T'; ++i)
+    usleep(10000);
+  JobMonitor monitor(dir, dir + "/job.log", 30, 2);
+  EXPECT_FALSE(monitor.check()); // stopped for less than the timeout
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  std::vector<std::string> found = monitor.findings();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0], "rank 1 stopped responding while starting (before its "
+                      "first instruction): its process was stopped (SIGSTOP "
+                      "or a debugger); the other ranks timed out waiting for "
+                      "it");
+  std::filesystem::remove_all(dir);
+}
+
 // mpirun's teardown continues a stopped rank (SIGCONT before SIGTERM)
 // just before the job ends: a rank seen stopped for a second or more is
 // still named; one stopped for a moment and continued is not.
