@@ -41,6 +41,19 @@ void beat(const std::string &dir, int rank, int pid, int64_t ms,
       << " where=" << where << "\n";
 }
 
+/// Stops `pid` and waits until /proc shows it stopped.
+void stopAndWait(pid_t pid) {
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  for (int i = 0; i < 200 && processState(pid) != 'T'; ++i)
+    usleep(10000);
+}
+
+/// Ends `pid` (SIGKILL) and reaps it.
+void end(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
 } // namespace
 
 // Open MPI's help blocks and log lines go to the log only; cleave's lines
@@ -134,10 +147,7 @@ TEST(JobMonitor, NamesARankSeenStoppedBeforeTheTimeout) {
     for (;;)
       pause();
   }
-  ASSERT_EQ(kill(child, SIGSTOP), 0);
-  // Until /proc shows it stopped.
-  for (int i = 0; i < 200 && processState(child) != 'T'; ++i)
-    usleep(10000);
+  stopAndWait(child);
   int64_t now = nowMs();
   beat(dir, 0, getpid(), now, "on program 0 segment 2 instruction 0 (comm.wait, x)");
   beat(dir, 1, child, now - 300,
@@ -146,8 +156,7 @@ TEST(JobMonitor, NamesARankSeenStoppedBeforeTheTimeout) {
   JobMonitor monitor(dir, dir + "/job.log", 5, 2);
   EXPECT_FALSE(monitor.check()); // not silent for 5 s: not ended
   EXPECT_EQ(processState(child), 'T');
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
+  end(child);
   std::vector<std::string> found = monitor.findings();
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0], "rank 1 stopped responding on program 0 segment 1 "
@@ -178,13 +187,10 @@ TEST(JobMonitor, NamesARankStoppedWhileStarting) {
   for (int i = 0; i < 200 && !rankProcesses(dir).count(1); ++i)
     usleep(10000);
   ASSERT_EQ(rankProcesses(dir).count(1), 1u);
-  ASSERT_EQ(kill(child, SIGSTOP), 0);
-  for (int i = 0; i < 200 && processState(child) != 'T'; ++i)
-    usleep(10000);
+  stopAndWait(child);
   JobMonitor monitor(dir, dir + "/job.log", 30, 2);
   EXPECT_FALSE(monitor.check()); // stopped for less than the timeout
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
+  end(child);
   std::vector<std::string> found = monitor.findings();
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0], "rank 1 stopped responding while starting (before its "
