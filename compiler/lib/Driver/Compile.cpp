@@ -376,7 +376,8 @@ absl::Status
 Compiler::writeGenerationArtifact(const cost::TransformerModel &shape,
                                   const cost::ServingWorkload &w,
                                   const cost::ServingPrediction &best) {
-  int64_t rows = r.stepTokens.value_or(best.batch);
+  // The step's rows: those given, or the search's (Batching::Continuous).
+  int64_t rows = r.stepTokens.value_or(std::max(best.batch, best.stepRows));
   if (rows < best.batch)
     return usage("--step-tokens " + std::to_string(rows) +
                  " is fewer than the " + std::to_string(best.batch) +

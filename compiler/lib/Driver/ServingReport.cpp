@@ -16,8 +16,14 @@ namespace cleave::driver {
 namespace {
 
 std::string planText(const cost::ServingPrediction &p) {
-  return formatv("tp={0},pp={1} x {2} replica(s), batch {3}", p.tp, p.pp,
-                 p.replicas, p.batch)
+  // A continuous batch's step wider than a row per sequence (static
+  // batching's prefill reads every prompt row at once: not a step size).
+  std::string rows =
+      p.stepRows > p.batch && p.promptRowsPerStep < double(p.stepRows)
+          ? formatv(", {0} rows a step", p.stepRows).str()
+          : "";
+  return formatv("tp={0},pp={1} x {2} replica(s), batch {3}{4}", p.tp, p.pp,
+                 p.replicas, p.batch, rows)
       .str();
 }
 
