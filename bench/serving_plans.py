@@ -41,7 +41,9 @@ def main():
                   f"{run.stderr.strip().splitlines()[-1]}")
             continue
         p = json.loads(run.stdout)["plan"]
-        shape = (f"tp{p['tp']} pp{p['pp']} x{p['replicas']} b{p['batch']}")
+        shape = (f"tp{p['tp']} pp{p['pp']} x{p['replicas']} b{p['batch']}"
+                 + (f" r{p['step_rows']}" if p['step_rows'] > p['batch']
+                    else ""))
         print(f"{model:>11} {nodes * 8:>4} {prompt:>6} {out:>4} | "
               f"{shape:>24} | {p['ttft_s']:>7.3f} {ttft:>6.2f} "
               f"{1e3 * p['tpot_s']:>7.2f} {1e3 * tpot:>6.0f} | "

@@ -276,32 +276,37 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
   double usable = kUsableMemory * cluster.device.memoryBytes;
   out.deviceBytes = cluster.device.memoryBytes;
   int64_t maxBatch = INT64_MAX;
-  double workspacePerRow = 0;
+  double workspacePerRow = 0, logitsPerRow = 0;
   for (const Stage &s : stages) {
     double weights = stageWeights(m, s, tp, pp, w.precision);
     double perSequence =
         kvCacheBytesPerToken(m, s.layers, tp, w.precision) * context;
     // Workspace per row of a step: its widest activations (the MLP's,
-    // twice for gated ones) and the layer's input and output.
+    // twice for gated ones) and the layer's input and output. On the last
+    // stage, per row that yields a token, its logits over the whole
+    // vocabulary, gathered in fp32 for sampling (Llama 3's 128256: 0.5 MB).
     double perRow =
         ((m.gatedMlp ? 2 : 1) * double(m.mlp()) / tp + 3.0 * m.hidden) *
         dtypeBytes(w.precision);
+    double perLogits = s.head ? 4.0 * double(m.vocab) : 0.0;
     double room = usable - weights;
-    // Static batching reads the whole batch's prompts at once; a
-    // continuous step has a row per sequence (or --step-tokens rows); a
-    // decode pool's sequences arrive prefilled, a row each.
+    // Static batching reads the whole batch's prompts at once (logits of
+    // their last rows); a continuous step has a row per sequence (or
+    // --step-tokens rows), every row's logits computed; a decode pool's
+    // sequences arrive prefilled, a row each.
     double fits =
-        w.batching == Batching::Static ? room / (perSequence +
-                                                 w.promptLen * perRow)
+        w.batching == Batching::Static
+            ? room / (perSequence + w.promptLen * perRow + perLogits)
         : continuous && w.stepTokens > 0
-            ? (room - w.stepTokens * perRow) / perSequence
-            : room / (perSequence + perRow);
+            ? (room - w.stepTokens * (perRow + perLogits)) / perSequence
+            : room / (perSequence + perRow + perLogits);
     int64_t whole = fits > 0 ? int64_t(fits) : 0;
     if (whole < maxBatch) {
       maxBatch = whole;
       out.weightBytes = weights;
       out.cacheBytesPerSequence = perSequence;
       workspacePerRow = perRow;
+      logitsPerRow = perLogits;
     }
   }
   out.maxBatch = maxBatch;
@@ -311,7 +316,9 @@ scoreServingPlan(const TransformerModel &m, const Cluster &cluster,
   out.stepRows = w.batching == Batching::Static ? batch * w.promptLen
                  : continuous ? std::max(batch, w.stepTokens)
                               : batch;
-  out.workspaceBytes = workspacePerRow * out.stepRows;
+  out.workspaceBytes =
+      workspacePerRow * out.stepRows +
+      logitsPerRow * (w.batching == Batching::Static ? batch : out.stepRows);
   out.memoryBytes = out.weightBytes + out.cacheBytes + out.workspaceBytes;
   if (batch > maxBatch)
     return absl::ResourceExhaustedError(absl::StrFormat(
@@ -521,11 +528,20 @@ searchServingPlans(const TransformerModel &m, const Cluster &cluster,
           best = *p;
         return true;
       };
-      // A batch at the step's rows given (--step-tokens; 0: one a
-      // sequence). The search does not widen the step itself yet: a
-      // Llama 3 70B tp=8 step of 2296 rows lowers with every layer's
-      // v_proj replicated (2.3 GiB a device the plan does not price).
-      auto tryBatch = [&](int64_t b) { return tryRows(b, w.stepTokens); };
+      // A batch at the step sizes the search tries: those given (a fixed
+      // batch alone keeps a row per sequence), or under continuous
+      // batching one row per sequence and then twice as many while the
+      // rows beyond the sequences could still hold a prompt: a wider step
+      // reads a prompt in fewer steps and reads the weights once for more
+      // rows, but takes longer (vLLM's max_num_batched_tokens).
+      auto tryBatch = [&](int64_t b) -> bool {
+        bool met = tryRows(b, w.stepTokens);
+        if (w.batching == Batching::Continuous && w.stepTokens == 0 &&
+            w.batch == 0)
+          for (int64_t rows = 2 * b; rows <= b + w.promptLen; rows *= 2)
+            met = tryRows(b, rows) || met;
+        return met;
+      };
       if (w.batch > 0) {
         tryBatch(w.batch);
       } else if (!top.ok()) {
