@@ -189,16 +189,17 @@ cl::opt<int64_t> cacheBlocks(
     cl::value_desc("N"), cl::sub(compileCmd), cl::cat(servingCategory));
 cl::opt<int64_t> stepTokens(
     "step-tokens",
-    cl::desc("With -o: tokens a generation step runs (default: the batch). "
-             "Every running sequence takes one; the rest read prompts, a "
-             "chunk of one prompt at once (chunked prefill, vLLM's "
-             "max_num_batched_tokens). More rows shorten the time to first "
-             "token and lengthen each step"),
+    cl::desc("Tokens a generation step runs (default: searched beside the "
+             "batch; with --max-batch, the batch). Every running sequence "
+             "takes one; the rest read prompts, a chunk of one prompt at "
+             "once (chunked prefill, vLLM's max_num_batched_tokens). More "
+             "rows shorten the time to first token and lengthen each step"),
     cl::value_desc("N"), cl::sub(compileCmd), cl::cat(servingCategory));
 cl::opt<std::string> batching(
     "batching",
     cl::desc("continuous (a finished sequence's place goes at once to a new "
-             "request, prefilled between decode steps, as vLLM batches) or "
+             "request, its prompt read in chunks on the rows the running "
+             "sequences leave, as vLLM batches) or "
              "static (a batch prefilled, then decoded to the end) (default: "
              "continuous)"),
     cl::value_desc("continuous|static"), cl::init("continuous"),
@@ -491,7 +492,7 @@ std::optional<Command> parseCommandLine(int argc, char **argv,
   std::vector<const cl::OptionCategory *> categories = {
       &modelCategory,    &outputCategory,   &trainingCategory,
       &planCategory,     &profileCategory,  &artifactCategory,
-      &runtimeCategory,  &checkpointCategory};
+      &runtimeCategory,  &checkpointCategory, &servingCategory};
   cl::HideUnrelatedOptions(categories);
   for (auto [sub, command] : subcommands)
     cl::HideUnrelatedOptions(categories, *sub);

@@ -62,7 +62,9 @@ struct ServingWorkload {
   /// Sequences per replica; 0: searched up to what memory holds.
   int64_t batch = 0;
   /// Continuous batching: rows a step computes (`--step-tokens`, vLLM's
-  /// max_num_batched_tokens); 0: one per sequence. At least the batch.
+  /// max_num_batched_tokens), at least the batch. 0: scoreServingPlan
+  /// gives each sequence one; searchServingPlans also tries wider steps
+  /// where the batch is not fixed either.
   int64_t stepTokens = 0;
   /// Targets in seconds; 0: none.
   double ttft = 0, tpot = 0;
