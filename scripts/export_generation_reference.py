@@ -7,8 +7,10 @@ parameter names and layouts (a Linear's weight transposed: cleave's
 matmuls read [in, out]), and `generate` (greedy, each prompt alone) writes
 the tokens each prompt continues with, one request a line, and the
 logits of every generated position (float32, request by request) for the
-comparison. test/Runtime/generate-transformers.test runs cleave on the
-same weights and prompts. Needs torch, transformers and safetensors (not
+comparison. The same model is also exported to ONNX (llama_hf.onnx, by
+torch.onnx.export's default exporter, batch and sequence symbolic,
+position_ids an input) for cleave's generation of imported decoders. test/Runtime/generate-transformers.test runs cleave on the
+same weights and prompts. Needs torch, transformers, onnxscript and safetensors (not
 cleave's dependencies: run it where they are installed, commit its
 outputs).
 
@@ -23,6 +25,36 @@ from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
 NEW_TOKENS = 8
+
+
+class DecoderStep(torch.nn.Module):
+    """The model's logits from the three inputs a Hugging Face decoder
+    takes, positions included: exported so, its rotary angles follow
+    position_ids instead of being folded for positions 0 to T-1."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, position_ids):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                          position_ids=position_ids, use_cache=False).logits
+
+
+def export_onnx(model, path):
+    """The same model as torch.onnx.export's default (dynamo) exporter
+    writes it, batch and sequence left symbolic (a generation step imports
+    it at its own rows of one token each)."""
+    ids = torch.zeros(2, 16, dtype=torch.int64)
+    mask = torch.ones(2, 16, dtype=torch.int64)
+    positions = torch.arange(16).expand(2, 16).contiguous()
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
+    dims = {"input_ids": {0: batch, 1: seq},
+            "attention_mask": {0: batch, 1: seq},
+            "position_ids": {0: batch, 1: seq}}
+    torch.onnx.export(DecoderStep(model), (ids, mask, positions), str(path),
+                      input_names=list(dims), output_names=["logits"],
+                      dynamic_shapes=dims)
 
 
 def main():
@@ -69,6 +101,7 @@ def main():
         for i, (p, t) in enumerate(zip(prompts, tokens))))
     torch.cat(logits).numpy().astype("float32").tofile(
         out / "llama_hf.logits.bin")
+    export_onnx(model, out / "llama_hf.onnx")
     versions = {"torch": torch.__version__,
                 "transformers": __import__("transformers").__version__}
     (out / "llama_hf.json").write_text(json.dumps(

@@ -15,6 +15,19 @@ using namespace mlir;
 
 namespace cleave {
 
+/// The module's @forward (an error at the module when it has none), with
+/// the model's name recorded in `m`.
+static func::FuncOp forwardOf(ModuleOp module, cost::TransformerModel &m) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward) {
+    module.emitError("expected a func.func @forward");
+    return nullptr;
+  }
+  if (auto name = module->getAttrOfType<StringAttr>("cleave.model"))
+    m.name = name.str();
+  return forward;
+}
+
 /// Reads the dimensions off the graph itself (imported models): attention
 /// softmaxes over square [.., seq, seq] scores count the layers and give
 /// the sequence and heads, norms give the width, the MLP's down projection
@@ -22,12 +35,10 @@ namespace cleave {
 /// vocabulary (or classes).
 static FailureOr<std::optional<cost::TransformerModel>>
 inferFromGraph(ModuleOp module) {
-  auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!forward)
-    return module.emitError("expected a func.func @forward");
   cost::TransformerModel m;
-  if (auto name = module->getAttrOfType<StringAttr>("cleave.model"))
-    m.name = name.str();
+  func::FuncOp forward = forwardOf(module, m);
+  if (!forward)
+    return failure();
   int64_t samples = 1;
   bool sawInput = false;
   std::map<int64_t, int> normWidths;
@@ -180,6 +191,76 @@ getTransformerModel(ModuleOp module) {
     (*m)->dropout = hasDropout(module);
     (*m)->causal = hasCausalAttention(module);
   }
+  return m;
+}
+
+FailureOr<cost::TransformerModel> readDecoderModel(ModuleOp module) {
+  cost::TransformerModel m;
+  func::FuncOp forward = forwardOf(module, m);
+  if (!forward)
+    return failure();
+  m.dropout = false;
+  m.causal = true;
+  m.tiedEmbedding = false;
+  for (graph::AttentionOp a : forward.getOps<graph::AttentionOp>()) {
+    if (!a.getCausal() || a.getMask())
+      return a.emitOpError("is not causal self-attention: --serve plans "
+                           "decoders, which generate a token at a time");
+    // [B, H, S, D] against [B, kv, S, D], or grouped as [B, kv, G, S, D]
+    // against [B, kv, 1, S, D].
+    auto q = cast<RankedTensorType>(a.getQuery().getType()).getShape();
+    auto k = cast<RankedTensorType>(a.getKey().getType()).getShape();
+    int64_t heads = q.size() == 5 ? q[1] * q[2] : q[q.size() - 3];
+    int64_t kvHeads = k.size() == 5 ? k[1] : k[k.size() - 3];
+    if (m.layers && (heads != m.heads || kvHeads != m.kvHeads))
+      return a.emitOpError("has ")
+             << heads << " heads (" << kvHeads << " for keys) where another "
+             << "layer has " << m.heads << " (" << m.kvHeads << ")";
+    m.heads = heads;
+    m.kvHeads = kvHeads;
+    m.seq = q[q.size() - 2];
+    ++m.layers;
+  }
+  if (m.layers == 0)
+    return forward.emitError("has no fused causal attention: --serve "
+                             "plans decoders (attention as "
+                             "cleave-fuse-attention recognises it)");
+  // The token embedding is the first table read by row; a second one is
+  // a learned position table.
+  int64_t tables = 0;
+  forward.walk([&](graph::GatherOp g) {
+    auto table = cast<RankedTensorType>(g.getData().getType());
+    if (!g.getData().getDefiningOp<graph::ParamOp>() ||
+        table.getRank() != 2 || g.getAxis() != 0)
+      return;
+    if (tables++ == 0) {
+      m.vocab = table.getDimSize(0);
+      m.hidden = table.getDimSize(1);
+    }
+  });
+  if (m.vocab == 0)
+    return forward.emitError("has no token embedding (a parameter table "
+                             "gathered by row): --serve plans decoders "
+                             "that read token ids");
+  m.learnedPositions = tables > 1;
+  // MLP projections: [ffn, hidden] weights one way or the other, ffn the
+  // widest (two a layer plain, three gated).
+  int64_t projections = 0;
+  forward.walk([&](graph::MatmulOp matmul) {
+    Value rhs = matmul.getRhs();
+    if (auto t = rhs.getDefiningOp<graph::TransposeOp>())
+      rhs = t.getInput();
+    auto w = cast<RankedTensorType>(rhs.getType());
+    if (!rhs.getDefiningOp<graph::ParamOp>() || w.getRank() != 2)
+      return;
+    int64_t a = w.getDimSize(0), b = w.getDimSize(1);
+    int64_t other = a == m.hidden ? b : b == m.hidden ? a : 0;
+    if (other > m.hidden && other != m.vocab) {
+      m.ffn = std::max(m.ffn, other);
+      ++projections;
+    }
+  });
+  m.gatedMlp = projections >= 3 * m.layers;
   return m;
 }
 

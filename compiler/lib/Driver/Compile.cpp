@@ -12,6 +12,7 @@
 #include "cleave/Driver/TransformerPlanner.h"
 #include "cleave/Importers/ModelLoader.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/ExportedMasks.h"
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -130,6 +131,7 @@ private:
                    r.planOut, size / 1e6);
   }
   absl::Status compileGraph();
+  absl::Status serveImported(mlir::ModuleOp module);
   absl::Status serveTransformer(const cost::TransformerModel &shape);
 
   mlir::MLIRContext &ctx;
@@ -324,6 +326,45 @@ absl::Status Compiler::compileTransformer(const cost::TransformerModel &shape,
   return absl::OkStatus();
 }
 
+/// --serve of an imported model (`module`, read at one sequence of two
+/// tokens): a decoder whose file leaves its batch and sequence symbolic,
+/// so that a generation step can import it at its own rows of one token,
+/// and whose attention fuses and is causal once the exporter's padding
+/// mask is all ones (ExportedMasks.h). Planned from the dimensions read
+/// off the graph (readDecoderModel), as the zoo's decoders are.
+absl::Status Compiler::serveImported(mlir::ModuleOp module) {
+  graph::InputOp first;
+  module.walk([&](graph::InputOp in) {
+    if (!first && in.getType().getRank() == 2)
+      first = in;
+  });
+  if (!first)
+    return usage("--serve: " + r.model + " has no [batch, sequence] input "
+                 "of token ids: --serve plans decoders that read them");
+  if (first.getType().getShape() != ArrayRef<int64_t>{1, 2})
+    return usage(formatv(
+        "--serve: {0} fixes its input '{1}' at {2}x{3}: a generation step "
+        "runs its own number of sequences, one token each, so the model "
+        "must leave both dimensions symbolic (export with "
+        "torch.onnx.export(..., dynamic_shapes=...) or dynamic_axes=..., "
+        "naming them batch and seq)",
+        r.model, first.getName(), first.getType().getDimSize(0),
+        first.getType().getDimSize(1)));
+  mlir::PassManager pm(&ctx);
+  pm.nest<mlir::func::FuncOp>().addPass(createFuseAttention());
+  if (mlir::failed(pm.run(module)))
+    return absl::InvalidArgumentError("");
+  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  foldExportedCausalMasks(forward);
+  mlir::FailureOr<cost::TransformerModel> shape = readDecoderModel(module);
+  if (mlir::failed(shape))
+    return absl::InvalidArgumentError(""); // reported at the op
+  shape->name = r.model;
+  if (auto name = module->getAttrOfType<mlir::StringAttr>("cleave.model"))
+    shape->name = name.str();
+  return serveTransformer(*shape);
+}
+
 /// --serve: the serving plan (ServingPlan.h) in the precision the plan
 /// would train in (bf16 on GPUs unless fixed), as text or JSON.
 absl::Status Compiler::serveTransformer(const cost::TransformerModel &shape) {
@@ -505,9 +546,14 @@ absl::Status Compiler::run() {
   // The search imports the model at each microbatch it tries; this first
   // import only reads what the model is, so a symbolic batch need not be
   // given (a dimension --dim binds, or a batch fixed in the file, wins).
-  if (!options.batch && !StringRef(r.model).starts_with("zoo:") &&
-      !StringRef(r.model).ends_with(".mlir"))
+  bool imported = !StringRef(r.model).starts_with("zoo:") &&
+                  !StringRef(r.model).ends_with(".mlir");
+  if (!options.batch && imported)
     options.batch = 1;
+  // --serve reads an imported decoder at two tokens a sequence: at one,
+  // every attention mask is causal, and an encoder could not be told apart.
+  if (r.serve && imported && !options.seq)
+    options.seq = 2;
   mlir::OwningOpRef<mlir::ModuleOp> module = load(options);
   if (!module)
     return absl::InvalidArgumentError("");
@@ -524,6 +570,8 @@ absl::Status Compiler::run() {
     plan.microbatchSize = *b;
     fixed.insert(Knob::Microbatch);
   }
+  if (r.serve && imported)
+    return serveImported(*module);
   // Transformers are planned by their layers; other graphs op by op.
   mlir::FailureOr<std::optional<cost::TransformerModel>> read =
       getTransformerModel(*module);

@@ -16,6 +16,7 @@
 
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/ExportedMasks.h"
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -58,9 +59,11 @@ std::optional<AttentionForm> formOf(AttentionOp a) {
   return std::nullopt;
 }
 
-/// The module path of the projection that made `query`: the nearest
-/// parameter upstream ("layers.3.self_attn.q_proj.weight") without its
-/// last two components; empty when none is near.
+/// The module path of the projection that made `query`: the weight of
+/// the nearest matmul upstream ("layers.3.self_attn.q_proj.weight")
+/// without its last two components; empty when none is near. Only a
+/// projection's weight names the layer: an imported decoder's rotary
+/// angles come from a buffer every layer shares (`rotary_emb.inv_freq`).
 std::string modulePathOf(Value query) {
   SmallVector<Value> frontier{query};
   for (int depth = 0; depth < 12 && !frontier.empty(); ++depth) {
@@ -69,11 +72,17 @@ std::string modulePathOf(Value query) {
       Operation *def = v.getDefiningOp();
       if (!def)
         continue;
-      if (auto p = dyn_cast<ParamOp>(def)) {
-        StringRef name = p.getName();
-        size_t last = name.rfind('.');
-        size_t second = last == StringRef::npos ? last : name.rfind('.', last - 1);
-        return second == StringRef::npos ? "" : name.substr(0, second).str();
+      if (auto matmul = dyn_cast<MatmulOp>(def)) {
+        Value rhs = matmul.getRhs();
+        if (auto t = rhs.getDefiningOp<TransposeOp>())
+          rhs = t.getInput();
+        if (auto p = rhs.getDefiningOp<ParamOp>()) {
+          StringRef name = p.getName();
+          size_t last = name.rfind('.');
+          size_t second =
+              last == StringRef::npos ? last : name.rfind('.', last - 1);
+          return second == StringRef::npos ? "" : name.substr(0, second).str();
+        }
       }
       for (Value operand : def->getOperands())
         next.push_back(operand);
@@ -81,6 +90,47 @@ std::string modulePathOf(Value query) {
     frontier = std::move(next);
   }
   return "";
+}
+
+/// Whether `v` is computed from a graph input (positions, tokens): a
+/// tensor that is not is fixed when the graph was built or exported.
+bool readsAnInput(Value v) {
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  SmallVector<Value> stack{v};
+  while (!stack.empty()) {
+    Operation *def = stack.pop_back_val().getDefiningOp();
+    if (!def || !seen.insert(def).second)
+      continue;
+    if (isa<InputOp>(def))
+      return true;
+    llvm::append_range(stack, def->getOperands());
+  }
+  return false;
+}
+
+/// A rotation of the last axis' halves, concat(-x[half:], x[:half]) (the
+/// rotate_half of Hugging Face's rotary embeddings), multiplied by a
+/// tensor no input feeds: rotary angles an exporter computed for fixed
+/// positions and folded.
+Operation *foldedRotation(func::FuncOp f) {
+  Operation *found = nullptr;
+  f.walk([&](ConcatOp c) {
+    if (found || c->getNumOperands() != 2)
+      return;
+    auto neg = c->getOperand(0).getDefiningOp<NegOp>();
+    auto second = neg ? neg.getInput().getDefiningOp<SliceOp>() : SliceOp();
+    auto first = c->getOperand(1).getDefiningOp<SliceOp>();
+    if (!second || !first || first.getInput() != second.getInput())
+      return;
+    for (Operation *user : c->getUsers())
+      if (auto mul = dyn_cast<MulOp>(user)) {
+        Value angles =
+            mul.getLhs() == c.getResult() ? mul.getRhs() : mul.getLhs();
+        if (!readsAnInput(angles))
+          found = mul;
+      }
+  });
+  return found;
 }
 
 struct KvCachePass : cleave::impl::KvCacheBase<KvCachePass> {
@@ -111,6 +161,10 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
            << int64_t(maxLength) << ", " << int64_t(blockSize) << ", "
            << int64_t(blocks) << ")";
 
+  // An exported decoder's masks, built from its padding input and a
+  // causal triangle, are plain causal attention in a step that pads
+  // nothing.
+  cleave::foldExportedCausalMasks(forward);
   SmallVector<AttentionOp> attentions;
   forward.walk([&](AttentionOp a) { attentions.push_back(a); });
   SmallVector<SoftmaxOp> softmaxes;
@@ -163,7 +217,60 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
     return Value(InputOp::create(b, loc, RankedTensorType::get(shape, i64),
                                  name));
   };
-  FailureOr<Value> positions = input("positions", {step.batch, step.tokens});
+  // An exported decoder's own padding input: still read after the masks
+  // folded, it feeds something a generation step cannot fill.
+  InputOp padding;
+  forward.walk([&](InputOp in) {
+    if (in.getName() == cleave::kPaddingMaskInput)
+      padding = in;
+  });
+  if (padding)
+    return padding.emitOpError("is read by more than attention's causal "
+                               "mask (")
+           << *(*padding->getUsers().begin())
+           << "): a generation step pads nothing and has no such input";
+  // The runtime's scheduler feeds the step's token ids as `tokens` (the
+  // zoo's name): an exported decoder's `input_ids`, the indices its token
+  // embedding gathers, takes that name.
+  InputOp tokenIds;
+  forward.walk([&](GatherOp g) {
+    auto in = g.getIndices().getDefiningOp<InputOp>();
+    if (!tokenIds && in && g.getData().getDefiningOp<ParamOp>() &&
+        g.getAxis() == 0)
+      tokenIds = in;
+  });
+  if (tokenIds && tokenIds.getName() != "tokens") {
+    InputOp taken;
+    forward.walk([&](InputOp in) {
+      if (in.getName() == "tokens")
+        taken = in;
+    });
+    if (taken)
+      return taken.emitOpError("is named as the step's token ids, which "
+                               "are '")
+             << tokenIds.getName() << "' here";
+    tokenIds.setName("tokens");
+  }
+  // An exported decoder's `position_ids` input ([B, T], as Hugging Face
+  // models take it) becomes the step's positions.
+  InputOp exportedPositions;
+  forward.walk([&](InputOp in) {
+    if (in.getName() == "position_ids")
+      exportedPositions = in;
+  });
+  if (exportedPositions) {
+    auto type = exportedPositions.getType();
+    if (type.getShape() != ArrayRef<int64_t>{step.batch, step.tokens} ||
+        !type.getElementType().isInteger(64))
+      return exportedPositions.emitOpError("is ")
+             << type << ", not the step's positions tensor<" << step.batch
+             << "x" << step.tokens << "xi64>";
+    exportedPositions.setName("positions");
+  }
+  FailureOr<Value> positions =
+      exportedPositions
+          ? FailureOr<Value>(exportedPositions.getResult())
+          : input("positions", {step.batch, step.tokens});
   FailureOr<Value> slots = input("slots", {step.batch * step.tokens});
   FailureOr<Value> table = input("block_table", {step.batch, maxBlocks});
   FailureOr<Value> lengths = input("lengths", {step.batch});
@@ -239,6 +346,16 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
   });
   if (ropes.wasInterrupted())
     return failure();
+
+  // Rotary angles an exporter folded for positions [0, T) cannot follow
+  // the tokens' positions.
+  if (Operation *rotation = foldedRotation(forward))
+    return rotation->emitOpError(
+        "rotates by angles fixed when the model was exported (the "
+        "exporter folded them for positions 0 to T-1): a generation step "
+        "needs them at each token's position; export the model with "
+        "position_ids as an input, as forward(input_ids, attention_mask, "
+        "position_ids)");
 
   // A learned position table read as rows [0, T) (added to the token
   // embeddings over the batch) is read at the tokens' positions.

@@ -23,6 +23,16 @@ namespace cleave {
 mlir::FailureOr<std::optional<cost::TransformerModel>>
 getTransformerModel(mlir::ModuleOp module);
 
+/// The dimensions of an imported decoder whose attention is fused
+/// (cleave-fuse-attention) and causal, for the serving planner: layers,
+/// heads and key/value heads from the graph.attention ops, the width and
+/// vocabulary from the token embedding's table, the MLP's width from its
+/// projections (three of them a layer: gated), learned positions where a
+/// second table is read by row. Failure, with a diagnostic, when it has no
+/// causal fused attention or no embedding table.
+mlir::FailureOr<cost::TransformerModel>
+readDecoderModel(mlir::ModuleOp module);
+
 } // namespace cleave
 
 #endif // CLEAVE_ANALYSIS_TRANSFORMERSHAPE_H
