@@ -9,7 +9,9 @@ the tokens each prompt continues with, one request a line, and the
 logits of every generated position (float32, request by request) for the
 comparison. The same model is also exported to ONNX (llama_hf.onnx, by
 torch.onnx.export's default exporter, batch and sequence symbolic,
-position_ids an input) for cleave's generation of imported decoders. test/Runtime/generate-transformers.test runs cleave on the
+position_ids an input) for cleave's generation of imported decoders, and
+so are a Mixtral (mixture of experts) and a GPT-2 (learned positions),
+each with its own tokens and logits (mixtral_hf.*, gpt2_hf.*). test/Runtime/generate-transformers.test runs cleave on the
 same weights and prompts. Needs torch, transformers, onnxscript and safetensors (not
 cleave's dependencies: run it where they are installed, commit its
 outputs).
@@ -22,7 +24,8 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig,
+                          LlamaForCausalLM, MixtralConfig, MixtralForCausalLM)
 
 NEW_TOKENS = 8
 
@@ -57,34 +60,20 @@ def export_onnx(model, path):
                       dynamic_shapes=dims)
 
 
-def main():
-    prompts_path, out = Path(sys.argv[1]), Path(sys.argv[2])
-    out.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(20261207)
-    config = LlamaConfig(vocab_size=256, hidden_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2,
-                         intermediate_size=128, rms_norm_eps=1e-5,
-                         rope_theta=10000.0, max_position_embeddings=64,
-                         tie_word_embeddings=False, attention_bias=False,
-                         mlp_bias=False)
-    model = LlamaForCausalLM(config).eval()
-    # Larger weights than the default init (std 0.02), so that the logits
-    # are far apart and greedy choices are not ties within rounding.
+def widen(model):
+    """Larger weights than the default init (std 0.02), so that the logits
+    are far apart and greedy choices are not ties within rounding."""
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if not name.endswith("norm.weight"):
+            if "norm" not in name and ".ln_" not in name:
                 p.normal_(0.0, 0.3)
-    state = {}
-    for name, tensor in model.state_dict().items():
-        name = name.removeprefix("model.")
-        if name.endswith("_proj.weight") or name == "lm_head.weight":
-            tensor = tensor.t()  # nn.Linear [out, in] -> cleave [in, out]
-        state[name] = tensor.contiguous().float()
-    save_file(state, str(out / "llama_hf.safetensors"))
+    return model.eval()
 
-    prompts = [[int(t) for t in line.split()]
-               for line in prompts_path.read_text().splitlines()
-               if line.strip() and not line.lstrip().startswith("#")]
+
+def write_reference(model, prompts, out, name):
+    """NAME.tokens (what `generate` continues each prompt with, greedy,
+    each prompt alone) and NAME.logits.bin (the logits of every generated
+    position, float32, request by request)."""
     tokens, logits = [], []
     with torch.no_grad():
         for prompt in prompts:
@@ -95,18 +84,63 @@ def main():
                                     pad_token_id=0)
             tokens.append(result.sequences[0, len(prompt):].tolist())
             logits.append(torch.stack(result.logits)[:, 0, :])
-    (out / "llama_hf.tokens").write_text("".join(
+    (out / f"{name}.tokens").write_text("".join(
         f"request {i}: {len(p)} prompt + {len(t)} generated tokens: "
         + " ".join(map(str, t)) + "\n"
         for i, (p, t) in enumerate(zip(prompts, tokens))))
     torch.cat(logits).numpy().astype("float32").tofile(
-        out / "llama_hf.logits.bin")
+        out / f"{name}.logits.bin")
+
+
+def main():
+    prompts_path, out = Path(sys.argv[1]), Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    prompts = [[int(t) for t in line.split()]
+               for line in prompts_path.read_text().splitlines()
+               if line.strip() and not line.lstrip().startswith("#")]
+    torch.manual_seed(20261207)
+    config = LlamaConfig(vocab_size=256, hidden_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2,
+                         intermediate_size=128, rms_norm_eps=1e-5,
+                         rope_theta=10000.0, max_position_embeddings=64,
+                         tie_word_embeddings=False, attention_bias=False,
+                         mlp_bias=False)
+    model = widen(LlamaForCausalLM(config))
+    state = {}
+    for name, tensor in model.state_dict().items():
+        name = name.removeprefix("model.")
+        if name.endswith("_proj.weight") or name == "lm_head.weight":
+            tensor = tensor.t()  # nn.Linear [out, in] -> cleave [in, out]
+        state[name] = tensor.contiguous().float()
+    save_file(state, str(out / "llama_hf.safetensors"))
+    write_reference(model, prompts, out, "llama_hf")
     export_onnx(model, out / "llama_hf.onnx")
+
+    # Two more decoders, as ONNX only: Mixtral (a mixture of experts, its
+    # experts batched as transformers' "batched_mm" runs them: the eager
+    # default routes with NonZero, whose shape depends on the data) and
+    # GPT-2 (learned positions, biases, GELU, tied head).
+    torch.manual_seed(20261208)
+    mixtral = widen(MixtralForCausalLM(MixtralConfig(
+        vocab_size=128, hidden_size=32, intermediate_size=64,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=64, num_local_experts=4,
+        num_experts_per_tok=2, experts_implementation="batched_mm")))
+    write_reference(mixtral, prompts, out, "mixtral_hf")
+    export_onnx(mixtral, out / "mixtral_hf.onnx")
+    torch.manual_seed(20261209)
+    gpt2 = widen(GPT2LMHeadModel(GPT2Config(
+        vocab_size=128, n_positions=64, n_embd=32, n_layer=2, n_head=4)))
+    write_reference(gpt2, prompts, out, "gpt2_hf")
+    export_onnx(gpt2, out / "gpt2_hf.onnx")
+
     versions = {"torch": torch.__version__,
                 "transformers": __import__("transformers").__version__}
     (out / "llama_hf.json").write_text(json.dumps(
         {"versions": versions, "new_tokens": NEW_TOKENS,
-         "seed": 20261207, "init_std": 0.3}, indent=1) + "\n")
+         "seed": 20261207, "init_std": 0.3,
+         "seeds": {"mixtral_hf": 20261208, "gpt2_hf": 20261209}},
+        indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -261,6 +261,41 @@ FailureOr<cost::TransformerModel> readDecoderModel(ModuleOp module) {
     }
   });
   m.gatedMlp = projections >= 3 * m.layers;
+  // Experts: weights stacked [experts, a, b] and gathered by the experts
+  // each token is routed to (top-k of them a token), the MLP's width
+  // their narrower side beside the width (a fused gate-and-up projection
+  // is twice as wide: gated).
+  int64_t tokens = 1;
+  for (graph::InputOp in : forward.getOps<graph::InputOp>()) {
+    tokens = in.getType().getNumElements();
+    break;
+  }
+  int64_t moeLayers = 0, widest = 0, expertWidth = 0;
+  forward.walk([&](graph::GatherOp g) {
+    auto w = cast<RankedTensorType>(g.getData().getType());
+    if (!g.getData().getDefiningOp<graph::ParamOp>() || w.getRank() != 3 ||
+        g.getAxis() != 0)
+      return;
+    int64_t a = w.getDimSize(1), b = w.getDimSize(2);
+    int64_t other = a == m.hidden ? b : b == m.hidden ? a : 0;
+    if (other == 0)
+      return;
+    m.experts = w.getDimSize(0);
+    m.topK = std::max<int64_t>(
+        1, cast<RankedTensorType>(g.getIndices().getType()).getNumElements() /
+               std::max<int64_t>(1, tokens));
+    expertWidth = expertWidth ? std::min(expertWidth, other) : other;
+    widest = std::max(widest, other);
+    ++moeLayers;
+  });
+  if (m.experts) {
+    // Two or three stacked weights a MoE layer.
+    int64_t perLayer = widest == 2 * expertWidth ? 2 : 3;
+    m.moeEvery = std::max<int64_t>(1, m.layers * perLayer /
+                                          std::max<int64_t>(1, moeLayers));
+    m.ffn = expertWidth;
+    m.gatedMlp = widest == 2 * expertWidth || perLayer == 3;
+  }
   return m;
 }
 

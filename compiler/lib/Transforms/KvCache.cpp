@@ -133,6 +133,36 @@ Operation *foldedRotation(func::FuncOp f) {
   return found;
 }
 
+/// Whether `s` normalises attention scores: causal, or over a product of
+/// two activations (queries and keys) reached through the scale, mask and
+/// bias ops between them. A mixture of experts' router normalises a
+/// product with a weight, which a generation step keeps as it is.
+bool scoresOfActivations(SoftmaxOp s) {
+  if (s.getCausal())
+    return true;
+  auto isWeight = [](Value v) {
+    if (auto t = v.getDefiningOp<TransposeOp>())
+      v = t.getInput();
+    return bool(v.getDefiningOp<ParamOp>());
+  };
+  SmallVector<Value> frontier{s.getInput()};
+  for (int depth = 0; depth < 6 && !frontier.empty(); ++depth) {
+    SmallVector<Value> next;
+    for (Value v : frontier) {
+      Operation *def = v.getDefiningOp();
+      if (auto m = dyn_cast_or_null<MatmulOp>(def)) {
+        if (!isWeight(m.getLhs()) && !isWeight(m.getRhs()))
+          return true;
+      } else if (isa_and_nonnull<AddOp, MulOp, DivOp, SubOp, WhereOp, CastOp,
+                                 ReshapeOp>(def)) {
+        llvm::append_range(next, def->getOperands());
+      }
+    }
+    frontier = std::move(next);
+  }
+  return false;
+}
+
 struct KvCachePass : cleave::impl::KvCacheBase<KvCachePass> {
   using Base::Base;
 
@@ -168,7 +198,10 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
   SmallVector<AttentionOp> attentions;
   forward.walk([&](AttentionOp a) { attentions.push_back(a); });
   SmallVector<SoftmaxOp> softmaxes;
-  forward.walk([&](SoftmaxOp s) { softmaxes.push_back(s); });
+  forward.walk([&](SoftmaxOp s) {
+    if (scoresOfActivations(s))
+      softmaxes.push_back(s);
+  });
   if (!softmaxes.empty())
     return softmaxes.front().emitOpError(
         "is attention left unfused; a generation step needs every attention "
