@@ -19,6 +19,7 @@ outputs).
 usage: python export_generation_reference.py PROMPTS OUT_DIR
 """
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -92,6 +93,31 @@ def write_reference(model, prompts, out, name):
         out / f"{name}.logits.bin")
 
 
+def export_llama3_width(path):
+    """Llama 3 8B's layer at its real width (hidden 4096, 32 heads over 8
+    key/value heads, MLP 14336, vocabulary 128256), two of its 32 layers,
+    exported as llama_hf.onnx is; its 1.5 B weights (6 GB) are then
+    dropped, as test/models/README.md says of the planning-only models:
+    each initializer keeps its name, type and dims, and its data file is
+    deleted. The serving planner and the generation step's lowering read
+    shapes only. Needs about 7 GB of memory."""
+    config = LlamaConfig(vocab_size=128256, hidden_size=4096,
+                         intermediate_size=14336, num_hidden_layers=2,
+                         num_attention_heads=32, num_key_value_heads=8,
+                         max_position_embeddings=8192, rope_theta=500000.0,
+                         rms_norm_eps=1e-5, tie_word_embeddings=False)
+    with torch.device("meta"):
+        model = LlamaForCausalLM(config)
+    model = model.to_empty(device="cpu").eval()
+    model.model.rotary_emb.inv_freq = 1.0 / (500000.0 ** (
+        torch.arange(0, 128, 2, dtype=torch.float32) / 128))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.uniform_(-0.01, 0.01)
+    export_onnx(model, path)
+    os.remove(str(path) + ".data")
+
+
 def main():
     prompts_path, out = Path(sys.argv[1]), Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
@@ -134,6 +160,7 @@ def main():
     write_reference(gpt2, prompts, out, "gpt2_hf")
     export_onnx(gpt2, out / "gpt2_hf.onnx")
 
+    export_llama3_width(out / "llama3_8b_2l.onnx")
     versions = {"torch": torch.__version__,
                 "transformers": __import__("transformers").__version__}
     (out / "llama_hf.json").write_text(json.dumps(

@@ -57,3 +57,31 @@ func.func @mixed() -> tensor<f32> {
   %t = graph.add %l, %a : tensor<f32>, tensor<f32>
   return %t : tensor<f32>
 }
+
+// -----
+
+// A key/value cache stays in 16 bits: keys that arrive in fp32 (rotary
+// angles computed in fp32 from the positions, as exported decoders
+// compute them) are cast down to it, and so are the queries read against
+// it, rather than the cache cast up to fp32 every step.
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[C:.*]] = graph.cast %{{.*}} : tensor<4x16x2x4xf32> to tensor<4x16x2x4xbf16>
+// CHECK: %[[R:.*]] = graph.cast %{{.*}} : tensor<2x2x4xf32> to tensor<2x2x4xbf16>
+// CHECK: %[[W:.*]] = graph.cache_write %[[R]] into %[[C]] at %{{.*}} : tensor<2x2x4xbf16>, tensor<4x16x2x4xbf16>, tensor<2xi64>
+// CHECK: %[[Q:.*]] = graph.cast %{{.*}} : tensor<2x2x1x4xf32> to tensor<2x2x1x4xbf16>
+// CHECK: graph.paged_attention %[[Q]], %[[W]], %[[W]], {{.*}} -> tensor<2x2x1x4xbf16>
+func.func @forward() -> tensor<2x2x1x4xf32> {
+  %pos = graph.input "positions" : tensor<2x1xi64>
+  %slots = graph.input "slots" : tensor<2xi64>
+  %table = graph.input "block_table" : tensor<2x2xi64>
+  %len = graph.input "lengths" : tensor<2xi64>
+  %x = graph.param "x" : tensor<2x2x4xf32>
+  %cache = graph.param "layers.0.k_cache" frozen : tensor<4x16x2x4xf32>
+  %pf = graph.cast %pos : tensor<2x1xi64> to tensor<2x1xf32>
+  %angle = graph.reshape %pf : tensor<2x1xf32> -> tensor<2x1x1xf32>
+  %rows = graph.mul %x, %angle : tensor<2x2x4xf32>, tensor<2x1x1xf32>
+  %w = graph.cache_write %rows into %cache at %slots : tensor<2x2x4xf32>, tensor<4x16x2x4xf32>, tensor<2xi64>
+  %q4 = graph.reshape %rows : tensor<2x2x4xf32> -> tensor<2x2x1x4xf32>
+  %o = graph.paged_attention %q4, %w, %w, %table, %len scale = 0.5 : tensor<2x2x1x4xf32>, tensor<4x16x2x4xf32>, tensor<4x16x2x4xf32>, tensor<2x2xi64>, tensor<2xi64> -> tensor<2x2x1x4xf32>
+  return %o : tensor<2x2x1x4xf32>
+}

@@ -21,6 +21,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace cleave {
 #define GEN_PASS_DEF_KVCACHE
@@ -59,35 +60,49 @@ std::optional<AttentionForm> formOf(AttentionOp a) {
   return std::nullopt;
 }
 
-/// The module path of the projection that made `query`: the weight of
-/// the nearest matmul upstream ("layers.3.self_attn.q_proj.weight")
-/// without its last two components; empty when none is near. Only a
-/// projection's weight names the layer: an imported decoder's rotary
-/// angles come from a buffer every layer shares (`rotary_emb.inv_freq`).
-std::string modulePathOf(Value query) {
-  SmallVector<Value> frontier{query};
-  for (int depth = 0; depth < 12 && !frontier.empty(); ++depth) {
-    SmallVector<Value> next;
-    for (Value v : frontier) {
-      Operation *def = v.getDefiningOp();
-      if (!def)
-        continue;
-      if (auto matmul = dyn_cast<MatmulOp>(def)) {
-        Value rhs = matmul.getRhs();
-        if (auto t = rhs.getDefiningOp<TransposeOp>())
-          rhs = t.getInput();
-        if (auto p = rhs.getDefiningOp<ParamOp>()) {
-          StringRef name = p.getName();
-          size_t last = name.rfind('.');
-          size_t second =
-              last == StringRef::npos ? last : name.rfind('.', last - 1);
-          return second == StringRef::npos ? "" : name.substr(0, second).str();
+/// The module path of the layer that made `query`, for its caches' names:
+/// the first of the parameters upstream, nearest first, whose name has a
+/// module path ("layers.3.self_attn.q_proj.weight" without its last two
+/// components) that `taken` does not hold yet; the weights of matmuls
+/// (the projections) are tried before any other parameter. Exporters
+/// leave a folded weight a name of their own ("val_77"), and parameters
+/// every layer reads (the rotary frequencies, `rotary_emb.inv_freq`) are
+/// already taken by the first layer; a norm's weight
+/// ("layers.3.input_layernorm.weight") then names the layer. Empty when
+/// none is near.
+std::string modulePathOf(Value query, const llvm::StringSet<> &taken) {
+  auto prefixOf = [&](ParamOp p) -> std::string {
+    StringRef name = p.getName();
+    size_t last = name.rfind('.');
+    size_t second = last == StringRef::npos ? last : name.rfind('.', last - 1);
+    if (second == StringRef::npos || taken.contains(name.substr(0, second)))
+      return "";
+    return name.substr(0, second).str();
+  };
+  for (bool projectionsOnly : {true, false}) {
+    SmallVector<Value> frontier{query};
+    llvm::SmallPtrSet<Operation *, 32> seen;
+    for (int depth = 0; depth < 16 && !frontier.empty(); ++depth) {
+      SmallVector<Value> next;
+      for (Value v : frontier) {
+        Operation *def = v.getDefiningOp();
+        if (!def || !seen.insert(def).second)
+          continue;
+        if (auto matmul = dyn_cast<MatmulOp>(def)) {
+          Value rhs = matmul.getRhs();
+          if (auto t = rhs.getDefiningOp<TransposeOp>())
+            rhs = t.getInput();
+          if (auto p = rhs.getDefiningOp<ParamOp>())
+            if (std::string prefix = prefixOf(p); !prefix.empty())
+              return prefix;
         }
+        if (auto p = dyn_cast<ParamOp>(def); p && !projectionsOnly)
+          if (std::string prefix = prefixOf(p); !prefix.empty())
+            return prefix;
+        llvm::append_range(next, def->getOperands());
       }
-      for (Value operand : def->getOperands())
-        next.push_back(operand);
+      frontier = std::move(next);
     }
-    frontier = std::move(next);
   }
   return "";
 }
@@ -310,6 +325,7 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
   if (failed(positions) || failed(slots) || failed(table) || failed(lengths))
     return failure();
 
+  llvm::StringSet<> cachePrefixes;
   for (auto [i, a] : llvm::enumerate(attentions)) {
     AttentionForm form = *formOf(a);
     Type element = typeOf(a.getKey()).getElementType();
@@ -317,9 +333,10 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
         {pool, blockSize, form.kvHeads, form.dim}, element);
     // Named in the attention's module, beside its projections, so that
     // pipeline stages and reports place them with their layer.
-    std::string prefix = modulePathOf(a.getQuery());
+    std::string prefix = modulePathOf(a.getQuery(), cachePrefixes);
     if (prefix.empty())
       prefix = "kv_cache." + std::to_string(i);
+    cachePrefixes.insert(prefix);
     b.setInsertionPoint(a);
     auto cache = [&](StringRef which) {
       std::string name = prefix + "." + which.str() + "_cache";

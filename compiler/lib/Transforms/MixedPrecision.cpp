@@ -91,6 +91,22 @@ struct MixedPrecisionPass
         anyHalf |= isHalf(operand);
         anyF32 |= isF32(operand);
       }
+      // A key/value cache stays in 16 bits: the rows written into it and
+      // the queries read against it come down to its type (an fp32 copy
+      // of a cache would be the whole cache, every step). Rows arrive in
+      // fp32 where rotary angles are computed in fp32 from the positions,
+      // as exported decoders compute them.
+      if (isa<CacheWriteOp, PagedAttentionOp>(op) && anyHalf && anyF32) {
+        for (OpOperand &operand : op->getOpOperands())
+          if (isF32(operand.get()))
+            operand.set(castTo(b, op->getLoc(), operand.get(), half));
+        for (OpResult result : op->getResults())
+          if (isF32(result)) {
+            result.setType(floatTensor(result).clone(half));
+            ++numNarrowed;
+          }
+        continue;
+      }
       if (fp32Island || (anyHalf && anyF32)) {
         for (OpOperand &operand : op->getOpOperands())
           if (isHalf(operand.get()))
