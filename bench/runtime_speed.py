@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time one training step of a small GPT in cleave against PyTorch and JAX.
 
-Four configurations, side by side, all on this machine's CPU:
+Five configurations, side by side, all on this machine's CPU:
 
   1 rank      cleave (dp=1)        vs PyTorch eager on CPU, one process
   1 rank      cleave (dp=1)        vs torch.compile (Inductor), one process
@@ -10,6 +10,11 @@ Four configurations, side by side, all on this machine's CPU:
                                       sharded exactly as the cleave plan shards
                                       them (read from `cleave inspect --json`),
                                       XLA's SPMD partitioner doing the rest
+  pp=2        cleave (2 ranks)     vs torch.distributed.pipelining (gloo),
+                                      two stages of half the blocks each,
+                                      Schedule1F1B over the plan's
+                                      microbatches; the head untied in both
+                                      models (a stage keeps its parameters)
 
 The model is the zoo's GPT (GPT-2 style: learned positions, pre-LN, separate
 q/k/v projections with biases, GELU-tanh MLP 4x, LM head tied to the token
@@ -23,7 +28,8 @@ median step time after warm-up. Every configuration runs --rounds rounds
 (default 5), cleave and its peer one after the other, the order rotated
 each round; the table prints each side's min and median over the rounds
 and the paired ratio cleave/peer of every round (above 1: cleave is
-slower). A round in which other processes used more than --max-load cores
+slower), and each side's peak memory: the largest resident set of any
+one of its processes (a rank) over the run. A round in which other processes used more than --max-load cores
 (after --retries reruns) is left out, and a configuration with half its
 rounds or more so disturbed is not reported at all (the script then exits
 non-zero).
@@ -80,12 +86,14 @@ def peer_main(args):
         if args.peer == "compile":
             cfg["compile"] = True
         return torch_peer(cfg, distributed=args.peer == "ddp")
+    if args.peer == "pipe":
+        return torch_peer(cfg, distributed=True, pipeline=True)
     if args.peer == "jax":
         return jax_peer(cfg)
     raise SystemExit("unknown peer " + args.peer)
 
 
-def torch_peer(cfg, distributed):
+def torch_peer(cfg, distributed, pipeline=False):
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -137,13 +145,51 @@ def torch_peer(cfg, distributed):
                 if p.dim() == 2:
                     nn.init.normal_(p, std=0.02)
 
+            if not cfg["tied"]:
+                self.head = nn.Linear(H, V, bias=False)
+                nn.init.normal_(self.head.weight, std=0.02)
+
+        def logits(self, x):
+            x = self.ln_f(x)
+            if cfg["tied"]:
+                return x @ self.wte.weight.t()
+            return self.head(x)
+
         def forward(self, tokens, labels):
             x = self.wte(tokens) + self.wpe.weight[: tokens.shape[1]]
             for b in self.h:
                 x = b(x)
-            logits = self.ln_f(x) @ self.wte.weight.t()  # tied head
-            return F.cross_entropy(logits.view(-1, V), labels.view(-1))
+            return F.cross_entropy(self.logits(x).view(-1, V), labels.view(-1))
 
+    class FirstStage(nn.Module):
+        """The embedding and the first half of the blocks."""
+
+        def __init__(self, gpt):
+            super().__init__()
+            self.wte, self.wpe = gpt.wte, gpt.wpe
+            self.h = nn.ModuleList(gpt.h[: L // 2])
+
+        def forward(self, tokens):
+            x = self.wte(tokens) + self.wpe.weight[: tokens.shape[1]]
+            for b in self.h:
+                x = b(x)
+            return x
+
+    class LastStage(nn.Module):
+        """The other blocks, the final norm and the (untied) head."""
+
+        def __init__(self, gpt):
+            super().__init__()
+            self.h = nn.ModuleList(gpt.h[L // 2:])
+            self.ln_f, self.head = gpt.ln_f, gpt.head
+
+        def forward(self, x):
+            for b in self.h:
+                x = b(x)
+            return self.head(self.ln_f(x))
+
+    if pipeline:
+        return torch_pipeline(cfg, GPT, FirstStage, LastStage)
     rank, world = 0, 1
     model = GPT()
     if cfg.get("compile"):
@@ -186,6 +232,55 @@ def torch_peer(cfg, distributed):
                                         torch=torch.__version__)))
     if distributed:
         dist.destroy_process_group()
+
+
+def torch_pipeline(cfg, GPT, FirstStage, LastStage):
+    """Two pipeline stages over gloo with torch.distributed.pipelining,
+    1F1B over the plan's microbatches, the loss averaged over them as
+    cleave's is."""
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    V, S, B = cfg["vocab"], cfg["seq"], cfg["batch"]
+    gpt = GPT()  # the same seed on both ranks: each keeps its half
+    module = FirstStage(gpt) if rank == 0 else LastStage(gpt)
+    del gpt
+    stage = PipelineStage(module, rank, 2, torch.device("cpu"))
+    mb = cfg["microbatch"] or B
+    schedule = Schedule1F1B(
+        stage, B // mb,
+        loss_fn=lambda logits, labels: F.cross_entropy(
+            logits.reshape(-1, V), labels.reshape(-1)))
+    if cfg["optimizer"] == "sgd":
+        opt = torch.optim.SGD(module.parameters(), lr=cfg["lr"],
+                              momentum=cfg["momentum"])
+    else:
+        opt = torch.optim.AdamW(module.parameters(), lr=cfg["lr"],
+                                betas=(0.9, 0.999), eps=1e-8,
+                                weight_decay=0.0)
+    g = torch.Generator().manual_seed(0)
+    times = []
+    for step in range(cfg["steps"]):
+        tokens = torch.randint(0, V, (B, S), generator=g)
+        labels = torch.randint(0, V, (B, S), generator=g)
+        dist.barrier()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        if rank == 0:
+            schedule.step(tokens)
+        else:
+            schedule.step(target=labels)
+        opt.step()
+        dist.barrier()
+        times.append((time.perf_counter() - t0) * 1e3)
+    if rank == 0:
+        print("PEER " + json.dumps(dict(times_ms=times,
+                                        torch=torch.__version__)))
+    dist.destroy_process_group()
 
 
 def jax_peer(cfg):
@@ -329,6 +424,36 @@ def run(cmd, env=None, timeout=1800):
     return p.stdout
 
 
+# Runs a command and prints, on stderr, the largest resident set of any
+# process in its tree (Linux's RUSAGE_CHILDREN keeps the maximum over
+# every waited-for descendant: mpirun's ranks included).
+PEAK_WRAPPER = (
+    "import resource, subprocess, sys\n"
+    "r = subprocess.run(sys.argv[1:])\n"
+    "print('PEAK_RSS_KB %d' % resource.getrusage("
+    "resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(r.returncode)\n")
+
+
+def peak_wrapped(cmd):
+    return [sys.executable, "-c", PEAK_WRAPPER] + list(cmd)
+
+
+def peak_of(stderr):
+    m = re.findall(r"PEAK_RSS_KB (\d+)", stderr or "")
+    return int(m[-1]) / 1024 if m else 0.0
+
+
+def run_peak(cmd, env=None, timeout=1800):
+    """run(), and the peak resident set (MB) of any one of its processes."""
+    p = subprocess.run(peak_wrapped(cmd), env=env, capture_output=True,
+                       text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError("command failed (%d): %s\n%s%s" % (
+            p.returncode, " ".join(cmd), p.stdout[-3000:], p.stderr[-3000:]))
+    return p.stdout, peak_of(p.stderr)
+
+
 def peer_times(out):
     for line in out.splitlines():
         if line.startswith("PEER "):
@@ -377,7 +502,7 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--only", help="comma-separated: 1rank,1rank-compile,"
-                    "dp2,tp2")
+                    "dp2,tp2,pp2")
     ap.add_argument("--wait-idle", type=float, default=120,
                     help="seconds to wait for an idle machine before each "
                          "measurement")
@@ -418,6 +543,9 @@ def main():
         ("1rank-compile", 1, "dp=1,microbatch=%d" % args.batch, "compile"),
         ("dp2", 2, "dp=2,microbatch=%d" % (args.batch // 2), "ddp"),
         ("tp2", 2, "tp=2,microbatch=%d" % args.batch, "jax"),
+        # The head untied in both: torch.distributed.pipelining keeps a
+        # stage's parameters its own.
+        ("pp2", 2, "pp=2,microbatch=%d" % max(1, args.batch // 4), "pipe"),
     ]
     if args.only:
         keep = set(args.only.split(","))
@@ -430,12 +558,14 @@ def main():
     rows = []
     for name, ranks, fix, peer in configs:
         plan = os.path.join(work, name + ".cleave")
-        run([args.cleave, "compile", model, "--cluster",
+        tied = peer != "pipe"
+        run([args.cleave, "compile", model + ("" if tied else ",tied=false"),
+             "--cluster",
              "cpu-local,devices=%d" % ranks, "--global-batch",
              str(args.batch), "--fix", fix, "--optimizer", args.optimizer,
              "-o", plan], env=env)
         info = json.loads(run([args.cleave, "inspect", plan, "--json"]))
-        cfg = dict(base)
+        cfg = dict(base, tied=tied)
         cfg["microbatch"] = info["knobs"]["microbatch_size"]
         if cfg["microbatch"] >= args.batch // max(1, info["knobs"]["dp"]):
             cfg["microbatch"] = 0
@@ -444,19 +574,21 @@ def main():
         cmd = [args.cleave, "run", plan, "--steps", str(args.steps)]
 
         def cleave_side():
-            out = run(cmd, env=env)
-            return [float(m.group(3)) for m in
-                    (STEP_RE.match(l.strip()) for l in out.splitlines()) if m]
+            out, rss = run_peak(cmd, env=env)
+            return ([float(m.group(3)) for m in
+                     (STEP_RE.match(l.strip()) for l in out.splitlines())
+                     if m], rss)
 
         # With a peer the cleave side is measured in the rounds below.
-        ct, lm_c = ([], None) if args.python and not args.compare_fusion \
+        (ct, _), lm_c = (([], 0), None) \
+            if args.python and not args.compare_fusion \
             else measured(cleave_side, args)
         cleave_ms = statistics.median(ct[args.warmup:]) if ct else None
         unfused_ms = None
         if args.compare_fusion:
             fused_cmd = cmd
             cmd = cmd + ["--no-fuse"]
-            ut, _ = measured(cleave_side, args)
+            (ut, _), _ = measured(cleave_side, args)
             cmd = fused_cmd
             unfused_ms = statistics.median(ut[args.warmup:])
             print("  %-6s cleave fused %8.1f ms  --no-fuse %8.1f ms  "
@@ -484,7 +616,7 @@ def main():
         pcmd = [args.python, me, "--peer", peer, "--peer-config",
                 json.dumps(cfg)]
         def peer_side():
-            if peer == "ddp":
+            if peer in ("ddp", "pipe"):
                 port = str(free_port())
                 procs = []
                 for r in range(ranks):
@@ -492,16 +624,18 @@ def main():
                              LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
                              MASTER_PORT=port)
                     procs.append(subprocess.Popen(
-                        pcmd, env=e, stdout=subprocess.PIPE,
+                        peak_wrapped(pcmd), env=e, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True))
                 outs = [p.communicate(timeout=1800) for p in procs]
                 for p, (o, er) in zip(procs, outs):
                     if p.returncode:
-                        raise RuntimeError("DDP peer failed:\n" + o + er)
+                        raise RuntimeError("%s peer failed:\n%s%s"
+                                           % (peer, o, er))
                 pout = outs[0][0]
+                rss = max(peak_of(er) for _, er in outs)
             else:
-                pout = run(pcmd, env=penv)
-            return peer_times(pout)
+                pout, rss = run_peak(pcmd, env=penv)
+            return dict(peer_times(pout), peak_rss_mb=rss)
 
         # Rounds: cleave and the peer one after the other, the order
         # rotated each round, so that a slow spell of the machine falls on
@@ -513,16 +647,19 @@ def main():
             for side in (("cleave", "peer") if r % 2 == 0
                          else ("peer", "cleave")):
                 if side == "cleave":
-                    t, lm = measured(cleave_side, args)
+                    (t, rss), lm = measured(cleave_side, args)
                     sides["cleave"] = (statistics.median(t[args.warmup:]),
-                                       lm.other_cores)
+                                       lm.other_cores, rss)
                 else:
                     pinfo, lm = measured(peer_side, args)
                     sides["peer"] = (statistics.median(
-                        pinfo["times_ms"][args.warmup:]), lm.other_cores)
+                        pinfo["times_ms"][args.warmup:]), lm.other_cores,
+                        pinfo["peak_rss_mb"])
             busy = max(sides["cleave"][1], sides["peer"][1])
             rounds.append(dict(cleave_ms=sides["cleave"][0],
                                peer_ms=sides["peer"][0],
+                               cleave_rss=sides["cleave"][2],
+                               peer_rss=sides["peer"][2],
                                ratio=sides["cleave"][0] / sides["peer"][0],
                                other_cores=busy,
                                busy=busy > args.max_load))
@@ -535,7 +672,9 @@ def main():
                  "compile": "torch.compile %s" % pinfo.get("torch", ""),
                  "ddp": "torch DDP gloo %s" % pinfo.get("torch", ""),
                  "jax": "JAX %s, %d devices" % (pinfo.get("jax", ""),
-                                                ranks)}[peer]
+                                                ranks),
+                 "pipe": "torch pipelining 1F1B %s" % pinfo.get("torch", "")
+                 }[peer]
         quiet = [x for x in rounds if not x["busy"]]
         rows.append(dict(config=name, ranks=ranks, fix=fix, peer=label,
                          unfused_ms=unfused_ms, rounds=rounds,
@@ -566,10 +705,10 @@ def main():
         print("-" * 80)
     if not args.python:
         return
-    print("%-14s %-22s %17s %17s %-22s %s" % (
+    print("%-14s %-22s %17s %17s %-22s %13s %s" % (
         "config", "cleave plan", "cleave ms min/med", "peer ms min/med",
-        "peer", "paired ratios (median)"))
-    print("-" * 120)
+        "peer", "peak MB c/p", "paired ratios (median)"))
+    print("-" * 134)
     refused = []
     for r in rows:
         if r["refused"]:
@@ -582,15 +721,19 @@ def main():
         cm = [x["cleave_ms"] for x in quiet]
         pm = [x["peer_ms"] for x in quiet]
         ratios = [x["ratio"] for x in quiet]
-        print("%-14s %-22s %8.1f/%8.1f %8.1f/%8.1f %-22s %s (%.2f)" % (
+        peaks = "%6.0f/%-6.0f" % (max(x["cleave_rss"] for x in quiet),
+                                  max(x["peer_rss"] for x in quiet))
+        print("%-14s %-22s %8.1f/%8.1f %8.1f/%8.1f %-22s %13s %s (%.2f)" % (
             r["config"], r["fix"], min(cm), statistics.median(cm), min(pm),
-            statistics.median(pm), r["peer"][:22],
+            statistics.median(pm), r["peer"][:22], peaks,
             " ".join("%.2f" % x for x in ratios),
             statistics.median(ratios)))
-    print("-" * 120)
+    print("-" * 134)
     print("ratio = cleave ms / peer ms within a round (above 1: cleave is "
           "slower); rounds where other processes used more than %.2f cores "
           "are left out" % args.max_load)
+    print("peak MB c/p = the largest resident set of any one process (a "
+          "rank) over the run, cleave's and the peer's")
     if refused:
         sys.exit("the machine was busy: %d configuration(s) not reported"
                  % len(refused))

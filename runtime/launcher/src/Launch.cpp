@@ -19,6 +19,10 @@ std::vector<std::string> launchCommand(const LaunchOptions &options) {
   for (const char *arg : {"--bind-to", "none", "--mca", "mpi_yield_when_idle",
                           "1"})
     argv.push_back(arg);
+  for (const std::string &setting : options.environment) {
+    argv.push_back("-x");
+    argv.push_back(setting);
+  }
   argv.push_back(options.worker.empty() ? "cleave-worker" : options.worker);
   argv.insert(argv.end(), options.workerArgs.begin(), options.workerArgs.end());
   return argv;

@@ -32,7 +32,9 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sched.h>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 namespace cleave::launcher {
@@ -63,7 +65,30 @@ struct LaunchArgs {
   /// Pass --dump-outputs (an inference plan's outputs, for --expect-output
   /// or --check).
   bool dumpOutputs = false;
+  /// Kernel threads a rank (OMP_NUM_THREADS); 0: the ranks share the
+  /// cores out themselves.
+  int rankThreads = 0;
 };
+
+/// The kernel threads each of a plan's `ranks` ranks on this machine
+/// takes (cleave-worker shares the cores out: kernels::adoptRankThreads),
+/// for --check's one-rank reference: the same thread count gives the
+/// same arithmetic, where a GEMM library may sum in another order on more
+/// threads (OpenBLAS's generic kernels do, and a batch norm over two
+/// samples makes such a difference a 3e-4 one in the loss a step later).
+/// 0 where the user fixed the count for both (OMP_NUM_THREADS or
+/// OPENBLAS_NUM_THREADS).
+int referenceThreads(int ranks) {
+  if (std::getenv("OMP_NUM_THREADS") || std::getenv("OPENBLAS_NUM_THREADS"))
+    return 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                           : 0;
+  if (cores <= 0)
+    cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1, cores / std::max(1, ranks));
+}
 
 /// Prints output `index`'s largest difference from `ref` and returns its
 /// relative error (to the largest |ref|), as --expect-output and an
@@ -194,6 +219,9 @@ int checkGeneration(const RunRequest &r, const plan::Plan &p, int ranks,
   };
   for (const Side &side : {Side{r.planPath, dir + "/plan.logits", ranks, true},
                            Side{refPath, dir + "/reference.logits", 1, false}}) {
+    LaunchArgs sideArgs = args;
+    if (!side.print)
+      sideArgs.rankThreads = referenceThreads(ranks);
     if (!side.print)
       std::cout << "check: generating with the unpartitioned model on one "
                    "rank"
@@ -203,7 +231,7 @@ int checkGeneration(const RunRequest &r, const plan::Plan &p, int ranks,
                             {"--dump-logits", side.logits});
     // The reference's lines are not the plan's: only errors show.
     if (absl::Status s = launchPlan(run, side.plan, side.ranks, "",
-                                    side.print, args);
+                                    side.print, sideArgs);
         !s.ok()) {
       std::cerr << "cleave: error: " << (side.print ? "" : "--check: ")
                 << s.message() << "\n";
@@ -261,6 +289,9 @@ absl::Status launchPlan(const RunRequest &r, const std::string &path,
   options.ranks = ranks;
   options.workerArgs = {path, "--steps", std::to_string(args.steps),
                         "--timeout", absl::StrFormat("%g", r.timeoutSeconds)};
+  if (args.rankThreads > 0)
+    options.environment.push_back("OMP_NUM_THREADS=" +
+                                  std::to_string(args.rankThreads));
   auto add = [&](std::initializer_list<std::string> more) {
     options.workerArgs.insert(options.workerArgs.end(), more);
   };
@@ -640,6 +671,7 @@ int runPlan(const RunRequest &r) {
   refArgs.initFrom = initFrom;
   refArgs.seed = resumedSeed;
   refArgs.dumpOutputs = inference;
+  refArgs.rankThreads = referenceThreads(ranks);
   if (absl::Status s = launchPlan(r, refPath, 1, refDir, false, refArgs);
       !s.ok()) {
     std::cerr << "cleave: error: --check reference: " << s.message() << "\n";

@@ -154,6 +154,15 @@ TEST_F(WorkerTest, LaunchCommand) {
             geteuid() == 0);
   EXPECT_NE(text.find("/bin/cleave-worker model.cleave --steps 3"),
             std::string::npos);
+  // Settings of the ranks' environment go before the worker (--check's
+  // reference takes the plan's ranks' thread count so).
+  options.environment = {"OMP_NUM_THREADS=1"};
+  text.clear();
+  for (const std::string &a : launcher::launchCommand(options))
+    text += a + " ";
+  EXPECT_NE(text.find(" -x OMP_NUM_THREADS=1 /bin/cleave-worker model.cleave"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(WorkerTest, OneRankPrintsSteps) {

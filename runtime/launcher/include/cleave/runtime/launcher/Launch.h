@@ -31,6 +31,8 @@ struct LaunchOptions {
   int ranks = 1;
   /// The plan path and worker flags (--steps, --data, --trace, ...).
   std::vector<std::string> workerArgs;
+  /// NAME=VALUE settings of every rank's environment (mpirun -x).
+  std::vector<std::string> environment;
   bool oversubscribe = true;
   /// The whole job is ended after this long.
   double timeoutSeconds = 24 * 3600;
