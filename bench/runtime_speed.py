@@ -499,6 +499,10 @@ def main():
     ap.add_argument("--batch", type=int, default=8, help="global batch")
     ap.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"])
     ap.add_argument("--threads", type=int, default=1, help="threads a rank")
+    ap.add_argument("--cores", type=int,
+                    help="instead of --threads: each configuration's ranks "
+                         "share this many cores (1 rank x 2 threads, 2 ranks "
+                         "x 1 thread for --cores 2), so one run covers both")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--only", help="comma-separated: 1rank,1rank-compile,"
@@ -557,6 +561,9 @@ def main():
                 steps=args.steps, lr=1e-3, momentum=0.9, microbatch=0)
     rows = []
     for name, ranks, fix, peer in configs:
+        threads = max(1, args.cores // ranks) if args.cores else args.threads
+        env.update(OPENBLAS_NUM_THREADS=str(threads),
+                   OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
         plan = os.path.join(work, name + ".cleave")
         tied = peer != "pipe"
         run([args.cleave, "compile", model + ("" if tied else ",tied=false"),
@@ -565,7 +572,7 @@ def main():
              str(args.batch), "--fix", fix, "--optimizer", args.optimizer,
              "-o", plan], env=env)
         info = json.loads(run([args.cleave, "inspect", plan, "--json"]))
-        cfg = dict(base, tied=tied)
+        cfg = dict(base, tied=tied, threads=threads)
         cfg["microbatch"] = info["knobs"]["microbatch_size"]
         if cfg["microbatch"] >= args.batch // max(1, info["knobs"]["dp"]):
             cfg["microbatch"] = 0
@@ -611,7 +618,7 @@ def main():
             penv["XLA_FLAGS"] = (
                 "--xla_force_host_platform_device_count=%d "
                 "--xla_cpu_multi_thread_eigen=false "
-                "intra_op_parallelism_threads=%d" % (ranks, args.threads))
+                "intra_op_parallelism_threads=%d" % (ranks, threads))
             penv["JAX_PLATFORMS"] = "cpu"
         pcmd = [args.python, me, "--peer", peer, "--peer-config",
                 json.dumps(cfg)]
@@ -677,6 +684,7 @@ def main():
                  }[peer]
         quiet = [x for x in rounds if not x["busy"]]
         rows.append(dict(config=name, ranks=ranks, fix=fix, peer=label,
+                         threads=threads,
                          unfused_ms=unfused_ms, rounds=rounds,
                          refused=len(quiet) * 2 <= len(rounds) and
                          len(rounds) > 1 or not quiet,
@@ -690,9 +698,11 @@ def main():
             print_trace_top(tr, name)
 
     print()
-    print("model %s, global batch %d, %s, %d thread(s) a rank, median of "
-          "steps %d-%d" % (model, args.batch, args.optimizer, args.threads,
-                           args.warmup + 1, args.steps))
+    print("model %s, global batch %d, %s, %s, median of steps %d-%d" % (
+        model, args.batch, args.optimizer,
+        ("%d cores shared by each configuration's ranks" % args.cores
+         if args.cores else "%d thread(s) a rank" % args.threads),
+        args.warmup + 1, args.steps))
     if args.compare_fusion:
         print("%-7s %-28s %12s %14s %14s" % ("config", "cleave plan",
                                              "fused ms", "--no-fuse ms",
@@ -724,7 +734,7 @@ def main():
         peaks = "%6.0f/%-6.0f" % (max(x["cleave_rss"] for x in quiet),
                                   max(x["peer_rss"] for x in quiet))
         print("%-14s %-22s %8.1f/%8.1f %8.1f/%8.1f %-22s %13s %s (%.2f)" % (
-            r["config"], r["fix"], min(cm), statistics.median(cm), min(pm),
+            "%s %dx%d" % (r["config"], r["ranks"], r["threads"]), r["fix"], min(cm), statistics.median(cm), min(pm),
             statistics.median(pm), r["peer"][:22], peaks,
             " ".join("%.2f" % x for x in ratios),
             statistics.median(ratios)))

@@ -72,6 +72,27 @@ compile "${models[llama]}" --cluster cpu-local,devices=1 --serve \
   -o "$stage/plans/llama-serve.cleave"
 printf '1 2 3 4 5\n7 8 9\n10 11 12 13 14 15 16 17\n3\n4 4 4 4\n' \
   > "$stage/plans/prompts.txt"
+# A decode step of Llama 3 8B in bf16 on one GPU (random weights): 64
+# sequences of 16 prompt and 256 generated tokens, the step's bytes read
+# written beside it for the check's HBM bound: the weights once a step,
+# and every row's keys and values so far (a row's context averages
+# (16 + 256) / 2 positions over the run).
+compile zoo:llama3-8b --cluster hgx-h200,devices=1 --serve --prompt-len 16 \
+  --output-len 256 --max-batch 64 --fix tp=1,pp=1 \
+  -o "$stage/plans/llama8b-decode.cleave"
+python3 - "$stage/plans" <<'PY'
+import random, sys
+rows, prompt, output = 64, 16, 256
+r = random.Random(0)
+with open(sys.argv[1] + "/decode-prompts.txt", "w") as f:
+    for _ in range(rows):
+        f.write(" ".join(str(r.randrange(128000)) for _ in range(prompt)) + "\n")
+# Llama 3 8B: 8.03 B parameters, 32 layers x 8 key/value heads x 128.
+weights = 8.030e9 * 2
+kv_per_token = 32 * 2 * 8 * 128 * 2
+with open(sys.argv[1] + "/decode-bytes.txt", "w") as f:
+    f.write("%d %d\n" % (weights, rows * (prompt + output) / 2 * kv_per_token))
+PY
 # fp16 storage with dynamic loss scaling (runtime.unscale on the GPU).
 compile "${models[llama]}" --cluster hgx-h200,devices=1 --global-batch 8 \
   --optimizer sgd --fix attention=fused,precision=fp16 \

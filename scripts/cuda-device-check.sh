@@ -26,6 +26,8 @@
 #      attention (graph.attention's kernels, and its smaller arena), with the
 #      achieved TFLOP/s, MFU and the share of time in GEMMs, other kernels
 #      and gaps (from the worker's trace);
+#   6. a bf16 decode step of Llama 3 8B (64 sequences) against the time
+#      its bytes take at the measured HBM bandwidth;
 # and prints one table. The worker runs without MPI (CLEAVE_NO_MPI=1).
 # Usage: bash cuda-device-check.sh   (from the unpacked bundle; OUT=dir)
 set -uo pipefail
@@ -129,6 +131,31 @@ say "== GEMM sweep (cuBLASLt) =="
 grep -E "gemm .*: (1024x1024x1024|4096x4096x4096|16384x16384x16384) " \
   "$out/profile.txt" | sed 's/^profile: //' | tee -a "$log"
 grep -E "memory:" "$out/profile.txt" | sed 's/^profile: //' | tee -a "$log"
+
+say "== a decode step against the HBM bound =="
+# Llama 3 8B, bf16, 64 sequences on one GPU: a step reads the weights once
+# and each row's cache so far; the bound is those bytes at the copy
+# bandwidth cleave-profile-cuda measured above.
+"$worker" "$plans/llama8b-decode.cleave" --backend cuda \
+  --generate "$plans/decode-prompts.txt" > "$out/decode.txt" 2>&1
+python3 - "$out" "$plans/decode-bytes.txt" <<'PY' | tee -a "$log"
+import re, sys
+out, sizes = sys.argv[1], sys.argv[2]
+weights, kv = map(float, open(sizes).read().split())
+text = open(out + "/decode.txt").read()
+run = re.search(r"generated (\d+) tokens for (\d+) requests in ([\d.]+) s "
+                r"\(\d+ tokens/s, (\d+) steps of (\d+) rows", text)
+bw = re.search(r"copy bandwidth ([\d.]+) GB/s", open(out + "/profile.txt").read())
+if not run or not bw:
+    print("decode: failed: " + " ".join(text.splitlines()[-2:]))
+else:
+    step = float(run.group(3)) / int(run.group(4))
+    bound = (weights + kv) / (float(bw.group(1)) * 1e9)
+    print(f"decode: llama3-8b bf16, {run.group(5)} rows a step: {step*1e3:.2f} ms "
+          f"a step, HBM bound {bound*1e3:.2f} ms ({(weights+kv)/1e9:.1f} GB at "
+          f"{bw.group(1)} GB/s), {bound/step*100:.0f}% of the bound; "
+          f"{run.group(1)} tokens in {run.group(3)} s")
+PY
 
 say "== a GPT that fills the GPU =="
 for precision in fp32 tf32 bf16 fp16; do
