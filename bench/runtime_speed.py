@@ -715,15 +715,15 @@ def main():
         print("-" * 80)
     if not args.python:
         return
-    print("%-14s %-22s %17s %17s %-22s %13s %s" % (
+    print("%-18s %-22s %17s %17s %-22s %13s %s" % (
         "config", "cleave plan", "cleave ms min/med", "peer ms min/med",
         "peer", "peak MB c/p", "paired ratios (median)"))
-    print("-" * 134)
+    print("-" * 138)
     refused = []
     for r in rows:
         if r["refused"]:
             refused.append(r)
-            print("%-14s %-22s not reported: other processes used up to "
+            print("%-18s %-22s not reported: other processes used up to "
                   "%.2f cores in most rounds (limit --max-load %.2f)" % (
                       r["config"], r["fix"], r["other_cores"], args.max_load))
             continue
@@ -733,12 +733,12 @@ def main():
         ratios = [x["ratio"] for x in quiet]
         peaks = "%6.0f/%-6.0f" % (max(x["cleave_rss"] for x in quiet),
                                   max(x["peer_rss"] for x in quiet))
-        print("%-14s %-22s %8.1f/%8.1f %8.1f/%8.1f %-22s %13s %s (%.2f)" % (
+        print("%-18s %-22s %8.1f/%8.1f %8.1f/%8.1f %-22s %13s %s (%.2f)" % (
             "%s %dx%d" % (r["config"], r["ranks"], r["threads"]), r["fix"], min(cm), statistics.median(cm), min(pm),
             statistics.median(pm), r["peer"][:22], peaks,
             " ".join("%.2f" % x for x in ratios),
             statistics.median(ratios)))
-    print("-" * 134)
+    print("-" * 138)
     print("ratio = cleave ms / peer ms within a round (above 1: cleave is "
           "slower); rounds where other processes used more than %.2f cores "
           "are left out" % args.max_load)
