@@ -69,3 +69,28 @@ func.func @forward() -> tensor<1x2x2x4xf32> {
   %o, %lse = graph.attention %qs, %qs, %qs mask %mask : tensor<1x1x2x2xf32> scale = 0.5 : tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>
   return %o : tensor<1x2x2x4xf32>
 }
+
+// -----
+
+// GPT-2 exported without position_ids: the exporter folded the positions
+// it computes (0..T-1) into a constant, and the position table is
+// gathered at it; the step gathers it at each token's position instead.
+// CHECK-LABEL: func.func @forward() -> tensor<2x1x2x4xf32>
+// CHECK-DAG: %[[POS:.*]] = graph.input "positions" : tensor<2x1xi64>
+// CHECK-DAG: %[[WPE:.*]] = graph.param "transformer.wpe.weight" : tensor<64x8xf32>
+// CHECK: %[[P:.*]] = graph.gather %[[WPE]][%[[POS]]] axis = 0 : tensor<64x8xf32>, tensor<2x1xi64>
+// CHECK: graph.add %{{.*}}, %[[P]] : tensor<2x1x8xf32>, tensor<2x1x8xf32>
+func.func @forward() -> tensor<2x1x2x4xf32> {
+  %ids = graph.input "input_ids" : tensor<2x1xi64>
+  %wte = graph.param "transformer.wte.weight" : tensor<16x8xf32>
+  %wpe = graph.param "transformer.wpe.weight" : tensor<64x8xf32>
+  %tok = graph.gather %wte[%ids] axis = 0 : tensor<16x8xf32>, tensor<2x1xi64>
+  %zero = graph.constant dense<0> : tensor<1x1xi64>
+  %pos = graph.gather %wpe[%zero] axis = 0 : tensor<64x8xf32>, tensor<1x1xi64>
+  %x = graph.add %tok, %pos : tensor<2x1x8xf32>, tensor<1x1x8xf32>
+  %x4 = graph.reshape %x : tensor<2x1x8xf32> -> tensor<2x1x2x4xf32>
+  %q = graph.transpose %x4 [0, 2, 1, 3] : tensor<2x1x2x4xf32>
+  %o, %lse = graph.attention %q, %q, %q scale = 0.5 causal : tensor<2x2x1x4xf32>, tensor<2x2x1x4xf32>, tensor<2x2x1x4xf32>
+  %ot = graph.transpose %o [0, 2, 1, 3] : tensor<2x2x1x4xf32>
+  return %ot : tensor<2x1x2x4xf32>
+}

@@ -408,8 +408,15 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
         "position_ids)");
 
   // A learned position table read as rows [0, T) (added to the token
-  // embeddings over the batch) is read at the tokens' positions.
-  SmallVector<SliceOp> tables;
+  // embeddings over the batch) is read at the tokens' positions: a slice
+  // of its first T rows (the zoo's GPT), or a gather at constant indices
+  // 0..T-1 for every sequence (an exporter folds the positions a model
+  // computes itself, as GPT-2 exported without position_ids does).
+  auto addsOnly = [](Operation *op) {
+    return llvm::all_of(op->getUsers(),
+                        [](Operation *u) { return isa<AddOp>(u); });
+  };
+  SmallVector<std::pair<Operation *, Value>> tables; // the read, the table
   forward.walk([&](SliceOp s) {
     auto param = s.getInput().getDefiningOp<ParamOp>();
     auto type = typeOf(s.getResult());
@@ -417,23 +424,44 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
         s.getStarts()[0] == 0 && s.getStarts()[1] == 0 &&
         llvm::all_of(s.getStrides(), [](int64_t v) { return v == 1; }) &&
         type.getDimSize(1) == typeOf(s.getInput()).getDimSize(1) &&
-        llvm::all_of(s->getUsers(), [](Operation *u) { return isa<AddOp>(u); }))
-      tables.push_back(s);
+        addsOnly(s))
+      tables.push_back({s, s.getInput()});
   });
-  for (SliceOp s : tables) {
-    int64_t rows = typeOf(s.getInput()).getDimSize(0);
+  forward.walk([&](GatherOp g) {
+    auto param = g.getData().getDefiningOp<ParamOp>();
+    auto constant = g.getIndices().getDefiningOp<ConstantOp>();
+    auto indices =
+        constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue())
+                 : DenseIntElementsAttr();
+    if (!param || !indices || g.getAxis() != 0 ||
+        typeOf(g.getData()).getRank() != 2 || !addsOnly(g))
+      return;
+    ArrayRef<int64_t> shape = indices.getType().getShape();
+    if (shape.size() != 2 || shape[1] != step.tokens ||
+        (shape[0] != 1 && shape[0] != step.batch))
+      return;
+    int64_t n = 0;
+    for (const APInt &v : indices.getValues<APInt>())
+      if (v.getSExtValue() != n++ % step.tokens)
+        return;
+    tables.push_back({g, g.getData()});
+  });
+  for (auto [read, table] : tables) {
+    int64_t rows = typeOf(table).getDimSize(0);
     if (rows < maxLength)
-      return s.emitOpError("reads a position table of ")
+      return read->emitOpError("reads a position table of ")
              << rows << " positions, fewer than max-length "
              << int64_t(maxLength);
-    b.setInsertionPoint(s);
+    b.setInsertionPoint(read);
     auto type = RankedTensorType::get(
-        {step.batch, step.tokens, typeOf(s.getResult()).getDimSize(1)},
-        typeOf(s.getResult()).getElementType());
-    Value read = GatherOp::create(b, s.getLoc(), type, s.getInput(), *positions,
-                                  0);
-    s.getResult().replaceAllUsesWith(read);
-    s.erase();
+        {step.batch, step.tokens, typeOf(table).getDimSize(1)},
+        typeOf(table).getElementType());
+    Value atPositions =
+        GatherOp::create(b, read->getLoc(), type, table, *positions, 0);
+    // The adds broadcast the table's rows over the batch: they now add
+    // each sequence's own.
+    read->getResult(0).replaceAllUsesWith(atPositions);
+    read->erase();
   }
 
   // A training graph's loss becomes its logits: cross-entropy's first
