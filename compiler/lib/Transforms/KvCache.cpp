@@ -60,6 +60,22 @@ std::optional<AttentionForm> formOf(AttentionOp a) {
   return std::nullopt;
 }
 
+/// `f`'s graph.input named `name`, if it has one.
+InputOp inputNamed(func::FuncOp f, StringRef name) {
+  for (InputOp in : f.getOps<InputOp>())
+    if (in.getName() == name)
+      return in;
+  return InputOp();
+}
+
+/// The parameter `v` reads, directly or transposed (a projection's
+/// weight as exporters write it); none for an activation.
+ParamOp weightOf(Value v) {
+  if (auto t = v.getDefiningOp<TransposeOp>())
+    v = t.getInput();
+  return v.getDefiningOp<ParamOp>();
+}
+
 /// The module path of the layer that made `query`, for its caches' names:
 /// the first of the parameters upstream, nearest first, whose name has a
 /// module path ("layers.3.self_attn.q_proj.weight" without its last two
@@ -88,14 +104,10 @@ std::string modulePathOf(Value query, const llvm::StringSet<> &taken) {
         Operation *def = v.getDefiningOp();
         if (!def || !seen.insert(def).second)
           continue;
-        if (auto matmul = dyn_cast<MatmulOp>(def)) {
-          Value rhs = matmul.getRhs();
-          if (auto t = rhs.getDefiningOp<TransposeOp>())
-            rhs = t.getInput();
-          if (auto p = rhs.getDefiningOp<ParamOp>())
+        if (auto matmul = dyn_cast<MatmulOp>(def))
+          if (ParamOp p = weightOf(matmul.getRhs()))
             if (std::string prefix = prefixOf(p); !prefix.empty())
               return prefix;
-        }
         if (auto p = dyn_cast<ParamOp>(def); p && !projectionsOnly)
           if (std::string prefix = prefixOf(p); !prefix.empty())
             return prefix;
@@ -155,18 +167,13 @@ Operation *foldedRotation(func::FuncOp f) {
 bool scoresOfActivations(SoftmaxOp s) {
   if (s.getCausal())
     return true;
-  auto isWeight = [](Value v) {
-    if (auto t = v.getDefiningOp<TransposeOp>())
-      v = t.getInput();
-    return bool(v.getDefiningOp<ParamOp>());
-  };
   SmallVector<Value> frontier{s.getInput()};
   for (int depth = 0; depth < 6 && !frontier.empty(); ++depth) {
     SmallVector<Value> next;
     for (Value v : frontier) {
       Operation *def = v.getDefiningOp();
       if (auto m = dyn_cast_or_null<MatmulOp>(def)) {
-        if (!isWeight(m.getLhs()) && !isWeight(m.getRhs()))
+        if (!weightOf(m.getLhs()) && !weightOf(m.getRhs()))
           return true;
       } else if (isa_and_nonnull<AddOp, MulOp, DivOp, SubOp, WhereOp, CastOp,
                                  ReshapeOp>(def)) {
@@ -253,12 +260,7 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
   // The scheduler's inputs, after the graph's own.
   b.setInsertionPoint(firstComputation(forward));
   auto input = [&](StringRef name, ArrayRef<int64_t> shape) -> FailureOr<Value> {
-    InputOp taken;
-    forward.walk([&](InputOp in) {
-      if (in.getName() == name)
-        taken = in;
-    });
-    if (taken)
+    if (InputOp taken = inputNamed(forward, name))
       return taken.emitOpError("is an input the model already has, but a "
                                "generation step fills '")
              << name << "' itself";
@@ -267,12 +269,7 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
   };
   // An exported decoder's own padding input: still read after the masks
   // folded, it feeds something a generation step cannot fill.
-  InputOp padding;
-  forward.walk([&](InputOp in) {
-    if (in.getName() == cleave::kPaddingMaskInput)
-      padding = in;
-  });
-  if (padding)
+  if (InputOp padding = inputNamed(forward, cleave::kPaddingMaskInput))
     return padding.emitOpError("is read by more than attention's causal "
                                "mask (")
            << *(*padding->getUsers().begin())
@@ -288,12 +285,7 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
       tokenIds = in;
   });
   if (tokenIds && tokenIds.getName() != "tokens") {
-    InputOp taken;
-    forward.walk([&](InputOp in) {
-      if (in.getName() == "tokens")
-        taken = in;
-    });
-    if (taken)
+    if (InputOp taken = inputNamed(forward, "tokens"))
       return taken.emitOpError("is named as the step's token ids, which "
                                "are '")
              << tokenIds.getName() << "' here";
@@ -301,11 +293,7 @@ LogicalResult KvCachePass::rewrite(ModuleOp module) {
   }
   // An exported decoder's `position_ids` input ([B, T], as Hugging Face
   // models take it) becomes the step's positions.
-  InputOp exportedPositions;
-  forward.walk([&](InputOp in) {
-    if (in.getName() == "position_ids")
-      exportedPositions = in;
-  });
+  InputOp exportedPositions = inputNamed(forward, "position_ids");
   if (exportedPositions) {
     auto type = exportedPositions.getType();
     if (type.getShape() != ArrayRef<int64_t>{step.batch, step.tokens} ||
